@@ -1,0 +1,5 @@
+import sys
+
+from localcube.cli import main
+
+sys.exit(main())

@@ -1,0 +1,95 @@
+"""The admin API under /localcube/v1: runtimes (apply, delete, list) and sandboxes.
+
+The suite reads sandboxes here where, on a cluster, it would read pods and claims.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from aiohttp import web
+
+from localcube.manifests import PLURALS, ManifestError, parse_documents
+from localcube.sandboxes import is_alive
+from localcube.store import SandboxRecord
+from localcube.workload_manager import RuntimeNotFound, WorkloadManager
+
+PREFIX = "/localcube/v1"
+_KIND_BY_PLURAL = {plural: kind for kind, plural in PLURALS.items()}
+
+
+def _error(status: int, text: str) -> web.Response:
+    return web.json_response({"error": text}, status=status)
+
+
+def _timestamp(seconds: float | None) -> str | None:
+    if seconds is None:
+        return None
+    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
+
+
+def describe(record: SandboxRecord) -> dict:
+    return {
+        "sandboxId": record.sandbox_id,
+        "sandboxName": record.sandbox_name,
+        "sessionId": record.session_id,
+        "kind": record.kind,
+        "namespace": record.namespace,
+        "runtime": record.runtime,
+        "pid": record.pid,
+        "state": record.state,
+        "alive": is_alive(record.pid, record.process_start),
+        "createdAt": _timestamp(record.created_at),
+        "lastActivityAt": _timestamp(record.last_activity_at),
+        "expiresAt": _timestamp(record.expires_at),
+        "endpoint": f"127.0.0.1:{record.endpoints[0][1]}",
+        "workspace": record.workspace,
+    }
+
+
+class AdminRoutes:
+    def __init__(self, workloads: WorkloadManager) -> None:
+        self.workloads = workloads
+
+    def routes(self) -> list[web.RouteDef]:
+        return [
+            web.get(f"{PREFIX}/runtimes", self.list_runtimes),
+            web.post(f"{PREFIX}/runtimes", self.apply_runtimes),
+            web.delete(f"{PREFIX}/runtimes/{{plural}}/{{namespace}}/{{name}}", self.delete_runtime),
+            web.get(f"{PREFIX}/sandboxes", self.list_sandboxes),
+        ]
+
+    async def list_runtimes(self, _: web.Request) -> web.Response:
+        runtimes = [runtime.describe() for runtime in self.workloads.runtimes.values()]
+        return web.json_response({"runtimes": runtimes})
+
+    async def apply_runtimes(self, request: web.Request) -> web.Response:
+        try:
+            text = (await request.read()).decode("utf-8")
+            runtimes = parse_documents(text, "request body")
+        except UnicodeDecodeError:
+            return _error(400, "request body: not UTF-8 text")
+        except ManifestError as refused:
+            return _error(400, str(refused))
+        if not runtimes:
+            return _error(400, "request body: no AgentRuntime or CodeInterpreter resource")
+        self.workloads.apply(runtimes)
+        applied = [{"kind": r.kind, "namespace": r.namespace, "name": r.name} for r in runtimes]
+        return web.json_response({"applied": applied})
+
+    async def delete_runtime(self, request: web.Request) -> web.Response:
+        plural = request.match_info["plural"]
+        if plural not in _KIND_BY_PLURAL:
+            return _error(
+                404, f"unknown resource kind {plural!r}: use agentruntimes or codeinterpreters"
+            )
+        try:
+            runtime = self.workloads.remove(
+                _KIND_BY_PLURAL[plural], request.match_info["namespace"], request.match_info["name"]
+            )
+        except RuntimeNotFound as missing:
+            return _error(404, str(missing))
+        return web.json_response({"deleted": runtime.describe()})
+
+    async def list_sandboxes(self, _: web.Request) -> web.Response:
+        return web.json_response({"sandboxes": [describe(r) for r in self.workloads.store.all()]})

@@ -1,0 +1,101 @@
+"""Assembles localcube: one aiohttp application serving Router, WorkloadManager and admin
+routes on one port, and its start-up and graceful stop."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import shutil
+import signal
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiohttp import web
+
+from localcube import auth
+from localcube.admin import AdminRoutes
+from localcube.manifests import Runtime
+from localcube.router import Router
+from localcube.sandboxes import SandboxLauncher
+from localcube.signing import RequestSigner
+from localcube.store import Store
+from localcube.workload_manager import WorkloadManager
+from localcube.workload_manager_http import WorkloadManagerRoutes
+
+log = logging.getLogger("localcube")
+_MAX_CONTROL_BODY = 1 << 20  # WorkloadManager and admin bodies; invocations stream
+
+
+@dataclass(frozen=True)
+class Settings:
+    runtimes: list[Runtime]
+    host: str
+    port: int
+    state_dir: Path | None
+    gc_interval: float
+    max_concurrent_requests: int
+    tokens: auth.TokenTable
+    sandbox_ready_timeout: float
+
+
+async def serve(settings: Settings) -> int:
+    """Serve until SIGTERM or SIGINT; return the process exit code."""
+    temporary = settings.state_dir is None
+    state_dir = Path(tempfile.mkdtemp(prefix="localcube-")) if temporary else settings.state_dir
+    state_dir.mkdir(parents=True, exist_ok=True)
+    (state_dir / "sandboxes").mkdir(exist_ok=True)
+    store = Store(state_dir / "localcube.db")
+    signer = RequestSigner(state_dir)
+    launcher = SandboxLauncher(
+        state_dir / "sandboxes", signer.public_key_pem, settings.sandbox_ready_timeout
+    )
+    workloads = WorkloadManager(store, launcher)
+    router = Router(workloads, signer, settings.max_concurrent_requests)
+    app = web.Application(
+        middlewares=[auth.middleware(settings.tokens)], client_max_size=_MAX_CONTROL_BODY
+    )
+    app.add_routes(
+        router.routes()
+        + WorkloadManagerRoutes(workloads).routes()
+        + AdminRoutes(workloads).routes()
+    )
+    runner = web.AppRunner(app, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, settings.host, settings.port)
+    try:
+        await site.start()
+    except OSError as failure:
+        reason = "address already in use" if failure.errno == errno.EADDRINUSE else failure.strerror
+        print(
+            f"localcube: cannot listen on {settings.host}:{settings.port}: {reason}",
+            file=sys.stderr,
+        )
+        await runner.cleanup()
+        store.close()
+        if temporary:
+            shutil.rmtree(state_dir, ignore_errors=True)
+        return 1
+    workloads.apply(settings.runtimes)
+    workloads.adopt()
+    collector = asyncio.create_task(workloads.run_gc(settings.gc_interval))
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    port = runner.addresses[0][1]
+    print(f"localcube ready: http://{settings.host}:{port}", flush=True)
+    log.info("serving %d runtimes, state in %s", len(settings.runtimes), state_dir)
+    await stop.wait()
+    log.info("stopping: ending every sandbox")
+    collector.cancel()
+    await workloads.shutdown()
+    await runner.cleanup()
+    await router.close()
+    await launcher.close()
+    store.close()
+    if temporary:
+        shutil.rmtree(state_dir, ignore_errors=True)
+    return 0

@@ -1,0 +1,107 @@
+"""`python -m localcube serve ...`: parse the command line, load manifests, serve."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import logging
+import sys
+from pathlib import Path
+
+from localcube.app import Settings, serve
+from localcube.auth import TokenTable
+from localcube.durations import parse_duration
+from localcube.manifests import ManifestError, load_paths
+
+
+def _duration(text: str) -> float:
+    try:
+        seconds = parse_duration(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be positive")
+    return seconds
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a whole number of at least 1")
+    return int(text)
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a port number from 0 to 65535")
+    return int(text)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m localcube")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("serve", help="serve AgentCube's Router and WorkloadManager")
+    run.add_argument(
+        "--manifests",
+        action="append",
+        required=True,
+        metavar="PATH",
+        help="AgentRuntime / CodeInterpreter YAML file or directory (repeatable)",
+    )
+    run.add_argument("--host", default="127.0.0.1", help="address to bind (default loopback)")
+    run.add_argument("--port", type=_port, default=8081, help="0 picks a free port")
+    run.add_argument(
+        "--state-dir", type=Path, help="store, keys and workspaces (default: temporary)"
+    )
+    run.add_argument("--gc-interval", type=_duration, default=1.0, metavar="DURATION")
+    run.add_argument("--max-concurrent-requests", type=_positive_int, default=1000, metavar="N")
+    run.add_argument(
+        "--token",
+        action="append",
+        default=[],
+        metavar="SUBJECT=TOKEN",
+        help="require bearer tokens on /v1/* (visible in ps: prefer --token-file)",
+    )
+    run.add_argument(
+        "--token-file",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="FILE",
+        help="lines of SUBJECT=TOKEN",
+    )
+    run.add_argument("--sandbox-ready-timeout", type=_duration, default=120.0, metavar="DURATION")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    arguments = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    try:
+        runtimes = load_paths(arguments.manifests)
+        tokens = TokenTable.parse(arguments.token, arguments.token_file)
+    except (ManifestError, ValueError, OSError) as error:
+        print(f"localcube: {error}", file=sys.stderr)
+        return 2
+    if not ipaddress.ip_address(_resolve(arguments.host)).is_loopback:
+        logging.warning("binding %s: sandboxes become reachable from the network", arguments.host)
+    settings = Settings(
+        runtimes=runtimes,
+        host=arguments.host,
+        port=arguments.port,
+        state_dir=arguments.state_dir,
+        gc_interval=arguments.gc_interval,
+        max_concurrent_requests=arguments.max_concurrent_requests,
+        tokens=tokens,
+        sandbox_ready_timeout=arguments.sandbox_ready_timeout,
+    )
+    return asyncio.run(serve(settings))
+
+
+def _resolve(host: str) -> str:
+    return "127.0.0.1" if host == "localhost" else host

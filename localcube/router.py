@@ -1,0 +1,177 @@
+"""The Router: invocation routes that create or look up a session and proxy to its sandbox.
+
+Bodies stream in both directions and upstream connections are pooled, so the proxy adds
+little to a call. Every proxied answer carries `x-agentcube-session-id`; errors raised
+here use upstream's status codes and bodies.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import aiohttp
+from aiohttp import web
+
+from localcube.auth import SUBJECT_KEY, owner_refusal
+from localcube.manifests import AGENT_RUNTIME, CODE_INTERPRETER, PLURALS
+from localcube.sandboxes import SandboxStartError
+from localcube.signing import RequestSigner
+from localcube.store import SandboxRecord
+from localcube.workload_manager import RuntimeNotFound, WorkloadManager
+
+SESSION_HEADER = "x-agentcube-session-id"
+log = logging.getLogger("localcube.router")
+_HOP_BY_HOP = {
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "host",
+}
+_GROUP = "agentcube.volcano.sh"
+
+
+def error(status: int, message: str, code: str | None = None) -> web.Response:
+    body = {"error": message} if code is None else {"error": message, "code": code}
+    return web.json_response(body, status=status)
+
+
+class Router:
+    def __init__(
+        self,
+        workloads: WorkloadManager,
+        signer: RequestSigner,
+        max_concurrent_requests: int,
+    ) -> None:
+        self.workloads = workloads
+        self.signer = signer
+        self.max_concurrent_requests = max_concurrent_requests
+        self._active = 0
+        self._upstream: aiohttp.ClientSession | None = None
+
+    def routes(self) -> list[web.RouteDef]:
+        agent = "/v1/namespaces/{namespace}/agent-runtimes/{name}/invocations{path:.*}"
+        interpreter = "/v1/namespaces/{namespace}/code-interpreters/{name}/invocations{path:.*}"
+        return [
+            web.get("/health/live", self.live),
+            web.get("/health/ready", self.ready),
+            web.get(agent, self.invoke_agent, allow_head=False),
+            web.post(agent, self.invoke_agent),
+            web.get(interpreter, self.invoke_interpreter, allow_head=False),
+            web.post(interpreter, self.invoke_interpreter),
+        ]
+
+    async def close(self) -> None:
+        if self._upstream is not None:
+            await self._upstream.close()
+
+    async def live(self, _: web.Request) -> web.Response:
+        return web.json_response({"status": "alive"})
+
+    async def ready(self, _: web.Request) -> web.Response:
+        return web.json_response({"status": "ready"})
+
+    async def invoke_agent(self, request: web.Request) -> web.StreamResponse:
+        return await self._invoke(request, AGENT_RUNTIME)
+
+    async def invoke_interpreter(self, request: web.Request) -> web.StreamResponse:
+        return await self._invoke(request, CODE_INTERPRETER)
+
+    async def _invoke(self, request: web.Request, kind: str) -> web.StreamResponse:
+        if self._active >= self.max_concurrent_requests:
+            return error(429, "server overloaded, please try again later", "SERVER_OVERLOADED")
+        self._active += 1
+        try:
+            return await self._serve(request, kind)
+        finally:
+            self._active -= 1
+
+    async def _serve(self, request: web.Request, kind: str) -> web.StreamResponse:
+        namespace, name = request.match_info["namespace"], request.match_info["name"]
+        session_id = request.headers.get(SESSION_HEADER, "")
+        if session_id:
+            sandbox = self.workloads.session(session_id)
+            if sandbox is None:
+                return error(
+                    404, f'sessions.{_GROUP} "{session_id}" not found', "SESSION_NOT_FOUND"
+                )
+            refusal = owner_refusal(request, sandbox.owner)
+            if refusal is not None:
+                return refusal
+        else:
+            try:
+                sandbox = await self.workloads.create_session(
+                    kind, namespace, name, owner=request.get(SUBJECT_KEY), ttl=None
+                )
+            except RuntimeNotFound:
+                return error(404, f'{PLURALS[kind]}.{_GROUP} "{namespace}/{name}" not found')
+            except SandboxStartError as failure:
+                log.error("sandbox for %s/%s did not start: %s", namespace, name, failure)
+                return error(500, "internal server error")
+        session = sandbox.session_id or ""
+        self.workloads.request_started(session)
+        try:
+            return await self._forward(request, sandbox, request.match_info["path"] or "/")
+        finally:
+            self.workloads.request_finished(session)
+
+    async def _forward(
+        self, request: web.Request, sandbox: SandboxRecord, path: str
+    ) -> web.StreamResponse:
+        session_id = sandbox.session_id or ""
+        port = next(
+            (port for prefix, port in sandbox.endpoints if path.startswith(prefix)),
+            sandbox.endpoints[0][1],
+        )
+        url = f"http://127.0.0.1:{port}{path}"
+        headers = {
+            key: value
+            for key, value in request.headers.items()
+            if key.lower() not in _HOP_BY_HOP and key.lower() != "authorization"
+        }
+        headers["Authorization"] = f"Bearer {self.signer.token_for(session_id)}"
+        headers["X-Forwarded-Host"] = request.host
+        headers["X-Forwarded-Proto"] = request.scheme
+        prior = request.headers.get("X-Forwarded-For")
+        client = request.remote or ""
+        headers["X-Forwarded-For"] = f"{prior}, {client}" if prior else client
+        body = request.content if request.body_exists else None
+        try:
+            upstream = await self._client().request(
+                request.method, url, params=request.query, headers=headers, data=body
+            )
+        except aiohttp.ClientConnectorError:
+            return error(502, "sandbox unreachable")
+        except (TimeoutError, aiohttp.ServerTimeoutError):
+            return error(504, "sandbox timeout")
+        except aiohttp.ClientError:
+            return error(503, "sandbox unreachable")
+        async with upstream:
+            response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
+            for key, value in upstream.headers.items():
+                if key.lower() not in _HOP_BY_HOP:
+                    response.headers.add(key, value)
+            response.headers[SESSION_HEADER] = session_id
+            await response.prepare(request)
+            try:
+                async for chunk in upstream.content.iter_any():
+                    await response.write(chunk)
+            except aiohttp.ClientError as failure:
+                log.warning("sandbox of session %s broke off its answer: %s", session_id, failure)
+                return response
+            await response.write_eof()
+            return response
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._upstream is None:
+            self._upstream = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=30),
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=5),
+                auto_decompress=False,
+                skip_auto_headers=("User-Agent", "Accept-Encoding", "Content-Type"),
+            )
+        return self._upstream

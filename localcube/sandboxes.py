@@ -1,0 +1,215 @@
+"""Sandbox processes: start one for a runtime, wait until it serves, end it without orphans.
+
+Each sandbox is the leader of its own session (setsid), so it outlives a crashed localcube
+and everything it started can be found and ended through that session id. A pid is only
+trusted together with its start time from /proc, so a recycled pid is never killed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import resource
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+
+from localcube.manifests import CODE_INTERPRETER, Runtime
+
+_PROJECT_ROOT = Path(__file__).resolve().parent.parent
+_INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
+_LOG_TAIL_BYTES = 2000
+
+
+class SandboxStartError(RuntimeError):
+    """The sandbox process exited or did not become ready in time."""
+
+
+@dataclass(frozen=True)
+class StartedProcess:
+    pid: int
+    process_start: str
+    endpoints: tuple[tuple[str, int], ...]
+    workspace: Path
+
+
+def process_start_time(pid: int) -> str | None:
+    """The start time of a live pid (field 22 of /proc/PID/stat), or None if it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return None
+    if fields[0] in ("Z", "X"):  # state: a zombie no longer serves
+        return None
+    return fields[19]
+
+
+def is_alive(pid: int, process_start: str) -> bool:
+    return process_start_time(pid) == process_start
+
+
+def _session_members(session_id: int) -> list[int]:
+    members = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            continue
+        if int(fields[3]) == session_id and fields[0] not in ("Z", "X"):
+            members.append(int(entry.name))
+    return members
+
+
+class SandboxLauncher:
+    """Starts and ends sandbox processes under `root` (one directory per sandbox)."""
+
+    def __init__(self, root: Path, public_key_pem: str, ready_timeout: float) -> None:
+        self.root = root
+        self.public_key_pem = public_key_pem
+        self.ready_timeout = ready_timeout
+        self._children: dict[int, subprocess.Popen] = {}
+        self._http: aiohttp.ClientSession | None = None
+
+    async def start(self, runtime: Runtime, sandbox_id: str) -> StartedProcess:
+        """Start a sandbox for `runtime` and return once it serves requests."""
+        directory = self.root / sandbox_id
+        workspace = directory / "workspace"
+        workspace.mkdir(parents=True)
+        local_ports = {port.port: _free_port() for port in runtime.ports}
+        endpoints = tuple((port.path_prefix, local_ports[port.port]) for port in runtime.ports)
+        first_port = endpoints[0][1]
+        env = {name: os.environ[name] for name in _INHERITED_ENV if name in os.environ}
+        env.update(runtime.env)
+        env.update({"HOME": str(workspace), "HOST": "127.0.0.1", "PORT": str(first_port)})
+        env.update({f"PORT_{container}": str(local) for container, local in local_ports.items()})
+        if runtime.kind == CODE_INTERPRETER:
+            command = [sys.executable, "-m", "localcube.picod", "--workspace", str(workspace)]
+            command += ["--auth", "none" if runtime.auth_mode == "none" else "jwt"]
+            env["PICOD_AUTH_PUBLIC_KEY"] = self.public_key_pem
+            env["PYTHONPATH"] = str(_PROJECT_ROOT)
+            readiness_path: str | None = "/health"
+        else:
+            command = list(runtime.command)
+            readiness_path = runtime.readiness_path
+        log = open(directory / "sandbox.log", "wb")  # noqa: SIM115 - handed to the child
+        try:
+            child = subprocess.Popen(
+                command,
+                cwd=workspace,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except OSError as error:
+            shutil.rmtree(directory, ignore_errors=True)
+            raise SandboxStartError(f"cannot start {command[0]}: {error}") from error
+        finally:
+            log.close()
+        self._children[child.pid] = child
+        start = process_start_time(child.pid) or ""
+        if runtime.memory_limit_bytes:
+            limit = runtime.memory_limit_bytes
+            # Where the platform refuses, run without: localcube is no security boundary.
+            with contextlib.suppress(OSError, ValueError):
+                resource.prlimit(child.pid, resource.RLIMIT_AS, (limit, limit))
+        try:
+            await self._wait_ready(child, first_port, readiness_path, directory / "sandbox.log")
+        except BaseException:
+            self.end(child.pid, start, directory)
+            raise
+        return StartedProcess(child.pid, start, endpoints, workspace)
+
+    def end(self, pid: int, process_start: str, directory: Path) -> None:
+        """Kill every process of the sandbox's session and remove its directory.
+
+        Linux never hands out a pid that is still some session's id, so while members of
+        the session remain, the id is still ours even if its leader already died.
+        """
+        current_start = process_start_time(pid)
+        if current_start is None or current_start == process_start:
+            for _ in range(100):
+                members = _session_members(pid)
+                if not members:
+                    break
+                for member in members:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(member, signal.SIGKILL)
+                self.reap()
+                time.sleep(0.005)
+        child = self._children.pop(pid, None)
+        if child is not None:
+            child.wait()
+        shutil.rmtree(directory, ignore_errors=True)
+
+    def directory_of(self, sandbox_id: str) -> Path:
+        return self.root / sandbox_id
+
+    def reap(self) -> None:
+        """Collect exited children so they do not linger as zombies."""
+        for child in list(self._children.values()):
+            child.poll()
+
+    async def close(self) -> None:
+        if self._http is not None:
+            await self._http.close()
+
+    async def _wait_ready(
+        self, child: subprocess.Popen, port: int, readiness_path: str | None, log: Path
+    ) -> None:
+        deadline = time.monotonic() + self.ready_timeout
+        delay = 0.01
+        while True:
+            if child.poll() is not None:
+                raise SandboxStartError(
+                    f"sandbox process exited with code {child.returncode}: {_tail(log)}"
+                )
+            if await self._serves(port, readiness_path):
+                return
+            if time.monotonic() > deadline:
+                raise SandboxStartError(
+                    f"sandbox not ready within {self.ready_timeout:g}s: {_tail(log)}"
+                )
+            await asyncio.sleep(delay)
+            delay = min(delay * 1.5, 0.2)
+
+    async def _serves(self, port: int, readiness_path: str | None) -> bool:
+        if readiness_path is None:
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+            except OSError:
+                return False
+            writer.close()
+            return True
+        if self._http is None:
+            self._http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2))
+        try:
+            async with self._http.get(f"http://127.0.0.1:{port}{readiness_path}") as answer:
+                return 200 <= answer.status < 300
+        except (TimeoutError, aiohttp.ClientError):
+            return False
+
+
+def _tail(log: Path) -> str:
+    try:
+        data = log.read_bytes()[-_LOG_TAIL_BYTES:]
+    except FileNotFoundError:
+        return "(no output)"
+    return data.decode(errors="replace").strip() or "(no output)"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]

@@ -1,0 +1,64 @@
+"""The Router's request signing: a short-lived RS256 JWT on every request to a sandbox.
+
+The key pair lives in the state dir (private key 0600) so sandboxes started before a crash
+still accept the restarted Router's tokens, as PicoD does with the key Secret upstream.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import jwt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+ISSUER = "agentcube-router"
+TOKEN_LIFETIME = 300.0
+_REUSE_FOR = 60.0  # a token is re-signed once a minute, not on every request
+
+
+class RequestSigner:
+    def __init__(self, state_dir: Path) -> None:
+        key_file = state_dir / "router-private.pem"
+        if key_file.exists():
+            self._key = serialization.load_pem_private_key(key_file.read_bytes(), password=None)
+        else:
+            self._key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+            pem = self._key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+            descriptor = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(descriptor, "wb") as out:
+                out.write(pem)
+        self.public_key_pem = (
+            self._key.public_key()
+            .public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+            )
+            .decode()
+        )
+        self._cache: dict[str, tuple[str, float]] = {}
+
+    def token_for(self, session_id: str) -> str:
+        """A valid token for requests of this session, re-signed when it is a minute old."""
+        now = time.time()
+        cached = self._cache.get(session_id)
+        if cached and now - cached[1] < _REUSE_FOR:
+            return cached[0]
+        claims = {
+            "iss": ISSUER,
+            "session_id": session_id,
+            "iat": int(now),
+            "exp": int(now + TOKEN_LIFETIME),
+        }
+        token = jwt.encode(claims, self._key, algorithm="RS256")
+        if len(self._cache) > 1024:
+            self._cache = {
+                key: entry for key, entry in self._cache.items() if now - entry[1] < _REUSE_FOR
+            }
+        self._cache[session_id] = (token, now)
+        return token

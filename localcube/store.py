@@ -1,0 +1,117 @@
+"""The session store: every sandbox localcube started, in SQLite under the state dir.
+
+Upstream keeps session records in Redis; here one table holds sandboxes and the session
+each serves (none while it waits in a warm pool), so a restarted localcube can adopt them.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sandboxes (
+    sandbox_id TEXT PRIMARY KEY,
+    sandbox_name TEXT NOT NULL,
+    session_id TEXT UNIQUE,
+    kind TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    runtime TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    process_start TEXT NOT NULL,
+    endpoints TEXT NOT NULL,
+    workspace TEXT NOT NULL,
+    owner TEXT,
+    created_at REAL NOT NULL,
+    claimed_at REAL,
+    last_activity_at REAL,
+    idle_timeout REAL,
+    expires_at REAL
+)
+"""
+
+
+@dataclass(frozen=True)
+class SandboxRecord:
+    """One sandbox process; `session_id` is None while it is warm in a pool."""
+
+    sandbox_id: str
+    sandbox_name: str
+    kind: str
+    namespace: str
+    runtime: str
+    pid: int
+    process_start: str
+    endpoints: tuple[tuple[str, int], ...]
+    workspace: str
+    created_at: float
+    session_id: str | None = None
+    owner: str | None = None
+    claimed_at: float | None = None
+    last_activity_at: float | None = None
+    idle_timeout: float | None = None
+    expires_at: float | None = None
+
+    @property
+    def state(self) -> str:
+        return "warm" if self.session_id is None else "claimed"
+
+    def claimed(
+        self, session_id: str, owner: str | None, now: float, idle_timeout: float, expires_at: float
+    ) -> SandboxRecord:
+        return replace(
+            self,
+            session_id=session_id,
+            owner=owner,
+            claimed_at=now,
+            last_activity_at=now,
+            idle_timeout=idle_timeout,
+            expires_at=expires_at,
+        )
+
+
+class Store:
+    """A thin, synchronous SQLite store; each call is one short transaction."""
+
+    def __init__(self, path: Path) -> None:
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(_SCHEMA)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def put(self, record: SandboxRecord) -> None:
+        row = asdict(record)
+        row["endpoints"] = json.dumps(record.endpoints)
+        columns = ", ".join(row)
+        marks = ", ".join(f":{name}" for name in row)
+        self._db.execute(f"INSERT OR REPLACE INTO sandboxes ({columns}) VALUES ({marks})", row)
+
+    def by_session(self, session_id: str) -> SandboxRecord | None:
+        rows = self._select("WHERE session_id = ?", (session_id,))
+        return rows[0] if rows else None
+
+    def all(self) -> list[SandboxRecord]:
+        return self._select("ORDER BY created_at", ())
+
+    def touch(self, session_id: str, now: float) -> None:
+        self._db.execute(
+            "UPDATE sandboxes SET last_activity_at = ? WHERE session_id = ?", (now, session_id)
+        )
+
+    def delete(self, sandbox_id: str) -> None:
+        self._db.execute("DELETE FROM sandboxes WHERE sandbox_id = ?", (sandbox_id,))
+
+    def _select(self, clause: str, params: tuple) -> list[SandboxRecord]:
+        cursor = self._db.execute(f"SELECT * FROM sandboxes {clause}", params)
+        names = [column[0] for column in cursor.description]
+        records = []
+        for values in cursor.fetchall():
+            row = dict(zip(names, values, strict=True))
+            row["endpoints"] = tuple((path, port) for path, port in json.loads(row["endpoints"]))
+            records.append(SandboxRecord(**row))
+        return records

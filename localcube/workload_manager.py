@@ -1,0 +1,236 @@
+"""The WorkloadManager: runtimes, sessions, warm pools and garbage collection.
+
+It owns the mapping session -> sandbox. The Router asks it for sessions and reports
+activity; the GC loop ends sandboxes idle past `sessionTimeout` or older than their hard
+lifetime. A request still in flight counts as activity, so a long task keeps its session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterable
+
+from localcube.manifests import CODE_INTERPRETER, PLURALS, Runtime
+from localcube.sandboxes import SandboxLauncher, is_alive
+from localcube.store import SandboxRecord, Store
+
+log = logging.getLogger("localcube.workload_manager")
+
+
+class RuntimeNotFound(LookupError):
+    pass
+
+
+class WorkloadManager:
+    def __init__(self, store: Store, launcher: SandboxLauncher) -> None:
+        self.store = store
+        self.launcher = launcher
+        self.runtimes: dict[tuple[str, str, str], Runtime] = {}
+        self._in_flight: Counter[str] = Counter()
+        self._refills: dict[tuple[str, str, str], asyncio.Task] = {}
+        self._closing = False
+
+    # runtimes -------------------------------------------------------------------------
+
+    def apply(self, runtimes: Iterable[Runtime]) -> None:
+        """Create or replace runtimes; a replaced runtime's warm sandboxes start anew."""
+        for runtime in runtimes:
+            previous = self.runtimes.get(runtime.key)
+            self.runtimes[runtime.key] = runtime
+            if previous is not None and previous != runtime:
+                self._end_warm(runtime.key)
+            self._schedule_refill(runtime.key)
+
+    def remove(self, kind: str, namespace: str, name: str) -> Runtime:
+        runtime = self.runtimes.pop((kind, namespace, name), None)
+        if runtime is None:
+            raise RuntimeNotFound(f"{PLURALS[kind]} {namespace}/{name} not found")
+        self._end_warm(runtime.key)
+        return runtime
+
+    # sessions -------------------------------------------------------------------------
+
+    async def create_session(
+        self, kind: str, namespace: str, name: str, owner: str | None, ttl: float | None
+    ) -> SandboxRecord:
+        """A new session on a claimed warm sandbox, or on a sandbox started for it."""
+        runtime = self.runtimes.get((kind, namespace, name))
+        if runtime is None:
+            raise RuntimeNotFound(
+                "code interpreter not found"
+                if kind == CODE_INTERPRETER
+                else "agent runtime not found"
+            )
+        sandbox = self._take_warm(runtime) or await self._start(runtime)
+        now = time.time()
+        lifetime = (
+            runtime.max_session_duration if ttl is None else min(ttl, runtime.max_session_duration)
+        )
+        record = sandbox.claimed(
+            session_id=str(uuid.uuid4()),
+            owner=owner,
+            now=now,
+            idle_timeout=runtime.session_timeout,
+            expires_at=now + lifetime,
+        )
+        self.store.put(record)
+        self._schedule_refill(runtime.key)
+        log.info(
+            "session %s created on sandbox %s (%s)",
+            record.session_id,
+            record.sandbox_name,
+            sandbox.state,
+        )
+        return record
+
+    def session(self, session_id: str) -> SandboxRecord | None:
+        return self.store.by_session(session_id)
+
+    def delete_session(self, session_id: str) -> bool:
+        record = self.store.by_session(session_id)
+        if record is None:
+            return False
+        self._end(record, "deleted")
+        return True
+
+    def request_started(self, session_id: str) -> None:
+        self._in_flight[session_id] += 1
+        self.store.touch(session_id, time.time())
+
+    def request_finished(self, session_id: str) -> None:
+        self._in_flight[session_id] -= 1
+        if self._in_flight[session_id] <= 0:
+            del self._in_flight[session_id]
+        self.store.touch(session_id, time.time())
+
+    # lifecycle ------------------------------------------------------------------------
+
+    def adopt(self) -> None:
+        """After a restart: keep live sandboxes from the store, end dead ones and warm
+        sandboxes of runtimes no longer configured. Call after `apply`."""
+        for record in self.store.all():
+            key = (record.kind, record.namespace, record.runtime)
+            if not is_alive(record.pid, record.process_start):
+                self._end(record, "found dead after restart")
+            elif record.session_id is None and key not in self.runtimes:
+                self._end(record, "its runtime is no longer configured")
+            else:
+                log.info("adopted sandbox %s (session %s)", record.sandbox_name, record.session_id)
+
+    def collect_garbage(self) -> None:
+        """One GC pass: idle and expired sessions, dead warm sandboxes, pools to refill."""
+        self.launcher.reap()
+        now = time.time()
+        for record in self.store.all():
+            if record.session_id is None:
+                if not is_alive(record.pid, record.process_start):
+                    self._end(record, "warm sandbox died")
+            elif record.expires_at is not None and now >= record.expires_at:
+                self._end(record, "reached its maximum session duration")
+            elif (
+                record.session_id not in self._in_flight
+                and record.last_activity_at is not None
+                and record.idle_timeout is not None
+                and now - record.last_activity_at > record.idle_timeout
+            ):
+                self._end(record, "idle past its session timeout")
+        for key in self.runtimes:
+            self._schedule_refill(key)
+
+    async def run_gc(self, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self.collect_garbage()
+            except Exception:
+                log.exception("garbage collection pass failed")
+
+    async def shutdown(self) -> None:
+        """End every sandbox and its session (a graceful stop)."""
+        self._closing = True
+        for task in self._refills.values():
+            task.cancel()
+        await asyncio.gather(*self._refills.values(), return_exceptions=True)
+        for record in self.store.all():
+            self._end(record, "localcube stopped")
+
+    def warm_count(self, key: tuple[str, str, str]) -> int:
+        return sum(1 for record in self._warm(key))
+
+    # internals ------------------------------------------------------------------------
+
+    def _warm(self, key: tuple[str, str, str]) -> list[SandboxRecord]:
+        kind, namespace, name = key
+        return [
+            record
+            for record in self.store.all()
+            if record.session_id is None
+            and (record.kind, record.namespace, record.runtime) == (kind, namespace, name)
+        ]
+
+    def _take_warm(self, runtime: Runtime) -> SandboxRecord | None:
+        for record in self._warm(runtime.key):
+            if is_alive(record.pid, record.process_start):
+                return record
+            self._end(record, "warm sandbox died")
+        return None
+
+    async def _start(self, runtime: Runtime) -> SandboxRecord:
+        sandbox_id = str(uuid.uuid4())
+        started = await self.launcher.start(runtime, sandbox_id)
+        return SandboxRecord(
+            sandbox_id=sandbox_id,
+            sandbox_name=f"{runtime.name}-{sandbox_id[:8]}",
+            kind=runtime.kind,
+            namespace=runtime.namespace,
+            runtime=runtime.name,
+            pid=started.pid,
+            process_start=started.process_start,
+            endpoints=started.endpoints,
+            workspace=str(started.workspace),
+            created_at=time.time(),
+        )
+
+    def _schedule_refill(self, key: tuple[str, str, str]) -> None:
+        runtime = self.runtimes.get(key)
+        if self._closing or runtime is None or runtime.warm_pool_size == 0:
+            return
+        task = self._refills.get(key)
+        if task is None or task.done():
+            self._refills[key] = asyncio.get_running_loop().create_task(self._refill(key))
+
+    async def _refill(self, key: tuple[str, str, str]) -> None:
+        runtime = self.runtimes.get(key)
+        while not self._closing and runtime is not None:
+            missing = runtime.warm_pool_size - self.warm_count(key)
+            if missing <= 0:
+                return
+            started = await asyncio.gather(
+                *(self._start(runtime) for _ in range(missing)), return_exceptions=True
+            )
+            for result in started:
+                if isinstance(result, BaseException):
+                    log.error("warm pool of %s/%s: %s", key[1], key[2], result)
+                elif self.runtimes.get(key) == runtime:
+                    self.store.put(result)
+                    log.info("warm sandbox %s ready", result.sandbox_name)
+                else:  # the runtime changed or went while this sandbox started
+                    self._end(result, "runtime changed")
+            if any(isinstance(result, BaseException) for result in started):
+                return  # the GC pass tries again
+            runtime = self.runtimes.get(key)
+
+    def _end_warm(self, key: tuple[str, str, str]) -> None:
+        for record in self._warm(key):
+            self._end(record, "runtime changed")
+
+    def _end(self, record: SandboxRecord, reason: str) -> None:
+        self.store.delete(record.sandbox_id)
+        self.launcher.end(
+            record.pid, record.process_start, self.launcher.directory_of(record.sandbox_id)
+        )
+        log.info("sandbox %s ended: %s", record.sandbox_name, reason)
