@@ -72,8 +72,6 @@ def middleware(tokens: TokenTable) -> Callable:
         scheme, space, credential = header.partition(" ")
         if scheme.lower() != "bearer" or not space:
             return unauthorized("invalid authorization header format")
-        if not credential.strip():
-            return unauthorized("empty bearer token")
         subject = tokens.subject_of(credential.strip())
         if subject is None:
             return unauthorized("invalid or expired token")

@@ -1,0 +1,110 @@
+"""Helpers for localcube's tests: derived manifests and a small client of its HTTP API."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import requests
+import yaml
+
+from localcube.sandboxes import process_start_time
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "runtimes"
+SESSION_HEADER = "x-agentcube-session-id"
+NAMESPACE = "default"
+
+
+def derived_manifest(directory: Path, base: str, name: str, **spec: Any) -> Path:
+    """A copy of fixture runtime `base` named `name`, with `spec` fields overridden."""
+    for document in _fixture_documents():
+        if document["metadata"]["name"] == base:
+            document["metadata"]["name"] = name
+            document["spec"].update(spec)
+            path = directory / f"{name}.yaml"
+            path.write_text(yaml.safe_dump(document))
+            return path
+    raise LookupError(base)
+
+
+def _fixture_documents() -> list[dict]:
+    return [
+        doc
+        for file in sorted(FIXTURES.glob("*.yaml"))
+        for doc in yaml.safe_load_all(file.read_text())
+    ]
+
+
+class Client:
+    """Calls the Router, WorkloadManager and admin routes of one localcube."""
+
+    def __init__(self, url: str, token: str | None = None) -> None:
+        self.url = url
+        self.http = requests.Session()
+        if token:
+            self.http.headers["Authorization"] = f"Bearer {token}"
+
+    def agent(
+        self, name: str, path: str = "/echo", session: str | None = None, **kwargs
+    ) -> requests.Response:
+        return self._invoke("agent-runtimes", name, path, session, **kwargs)
+
+    def interpreter(
+        self, name: str, path: str, session: str | None = None, **kwargs
+    ) -> requests.Response:
+        return self._invoke("code-interpreters", name, path, session, **kwargs)
+
+    def execute(
+        self, name: str, command: list[str], session: str | None = None, **fields
+    ) -> requests.Response:
+        return self.interpreter(name, "/api/execute", session, json={"command": command, **fields})
+
+    def create_session(self, kind: str, name: str, **fields) -> requests.Response:
+        body = {"name": name, "namespace": NAMESPACE, **fields}
+        return self.http.post(f"{self.url}/v1/{kind}", json=body, timeout=60)
+
+    def delete_session(self, kind: str, session: str) -> requests.Response:
+        return self.http.delete(f"{self.url}/v1/{kind}/sessions/{session}", timeout=30)
+
+    def sandboxes(self) -> list[dict]:
+        answer = self.http.get(f"{self.url}/localcube/v1/sandboxes", timeout=10)
+        answer.raise_for_status()
+        return answer.json()["sandboxes"]
+
+    def sandbox_of(self, session: str) -> dict | None:
+        return next((box for box in self.sandboxes() if box["sessionId"] == session), None)
+
+    def _invoke(
+        self, plural: str, name: str, path: str, session: str | None, **kwargs
+    ) -> requests.Response:
+        headers = dict(kwargs.pop("headers", {}))
+        if session:
+            headers[SESSION_HEADER] = session
+        method = kwargs.pop(
+            "method",
+            "POST" if ("json" in kwargs or "data" in kwargs or "files" in kwargs) else "GET",
+        )
+        url = f"{self.url}/v1/namespaces/{NAMESPACE}/{plural}/{name}/invocations{path}"
+        return self.http.request(
+            method, url, headers=headers, timeout=kwargs.pop("timeout", 60), **kwargs
+        )
+
+
+def wait_until(condition: Callable[[], Any], timeout: float, what: str, poll: float = 0.05) -> Any:
+    """Poll `condition` until it returns something truthy; fail naming `what`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"timed out after {timeout}s waiting for {what}; last value: {value!r}"
+            )
+        time.sleep(poll)
+
+
+def process_gone(pid: int) -> bool:
+    return process_start_time(pid) is None

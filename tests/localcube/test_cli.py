@@ -1,0 +1,102 @@
+"""The command line: ready line, loopback default, refusals with a one-line reason."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.localcube.support import FIXTURES
+
+
+def run_cli(*arguments: str, timeout: float = 30) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "localcube", *arguments],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+
+
+def test_it_binds_loopback_and_says_where(start_localcube) -> None:
+    cube = start_localcube()
+    assert cube.url.startswith("http://127.0.0.1:")
+
+
+def test_a_port_in_use_is_a_one_line_refusal() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run_cli("serve", "--manifests", str(FIXTURES), "--port", str(port))
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert (
+        result.stderr.strip()
+        == f"localcube: cannot listen on 127.0.0.1:{port}: address already in use"
+    )
+
+
+@pytest.mark.parametrize(
+    ("document", "expected"),
+    [
+        (
+            "kind: AgentRuntime\napiVersion: runtime.agentcube.volcano.sh/v1alpha1\nmetadata: {name: Bad_Name}\nspec: {}",
+            "AgentRuntime default/Bad_Name: metadata.name must be a DNS label",
+        ),
+        (
+            "kind: CodeInterpreter\napiVersion: runtime.agentcube.volcano.sh/v1alpha1\nmetadata: {name: ci}\n"
+            "spec: {template: {image: x}, sessionTimeout: soon}",
+            'CodeInterpreter default/ci: spec.sessionTimeout: time: invalid duration "soon"',
+        ),
+        (
+            "kind: CodeInterpreter\napiVersion: runtime.agentcube.volcano.sh/v1alpha1\nmetadata: {name: ci}\n"
+            "spec: {template: {image: x}, warmPoolSize: -1}",
+            "CodeInterpreter default/ci: spec.warmPoolSize must be a whole number from 0 to 100",
+        ),
+        (
+            "kind: AgentRuntime\napiVersion: runtime.agentcube.volcano.sh/v1alpha1\nmetadata: {name: a}\n"
+            "spec: {targetPort: [{port: 8080}], podTemplate: {spec: {containers: [{name: c, image: i}]}}}",
+            "AgentRuntime default/a: spec.podTemplate.spec.containers[0].command is required",
+        ),
+        ("kind: AgentRuntime\n: - broken", "not valid YAML"),
+    ],
+)
+def test_an_invalid_manifest_is_refused_naming_file_resource_and_field(
+    tmp_path: Path, document, expected
+) -> None:
+    manifest = tmp_path / "broken.yaml"
+    manifest.write_text(document)
+    result = run_cli("serve", "--manifests", str(manifest), "--port", "0")
+    assert result.returncode == 2
+    assert str(manifest) in result.stderr
+    assert expected in result.stderr
+
+
+def test_a_missing_manifest_path_is_refused(tmp_path: Path) -> None:
+    result = run_cli("serve", "--manifests", str(tmp_path / "absent"), "--port", "0")
+    assert result.returncode == 2
+    assert "absent: no such file or directory" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("--gc-interval", "soon"), ("--port", "70000"), ("--max-concurrent-requests", "0")],
+)
+def test_bad_options_are_refused(option: str, value: str) -> None:
+    result = run_cli("serve", "--manifests", str(FIXTURES), option, value)
+    assert result.returncode == 2
+    assert option in result.stderr
+
+
+def test_a_malformed_token_entry_is_refused_without_echoing_it(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens"
+    tokens.write_text("no-separator-secret\n")
+    result = run_cli("serve", "--manifests", str(FIXTURES), "--token-file", str(tokens))
+    assert result.returncode == 2
+    assert f"{tokens}:1: expected SUBJECT=TOKEN" in result.stderr
+    assert "no-separator-secret" not in result.stderr

@@ -1,0 +1,93 @@
+"""Session lifecycle: idle timeout, activity, hard lifetime, restart and graceful stop."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from tests.localcube.support import (
+    SESSION_HEADER,
+    Client,
+    derived_manifest,
+    process_gone,
+    wait_until,
+)
+
+
+def test_an_idle_session_expires_and_its_process_is_gone(tmp_path: Path, start_localcube) -> None:
+    manifest = derived_manifest(tmp_path, "echo-agent", "short-idle", sessionTimeout="1s")
+    client = Client(start_localcube([manifest]).url)
+    session = client.agent("short-idle", json={}).headers[SESSION_HEADER]
+    sandbox = client.sandbox_of(session)
+    # Watch through the admin API: a call through the Router would count as activity.
+    wait_until(lambda: client.sandbox_of(session) is None, 5, "the idle session to be collected")
+    assert process_gone(sandbox["pid"])
+    assert not Path(sandbox["workspace"]).exists()
+    assert client.agent("short-idle", json={}, session=session).status_code == 404
+
+
+def test_activity_keeps_a_session_alive_past_its_timeout(tmp_path: Path, start_localcube) -> None:
+    manifest = derived_manifest(tmp_path, "echo-agent", "kept-alive", sessionTimeout="1s")
+    client = Client(start_localcube([manifest]).url)
+    session = client.agent("kept-alive", json={}).headers[SESSION_HEADER]
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        assert client.agent("kept-alive", json={}, session=session).status_code == 200
+        time.sleep(0.3)
+
+
+def test_a_request_longer_than_the_timeout_keeps_its_session(
+    tmp_path: Path, start_localcube
+) -> None:
+    manifest = derived_manifest(tmp_path, "echo-agent", "long-task", sessionTimeout="1s")
+    client = Client(start_localcube([manifest]).url)
+    session = client.agent("long-task", json={}).headers[SESSION_HEADER]
+    slow = client.agent("long-task", "/echo/sleep", json={"seconds": 2.5}, session=session)
+    assert slow.status_code == 200
+    assert client.agent("long-task", json={}, session=session).status_code == 200
+
+
+def test_the_hard_lifetime_ends_an_active_session(tmp_path: Path, start_localcube) -> None:
+    manifest = derived_manifest(tmp_path, "echo-agent", "short-life", maxSessionDuration="2s")
+    client = Client(start_localcube([manifest]).url)
+    session = client.agent("short-life", json={}).headers[SESSION_HEADER]
+    started = time.monotonic()
+    wait_until(
+        lambda: client.agent("short-life", json={}, session=session).status_code == 404 or None,
+        5,
+        "the session to reach its maximum duration",
+        poll=0.2,
+    )
+    assert time.monotonic() - started >= 1.5
+
+
+def test_sessions_survive_a_crash_and_restart_with_the_same_state_dir(
+    tmp_path: Path, start_localcube
+) -> None:
+    state = tmp_path / "state"
+    cube = start_localcube(state_dir=state)
+    client = Client(cube.url)
+    session = client.agent("echo-agent", json={}).headers[SESSION_HEADER]
+    pid = client.sandbox_of(session)["pid"]
+    cube.crash()
+    assert not process_gone(pid), "sandboxes outlive a crashed server"
+    restarted = Client(start_localcube(state_dir=state).url)
+    answer = restarted.agent("echo-agent", json={"input": "after"}, session=session)
+    assert answer.status_code == 200
+    assert answer.json()["sandbox"]["pid"] == pid
+    assert answer.json()["sandbox"]["calls"] == 2
+
+
+def test_a_graceful_stop_ends_every_sandbox_and_what_it_started(start_localcube) -> None:
+    cube = start_localcube()
+    client = Client(cube.url)
+    client.agent("echo-agent", json={})
+    spawned = client.execute(
+        "python-interpreter", ["sh", "-c", "sleep 60 >/dev/null 2>&1 & echo $!"]
+    )
+    orphan_candidate = int(spawned.json()["stdout"])
+    wait_until(lambda: len(client.sandboxes()) >= 4, 20, "the warm pool and two session sandboxes")
+    pids = [box["pid"] for box in client.sandboxes()] + [orphan_candidate]
+    assert cube.stop() == 0
+    for pid in pids:
+        assert process_gone(pid), f"process {pid} outlived the graceful stop"

@@ -1,0 +1,109 @@
+"""The Router's contract on agent runtimes: session creation, reuse, errors, headers."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import time
+import uuid
+
+from tests.localcube.support import SESSION_HEADER, Client, wait_until
+
+
+def test_first_call_creates_a_session_and_reuse_reaches_the_same_sandbox(client: Client) -> None:
+    first = client.agent("echo-agent", json={"input": "hello"})
+    assert first.status_code == 200
+    session = first.headers[SESSION_HEADER]
+    assert uuid.UUID(session).version == 4
+    assert first.json()["output"] == "echo: hello"
+
+    second = client.agent("echo-agent", json={"input": "again"}, session=session)
+    assert second.status_code == 200
+    assert second.headers[SESSION_HEADER] == session
+    assert second.json()["output"] == "echo: again"
+    assert second.json()["sandbox"]["pid"] == first.json()["sandbox"]["pid"]
+    assert [first.json()["sandbox"]["calls"], second.json()["sandbox"]["calls"]] == [1, 2]
+
+
+def test_sessions_without_the_header_get_distinct_sandboxes(client: Client) -> None:
+    answers = [client.agent("echo-agent", json={"input": "x"}) for _ in range(2)]
+    assert answers[0].headers[SESSION_HEADER] != answers[1].headers[SESSION_HEADER]
+    assert answers[0].json()["sandbox"]["pid"] != answers[1].json()["sandbox"]["pid"]
+
+
+def test_unknown_runtime_is_404_naming_the_resource(client: Client) -> None:
+    answer = client.agent("no-such-agent", json={})
+    assert answer.status_code == 404
+    assert answer.json() == {
+        "error": 'agentruntimes.agentcube.volcano.sh "default/no-such-agent" not found'
+    }
+    answer = client.interpreter("no-such-interpreter", "/api/execute", json={"command": ["true"]})
+    assert answer.status_code == 404
+    assert answer.json() == {
+        "error": 'codeinterpreters.agentcube.volcano.sh "default/no-such-interpreter" not found'
+    }
+
+
+def test_unknown_session_is_404_with_the_stable_code(client: Client) -> None:
+    unknown = str(uuid.uuid4())
+    answer = client.agent("echo-agent", json={}, session=unknown)
+    assert answer.status_code == 404
+    assert answer.json() == {
+        "error": f'sessions.agentcube.volcano.sh "{unknown}" not found',
+        "code": "SESSION_NOT_FOUND",
+    }
+
+
+def test_an_agents_own_404_is_proxied_with_the_session_header_and_no_code(client: Client) -> None:
+    answer = client.agent("echo-agent", "/not-an-agent-path", json={})
+    assert answer.status_code == 404
+    assert answer.json() == {"error": "Not found"}
+    assert SESSION_HEADER in answer.headers
+
+
+def test_get_bootstraps_a_session_as_the_sdk_does(client: Client) -> None:
+    answer = client.agent("echo-agent", "/")
+    assert answer.status_code == 200
+    assert answer.headers[SESSION_HEADER]
+
+
+def test_the_callers_token_never_reaches_the_sandbox(client: Client) -> None:
+    token = "caller-secret-token"
+    answer = client.agent(
+        "echo-agent", json={"input": "x"}, headers={"Authorization": f"Bearer {token}"}
+    )
+    received = answer.json()["sandbox"]["authorization_sha256"]
+    assert received is not None, "the Router signs every forwarded request"
+    assert received != hashlib.sha256(f"Bearer {token}".encode()).hexdigest()
+
+
+def test_a_deleted_session_is_refused_and_its_sandbox_ends(client: Client) -> None:
+    created = client.create_session("agent-runtime", "echo-agent")
+    assert created.status_code == 200
+    session = created.json()["sessionId"]
+    pid = client.sandbox_of(session)["pid"]
+    assert client.delete_session("agent-runtime", session).json() == {
+        "message": "Sandbox deleted successfully"
+    }
+    assert client.agent("echo-agent", json={}, session=session).status_code == 404
+    wait_until(lambda: not os.path.exists(f"/proc/{pid}"), 5, "the sandbox process to end")
+
+
+def test_a_dead_sandbox_answers_502_quickly(client: Client) -> None:
+    session = client.agent("echo-agent", json={}).headers[SESSION_HEADER]
+    pid = client.sandbox_of(session)["pid"]
+    os.killpg(pid, signal.SIGKILL)
+    wait_until(lambda: not client.sandbox_of(session)["alive"], 5, "the sandbox to be seen dead")
+    started = time.monotonic()
+    answer = client.agent("echo-agent", json={}, session=session, timeout=10)
+    assert answer.status_code == 502
+    assert answer.json() == {"error": "sandbox unreachable"}
+    assert time.monotonic() - started < 2
+    assert client.agent("echo-agent", json={"input": "fresh"}).status_code == 200
+
+
+def test_health_routes(client: Client) -> None:
+    assert client.http.get(f"{client.url}/health/live").json() == {"status": "alive"}
+    assert client.http.get(f"{client.url}/health/ready").json() == {"status": "ready"}
+    assert client.http.get(f"{client.url}/health").json() == {"status": "healthy"}
