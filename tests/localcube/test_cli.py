@@ -41,26 +41,31 @@ def test_a_port_in_use_is_a_one_line_refusal() -> None:
     )
 
 
+def resource(kind: str, name: str, spec: str) -> str:
+    api = "runtime.agentcube.volcano.sh/v1alpha1"
+    return f"apiVersion: {api}\nkind: {kind}\nmetadata: {{name: {name}}}\nspec: {spec}\n"
+
+
+NO_COMMAND = "{targetPort: [{port: 8080}], podTemplate: {spec: {containers: [{image: i}]}}}"
+
+
 @pytest.mark.parametrize(
     ("document", "expected"),
     [
         (
-            "kind: AgentRuntime\napiVersion: runtime.agentcube.volcano.sh/v1alpha1\nmetadata: {name: Bad_Name}\nspec: {}",
+            resource("AgentRuntime", "Bad_Name", "{}"),
             "AgentRuntime default/Bad_Name: metadata.name must be a DNS label",
         ),
         (
-            "kind: CodeInterpreter\napiVersion: runtime.agentcube.volcano.sh/v1alpha1\nmetadata: {name: ci}\n"
-            "spec: {template: {image: x}, sessionTimeout: soon}",
+            resource("CodeInterpreter", "ci", "{template: {image: x}, sessionTimeout: soon}"),
             'CodeInterpreter default/ci: spec.sessionTimeout: time: invalid duration "soon"',
         ),
         (
-            "kind: CodeInterpreter\napiVersion: runtime.agentcube.volcano.sh/v1alpha1\nmetadata: {name: ci}\n"
-            "spec: {template: {image: x}, warmPoolSize: -1}",
+            resource("CodeInterpreter", "ci", "{template: {image: x}, warmPoolSize: -1}"),
             "CodeInterpreter default/ci: spec.warmPoolSize must be a whole number from 0 to 100",
         ),
         (
-            "kind: AgentRuntime\napiVersion: runtime.agentcube.volcano.sh/v1alpha1\nmetadata: {name: a}\n"
-            "spec: {targetPort: [{port: 8080}], podTemplate: {spec: {containers: [{name: c, image: i}]}}}",
+            resource("AgentRuntime", "a", NO_COMMAND),
             "AgentRuntime default/a: spec.podTemplate.spec.containers[0].command is required",
         ),
         ("kind: AgentRuntime\n: - broken", "not valid YAML"),
