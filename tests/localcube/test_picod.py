@@ -1,0 +1,695 @@
+"""The PicoD-compatible daemon, driven over HTTP as a real process (upstream pkg/picod)."""
+
+from __future__ import annotations
+
+import base64
+import re
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+import jwt
+import pytest
+import requests
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+
+from localcube.workspace import Workspace, WorkspaceEscape
+from tests.localcube.picod_process import (
+    PICOD,
+    ROOT,
+    Picod,
+    SigningKey,
+    free_port,
+    is_dead,
+    picod_env,
+    session_members,
+)
+
+MAX_BODY = 32 << 20
+TOO_LARGE = {
+    "detail": "maximum allowed size is 33554432 bytes",
+    "error": "request body too large",
+}
+RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z$")
+
+
+def jail(path: str) -> dict:
+    return {"code": 400, "error": f"access denied: path '{path}' escapes workspace jail"}
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def wait_for(condition, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.02)
+
+
+def snapshot(directory: Path) -> set[str]:
+    return {str(p.relative_to(directory)) for p in directory.rglob("*")}
+
+
+class Sandbox:
+    """A running daemon, its workspace, a directory outside it, and an authorised client."""
+
+    def __init__(self, root: Path, key: SigningKey) -> None:
+        self.workspace = root / "workspace"
+        self.outside = root / "outside"
+        self.outside.mkdir()
+        (self.outside / "secret.txt").write_text("outside secret")
+        self.key = key
+        self.daemon = Picod(
+            self.workspace, root / "picod.log", key.public_pem, PICOD_TEST_MARKER="inherited"
+        )
+        self.url = self.daemon.url
+        self.http = requests.Session()
+        self.http.headers["Authorization"] = f"Bearer {key.token()}"
+
+    def execute(self, command: list[str], **fields) -> requests.Response:
+        return self.http.post(f"{self.url}/api/execute", json={"command": command, **fields})
+
+    def run(self, *command: str) -> dict:
+        answer = self.execute(list(command))
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["exit_code"] == 0, answer.json()
+        return answer.json()
+
+    def upload(self, path: str, data: bytes, **fields) -> requests.Response:
+        body = {"path": path, "content": b64(data), **fields}
+        return self.http.post(f"{self.url}/api/files", json=body)
+
+    def listing(self, path: str) -> requests.Response:
+        return self.http.get(f"{self.url}/api/files", params={"path": path})
+
+    def download(self, path: str, **kwargs) -> requests.Response:
+        return self.http.get(f"{self.url}/api/files/{path}", **kwargs)
+
+
+@pytest.fixture(scope="module")
+def key() -> SigningKey:
+    return SigningKey()
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory: pytest.TempPathFactory, key: SigningKey) -> Iterator[Sandbox]:
+    box = Sandbox(tmp_path_factory.mktemp("picod"), key)
+    yield box
+    box.http.close()
+    assert box.daemon.stop() == 0
+    assert snapshot(box.outside) == {"secret.txt"}, "something was written outside"
+
+
+# --- health and authentication -----------------------------------------------------------
+
+
+def test_health_needs_no_token(sandbox: Sandbox) -> None:
+    answer = requests.get(f"{sandbox.url}/health")
+    assert answer.status_code == 200
+    body = answer.json()
+    assert {k: body[k] for k in ("status", "service", "version")} == {
+        "status": "ok",
+        "service": "PicoD",
+        "version": "0.0.1",
+    }
+    assert re.fullmatch(r"(\d+h)?(\d+m)?\d+(\.\d+)?(s|ms|µs|ns)", body["uptime"]), body
+
+
+def test_unknown_route_is_gin_404(sandbox: Sandbox) -> None:
+    for answer in (requests.get(f"{sandbox.url}/nope"), requests.post(f"{sandbox.url}/health")):
+        assert (answer.status_code, answer.text) == (404, "404 page not found")
+
+
+@pytest.mark.parametrize(
+    ("header", "error", "detail"),
+    [
+        (None, "Missing Authorization header", "Request requires JWT authentication"),
+        ("Token abc", "Invalid Authorization header format", "Use Bearer <token>"),
+        ("bearer abc", "Invalid Authorization header format", "Use Bearer <token>"),
+        ("Bearer a b", "Invalid Authorization header format", "Use Bearer <token>"),
+    ],
+)
+def test_authorization_header_is_required(
+    sandbox: Sandbox, header: str | None, error: str, detail: str
+) -> None:
+    headers = {"Authorization": header} if header else {}
+    answer = requests.post(
+        f"{sandbox.url}/api/execute", json={"command": ["true"]}, headers=headers
+    )
+    assert answer.status_code == 401
+    assert answer.json() == {"code": 401, "detail": detail, "error": error}
+
+
+def _other_key_token() -> str:
+    return SigningKey().token()
+
+
+@pytest.mark.parametrize(
+    ("make_token", "reason"),
+    [
+        (_other_key_token, "token signature is invalid: crypto/rsa: verification error"),
+        (lambda key: key.token(lifetime=-120), "token has invalid claims: token is expired"),
+        (
+            lambda key: key.token(omit=("exp",)),
+            "token has invalid claims: token is missing required claim: exp claim is required",
+        ),
+        (
+            lambda key: key.token(iat=int(time.time()) + 600),
+            "token has invalid claims: token used before issued",
+        ),
+        (
+            lambda key: jwt.encode({"exp": int(time.time()) + 60}, "s" * 32, algorithm="HS256"),
+            "token is unverifiable: error while executing keyfunc: "
+            "unexpected signing method: HS256",
+        ),
+        (
+            lambda key: "not-a-jwt",
+            "token is malformed: token contains an invalid number of segments",
+        ),
+    ],
+    ids=["wrong-key", "expired", "no-exp", "future-iat", "hs256", "garbage"],
+)
+def test_bad_tokens_are_refused(sandbox: Sandbox, key: SigningKey, make_token, reason) -> None:
+    token = make_token() if make_token is _other_key_token else make_token(key)
+    answer = requests.post(
+        f"{sandbox.url}/api/execute",
+        json={"command": ["true"]},
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert answer.status_code == 401
+    assert answer.json() == {
+        "code": 401,
+        "detail": f"JWT verification failed: {reason}",
+        "error": "Invalid token",
+    }
+
+
+@pytest.mark.parametrize(
+    "make_token",
+    [
+        lambda key: key.token(lifetime=-30),  # expired, but within the minute of leeway
+        lambda key: key.token(omit=("iat",)),  # golang-jwt checks iat only when present
+        lambda key: jwt.encode({"exp": int(time.time()) + 60}, key.private, algorithm="RS512"),
+    ],
+    ids=["leeway", "no-iat", "rs512"],
+)
+def test_good_tokens_are_accepted(sandbox: Sandbox, key: SigningKey, make_token) -> None:
+    answer = requests.post(
+        f"{sandbox.url}/api/execute",
+        json={"command": ["true"]},
+        headers={"Authorization": f"Bearer {make_token(key)}"},
+    )
+    assert answer.status_code == 200, answer.text
+
+
+# --- /api/execute --------------------------------------------------------------------------
+
+
+def test_execute_reports_output_exit_code_and_times(sandbox: Sandbox) -> None:
+    answer = sandbox.execute(["sh", "-c", "echo out; echo err >&2; exit 3"])
+    assert answer.status_code == 200
+    body = answer.json()
+    assert list(body) == ["stdout", "stderr", "exit_code", "duration", "start_time", "end_time"]
+    assert (body["stdout"], body["stderr"], body["exit_code"]) == ("out\n", "err\n", 3)
+    assert RFC3339.match(body["start_time"]) and RFC3339.match(body["end_time"]), body
+    start = datetime.fromisoformat(body["start_time"][:26].rstrip("Z") + "+00:00")
+    end = datetime.fromisoformat(body["end_time"][:26].rstrip("Z") + "+00:00")
+    assert start <= end
+    assert 0 <= body["duration"] < 5
+
+
+def test_execute_environment_and_working_dir(sandbox: Sandbox) -> None:
+    script = 'pwd; echo "$PICOD_TEST_MARKER $GREETING"'
+    answer = sandbox.execute(
+        ["sh", "-c", script], env={"GREETING": "hello"}, working_dir="exec/deep/dir"
+    )
+    body = answer.json()
+    assert body["exit_code"] == 0, body
+    assert body["stdout"] == f"{sandbox.workspace / 'exec/deep/dir'}\ninherited hello\n"
+    # Absolute working directories are taken relative to the workspace.
+    body = sandbox.execute(["pwd"], working_dir="/exec/abs").json()
+    assert body["stdout"] == f"{sandbox.workspace / 'exec/abs'}\n"
+    assert sandbox.run("pwd")["stdout"] == f"{sandbox.workspace}\n"
+
+
+def test_execute_refuses_working_dir_outside(sandbox: Sandbox) -> None:
+    answer = sandbox.execute(["pwd"], working_dir="../elsewhere")
+    assert answer.status_code == 400
+    assert answer.json() == {
+        "code": 400,
+        "error": "Invalid working directory: access denied: path '../elsewhere' "
+        "escapes workspace jail",
+    }
+    assert not (sandbox.workspace.parent / "elsewhere").exists()
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        (b"{not json", "invalid character 'n' looking for beginning of object key string"),
+        (b"", "EOF"),
+        (
+            b'{"timeout": "1s"}',
+            "Key: 'ExecuteRequest.Command' Error:Field validation for 'Command' failed on the "
+            "'required' tag",
+        ),
+        (
+            b'{"command": "ls"}',
+            "json: cannot unmarshal string into Go struct field ExecuteRequest.command of type "
+            "[]string",
+        ),
+        (b'{"command": []}', "command cannot be empty"),
+        (
+            b'{"command": ["true"], "timeout": "x"}',
+            'Invalid timeout format: time: invalid duration "x"',
+        ),
+    ],
+    ids=["syntax", "empty-body", "no-command", "command-type", "empty-command", "timeout"],
+)
+def test_execute_bad_requests(sandbox: Sandbox, body: bytes, error: str) -> None:
+    answer = sandbox.http.post(f"{sandbox.url}/api/execute", data=body)
+    assert answer.status_code == 400
+    assert answer.json() == {"code": 400, "error": error}
+
+
+def test_execute_missing_executable_is_exit_code_1(sandbox: Sandbox) -> None:
+    body = sandbox.execute(["no-such-command-picod"]).json()
+    assert body["exit_code"] == 1
+    assert body["stderr"] == 'exec: "no-such-command-picod": executable file not found in $PATH'
+    body = sandbox.execute(["./no-such-script"]).json()
+    assert body["exit_code"] == 1
+    assert body["stderr"] == "fork/exec ./no-such-script: no such file or directory"
+
+
+def test_execute_killed_by_signal_is_minus_one(sandbox: Sandbox) -> None:
+    assert sandbox.execute(["sh", "-c", "kill -9 $$"]).json()["exit_code"] == -1
+
+
+def test_execute_timeout_kills_the_whole_group(sandbox: Sandbox) -> None:
+    script = "echo started; sleep 30 & echo $! > timeout-bg.pid; sleep 30"
+    body = sandbox.execute(["sh", "-c", script], timeout="1s").json()
+    assert body["exit_code"] == 124
+    assert body["stdout"] == "started\n"
+    assert body["stderr"] == "Command timed out after 1 seconds"
+    assert 1 <= body["duration"] < 4
+    background = int((sandbox.workspace / "timeout-bg.pid").read_text())
+    wait_for(lambda: is_dead(background))
+
+
+def test_execute_zero_timeout_never_starts(sandbox: Sandbox) -> None:
+    body = sandbox.execute(["touch", "zero-timeout"], timeout="0s").json()
+    assert (body["exit_code"], body["stderr"]) == (124, "Command timed out after 0 seconds")
+    assert not (sandbox.workspace / "zero-timeout").exists()
+
+
+# --- /api/files uploads --------------------------------------------------------------------
+
+
+def test_upload_json(sandbox: Sandbox) -> None:
+    answer = sandbox.upload("up/nested/a.txt", b"hello", mode="0640")
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert list(body) == ["path", "size", "mode", "modified"]
+    assert body["path"] == "up/nested/a.txt"
+    assert (body["size"], body["mode"]) == (5, "-rw-r-----")
+    assert RFC3339.match(body["modified"])
+    written = sandbox.workspace / "up/nested/a.txt"
+    assert written.read_bytes() == b"hello"
+    assert written.stat().st_mode & 0o777 == 0o640
+
+
+@pytest.mark.parametrize("mode", [None, "", "999", "1777", "rw", "+644"])
+def test_upload_mode_defaults_to_0644(sandbox: Sandbox, mode: str | None) -> None:
+    fields = {} if mode is None else {"mode": mode}
+    answer = sandbox.upload(f"modes/{mode}.txt", b"x", **fields)
+    assert answer.json()["mode"] == "-rw-r--r--"
+
+
+def test_upload_absolute_path_lands_in_workspace(sandbox: Sandbox) -> None:
+    answer = sandbox.upload("/abs/b.txt", b"abs")
+    assert answer.json()["path"] == "abs/b.txt"
+    assert (sandbox.workspace / "abs/b.txt").read_bytes() == b"abs"
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        (
+            {"content": "aGk="},
+            "Key: 'UploadFileRequest.Path' Error:Field validation for 'Path' failed on the "
+            "'required' tag",
+        ),
+        (
+            {"path": "bad.txt", "content": "abc$"},
+            "Invalid base64 content: illegal base64 data at input byte 3",
+        ),
+        (
+            {"path": "bad.txt", "content": "aGk"},
+            "Invalid base64 content: illegal base64 data at input byte 0",
+        ),
+        ({"path": "../escape.txt", "content": "aGk="}, jail("../escape.txt")["error"]),
+        ({"path": "a/../../escape.txt", "content": "aGk="}, jail("a/../../escape.txt")["error"]),
+    ],
+    ids=["no-path", "bad-char", "no-padding", "dotdot", "nested-dotdot"],
+)
+def test_upload_json_errors(sandbox: Sandbox, body: dict, error: str) -> None:
+    answer = sandbox.http.post(f"{sandbox.url}/api/files", json=body)
+    assert answer.status_code == 400
+    assert answer.json() == {"code": 400, "error": error}
+    assert not (sandbox.workspace / "bad.txt").exists()
+
+
+def test_upload_multipart(sandbox: Sandbox) -> None:
+    data = bytes(range(256)) * 10
+    answer = sandbox.http.post(
+        f"{sandbox.url}/api/files",
+        files={"file": ("ignored-name.bin", data)},
+        data={"path": "multi/part.bin", "mode": "0600"},
+    )
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["path"] == "multi/part.bin"
+    assert (answer.json()["size"], answer.json()["mode"]) == (len(data), "-rw-------")
+    assert (sandbox.workspace / "multi/part.bin").read_bytes() == data
+
+
+@pytest.mark.parametrize(
+    ("files", "data", "error"),
+    [
+        ({"file": ("f", b"x")}, {}, "Missing 'path' field"),
+        (None, {"path": "multi/none.bin"}, "Failed to get file: http: no such file"),
+        ({"file": ("f", b"x")}, {"path": "../multi.bin"}, jail("../multi.bin")["error"]),
+    ],
+    ids=["no-path", "no-file", "escape"],
+)
+def test_upload_multipart_errors(sandbox: Sandbox, files, data, error) -> None:
+    # requests sends a urlencoded body without files: force multipart with a dummy field.
+    files = files or {"other": (None, "x")}
+    answer = sandbox.http.post(f"{sandbox.url}/api/files", files=files, data=data)
+    assert answer.status_code == 400
+    assert answer.json() == {"code": 400, "error": error}
+
+
+# --- /api/files listing and download -------------------------------------------------------
+
+
+def test_list_directory(sandbox: Sandbox) -> None:
+    sandbox.upload("listing/b.txt", b"bb")
+    sandbox.upload("listing/a.txt", b"a", mode="0755")
+    sandbox.run("mkdir", "listing/sub")
+    answer = sandbox.listing("listing")
+    assert answer.status_code == 200
+    files = answer.json()["files"]
+    assert [(f["name"], f["size"], f["mode"], f["is_dir"]) for f in files] == [
+        ("a.txt", 1, "-rwxr-xr-x", False),
+        ("b.txt", 2, "-rw-r--r--", False),
+        ("sub", (sandbox.workspace / "listing/sub").stat().st_size, "drwxr-xr-x", True),
+    ]
+    assert list(files[0]) == ["name", "size", "modified", "mode", "is_dir"]
+    assert all(RFC3339.match(f["modified"]) for f in files)
+
+
+def test_list_errors(sandbox: Sandbox) -> None:
+    answer = sandbox.http.get(f"{sandbox.url}/api/files")
+    assert (answer.status_code, answer.json()) == (
+        400,
+        {"code": 400, "error": "Missing 'path' query parameter"},
+    )
+    answer = sandbox.listing("no/such/dir")
+    assert (answer.status_code, answer.json()) == (
+        404,
+        {"code": 404, "error": "Directory not found"},
+    )
+    answer = sandbox.listing("..")
+    assert (answer.status_code, answer.json()) == (400, jail(".."))
+
+
+def test_download(sandbox: Sandbox) -> None:
+    data = bytes(range(256)) * 1000
+    sandbox.upload("down/blob.xyzzy", data)
+    sandbox.upload("down/doc.json", b'{"a": 1}')
+    answer = sandbox.download("down/blob.xyzzy")
+    assert answer.status_code == 200
+    assert answer.content == data
+    assert answer.headers["Content-Disposition"] == 'attachment; filename="blob.xyzzy"'
+    assert answer.headers["Content-Type"] == "application/octet-stream"
+    answer = sandbox.download("down/doc.json")
+    assert (answer.content, answer.headers["Content-Type"]) == (b'{"a": 1}', "application/json")
+
+
+def test_download_ignores_precompressed_siblings(sandbox: Sandbox) -> None:
+    """aiohttp's FileResponse would serve data.txt.gz for data.txt to a gzip client."""
+    sandbox.upload("gz/data.txt", b"plain")
+    sandbox.upload("gz/data.txt.gz", b"not the same file")
+    answer = sandbox.download("gz/data.txt", headers={"Accept-Encoding": "gzip"})
+    assert answer.content == b"plain"
+    assert "Content-Encoding" not in answer.headers
+
+
+def test_download_errors(sandbox: Sandbox) -> None:
+    sandbox.run("mkdir", "-p", "down-dir")
+    answer = sandbox.download("no-such-file")
+    assert (answer.status_code, answer.json()) == (404, {"code": 404, "error": "File not found"})
+    answer = sandbox.download("down-dir")
+    assert (answer.status_code, answer.json()) == (
+        400,
+        {"code": 400, "error": "Path is a directory, not a file"},
+    )
+    answer = sandbox.download("..%2F..%2Fetc%2Fpasswd")
+    assert (answer.status_code, answer.json()) == (400, jail("../../etc/passwd"))
+
+
+# --- the jail ------------------------------------------------------------------------------
+
+
+def test_symlinks_cannot_lead_outside(sandbox: Sandbox) -> None:
+    outside = sandbox.outside
+    before = snapshot(outside)
+    sandbox.run("ln", "-s", str(outside), "link-out")
+    sandbox.run("ln", "-s", str(outside / "ghost.txt"), "dangling")
+    sandbox.run("mkdir", "inner")
+    sandbox.run("ln", "-s", "inner", "link-in")
+
+    # Writing a new name through a symlinked directory: the hole upstream has.
+    for path in ("link-out/new.txt", "link-out/deeper/new.txt", "link-out", "dangling"):
+        assert sandbox.upload(path, b"x").json() == jail(path)
+    answer = sandbox.http.post(
+        f"{sandbox.url}/api/files",
+        files={"file": ("f", b"x")},
+        data={"path": "link-out/multi.txt"},
+    )
+    assert answer.json() == jail("link-out/multi.txt")
+    for working_dir in ("link-out", "link-out/newdir"):
+        answer = sandbox.execute(["pwd"], working_dir=working_dir)
+        assert answer.status_code == 400
+        assert answer.json()["error"] == f"Invalid working directory: {jail(working_dir)['error']}"
+    assert sandbox.listing("link-out").json() == jail("link-out")
+    assert sandbox.download("link-out/secret.txt").json() == jail("link-out/secret.txt")
+    assert snapshot(outside) == before
+
+    # Symlinks that stay inside work, and report where they lead, as upstream does.
+    answer = sandbox.upload("link-in/ok.txt", b"fine")
+    assert (answer.status_code, answer.json()["path"]) == (200, "inner/ok.txt")
+    answer = sandbox.download("link-in/ok.txt")
+    assert answer.content == b"fine"
+    assert answer.headers["Content-Disposition"] == 'attachment; filename="ok.txt"'
+
+
+def test_workspace_mkdirs_refuses_a_symlink_planted_after_resolve(tmp_path: Path) -> None:
+    """The race the HTTP tests cannot stage: resolve() saw a directory, now it is a link."""
+    workspace, outside = Workspace(tmp_path / "ws"), tmp_path / "outside"
+    outside.mkdir()
+    target = workspace.resolve("planted/new/file.txt")
+    (workspace.root / "planted").symlink_to(outside)
+    with pytest.raises(WorkspaceEscape):
+        workspace.mkdirs(target.parent)
+    assert list(outside.iterdir()) == []
+    assert workspace.resolve("/") == workspace.resolve("") == workspace.root
+
+
+# --- body size limit -----------------------------------------------------------------------
+
+
+def _raw_request(url: str, head: str) -> tuple[int, bytes]:
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as conn:
+        conn.sendall(head.encode())
+        response = b""
+        while chunk := conn.recv(65536):
+            response += chunk
+            if b"\r\n\r\n" in response:
+                headers, _, body = response.partition(b"\r\n\r\n")
+                length = int(re.search(rb"Content-Length: (\d+)", headers, re.I).group(1))
+                if len(body) >= length:
+                    return int(headers.split()[1]), body[:length]
+    raise AssertionError(f"incomplete response: {response!r}")
+
+
+def test_declared_body_over_32_mib_is_413(sandbox: Sandbox) -> None:
+    head = (
+        "POST /api/files HTTP/1.1\r\nHost: picod\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {MAX_BODY + 1}\r\nConnection: close\r\n\r\n"
+    )
+    status, body = _raw_request(sandbox.url, head)  # before authentication, as upstream
+    assert status == 413
+    assert (
+        body
+        == b'{"detail":"maximum allowed size is 33554432 bytes","error":"request body too large"}'
+    )
+
+
+def test_streamed_body_over_32_mib_is_413(sandbox: Sandbox) -> None:
+    def chunks(prefix: bytes, filler: bytes, suffix: bytes) -> Iterator[bytes]:
+        yield prefix
+        for _ in range(33):
+            yield filler * (1 << 20)
+        yield suffix
+
+    json_body = chunks(b'{"path": "big.txt", "content": "', b"A", b'"}')
+    answer = sandbox.http.post(f"{sandbox.url}/api/files", data=json_body)
+    assert (answer.status_code, answer.json()) == (413, TOO_LARGE)
+
+    boundary = "picodboundary"
+    head = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="path"\r\n\r\nbig.bin\r\n'
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="b"\r\n\r\n'
+    )
+    multipart = chunks(head.encode(), b"\0", f"\r\n--{boundary}--\r\n".encode())
+    answer = sandbox.http.post(
+        f"{sandbox.url}/api/files",
+        data=multipart,
+        headers={"Content-Type": f"multipart/form-data; boundary={boundary}"},
+    )
+    assert (answer.status_code, answer.json()) == (413, TOO_LARGE)
+    assert not (sandbox.workspace / "big.txt").exists()
+    assert not (sandbox.workspace / "big.bin").exists()
+
+
+# --- logging -------------------------------------------------------------------------------
+
+
+def test_log_has_one_line_per_request_and_no_secrets(sandbox: Sandbox) -> None:
+    token = sandbox.key.token()
+    answer = sandbox.http.post(
+        f"{sandbox.url}/api/execute",
+        json={"command": ["true"], "env": {"SECRET": "s3cr3t-value"}},
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert answer.status_code == 200
+    log = sandbox.daemon.log.read_text()
+    assert re.search(r"POST /api/execute 200$", log, re.M)
+    assert "s3cr3t-value" not in log
+    assert token not in log and token.split(".")[2] not in log
+
+
+# --- process lifecycle ---------------------------------------------------------------------
+
+
+def test_auth_none_needs_no_token(tmp_path: Path) -> None:
+    daemon = Picod(tmp_path / "ws", tmp_path / "picod.log", public_key_pem=None, auth="none")
+    try:
+        answer = requests.post(f"{daemon.url}/api/execute", json={"command": ["echo", "free"]})
+        assert (answer.status_code, answer.json()["stdout"]) == (200, "free\n")
+    finally:
+        assert daemon.stop() == 0
+
+
+def test_sigterm_ends_running_commands(tmp_path: Path, key: SigningKey) -> None:
+    daemon = Picod(tmp_path / "ws", tmp_path / "picod.log", key.public_pem)
+    script = "echo $$ > main.pid; sleep 30 & echo $! > bg.pid; sleep 30"
+    answers: list[object] = []
+
+    def call() -> None:
+        try:
+            answers.append(
+                requests.post(
+                    f"{daemon.url}/api/execute",
+                    json={"command": ["sh", "-c", script], "timeout": "60s"},
+                    headers={"Authorization": f"Bearer {key.token()}"},
+                    timeout=30,
+                )
+            )
+        except requests.RequestException as error:
+            answers.append(error)
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    try:
+        pid_files = [tmp_path / "ws" / "main.pid", tmp_path / "ws" / "bg.pid"]
+        wait_for(lambda: all(p.exists() and p.read_text().strip() for p in pid_files))
+        pids = [int(p.read_text()) for p in pid_files]
+        started = time.monotonic()
+        daemon.process.terminate()
+        assert daemon.process.wait(5) == 0
+        assert time.monotonic() - started < 4
+        for pid in pids:
+            wait_for(lambda pid=pid: is_dead(pid))
+    finally:
+        daemon.stop()
+        caller.join(10)
+    assert answers, "the request never returned"
+
+
+def _start_error(env: dict[str, str], tmp_path: Path, *args: str) -> str:
+    result = subprocess.run(
+        [*PICOD, "--workspace", str(tmp_path / "ws"), *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def test_start_needs_port(tmp_path: Path, key: SigningKey) -> None:
+    line = _start_error(picod_env(None, key.public_pem), tmp_path)
+    assert line == "picod: the PORT environment variable is required"
+
+
+@pytest.mark.parametrize(
+    ("pem", "reason"),
+    [
+        (None, "environment variable PICOD_AUTH_PUBLIC_KEY is not set"),
+        ("not a pem", "failed to decode PEM block from PICOD_AUTH_PUBLIC_KEY"),
+        ("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n", "failed to parse"),
+        ("ec", "key is not an RSA public key"),
+    ],
+    ids=["missing", "not-pem", "corrupt", "not-rsa"],
+)
+def test_start_needs_a_valid_key_with_jwt_auth(tmp_path: Path, pem: str | None, reason) -> None:
+    if pem == "ec":
+        pem = (
+            ec.generate_private_key(ec.SECP256R1())
+            .public_key()
+            .public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+            )
+            .decode()
+        )
+    line = _start_error(picod_env(free_port(), pem), tmp_path, "--auth", "jwt")
+    assert line.startswith(f"picod: {reason}"), line
+
+
+def test_start_reports_a_busy_port(tmp_path: Path, key: SigningKey) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        line = _start_error(picod_env(port, key.public_pem), tmp_path)
+    assert line == f"picod: cannot listen on 127.0.0.1:{port}: address already in use"
+
+
+def test_nothing_is_left_running(sandbox: Sandbox) -> None:
+    """Commands of the module's daemon, timed out or finished, left no process behind."""
+    daemon = sandbox.daemon.process.pid
+    assert session_members(daemon) == [daemon]
