@@ -1,0 +1,117 @@
+"""Upstream's file transfers: multipart uploads, writing files, listings, downloads."""
+
+import asyncio
+import mimetypes
+import os
+import stat
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from aiohttp import BodyPartReader, web
+
+from localcube.picod.gocompat import go_file_mode, go_text, os_text, rfc3339
+
+_CHUNK_SIZE = 256 << 10
+_WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def create_file(path: Path, mode: int) -> int:
+    """A descriptor to write path, truncated or created with mode; a symlink is refused."""
+    return os.open(path, _WRITE_FLAGS, mode)
+
+
+def write_and_stat(fd: int, data: bytes) -> os.stat_result:
+    with os.fdopen(fd, "wb") as file:
+        file.write(data)
+        file.flush()
+        return os.fstat(file.fileno())
+
+
+def list_directory(directory: Path) -> list[dict[str, Any]]:
+    """Upstream's FileEntry list: sorted by name, symlinks described, not followed."""
+    with os.scandir(directory) as scan:
+        entries = sorted(scan, key=lambda entry: os.fsencode(entry.name))
+    files = []
+    for entry in entries:
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:  # gone meanwhile; upstream skips entries whose Info() fails
+            continue
+        files.append(
+            {
+                "name": os_text(entry.name),
+                "size": info.st_size,
+                "modified": rfc3339(info.st_mtime_ns),
+                "mode": go_file_mode(info.st_mode),
+                "is_dir": stat.S_ISDIR(info.st_mode),
+            }
+        )
+    return files
+
+
+def _content_type(path: Path) -> str:
+    """Go's mime.TypeByExtension, which adds charset=utf-8 to text types."""
+    if not mimetypes.inited:
+        mimetypes.init()
+    suffix = path.suffix
+    found = mimetypes.types_map.get(suffix) or mimetypes.types_map.get(suffix.lower())
+    if found is None:
+        return "application/octet-stream"
+    return f"{found}; charset=utf-8" if found.startswith("text/") else found
+
+
+async def read_form(request: web.Request, limit: int) -> tuple[dict[str, str], dict[str, bytes]]:
+    """(values, files) of a multipart body, first part of each name winning, as Go keeps them.
+
+    A malformed body gives an empty form (gin's PostForm ignores the parse error); content
+    beyond limit bytes raises HTTPRequestEntityTooLarge.
+    """
+    values: dict[str, str] = {}
+    files: dict[str, bytes] = {}
+    total = 0
+    try:
+        reader = await request.multipart()
+        while (part := await reader.next()) is not None:
+            if not isinstance(part, BodyPartReader):
+                continue
+            chunks = []
+            while chunk := await part.read_chunk(_CHUNK_SIZE):
+                total += len(chunk)
+                if total > limit:
+                    raise web.HTTPRequestEntityTooLarge(limit, total)
+                chunks.append(chunk)
+            if not part.name:
+                continue
+            if part.filename:
+                files.setdefault(part.name, b"".join(chunks))
+            else:
+                values.setdefault(part.name, go_text(b"".join(chunks)))
+    except (ValueError, KeyError, AssertionError):
+        return {}, {}
+    return values, files
+
+
+async def stream_file(request: web.Request, path: Path, file: BinaryIO) -> web.StreamResponse:
+    """Send the open file as upstream's download does: an attachment named after path."""
+    info = os.fstat(file.fileno())
+    filename = os_text(path.name).replace("\r", " ").replace("\n", " ")
+    response = web.StreamResponse(
+        headers={
+            "Content-Description": "File Transfer",
+            "Content-Transfer-Encoding": "binary",
+            "Content-Disposition": f'attachment; filename="{filename}"',
+            "Content-Type": _content_type(path),
+        }
+    )
+    response.content_length = info.st_size
+    response.last_modified = info.st_mtime
+    await response.prepare(request)
+    remaining = info.st_size
+    while remaining > 0:
+        chunk = await asyncio.to_thread(file.read, min(_CHUNK_SIZE, remaining))
+        if not chunk:
+            break
+        await response.write(chunk)
+        remaining -= len(chunk)
+    await response.write_eof()
+    return response

@@ -1,0 +1,165 @@
+"""The daemon around the handlers: routes, middlewares, serving until signalled, the CLI."""
+
+import argparse
+import asyncio
+import logging
+import os
+import re
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+from cryptography.hazmat.primitives.asymmetric.rsa import RSAPublicKey
+
+from localcube.picod.auth import PUBLIC_KEY_ENV, check_authorization, load_public_key
+from localcube.picod.gocompat import errno_text, path_error
+from localcube.picod.handlers import MAX_BODY_SIZE, PicoD, json_response
+from localcube.workspace import Workspace
+
+_SHUTDOWN_TIMEOUT = 2.0
+
+log = logging.getLogger("localcube.picod")
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def make_app(picod: PicoD, public_key: RSAPublicKey | None) -> web.Application:
+    """Upstream's routes; public_key None disables authentication (--auth none)."""
+    app = web.Application(
+        client_max_size=MAX_BODY_SIZE,
+        middlewares=[_log_requests, _limit_body, _gin_not_found],
+    )
+
+    def authenticated(handler: Handler) -> Handler:
+        if public_key is None:
+            return handler
+
+        async def checked(request: web.Request) -> web.StreamResponse:
+            refusal = check_authorization(request.headers.get("Authorization", ""), public_key)
+            if refusal is not None:
+                return json_response(401, refusal)
+            return await handler(request)
+
+        return checked
+
+    app.router.add_get("/health", picod.health, allow_head=False)
+    app.router.add_post("/api/execute", authenticated(picod.execute))
+    app.router.add_post("/api/files", authenticated(picod.upload))
+    app.router.add_get("/api/files", authenticated(picod.list_files), allow_head=False)
+    app.router.add_get(
+        r"/api/files/{path:[\s\S]*}", authenticated(picod.download), allow_head=False
+    )
+    return app
+
+
+def _too_large() -> web.Response:
+    return json_response(
+        413,
+        {
+            "detail": f"maximum allowed size is {MAX_BODY_SIZE} bytes",
+            "error": "request body too large",
+        },
+    )
+
+
+@web.middleware
+async def _log_requests(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """One line per request: method, path (still percent-encoded) and status; nothing else."""
+    status = 500
+    try:
+        response = await handler(request)
+        status = response.status
+        return response
+    except web.HTTPException as error:
+        status = error.status
+        raise
+    finally:
+        log.info("%s %s %d", request.method, request.rel_url.raw_path, status)
+
+
+@web.middleware
+async def _limit_body(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Upstream's maxBodySizeMiddleware, also applied to bodies without Content-Length."""
+    if (request.content_length or 0) > MAX_BODY_SIZE:
+        return _too_large()
+    try:
+        return await handler(request)
+    except web.HTTPRequestEntityTooLarge:
+        return _too_large()
+
+
+@web.middleware
+async def _gin_not_found(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """gin answers unknown routes and wrong methods alike with a plain-text 404."""
+    try:
+        return await handler(request)
+    except (web.HTTPNotFound, web.HTTPMethodNotAllowed):
+        return web.Response(status=404, text="404 page not found")
+
+
+def _listen_port() -> int:
+    text = os.environ.get("PORT", "")
+    if not text:
+        raise ValueError("the PORT environment variable is required")
+    if not re.fullmatch("[0-9]{1,5}", text) or int(text) > 65535:
+        raise ValueError(f"invalid PORT {text!r}: want a number from 0 to 65535")
+    return int(text)
+
+
+async def serve(picod: PicoD, public_key: RSAPublicKey | None, host: str, port: int) -> int:
+    """Serve until SIGTERM or SIGINT, then kill the commands' process groups; exit status."""
+    runner = web.AppRunner(
+        make_app(picod, public_key), access_log=None, shutdown_timeout=_SHUTDOWN_TIMEOUT
+    )
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    try:
+        await site.start()
+    except OSError as error:
+        await runner.cleanup()
+        reason = errno_text(error) if error.errno else str(error)
+        print(f"picod: cannot listen on {host}:{port}: {reason}", file=sys.stderr)
+        return 1
+    bound = runner.addresses[0][1] if runner.addresses else port
+    log.info("listening on %s:%s, workspace %s", host, bound, picod.workspace.root)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    await stop.wait()
+    log.info("shutting down")
+    picod.process_groups.kill_all()
+    await runner.cleanup()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m localcube.picod",
+        description="PicoD-compatible code-interpreter daemon (listens on $HOST:$PORT).",
+    )
+    parser.add_argument(
+        "--workspace", default=".", help="root of all file operations (created if missing)"
+    )
+    parser.add_argument(
+        "--auth",
+        choices=("jwt", "none"),
+        default="jwt",
+        help=f"jwt: verify RS256 bearer tokens with ${PUBLIC_KEY_ENV} (default); none: no auth",
+    )
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.INFO, format="%(asctime)s picod: %(message)s"
+    )
+    try:
+        port = _listen_port()
+        key = load_public_key(os.environ.get(PUBLIC_KEY_ENV)) if args.auth == "jwt" else None
+        workspace = Workspace(args.workspace)
+    except ValueError as error:
+        print(f"picod: {error}", file=sys.stderr)
+        return 1
+    except OSError as error:
+        print(f"picod: workspace: {path_error('mkdir', args.workspace, error)}", file=sys.stderr)
+        return 1
+    host = os.environ.get("HOST") or "127.0.0.1"
+    return asyncio.run(serve(PicoD(workspace), key, host, port))
