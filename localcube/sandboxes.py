@@ -27,6 +27,7 @@ from localcube.manifests import CODE_INTERPRETER, Runtime
 _PROJECT_ROOT = Path(__file__).resolve().parent.parent
 _INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
 _LOG_TAIL_BYTES = 2000
+_PROCESS_FILE = "process"  # "PID START_TIME" of the sandbox's session leader
 
 
 class SandboxStartError(RuntimeError):
@@ -119,6 +120,8 @@ class SandboxLauncher:
             log.close()
         self._children[child.pid] = child
         start = process_start_time(child.pid) or ""
+        # Recorded before readiness, so a crash while it starts leaves no orphan: see sweep().
+        (directory / _PROCESS_FILE).write_text(f"{child.pid} {start}")
         if runtime.memory_limit_bytes:
             limit = runtime.memory_limit_bytes
             # Where the platform refuses, run without: localcube is no security boundary.
@@ -155,6 +158,22 @@ class SandboxLauncher:
 
     def directory_of(self, sandbox_id: str) -> Path:
         return self.root / sandbox_id
+
+    def sweep(self, known_sandbox_ids: set[str]) -> list[str]:
+        """End sandboxes on disk that no record knows (started when localcube crashed)."""
+        swept = []
+        for directory in self.root.iterdir():
+            if directory.name in known_sandbox_ids:
+                continue
+            try:
+                pid, start = (directory / _PROCESS_FILE).read_text().split()
+            except (OSError, ValueError):
+                pid, start = "0", ""
+            if int(pid) > 0:
+                self.end(int(pid), start, directory)
+            shutil.rmtree(directory, ignore_errors=True)
+            swept.append(directory.name)
+        return swept
 
     def reap(self) -> None:
         """Collect exited children so they do not linger as zombies."""

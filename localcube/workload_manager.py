@@ -120,6 +120,9 @@ class WorkloadManager:
                 self._end(record, "its runtime is no longer configured")
             else:
                 log.info("adopted sandbox %s (session %s)", record.sandbox_name, record.session_id)
+        known = {record.sandbox_id for record in self.store.all()}
+        for sandbox_id in self.launcher.sweep(known):
+            log.info("ended sandbox %s: it was still starting when localcube stopped", sandbox_id)
 
     def collect_garbage(self) -> None:
         """One GC pass: idle and expired sessions, dead warm sandboxes, pools to refill."""

@@ -108,3 +108,18 @@ def wait_until(condition: Callable[[], Any], timeout: float, what: str, poll: fl
 
 def process_gone(pid: int) -> bool:
     return process_start_time(pid) is None
+
+
+def processes_under(directory: Path) -> list[int]:
+    """Live processes whose working directory lies under `directory` (sandboxes, their children)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cwd = (entry / "cwd").readlink()
+        except OSError:
+            continue
+        if cwd.is_relative_to(directory) and not process_gone(int(entry.name)):
+            found.append(int(entry.name))
+    return found

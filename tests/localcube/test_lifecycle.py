@@ -10,6 +10,7 @@ from tests.localcube.support import (
     Client,
     derived_manifest,
     process_gone,
+    processes_under,
     wait_until,
 )
 
@@ -69,13 +70,15 @@ def test_sessions_survive_a_crash_and_restart_with_the_same_state_dir(
     client = Client(cube.url)
     session = client.agent("echo-agent", json={}).headers[SESSION_HEADER]
     pid = client.sandbox_of(session)["pid"]
-    cube.crash()
+    cube.crash()  # the warm pool may be half started: nothing of it may be orphaned
     assert not process_gone(pid), "sandboxes outlive a crashed server"
-    restarted = Client(start_localcube(state_dir=state).url)
-    answer = restarted.agent("echo-agent", json={"input": "after"}, session=session)
+    restarted = start_localcube(state_dir=state)
+    answer = Client(restarted.url).agent("echo-agent", json={"input": "after"}, session=session)
     assert answer.status_code == 200
     assert answer.json()["sandbox"]["pid"] == pid
     assert answer.json()["sandbox"]["calls"] == 2
+    assert restarted.stop() == 0
+    assert processes_under(state) == []
 
 
 def test_a_graceful_stop_ends_every_sandbox_and_what_it_started(start_localcube) -> None:
