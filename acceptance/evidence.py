@@ -1,0 +1,146 @@
+"""Evidence: every HTTP exchange of a scenario, printed when the scenario fails.
+
+Secrets never reach the output: Authorization-like headers are replaced, any Bearer
+credential is masked, and every registered secret (the configured API token) is masked
+wherever it appears, in URLs, headers and bodies alike.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import requests
+
+REDACTED = "<redacted>"
+BODY_EXCERPT = 600
+
+_SECRET_HEADERS = {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key"}
+# What requests adds to every call; it says nothing about the exchange.
+_ROUTINE_REQUEST_HEADERS = {"user-agent", "accept-encoding", "accept", "connection"}
+_BEARER = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]+")
+_secrets: set[str] = set()
+
+
+def register_secret(value: str | None) -> None:
+    """Mask this value in everything the suite prints from now on."""
+    if value:
+        _secrets.add(value)
+
+
+def redact(text: str) -> str:
+    """The text with Bearer credentials and registered secrets masked."""
+    for secret in sorted(_secrets, key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    return _BEARER.sub(rf"\1 {REDACTED}", text)
+
+
+def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    return {
+        name: REDACTED if name.lower() in _SECRET_HEADERS else redact(value)
+        for name, value in headers.items()
+    }
+
+
+def excerpt(body: bytes | str | None, limit: int = BODY_EXCERPT) -> str:
+    """A printable, redacted excerpt of a message body."""
+    if not body:
+        return "(empty)"
+    if isinstance(body, bytes):
+        try:
+            body = body.decode("utf-8")
+        except UnicodeDecodeError:
+            return f"({len(body)} bytes of binary data)"
+    text = redact(body)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def describe_response(response: requests.Response) -> str:
+    """One answer as assertion messages show it: status, request line, headers, body."""
+    request = response.request
+    headers = "".join(
+        f"\n    {name}: {value}" for name, value in redact_headers(response.headers).items()
+    )
+    return (
+        f"{response.status_code} {response.reason} from {request.method} {redact(request.url)}"
+        f"{headers}\n    body: {excerpt(response.content)}"
+    )
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One HTTP request and its answer, or the error that stood in for the answer."""
+
+    method: str
+    url: str
+    request_headers: Mapping[str, str]
+    request_body: bytes | str | None
+    status: int | None = None
+    reason: str = ""
+    response_headers: Mapping[str, str] = field(default_factory=dict)
+    response_body: bytes = b""
+    elapsed: float = 0.0
+    error: str | None = None
+
+    @classmethod
+    def of(cls, response: requests.Response) -> Exchange:
+        request = response.request
+        return cls(
+            method=request.method or "",
+            url=request.url or "",
+            request_headers=dict(request.headers),
+            request_body=request.body,
+            status=response.status_code,
+            reason=response.reason or "",
+            response_headers=dict(response.headers),
+            response_body=response.content,
+            elapsed=response.elapsed.total_seconds(),
+        )
+
+    def format(self) -> str:
+        outcome = (
+            f"no answer: {redact(self.error)}"
+            if self.error is not None
+            else f"{self.status} {self.reason} in {self.elapsed:.2f} s"
+        )
+        lines = [f"{self.method} {redact(self.url)} -> {outcome}"]
+        lines += [
+            f"  > {name}: {value}"
+            for name, value in redact_headers(self.request_headers).items()
+            if name.lower() not in _ROUTINE_REQUEST_HEADERS
+        ]
+        if self.request_body:
+            lines.append(f"  > {excerpt(self.request_body)}")
+        if self.error is None:
+            lines += [f"  < {k}: {v}" for k, v in redact_headers(self.response_headers).items()]
+            lines.append(f"  < {excerpt(self.response_body)}")
+        return "\n".join(lines)
+
+
+@dataclass
+class ExchangeLog:
+    """The HTTP exchanges of one scenario, in order."""
+
+    exchanges: list[Exchange] = field(default_factory=list)
+
+    def record(self, exchange: Exchange) -> None:
+        self.exchanges.append(exchange)
+
+    def format(self) -> str:
+        """Numbered exchanges; a run of polls with the same request and status is shown
+        once, by its last exchange, with its count."""
+        if not self.exchanges:
+            return "HTTP exchanges of this scenario: none"
+        lines = [f"HTTP exchanges of this scenario ({len(self.exchanges)}):"]
+        runs = itertools.groupby(
+            enumerate(self.exchanges, start=1),
+            key=lambda numbered: (numbered[1].method, numbered[1].url, numbered[1].status),
+        )
+        for _, run in runs:
+            numbered = list(run)
+            first, (last, exchange) = numbered[0][0], numbered[-1]
+            label = f"[{first}]" if first == last else f"[{first}-{last}, {len(numbered)} alike]"
+            lines.append(f"{label} {exchange.format()}")
+        return "\n".join(lines)

@@ -1,0 +1,161 @@
+"""Waiting without fixed sleeps: `eventually` and `consistently`, on tenacity.
+
+Both probe a value repeatedly and judge it with a PyHamcrest matcher. When they give up they
+report the expectation and the last value seen, in the matcher's own words. Waits longer
+than a couple of seconds print progress (what, elapsed, deadline) to the terminal, past
+behave's output capture.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from typing import IO, TypeVar
+
+from hamcrest.core.matcher import Matcher
+from hamcrest.core.string_description import StringDescription
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    retry_if_result,
+    stop_before_delay,
+    wait_fixed,
+)
+
+T = TypeVar("T")
+
+PROGRESS_EVERY = 2.0
+_ERASE_LINE = "\r\x1b[K"
+
+
+class Progress:
+    """Reports a long wait every PROGRESS_EVERY seconds, starting after the first.
+
+    On a terminal it keeps one line up to date and erases it when the wait ends, so that
+    behave's pretty formatter, which rewrites the step line in place, stays intact; in a
+    log (CI) it prints a line each time.
+    """
+
+    def __init__(self, what: str, deadline: float, stream: IO[str] | None = None) -> None:
+        self._what = what
+        self._deadline = deadline
+        self._stream = stream or sys.__stderr__
+        self._live = self._stream.isatty()
+        self._next = PROGRESS_EVERY
+        self._shown = False
+
+    def tick(self, elapsed: float) -> None:
+        if elapsed < self._next:
+            return
+        self._next = elapsed + PROGRESS_EVERY
+        line = f"      ... {elapsed:.1f} s elapsed, deadline {self._deadline:.1f} s: {self._what}"
+        if self._live:  # one line, cut to the terminal's width: a wrapped line cannot be erased
+            width = shutil.get_terminal_size().columns - 1
+            if len(line) > width:
+                line = line[: width - 3] + "..."
+            self._stream.write(_ERASE_LINE + line)
+        else:
+            self._stream.write(f"{line}\n")
+        self._stream.flush()
+        self._shown = True
+
+    def close(self) -> None:
+        if self._live and self._shown:
+            self._stream.write(_ERASE_LINE)
+            self._stream.flush()
+
+
+def _mismatch(matcher: Matcher[T], value: T) -> str:
+    description = StringDescription()
+    matcher.describe_mismatch(value, description)
+    return str(description)
+
+
+def _last_seen(state: RetryCallState, matcher: Matcher[T]) -> str:
+    outcome = state.outcome
+    if outcome is None:
+        return "nothing was seen"
+    if outcome.failed:
+        error = outcome.exception()
+        return f"the last probe raised {type(error).__name__}: {error}"
+    return _mismatch(matcher, outcome.result())
+
+
+def eventually(
+    probe: Callable[[], T],
+    matcher: Matcher[T],
+    *,
+    timeout: float,
+    poll: float,
+    waiting_for: str,
+    ignoring: tuple[type[BaseException], ...] = (),
+    progress_stream: IO[str] | None = None,
+) -> T:
+    """Probe until the value matches and return it; fail after `timeout` seconds.
+
+    Exceptions of the `ignoring` types count as "not yet"; others end the wait at once.
+    """
+    progress = Progress(f"waiting for {waiting_for}", timeout, progress_stream)
+    retrying = Retrying(
+        stop=stop_before_delay(timeout),
+        wait=wait_fixed(poll),
+        retry=retry_if_exception_type(ignoring) | retry_if_result(lambda v: not matcher.matches(v)),
+        before_sleep=lambda state: progress.tick(state.seconds_since_start or 0.0),
+        retry_error_callback=lambda state: state,
+        reraise=False,
+    )
+    try:
+        result = retrying(probe)
+    finally:
+        progress.close()
+    if isinstance(result, RetryCallState):
+        raise AssertionError(
+            f"Gave up after {result.seconds_since_start:.1f} s "
+            f"({result.attempt_number} probes) waiting for {waiting_for}.\n"
+            f"Expected: {StringDescription().append_description_of(matcher)}\n"
+            f"     but: {_last_seen(result, matcher)}"
+        )
+    return result
+
+
+def consistently(
+    probe: Callable[[], T],
+    matcher: Matcher[T],
+    *,
+    duration: float,
+    poll: float,
+    holding: str,
+    progress_stream: IO[str] | None = None,
+) -> list[T]:
+    """Probe for `duration` seconds; every value must match. Returns the values seen."""
+    seen: list[T] = []
+    progress = Progress(f"checking that {holding}", duration, progress_stream)
+    started = time.monotonic()
+
+    def probe_and_keep() -> T:
+        value = probe()
+        seen.append(value)
+        return value
+
+    retrying = Retrying(
+        stop=stop_before_delay(duration),
+        wait=wait_fixed(poll),
+        retry=retry_if_result(matcher.matches),
+        before_sleep=lambda state: progress.tick(state.seconds_since_start or 0.0),
+        retry_error_callback=lambda state: state.outcome.result(),
+    )
+    try:
+        last = retrying(probe_and_keep)
+    finally:
+        progress.close()
+    if not matcher.matches(last):
+        raise AssertionError(
+            f"After {time.monotonic() - started:.1f} s of {duration:.1f} s "
+            f"(probe {len(seen)}), it no longer held that {holding}.\n"
+            f"Expected: {StringDescription().append_description_of(matcher)}\n"
+            f"     but: {_mismatch(matcher, last)}"
+        )
+    return seen

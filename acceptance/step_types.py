@@ -1,0 +1,35 @@
+"""Parameter types of the step phrases, registered with behave by environment.py."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from parse_type import TypeBuilder
+
+from acceptance.runtimes import Role, RuntimeKind
+
+
+def _phrases(mapping: dict[str, Any]) -> Callable[[str], Any]:
+    # Longest first, so that "echo agent with a short idle timeout" is not cut short.
+    return TypeBuilder.make_enum(dict(sorted(mapping.items(), key=lambda item: -len(item[0]))))
+
+
+def _integers(text: str) -> list[int]:
+    return [int(number) for number in text.split(",")]
+
+
+_integers.pattern = r"\d+(?:, *\d+)*"  # type: ignore[attr-defined]
+
+STEP_TYPES: dict[str, Callable[[str], Any]] = {
+    # "the {runtime:Runtime}": a runtime by its role in the features.
+    "Runtime": _phrases({role.phrase: role for role in Role}),
+    # "{kind:RuntimeKind} that does not exist": a runtime kind, with its article.
+    "RuntimeKind": _phrases(
+        {
+            "an agent runtime": RuntimeKind.AGENT_RUNTIME,
+            "a code interpreter": RuntimeKind.CODE_INTERPRETER,
+        }
+    ),
+    "Integers": _integers,
+}

@@ -1,0 +1,17 @@
+@code-interpreter
+Feature: Moving files in and out of a session's workspace
+
+  Every code-interpreter session has a workspace directory, which commands run in. Through
+  the Router, a caller can upload files into it, list it and download files from it: a
+  script goes in, runs, and its result comes back out.
+
+  Scenario: An uploaded script writes a result that can be downloaded
+    Given a session of the python interpreter
+    When I upload the script "fibonacci.py" to the workspace
+    And I run the command "python3 fibonacci.py" in the session
+    Then the command exits with code 0
+    And the workspace lists these files:
+      | file         |
+      | fibonacci.py |
+      | output.json  |
+    And "output.json" downloaded from the workspace holds the Fibonacci numbers 0, 1, 1, 2, 3, 5, 8, 13, 21, 34

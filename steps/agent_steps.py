@@ -1,0 +1,28 @@
+"""Steps about calling agents."""
+
+from behave import then, when
+from behave.runner import Context
+from hamcrest import assert_that
+
+from acceptance import matchers
+from acceptance.runtimes import Role
+
+
+@when('I send "{text}" to the {runtime:Runtime} without a session')
+def step_send_without_session(context: Context, text: str, runtime: Role) -> None:
+    context.world.send_to_agent(runtime, text, in_session=False)
+
+
+@when('I send "{text}" to the {runtime:Runtime} in that session')
+def step_send_in_session(context: Context, text: str, runtime: Role) -> None:
+    context.world.send_to_agent(runtime, text, in_session=True)
+
+
+@then('the agent echoes "{text}"')
+def step_agent_echoes(context: Context, text: str) -> None:
+    assert_that(context.world.last_answer, matchers.echoes(text))
+
+
+@then("both calls were served by the same sandbox, one after the other")
+def step_same_sandbox(context: Context) -> None:
+    assert_that(context.world.sandbox_reports(), matchers.served_by_one_sandbox())

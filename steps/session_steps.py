@@ -1,0 +1,58 @@
+"""Steps about sessions: opening, reusing, unknown and expired ones."""
+
+from behave import given, then, when
+from behave.runner import Context
+from hamcrest import assert_that
+
+from acceptance import matchers
+from acceptance.runtimes import Role
+
+
+@given("a session of the {runtime:Runtime}")
+def step_open_session(context: Context, runtime: Role) -> None:
+    context.world.open_session(runtime)
+
+
+@then("the answer carries a new session id")
+def step_new_session_id(context: Context) -> None:
+    call = context.world.last_call
+    assert_that(call.response, matchers.carries_new_session_id(call.known_before))
+
+
+@then("the answer carries the same session id")
+def step_same_session_id(context: Context) -> None:
+    call = context.world.last_call
+    assert_that(call.response, matchers.carries_session_id(call.presented_session_id))
+
+
+@when("I call the {runtime:Runtime} with a session id that was never issued")
+def step_call_unknown_session(context: Context, runtime: Role) -> None:
+    context.world.call_with_unknown_session(runtime)
+
+
+@then("the call is refused because the session was not found")
+def step_refused_session_not_found(context: Context) -> None:
+    call = context.world.last_call
+    assert_that(
+        call.response, matchers.refused_because_session_not_found(call.presented_session_id)
+    )
+
+
+@then("the session stays alive while it is called more often than its idle timeout")
+def step_session_kept_alive(context: Context) -> None:
+    context.world.expect_session_kept_alive()
+
+
+@when("the session is left idle for longer than its idle timeout")
+def step_leave_session_idle(context: Context) -> None:
+    context.world.leave_session_idle_until_it_ends()
+
+
+@then("calls in the session are refused because the session was not found")
+def step_expired_session_refused(context: Context) -> None:
+    context.world.expect_session_refused_as_not_found()
+
+
+@then("the sandbox that served the session is gone")
+def step_sandbox_gone(context: Context) -> None:
+    context.world.expect_sandbox_gone()

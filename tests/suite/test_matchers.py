@@ -1,0 +1,115 @@
+"""The matchers accept what the contract allows and, when they do not, say which
+expectation broke and show the answer."""
+
+from __future__ import annotations
+
+import pytest
+from hamcrest import assert_that
+
+from acceptance import matchers
+from acceptance.runtimes import Runtime, RuntimeKind
+
+SESSION = "0b9a8f4e-3c1d-4e6f-9a2b-1c3d5e7f9a0b"
+ECHO = Runtime(RuntimeKind.AGENT_RUNTIME, "default", "echo-agent")
+
+
+def failure(matcher, item) -> str:
+    with pytest.raises(AssertionError) as error:
+        assert_that(item, matcher)
+    return str(error.value)
+
+
+def test_an_echo_matches_and_a_wrong_echo_shows_the_answer(answer) -> None:
+    body = {"output": "echo: hi", "metadata": {"original_input": "hi"}}
+    assert_that(answer(200, body), matchers.echoes("hi"))
+    message = failure(matchers.echoes("bye"), answer(200, body))
+    assert "Expected: the echo agent to answer 200 with output 'echo: bye'" in message
+    assert "in the body, value for" in message
+    assert "200 OK from POST http://router.test/" in message
+
+
+def test_a_wrong_status_is_named_first(answer) -> None:
+    message = failure(matchers.echoes("hi"), answer(502, {"error": "sandbox unreachable"}))
+    assert "the status was 502, not 200" in message
+    assert '{"error": "sandbox unreachable"}' in message
+
+
+def test_a_body_that_is_not_json_is_named(answer) -> None:
+    assert "the body is not JSON" in failure(matchers.echoes("hi"), answer(200, b"<html>"))
+
+
+def test_session_not_found_accepts_both_upstream_bodies(answer) -> None:
+    matcher = matchers.refused_because_session_not_found(SESSION)
+    before_pr_460 = {"error": f'sessions.agentcube.volcano.sh "{SESSION}" not found'}
+    since_pr_460 = {**before_pr_460, "code": "SESSION_NOT_FOUND"}
+    assert_that(answer(404, before_pr_460), matcher)
+    assert_that(answer(404, since_pr_460), matcher)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"error": "Not found"},  # the application's own 404, proxied
+        {"error": f'sessions.agentcube.volcano.sh "{SESSION}" not found', "code": "NOT_FOUND"},
+    ],
+)
+def test_session_not_found_refuses_other_404s(answer, body) -> None:
+    message = failure(matchers.refused_because_session_not_found(SESSION), answer(404, body))
+    assert f"refuse the call with 404 because session {SESSION} was not found" in message
+
+
+def test_runtime_not_found_names_resource_namespace_and_name(answer) -> None:
+    missing = Runtime(RuntimeKind.CODE_INTERPRETER, "default", "nope")
+    matcher = matchers.refused_because_runtime_not_found(missing)
+    good = {"error": 'codeinterpreters.agentcube.volcano.sh "default/nope" not found'}
+    assert_that(answer(404, good), matcher)
+    wrong_kind = {"error": 'agentruntimes.agentcube.volcano.sh "default/nope" not found'}
+    assert "CodeInterpreter default/nope was not found" in failure(matcher, answer(404, wrong_kind))
+
+
+def test_a_new_session_id_is_a_uuid4_not_seen_before(answer) -> None:
+    with_header = answer(200, {}, headers={"x-agentcube-session-id": SESSION})
+    assert_that(with_header, matchers.carries_new_session_id([]))
+    message = failure(matchers.carries_new_session_id([SESSION]), with_header)
+    assert "header x-agentcube-session-id should be (a UUID v4 and not one of" in message
+    assert f"but it was '{SESSION}'" in message
+    assert "it was missing" in failure(matchers.carries_new_session_id([]), answer(200, {}))
+    not_uuid = answer(200, {}, headers={"x-agentcube-session-id": "abc"})
+    assert "it was 'abc'" in failure(matchers.carries_new_session_id([]), not_uuid)
+
+
+def test_command_results(answer) -> None:
+    ran = answer(200, {"stdout": "2\n", "stderr": "", "exit_code": 0})
+    assert_that(ran, matchers.prints_line("2"))
+    assert_that(ran, matchers.exits_with(0))
+    message = failure(matchers.prints_line("3"), ran)
+    assert "Expected: the command to print '3' and nothing else" in message
+    undefined = answer(
+        200, {"stdout": "", "stderr": "NameError: name 'x' is not defined\n", "exit_code": 1}
+    )
+    assert_that(undefined, matchers.fails_because_undefined("x"))
+    assert "because 'x' is not defined" in failure(matchers.fails_because_undefined("x"), ran)
+
+
+def test_workspace_listing_and_fibonacci(answer) -> None:
+    listing = answer(200, {"files": [{"name": "fibonacci.py"}, {"name": "output.json"}]})
+    assert_that(listing, matchers.lists_files(["output.json", "fibonacci.py"]))
+    message = failure(matchers.lists_files(["missing.txt"]), listing)
+    assert "the workspace listing to include missing.txt" in message
+    numbers = [0, 1, 1, 2, 3, 5, 8, 13, 21, 34]
+    assert_that(answer(200, {"count": 10, "fibonacci": numbers}), matchers.holds_fibonacci(numbers))
+    wrong = answer(200, {"count": 10, "fibonacci": [1, 1, 2, 3, 5, 8, 13, 21, 34, 55]})
+    assert "value for 'fibonacci' was" in failure(matchers.holds_fibonacci(numbers), wrong)
+
+
+def report(pid: int, calls: int) -> dict:
+    return {"hostname": "h", "pid": pid, "started_at": 1.0, "calls": calls}
+
+
+def test_one_sandbox_counts_the_calls_in_order() -> None:
+    assert_that([report(7, 1), report(7, 2)], matchers.served_by_one_sandbox())
+    for reports in ([report(7, 1), report(8, 1)], [report(7, 1), report(7, 3)], [report(7, 1)]):
+        message = failure(matchers.served_by_one_sandbox(), reports)
+        assert "every call served by one sandbox" in message
+        assert '"pid": 7' in message
+    assert "the sandboxes reported" in failure(matchers.served_by_one_sandbox(), [None, None])

@@ -1,0 +1,94 @@
+from __future__ import annotations
+
+import pytest
+
+from acceptance.settings import SETTINGS, ConfigError, load_settings, settings_table
+
+BAD_VALUES = {
+    "router_url": "localhost:8081",
+    "workload_manager_url": "ftp://wm.example",
+    "namespace": "Not_A_Namespace",
+    "api_token": "two words",
+    "platform": "docker",
+    "interpreter_mode": "sometimes",
+    "echo_agent": "Echo Agent",
+    "python_interpreter": "-leading-dash",
+    "warm_interpreter": "under_score",
+    "request_timeout": "30",
+    "ready_timeout": "-1s",
+    "short_session_timeout": "0s",
+    "ttl_grace": "soon",
+    "poll_interval": "1 second",
+}
+
+
+def test_every_setting_has_a_bad_value_case() -> None:
+    assert set(BAD_VALUES) == {setting.name for setting in SETTINGS}
+
+
+def test_defaults_when_nothing_is_configured() -> None:
+    settings = load_settings({}, {})
+    assert settings.router_url is None
+    assert settings.namespace == "default"
+    assert settings.interpreter_mode == "stateless"
+    assert settings.echo_agent == "echo-agent"
+    assert settings.short_session_timeout == 3.0
+    assert settings.poll_interval == pytest.approx(0.2)
+
+
+@pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: s.name)
+def test_a_bad_userdata_value_names_the_setting(setting) -> None:
+    with pytest.raises(ConfigError) as error:
+        load_settings({setting.name: BAD_VALUES[setting.name]}, {})
+    assert f"setting {setting.name} (-D {setting.name})" in str(error.value)
+
+
+@pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: s.name)
+def test_a_bad_environment_value_names_the_variable(setting) -> None:
+    with pytest.raises(ConfigError) as error:
+        load_settings({}, {setting.env: BAD_VALUES[setting.name]})
+    assert f"setting {setting.name} ({setting.env})" in str(error.value)
+
+
+def test_a_bad_token_is_not_echoed() -> None:
+    with pytest.raises(ConfigError) as error:
+        load_settings({}, {"AGENTCUBE_API_TOKEN": "secret with spaces"})
+    assert "secret" not in str(error.value)
+
+
+def test_userdata_wins_over_the_environment_and_empty_means_unset() -> None:
+    settings = load_settings(
+        {"namespace": "team-a", "ttl_grace": ""},
+        {"AGENTCUBE_NAMESPACE": "team-b", "AGENTCUBE_TTL_GRACE": "10s"},
+    )
+    assert settings.namespace == "team-a"
+    assert settings.ttl_grace == 10.0
+
+
+def test_an_unknown_userdata_name_is_refused() -> None:
+    with pytest.raises(ConfigError, match="unknown setting -D routerurl"):
+        load_settings({"routerurl": "http://x"}, {})
+
+
+def test_urls_lose_a_trailing_slash() -> None:
+    settings = load_settings({"router_url": "http://router.test:8081/"}, {})
+    assert settings.router_url == "http://router.test:8081"
+
+
+def test_the_target_fills_in_the_defaults_that_depend_on_it() -> None:
+    started = load_settings({}, {}).for_target("http://127.0.0.1:1", started_localcube=True)
+    assert (started.workload_manager_url, started.platform) == ("http://127.0.0.1:1", "localcube")
+    given = load_settings({"workload_manager_url": "http://wm.test"}, {}).for_target(
+        "http://router.test", started_localcube=False
+    )
+    assert (given.workload_manager_url, given.platform) == ("http://wm.test", "none")
+
+
+def test_the_token_stays_out_of_the_settings_repr() -> None:
+    assert "hunter2" not in repr(load_settings({"api_token": "hunter2"}, {}))
+
+
+def test_the_table_has_a_row_per_setting() -> None:
+    table = settings_table()
+    for setting in SETTINGS:
+        assert f"| `{setting.name}` | `{setting.env}` |" in table

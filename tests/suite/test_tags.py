@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from behave.parser import parse_file
+
+from acceptance.platforms import CAPABILITIES
+from acceptance.tags import ScenarioGate, is_known_tag
+
+FEATURES = sorted((Path(__file__).resolve().parents[2] / "features").glob("*.feature"))
+
+
+def tags_in(path: Path) -> set[str]:
+    feature = parse_file(str(path))
+    tags = set(feature.tags)
+    for scenario in feature.walk_scenarios(with_outlines=True):
+        tags.update(scenario.tags)
+        tags.update(tag for examples in getattr(scenario, "examples", []) for tag in examples.tags)
+    return tags
+
+
+@pytest.mark.parametrize("path", FEATURES, ids=lambda path: path.name)
+def test_features_use_only_the_tag_vocabulary(path: Path) -> None:
+    unknown = sorted(tag for tag in tags_in(path) if not is_known_tag(tag))
+    assert not unknown, f"{path.name} uses tags outside acceptance/tags.py: {unknown}"
+
+
+@pytest.mark.parametrize(
+    "tag",
+    ["smoke", "use.with_interpreter_mode=stateful", "not.with_interpreter_mode=stateless"]
+    + [f"requires.{capability}" for capability in CAPABILITIES],
+)
+def test_known_tags(tag: str) -> None:
+    assert is_known_tag(tag)
+
+
+@pytest.mark.parametrize(
+    "tag", ["fast", "use.with_interpreter_mode=sometimes", "use.with_os=linux", "requires.gpu"]
+)
+def test_unknown_tags(tag: str) -> None:
+    assert not is_known_tag(tag)
+
+
+def gate(mode: str = "stateless", platform: str = "none", capabilities=()) -> ScenarioGate:
+    return ScenarioGate({"interpreter_mode": mode}, platform, capabilities)
+
+
+def test_plain_tags_never_skip() -> None:
+    assert gate().skip_reason(["smoke", "code-interpreter"]) is None
+
+
+def test_an_active_tag_for_the_other_mode_skips_with_the_setting_to_change() -> None:
+    reason = gate("stateless").skip_reason(["use.with_interpreter_mode=stateful"])
+    assert reason == (
+        "@use.with_interpreter_mode=stateful does not fit interpreter_mode=stateless "
+        "(choose with -D interpreter_mode=...)"
+    )
+    assert gate("stateful").skip_reason(["use.with_interpreter_mode=stateful"]) is None
+    assert gate("stateful").skip_reason(["not.with_interpreter_mode=stateful"]) is not None
+
+
+def test_a_missing_capability_skips_and_names_the_platform() -> None:
+    reason = gate(platform="none").skip_reason(["requires.runtime-admin"])
+    assert reason is not None
+    assert "runtime-admin" in reason and "platform 'none' cannot" in reason
+    assert (
+        gate(platform="localcube", capabilities=CAPABILITIES).skip_reason(
+            ["requires.runtime-admin", "requires.sandbox-observation"]
+        )
+        is None
+    )
