@@ -12,6 +12,7 @@ from hamcrest import has_entries
 from acceptance.clients import Router, WorkloadManager
 from acceptance.evidence import ExchangeLog, register_secret
 from acceptance.matchers import holds_json
+from acceptance.measurements import Measurements
 from acceptance.platforms import make_platform, platform_class
 from acceptance.polling import eventually
 from acceptance.runtimes import FIXTURE_RUNTIMES, REPO_ROOT
@@ -38,6 +39,7 @@ class Suite:
     leaks: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    measurements: Measurements = field(default_factory=Measurements)
 
     @classmethod
     def start(cls, userdata: Mapping[str, str], environ: Mapping[str, str]) -> Suite:
@@ -88,6 +90,7 @@ class Suite:
             register_cleanup=register_cleanup,
             log=transport.log,
             leaks=self.leaks,
+            measurements=self.measurements,
         )
 
     def stop(self) -> None:

@@ -20,6 +20,7 @@ from hamcrest import all_of, assert_that, described_as, equal_to, has_entries, n
 from acceptance import matchers
 from acceptance.clients import Router, WorkloadManager, session_id_of
 from acceptance.evidence import ExchangeLog, describe_response
+from acceptance.measurements import Measurements
 from acceptance.platforms import Platform, Sandbox
 from acceptance.polling import consistently, eventually
 from acceptance.runtimes import (
@@ -80,6 +81,7 @@ class World:
         register_cleanup: RegisterCleanup,
         log: ExchangeLog,
         leaks: list[str],
+        measurements: Measurements,
     ) -> None:
         self._settings = settings
         self._log = log
@@ -88,6 +90,7 @@ class World:
         self._platform = platform
         self._register_cleanup = register_cleanup
         self._leaks = leaks
+        self._measurements = measurements
         self._calls: list[Call] = []
         self._sessions: list[Session] = []
         self._last_activity: dict[str, float] = {}

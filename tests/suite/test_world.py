@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from acceptance.evidence import ExchangeLog
+from acceptance.measurements import Measurements
 from acceptance.platforms import NoPlatform
 from acceptance.runtimes import Role, RuntimeKind
 from acceptance.settings import load_settings
@@ -53,6 +54,7 @@ def make_world(answer):
             register_cleanup=lambda func, *args: cleanups.append((func, args)),
             log=ExchangeLog(),
             leaks=leaks,
+            measurements=Measurements(),
         )
         return world, wm, cleanups, leaks
 

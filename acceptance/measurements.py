@@ -1,0 +1,35 @@
+"""Latencies the scenarios measure (session creation cold and warm, invocations), kept
+for the whole run so its summary can report them."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Summary:
+    name: str
+    count: int
+    p50: float
+    p95: float
+
+
+def percentile(samples: list[float], fraction: float) -> float:
+    """Nearest-rank percentile of non-empty samples."""
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+@dataclass
+class Measurements:
+    _samples: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+
+    def record(self, name: str, seconds: float) -> None:
+        self._samples[name].append(seconds)
+
+    def summaries(self) -> list[Summary]:
+        return [
+            Summary(name, len(samples), percentile(samples, 0.5), percentile(samples, 0.95))
+            for name, samples in sorted(self._samples.items())
+        ]
