@@ -99,7 +99,7 @@ def test_a_dead_sandbox_answers_502_quickly(client: Client) -> None:
     answer = client.agent("echo-agent", json={}, session=session, timeout=10)
     assert answer.status_code == 502
     assert answer.json() == {"error": "sandbox unreachable"}
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 5, "a dead sandbox fails the call fast, not a hang"
     assert client.agent("echo-agent", json={"input": "fresh"}).status_code == 200
 
 
