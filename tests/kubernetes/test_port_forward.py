@@ -1,0 +1,286 @@
+"""Port forwards through the pods/portforward subresource: the endpoints the suite uses, a
+ready pod per connection (so a restart is survived), and clear failures."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import requests
+
+from acceptance.kubernetes.api import KubeError
+from acceptance.kubernetes.cluster import Cluster
+from acceptance.kubernetes.port_forward import in_cluster_service
+from acceptance.kubernetes.settings import ServiceRef, with_cluster_defaults
+from acceptance.settings import ConfigError, load_settings
+from tests.kubernetes.conftest import (
+    NS,
+    PODS,
+    SERVICE_ACCOUNTS,
+    SERVICES,
+    MakeCluster,
+    meta,
+    pod,
+)
+from tests.kubernetes.fake_api import FakeKubernetes
+
+ROUTER_PODS = "labelSelector=app=agentcube-router"
+
+
+class Backend:
+    """A pod's HTTP server: answers every GET with the pod's name."""
+
+    def __init__(self, name: str) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                body = json.dumps({"pod": name, "path": self.path}).encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def backends() -> Iterator[dict[str, Backend]]:
+    started: dict[str, Backend] = {}
+    yield started
+    for backend in started.values():
+        backend.close()
+
+
+def service(name: str, app: str, target: int | str = 8080) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": meta(name),
+        "spec": {"selector": {"app": app}, "ports": [{"port": 8080, "targetPort": target}]},
+    }
+
+
+def add_pod(
+    fake: FakeKubernetes,
+    backends: dict[str, Backend],
+    name: str,
+    app: str,
+    *,
+    created: str,
+    ready: bool = True,
+) -> None:
+    backends[name] = Backend(name)
+    fake.pod_backends[(NS, name)] = backends[name].port
+    obj = pod(
+        name,
+        labels={"app": app},
+        ready=ready,
+        container_ports=[{"name": "http", "containerPort": 8080}],
+    )
+    obj["metadata"]["creationTimestamp"] = created
+    fake.put(PODS, obj)
+
+
+@pytest.fixture
+def services(fake: FakeKubernetes, backends: dict[str, Backend]) -> None:
+    fake.put(SERVICES, service("agentcube-router", "agentcube-router"))
+    fake.put(SERVICES, service("workloadmanager", "workloadmanager", target="http"))
+    add_pod(fake, backends, "router-a", "agentcube-router", created="2026-01-01T00:00:00Z")
+    add_pod(
+        fake, backends, "router-b", "agentcube-router", created="2026-01-02T00:00:00Z", ready=False
+    )
+    add_pod(fake, backends, "wm-a", "workloadmanager", created="2026-01-01T00:00:00Z")
+
+
+def served_by(url: str) -> str:
+    response = requests.get(f"{url}/health/ready", timeout=5)
+    assert response.status_code == 200
+    assert response.json()["path"] == "/health/ready"
+    return response.json()["pod"]
+
+
+@pytest.mark.usefixtures("services")
+def test_forwards_to_a_ready_pod_of_each_service(
+    make_cluster: MakeCluster, fake: FakeKubernetes
+) -> None:
+    cluster = make_cluster(port_forward=True)
+    router_url, wm_url = cluster.endpoints(None, None)
+    assert router_url.startswith("http://127.0.0.1:")
+    assert served_by(router_url) == "router-a"
+    assert served_by(wm_url) == "wm-a"
+    assert fake.lines("GET")[:3] == [
+        f"GET {SERVICES}/agentcube-router",
+        f"GET {PODS}?{ROUTER_PODS}",
+        f"GET {PODS}/router-a/portforward?ports=8080",
+    ]
+    assert f"GET {PODS}/wm-a/portforward?ports=8080" in fake.lines()  # named targetPort
+
+
+@pytest.mark.usefixtures("services")
+def test_a_restart_of_the_pods_behind_the_service_is_survived(
+    make_cluster: MakeCluster, fake: FakeKubernetes, backends: dict[str, Backend]
+) -> None:
+    cluster = make_cluster(port_forward=True)
+    router_url, _ = cluster.endpoints(None, None)
+    assert served_by(router_url) == "router-a"
+    fake.get(PODS, "router-a")["metadata"]["deletionTimestamp"] = "2026-01-03T00:00:00Z"
+    add_pod(fake, backends, "router-c", "agentcube-router", created="2026-01-03T00:00:00Z")
+    assert served_by(router_url) == "router-c"
+
+
+@pytest.mark.usefixtures("services")
+def test_closing_ends_the_forwards(make_cluster: MakeCluster) -> None:
+    cluster = make_cluster(port_forward=True)
+    router_url, _ = cluster.endpoints(None, None)
+    port = int(router_url.rsplit(":", 1)[1])
+    assert cluster.close() == []
+    with pytest.raises(ConnectionRefusedError), socket.create_connection(("127.0.0.1", port)):
+        pass
+
+
+@pytest.mark.usefixtures("services")
+def test_connections_that_find_no_pod_are_reported_at_the_end(
+    make_cluster: MakeCluster, fake: FakeKubernetes
+) -> None:
+    cluster = make_cluster(port_forward=True)
+    router_url, _ = cluster.endpoints(None, None)
+    fake.remove(PODS, "router-a")
+    with pytest.raises(requests.ConnectionError):
+        requests.get(router_url, timeout=5)
+    assert cluster.close() == [
+        f"port forward to svc/agentcube-router in {NS}: no ready pod matches app=agentcube-router"
+    ]
+
+
+def test_a_service_without_ready_pods_stops_the_run_at_its_start(
+    make_cluster: MakeCluster, fake: FakeKubernetes
+) -> None:
+    fake.put(SERVICES, service("agentcube-router", "agentcube-router"))
+    with pytest.raises(ConfigError, match="no ready pod matches app=agentcube-router"):
+        make_cluster(port_forward=True).endpoints(None, None)
+
+
+def test_a_missing_service_is_a_404(make_cluster: MakeCluster) -> None:
+    with pytest.raises(KubeError, match="answered 404 to get Service agentcube/agentcube-router"):
+        make_cluster(port_forward=True).endpoints(None, None)
+
+
+@pytest.mark.usefixtures("services")
+def test_a_forbidden_port_forward_stops_the_run_at_its_start(
+    make_cluster: MakeCluster, fake: FakeKubernetes
+) -> None:
+    fake.fail("GET", f"{PODS}/router-a/portforward", 403, "pods/portforward is forbidden")
+    with pytest.raises(KubeError) as raised:
+        make_cluster(port_forward=True).endpoints(None, None)
+    assert raised.value.status == 403
+    assert str(raised.value).startswith(
+        f"the Kubernetes API answered 403 to port-forward to Pod {NS}/router-a port 8080"
+    )
+
+
+def test_given_urls_are_used_as_they_are(make_cluster: MakeCluster) -> None:
+    cluster = make_cluster()
+    assert cluster.endpoints("http://router:8081", "http://wm:8080") == (
+        "http://router:8081",
+        "http://wm:8080",
+    )
+    with pytest.raises(ConfigError, match="needs router_url and workload_manager_url"):
+        cluster.endpoints("http://router:8081", None)
+    with pytest.raises(ConfigError, match="leave router_url and workload_manager_url unset"):
+        make_cluster(port_forward=True).endpoints("http://router:8081", None)
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        (
+            "http://keycloak.agentcube.svc.cluster.local:8080/realms/agentcube/token",
+            (ServiceRef("keycloak", 8080), "agentcube"),
+        ),
+        ("http://idp.iam.svc/token", (ServiceRef("idp", 80), "iam")),
+        ("https://idp.iam.svc/token", None),
+        ("http://keycloak.example.com/token", None),
+        ("http://127.0.0.1:8082/token", None),
+    ],
+)
+def test_in_cluster_urls(url: str, expected: tuple[ServiceRef, str] | None) -> None:
+    assert in_cluster_service(url) == expected
+
+
+@pytest.mark.usefixtures("services")
+def test_start_fills_the_target_in_for_the_suite(kubeconfig: Path, fake: FakeKubernetes) -> None:
+    fake.put(SERVICE_ACCOUNTS, {"kind": "ServiceAccount", "metadata": meta("e2e-test")})
+    userdata = {
+        "platform": "kubernetes",
+        "kubeconfig": str(kubeconfig),
+        "kube_context": "fake",
+        "port_forward": "true",
+        "token_source": "service-account",
+    }
+    suite = load_settings(with_cluster_defaults({"platform": "kubernetes"}, {}), {})
+    cluster, target = Cluster.start(suite, userdata, {})
+    try:
+        assert served_by(target.router_url or "") == "router-a"
+        assert served_by(target.workload_manager_url or "") == "wm-a"
+        assert target.api_token == "minted-token-1"
+        assert target.namespace == NS
+    finally:
+        assert cluster.close() == []
+
+
+@pytest.mark.usefixtures("services")
+def test_a_failed_start_closes_the_forwards_it_opened(
+    kubeconfig: Path, fake: FakeKubernetes
+) -> None:
+    userdata = {
+        "kubeconfig": str(kubeconfig),
+        "kube_context": "fake",
+        "port_forward": "true",
+        "token_source": "service-account",
+    }
+    with pytest.raises(ConfigError, match="api_token is set and token_source=service-account"):
+        Cluster.start(load_settings({"api_token": "static-token"}, {}), userdata, {})
+    assert len([line for line in fake.lines() if line.endswith("/portforward?ports=8080")]) == 2
+    acceptors = [t for t in threading.enumerate() if t.name.startswith("accept port forward")]
+    assert acceptors == []
+
+
+@pytest.mark.usefixtures("services")
+def test_forwards_and_api_calls_run_side_by_side(
+    make_cluster: MakeCluster, fake: FakeKubernetes
+) -> None:
+    """Opening a stream must not divert another thread's API call (the client's stream
+    helper swaps its ApiClient's call_api while it connects)."""
+    cluster = make_cluster(port_forward=True)
+    router_url, _ = cluster.endpoints(None, None)
+    failures: list[BaseException] = []
+
+    def call_through_the_forward() -> None:
+        try:
+            for _ in range(25):
+                response = requests.get(router_url, headers={"Connection": "close"}, timeout=5)
+                assert response.json()["pod"] == "router-a"
+        except BaseException as error:  # reported below
+            failures.append(error)
+
+    caller = threading.Thread(target=call_through_the_forward)
+    caller.start()
+    while caller.is_alive():
+        assert cluster.observer.session_objects("s").pod is None
+    caller.join()
+    assert failures == []

@@ -1,0 +1,127 @@
+"""The adapter's settings: defaults, sources, validation, cluster defaults, the table rows."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from acceptance.evidence import redact
+from acceptance.kubernetes.settings import (
+    CLUSTER_DEFAULTS,
+    KUBERNETES_SETTINGS,
+    KubernetesSettings,
+    ServiceRef,
+    load_kubernetes_settings,
+    settings_rows,
+    with_cluster_defaults,
+)
+from acceptance.settings import ConfigError, load_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+SECRET = "client-secret-3c1d"
+
+
+def test_defaults_fit_upstreams_kind_setup() -> None:
+    settings = load_kubernetes_settings({}, {})
+    assert settings == KubernetesSettings()
+    assert settings.system_namespace == "agentcube"
+    assert settings.router_service == ServiceRef("agentcube-router")
+    assert settings.workload_manager_service == ServiceRef("workloadmanager")
+    assert settings.token_source == "static"
+    assert settings.port_forward is False
+    assert settings.cluster_timeout == 300
+
+
+def test_userdata_wins_over_the_environment() -> None:
+    settings = load_kubernetes_settings(
+        {"kube_context": "kind-agentcube-e2e", "port_forward": "true"},
+        {
+            "AGENTCUBE_KUBE_CONTEXT": "other",
+            "AGENTCUBE_KUBECONFIG": "~/configs/kind",
+            "AGENTCUBE_ROUTER_SERVICE": "router:8081",
+            "AGENTCUBE_INTERPRETER_IMAGE": "registry.example/picod:v1",
+        },
+    )
+    assert settings.kube_context == "kind-agentcube-e2e"
+    assert settings.port_forward is True
+    assert settings.kubeconfig == Path("~/configs/kind").expanduser()
+    assert settings.router_service == ServiceRef("router", 8081)
+    assert settings.interpreter_image == "registry.example/picod:v1"
+
+
+@pytest.mark.parametrize(
+    ("userdata", "named"),
+    [
+        ({"port_forward": "maybe"}, "setting port_forward (-D port_forward): 'maybe' must be"),
+        ({"router_service": "router:70000"}, "setting router_service"),
+        ({"router_service": "Router"}, "setting router_service"),
+        ({"token_source": "kerberos"}, "setting token_source"),
+        ({"system_namespace": "Agent_Cube"}, "setting system_namespace"),
+        ({"cluster_timeout": "soon"}, "setting cluster_timeout"),
+        ({"oidc_token_url": "keycloak:8080"}, "setting oidc_token_url"),
+    ],
+)
+def test_a_bad_value_names_its_setting(userdata: dict[str, str], named: str) -> None:
+    with pytest.raises(ConfigError, match=r"^" + named.replace("(", r"\(").replace(")", r"\)")):
+        load_kubernetes_settings(userdata, {})
+
+
+def test_the_client_secret_comes_from_the_environment_only() -> None:
+    with pytest.raises(ConfigError, match="AGENTCUBE_OIDC_CLIENT_SECRET only") as raised:
+        load_kubernetes_settings({"oidc_client_secret": SECRET}, {})
+    assert SECRET not in str(raised.value)
+
+
+def test_oidc_names_every_missing_setting() -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_kubernetes_settings({"token_source": "oidc", "oidc_client_id": "app"}, {})
+    message = str(raised.value)
+    assert "oidc_token_url (AGENTCUBE_OIDC_TOKEN_URL)" in message
+    assert "oidc_client_secret (AGENTCUBE_OIDC_CLIENT_SECRET)" in message
+    assert "oidc_client_id" not in message
+
+
+def test_the_client_secret_is_never_shown() -> None:
+    settings = load_kubernetes_settings(
+        {"token_source": "oidc", "oidc_client_id": "app", "oidc_token_url": "http://kc:8080/t"},
+        {"AGENTCUBE_OIDC_CLIENT_SECRET": SECRET},
+    )
+    assert settings.oidc_client_secret == SECRET
+    assert SECRET not in repr(settings)
+    assert redact(f"body echoed {SECRET}") == "body echoed <redacted>"
+
+
+def test_cluster_defaults_apply_only_to_kubernetes_and_only_where_unset() -> None:
+    userdata = {"platform": "kubernetes", "ttl_grace": "2m"}
+    environ = {"AGENTCUBE_NAMESPACE": "workloads"}
+    merged = with_cluster_defaults(userdata, environ)
+    assert merged["ttl_grace"] == "2m"
+    assert "namespace" not in merged
+    assert merged["short_session_timeout"] == CLUSTER_DEFAULTS["short_session_timeout"][0]
+    settings = load_settings(merged, environ)
+    assert settings.namespace == "workloads"
+    assert settings.ttl_grace == 120
+    assert settings.request_timeout == 130
+    assert with_cluster_defaults({"platform": "localcube"}, {}) == {"platform": "localcube"}
+    assert with_cluster_defaults({}, {"AGENTCUBE_PLATFORM": "kubernetes"})["namespace"] == (
+        "agentcube"
+    )
+
+
+def test_rows_cover_every_setting_in_the_readme_columns() -> None:
+    rows = settings_rows()
+    assert len(rows) == len(KUBERNETES_SETTINGS)
+    assert all(row.startswith("| ") and row.count(" | ") == 3 for row in rows)
+    assert "| — | `AGENTCUBE_OIDC_CLIENT_SECRET` |" in "\n".join(rows)
+
+
+def test_reading_the_settings_loads_no_kubernetes_client() -> None:
+    """A localcube run reads these settings too; it must not pay for the client."""
+    code = "import sys, acceptance.kubernetes.settings; print('kubernetes' in sys.modules)"
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "False"

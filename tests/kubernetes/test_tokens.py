@@ -1,0 +1,185 @@
+"""Tokens as AgentCube users get them: TokenRequest for a service account, OIDC client
+credentials (directly or through a port forward to an in-cluster Keycloak). Never shown."""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.parse
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from acceptance.evidence import redact
+from acceptance.kubernetes.cluster import Cluster
+from acceptance.kubernetes.settings import load_kubernetes_settings
+from acceptance.kubernetes.tokens import TOKEN_LIFETIME_SECONDS
+from acceptance.settings import ConfigError
+from tests.kubernetes.conftest import NS, PODS, SERVICE_ACCOUNTS, SERVICES, MakeCluster, meta, pod
+from tests.kubernetes.fake_api import FakeKubernetes
+
+SECRET = "app-secret-5b2e"
+ACCESS_TOKEN = "eyJhbGciOiJSUzI1NiJ9.access.token-4411"
+TOKEN_PATH = "/realms/agentcube/protocol/openid-connect/token"
+
+
+class TokenEndpoint:
+    """An OIDC token endpoint: client credentials for one client, every request recorded."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[dict[str, str], str]] = []
+        seen = self.seen
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers["Content-Length"])
+                form = dict(urllib.parse.parse_qsl(self.rfile.read(length).decode()))
+                seen.append((form, self.headers["Host"]))
+                if form.get("client_secret") == SECRET and form["client_id"] == "agentcube-app":
+                    status, body = 200, {"access_token": ACCESS_TOKEN, "token_type": "Bearer"}
+                else:  # echoes what it got, as a careless server might
+                    status, body = 401, {"error": "unauthorized_client", "got": form}
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
+
+
+@pytest.fixture
+def endpoint() -> Iterator[TokenEndpoint]:
+    started = TokenEndpoint()
+    yield started
+    started.server.shutdown()
+    started.server.server_close()
+
+
+def oidc_cluster(
+    kubeconfig: Path, token_url: str, *, secret: str = SECRET, port_forward: bool = False
+) -> Cluster:
+    settings = load_kubernetes_settings(
+        {
+            "kubeconfig": str(kubeconfig),
+            "kube_context": "fake",
+            "token_source": "oidc",
+            "oidc_token_url": token_url,
+            "oidc_client_id": "agentcube-app",
+            "port_forward": str(port_forward).lower(),
+        },
+        {"AGENTCUBE_OIDC_CLIENT_SECRET": secret},
+    )
+    return Cluster.connect(settings, {}, namespace=NS, poll_interval=0.02)
+
+
+def test_a_static_token_is_used_as_given(make_cluster: MakeCluster, fake: FakeKubernetes) -> None:
+    assert make_cluster().token("static-token", timeout=5) == "static-token"
+    assert make_cluster().token(None, timeout=5) is None
+    assert fake.requests == []
+
+
+def test_a_service_account_token_from_the_token_request_api(
+    make_cluster: MakeCluster, fake: FakeKubernetes
+) -> None:
+    fake.put(SERVICE_ACCOUNTS, {"kind": "ServiceAccount", "metadata": meta("e2e-test")})
+    token = make_cluster(token_source="service-account").token(None, timeout=5)
+    assert token == "minted-token-1"
+    [request] = fake.requests
+    assert request.line == f"POST {SERVICE_ACCOUNTS}/e2e-test/token"
+    assert request.body["spec"] == {"audiences": [], "expirationSeconds": TOKEN_LIFETIME_SECONDS}
+    assert redact(f"Authorization failed for {token}") == "Authorization failed for <redacted>"
+
+
+@pytest.mark.parametrize(
+    ("status", "hint"),
+    [
+        (404, "kubectl create serviceaccount e2e-test -n agentcube"),
+        (403, "grant the kubeconfig user create on serviceaccounts/token"),
+    ],
+)
+def test_a_refused_token_request_says_what_to_do(
+    make_cluster: MakeCluster, fake: FakeKubernetes, status: int, hint: str
+) -> None:
+    fake.fail("POST", f"{SERVICE_ACCOUNTS}/e2e-test/token", status, "refused")
+    with pytest.raises(ConfigError, match="setting token_source=service-account") as raised:
+        make_cluster(token_source="service-account").token(None, timeout=5)
+    assert hint in str(raised.value)
+
+
+def test_a_token_source_and_a_static_token_are_exclusive(make_cluster: MakeCluster) -> None:
+    with pytest.raises(ConfigError, match="api_token is set and token_source=service-account"):
+        make_cluster(token_source="service-account").token("static-token", timeout=5)
+
+
+def test_oidc_client_credentials(kubeconfig: Path, endpoint: TokenEndpoint) -> None:
+    cluster = oidc_cluster(kubeconfig, f"http://127.0.0.1:{endpoint.port}{TOKEN_PATH}")
+    try:
+        assert cluster.token(None, timeout=5) == ACCESS_TOKEN
+    finally:
+        cluster.close()
+    [(form, host)] = endpoint.seen
+    assert form == {
+        "grant_type": "client_credentials",
+        "client_id": "agentcube-app",
+        "client_secret": SECRET,
+    }
+    assert host == f"127.0.0.1:{endpoint.port}"
+    assert redact(f"Bearer-less {ACCESS_TOKEN}") == "Bearer-less <redacted>"
+
+
+def test_an_in_cluster_token_url_is_reached_through_a_port_forward(
+    kubeconfig: Path, endpoint: TokenEndpoint, fake: FakeKubernetes
+) -> None:
+    fake.put(
+        SERVICES,
+        {
+            "kind": "Service",
+            "metadata": meta("keycloak"),
+            "spec": {"selector": {"app": "keycloak"}, "ports": [{"port": 8080}]},
+        },
+    )
+    fake.put(PODS, pod("keycloak-0", labels={"app": "keycloak"}))
+    fake.pod_backends[(NS, "keycloak-0")] = endpoint.port
+    in_cluster = f"http://keycloak.{NS}.svc.cluster.local:8080{TOKEN_PATH}"
+    cluster = oidc_cluster(kubeconfig, in_cluster, port_forward=True)
+    try:
+        assert cluster.token(None, timeout=5) == ACCESS_TOKEN
+    finally:
+        assert cluster.close() == []
+    [(_, host)] = endpoint.seen
+    assert host == f"keycloak.{NS}.svc.cluster.local:8080"  # Keycloak names the issuer after it
+    assert f"GET {PODS}/keycloak-0/portforward?ports=8080" in fake.lines()
+
+
+def test_a_refused_client_never_shows_its_secret(kubeconfig: Path, endpoint: TokenEndpoint) -> None:
+    cluster = oidc_cluster(
+        kubeconfig, f"http://127.0.0.1:{endpoint.port}{TOKEN_PATH}", secret="wrong-secret-0a"
+    )
+    try:
+        with pytest.raises(ConfigError) as raised:
+            cluster.token(None, timeout=5)
+    finally:
+        cluster.close()
+    message = str(raised.value)
+    assert message.startswith(f"setting oidc_token_url: 401 from http://127.0.0.1:{endpoint.port}")
+    assert "unauthorized_client" in message
+    assert "wrong-secret-0a" not in message
+
+
+def test_an_unreachable_token_url_names_the_setting(kubeconfig: Path) -> None:
+    cluster = oidc_cluster(kubeconfig, f"http://127.0.0.1:9{TOKEN_PATH}")
+    try:
+        with pytest.raises(ConfigError, match="setting oidc_token_url: no answer from"):
+            cluster.token(None, timeout=5)
+    finally:
+        cluster.close()
