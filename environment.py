@@ -1,5 +1,7 @@
-"""behave hooks: start the run, gate scenarios by their tags, give each scenario a World,
-print the HTTP evidence of a failed step, and report what the run must tell at the end.
+"""behave hooks: check the run's tags and start it, gate scenarios by their tags, give each
+scenario a World, attach each step's HTTP exchanges to the HTML report and print the
+evidence of a failed step, keep a failed scenario's sessions when asked, and close the run
+with its report and summary.
 
 The work is in the support package `acceptance`; this file only wires it to behave.
 """
@@ -8,20 +10,30 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 from behave import register_type
 from behave.model import Scenario, Step
 from behave.runner import Context
 
+from acceptance.html_report import add_run_summary, attach_text
 from acceptance.step_types import STEP_TYPES
 from acceptance.suite import Suite
+from acceptance.summary import closing_report, summarize
+from acceptance.tag_check import check_tags
 
 register_type(**STEP_TYPES)
 
 
 def before_all(context: Context) -> None:
-    # A bad setting or an unreachable target raises here: behave reports the hook error,
-    # with the message naming the setting or the service, and runs no scenario.
+    # A tag outside the vocabulary, a bad setting or an unreachable target raises here:
+    # behave reports the hook error, with the message naming the problem, and runs no
+    # scenario.
+    check_tags(
+        context._runner.features,
+        context.config.tag_expression,
+        "the tag expression (--tags, or default_tags in behave.ini)",
+    )
     context.suite = Suite.start(context.config.userdata, os.environ)
 
 
@@ -34,19 +46,46 @@ def before_scenario(context: Context, scenario: Scenario) -> None:
     context.world = context.suite.new_world(context.add_cleanup)
 
 
+def before_step(context: Context, step: Step) -> None:
+    if "world" in context:
+        context.step_exchanges_from = context.world.exchange_count
+
+
 def after_step(context: Context, step: Step) -> None:
-    # Runs inside the step's output capture, so the evidence lands beside the failure in
-    # the console and in the JUnit report.
-    if step.status.has_failed() and "world" in context:
-        print(context.world.evidence())
+    if "world" not in context:
+        return
+    world = context.world
+    if world.exchange_count > context.step_exchanges_from:
+        attach_text(
+            context, "HTTP exchanges", world.evidence(context.step_exchanges_from, "this step")
+        )
+    if step.status.has_failed():
+        http_evidence = world.evidence()  # before the platform is asked: it may call HTTP
+        platform_evidence = world.platform_evidence()
+        attach_text(context, "Platform evidence", platform_evidence)
+        # Runs inside the step's output capture, so the evidence lands beside the failure
+        # in the console and in the JUnit report.
+        print(f"{http_evidence}\n{platform_evidence}")
+
+
+def after_scenario(context: Context, scenario: Scenario) -> None:
+    suite: Suite = context.suite
+    suite.results.add_scenario(scenario)
+    if scenario.status.has_failed() and suite.settings.keep_on_failure and "world" in context:
+        context.world.keep_for_inspection(suite.kept)
 
 
 def after_all(context: Context) -> None:
     suite: Suite | None = getattr(context, "suite", None)
     if suite is None:
         return
-    suite.stop()
-    report = suite.report()
-    if report:
+    results = suite.finish()
+    if suite.settings.results_dir:  # a parallel run: its command prints one summary for all
+        results.save(Path(suite.settings.results_dir))
+    else:
+        summary = summarize(results, suite.elapsed())
+        add_run_summary(context, summary)
         # Past behave's hook capture: this must be seen whether or not the run failed.
-        sys.__stderr__.write(f"\n{report}\n")
+        sys.__stderr__.write(f"\n{closing_report(results.notes, summary)}\n")
+    # A sandbox the run created and left behind fails the run (a hook error in after_all).
+    suite.assert_nothing_left()

@@ -128,14 +128,15 @@ class ExchangeLog:
     def record(self, exchange: Exchange) -> None:
         self.exchanges.append(exchange)
 
-    def format(self) -> str:
-        """Numbered exchanges; a run of polls with the same request and status is shown
-        once, by its last exchange, with its count."""
-        if not self.exchanges:
-            return "HTTP exchanges of this scenario: none"
-        lines = [f"HTTP exchanges of this scenario ({len(self.exchanges)}):"]
+    def format(self, start: int = 0, whose: str = "this scenario") -> str:
+        """Numbered exchanges from the `start`-th on; a run of polls with the same request
+        and status is shown once, by its last exchange, with its count."""
+        exchanges = self.exchanges[start:]
+        if not exchanges:
+            return f"HTTP exchanges of {whose}: none"
+        lines = [f"HTTP exchanges of {whose} ({len(exchanges)}):"]
         runs = itertools.groupby(
-            enumerate(self.exchanges, start=1),
+            enumerate(exchanges, start=start + 1),
             key=lambda numbered: (numbered[1].method, numbered[1].url, numbered[1].status),
         )
         for _, run in runs:

@@ -28,6 +28,10 @@ class Measurements:
     def record(self, name: str, seconds: float) -> None:
         self._samples[name].append(seconds)
 
+    def samples(self) -> dict[str, list[float]]:
+        """Every sample by name, to carry them to another process."""
+        return {name: list(samples) for name, samples in self._samples.items()}
+
     def summaries(self) -> list[Summary]:
         return [
             Summary(name, len(samples), percentile(samples, 0.5), percentile(samples, 0.95))

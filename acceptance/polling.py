@@ -1,4 +1,5 @@
-"""Waiting without fixed sleeps: `eventually` and `consistently`, on tenacity.
+"""Waiting without fixed sleeps: `eventually` and `consistently`, on tenacity; and `waiting`,
+the progress report of one blocking call.
 
 Both probe a value repeatedly and judge it with a PyHamcrest matcher. When they give up they
 report the expectation and the last value seen, in the matcher's own words. Waits longer
@@ -10,8 +11,10 @@ from __future__ import annotations
 
 import shutil
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import IO, TypeVar
 
 from hamcrest.core.matcher import Matcher
@@ -66,6 +69,28 @@ class Progress:
         if self._live and self._shown:
             self._stream.write(_ERASE_LINE)
             self._stream.flush()
+
+
+@contextmanager
+def waiting(what: str, deadline: float, stream: IO[str] | None = None) -> Iterator[None]:
+    """Report progress while the block waits in one blocking call (an HTTP request, a
+    process start), from a thread that ticks every PROGRESS_EVERY seconds."""
+    progress = Progress(f"waiting for {what}", deadline, stream)
+    started = time.monotonic()
+    done = threading.Event()
+
+    def tick() -> None:
+        while not done.wait(PROGRESS_EVERY):
+            progress.tick(time.monotonic() - started)
+
+    ticker = threading.Thread(target=tick, name="progress", daemon=True)
+    ticker.start()
+    try:
+        yield
+    finally:
+        done.set()
+        ticker.join()
+        progress.close()
 
 
 def _mismatch(matcher: Matcher[T], value: T) -> str:

@@ -56,6 +56,11 @@ class Role(enum.Enum):
     PYTHON_INTERPRETER = ("python interpreter", RuntimeKind.CODE_INTERPRETER, "python_interpreter")
     WARM_INTERPRETER = ("warm-pool interpreter", RuntimeKind.CODE_INTERPRETER, "warm_interpreter")
     SHORT_TIMEOUT_AGENT = ("echo agent with a short idle timeout", RuntimeKind.AGENT_RUNTIME, None)
+    SHORT_LIFETIME_AGENT = (
+        "echo agent with a short maximum session duration",
+        RuntimeKind.AGENT_RUNTIME,
+        None,
+    )
 
     def __init__(self, phrase: str, kind: RuntimeKind, setting: str | None) -> None:
         self.phrase = phrase
@@ -77,10 +82,18 @@ def fixture_manifest(kind: RuntimeKind, name: str) -> dict[str, Any]:
 
 
 def derive_manifest(
-    base: dict[str, Any], *, name: str, namespace: str, session_timeout: float
+    base: dict[str, Any],
+    *,
+    name: str,
+    namespace: str,
+    session_timeout: float,
+    max_session_duration: float | None = None,
 ) -> dict[str, Any]:
-    """The base resource under a new name with a different sessionTimeout."""
+    """The base resource under a new name with a different sessionTimeout and, when given,
+    maxSessionDuration."""
     manifest = copy.deepcopy(base)
     manifest["metadata"] = {**manifest["metadata"], "name": name, "namespace": namespace}
     manifest["spec"]["sessionTimeout"] = f"{session_timeout:g}s"
+    if max_session_duration is not None:
+        manifest["spec"]["maxSessionDuration"] = f"{max_session_duration:g}s"
     return manifest

@@ -14,6 +14,7 @@ import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -21,6 +22,9 @@ from localcube.durations import parse_duration
 
 PLATFORMS = ("localcube", "kubernetes", "none")
 INTERPRETER_MODES = ("stateless", "stateful")
+# Userdata that belongs to the tools around the suite, not to it: behavex names each worker
+# (-D worker_id=N); behave's formatters read `behave.formatter.<name>.*` options.
+FOREIGN_USERDATA = ("worker_id", "behave.")
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
@@ -77,6 +81,24 @@ def _token(text: str) -> str:
     return text
 
 
+def _flag(text: str) -> bool:
+    if text.lower() not in ("true", "false"):
+        raise ValueError("must be true or false")
+    return text.lower() == "true"
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError("must be a whole number of at least 1")
+    return int(text)
+
+
+def _directory(text: str) -> str:
+    if Path(text).exists() and not Path(text).is_dir():
+        raise ValueError("names a file, not a directory")
+    return text
+
+
 @dataclass(frozen=True)
 class Setting:
     """One row of the configuration table."""
@@ -126,6 +148,16 @@ SETTINGS: tuple[Setting, ...] = (
         _token,
         None,
         "Bearer token sent on every `/v1/*` call. Never printed.",
+        secret=True,
+    ),
+    Setting(
+        "second_api_token",
+        "AGENTCUBE_SECOND_API_TOKEN",
+        _token,
+        None,
+        "Bearer token of a second subject, for the ownership scenario (`@requires.auth`, "
+        "which also needs `api_token`). Never printed. A localcube the suite starts gets "
+        "both tokens, generated for the run when unset.",
         secret=True,
     ),
     Setting(
@@ -200,6 +232,74 @@ SETTINGS: tuple[Setting, ...] = (
         "200ms",
         "Pause between two probes while waiting for a condition.",
     ),
+    Setting(
+        "short_session_lifetime",
+        "AGENTCUBE_SHORT_SESSION_LIFETIME",
+        _seconds,
+        "4s",
+        "Hard lifetime of a session in the lifetime scenarios: the `maxSessionDuration` of "
+        "the runtime they apply, or the `ttl` a session asks for. Longer than "
+        "`short_session_timeout`.",
+    ),
+    Setting(
+        "long_task_duration",
+        "AGENTCUBE_LONG_TASK_DURATION",
+        _seconds,
+        "3s",
+        "How long the long command of the long-task scenario runs. On a cluster choose it "
+        "longer than any request timeout between the suite and the sandbox (an ingress, a "
+        "load balancer).",
+    ),
+    Setting(
+        "fail_fast",
+        "AGENTCUBE_FAIL_FAST",
+        _seconds,
+        "5s",
+        "How soon a call in a session whose sandbox died must be answered with an error.",
+    ),
+    Setting(
+        "max_concurrent_requests",
+        "AGENTCUBE_MAX_CONCURRENT_REQUESTS",
+        _positive_int,
+        None,
+        "The Router's `--max-concurrent-requests`, declared so that the overload scenario "
+        "(`@requires.overload`) can exceed it; that scenario holds this many calls at once.",
+        default_text="unset: a localcube the suite starts runs that scenario against a "
+        "second localcube with a limit of 4; other targets skip it",
+    ),
+    Setting(
+        "session_not_found_code",
+        "AGENTCUBE_SESSION_NOT_FOUND_CODE",
+        _flag,
+        "true",
+        "Whether the Router's 404 for an unknown or ended session must carry "
+        "`code: SESSION_NOT_FOUND` (upstream since PR #460); `false` for older releases.",
+    ),
+    Setting(
+        "keep_on_failure",
+        "AGENTCUBE_KEEP_ON_FAILURE",
+        _flag,
+        "false",
+        "`true`: a failed scenario's sessions and runtimes are kept, not deleted, and the "
+        "end of the run says how to reach them (a localcube the suite started keeps running).",
+    ),
+    Setting(
+        "reports_dir",
+        "AGENTCUBE_REPORTS_DIR",
+        _directory,
+        "reports",
+        "Where the run writes its files: the log of the localcube it starts, and the HTML "
+        "and JUnit reports of `./dev report` and `./dev parallel`.",
+    ),
+    Setting(
+        "results_dir",
+        "AGENTCUBE_RESULTS_DIR",
+        _directory,
+        None,
+        "Set by `./dev parallel`: each behave process writes its results there as JSON "
+        "instead of printing the end-of-run summary, which the parallel command prints once.",
+        default_text="unset: the run prints its summary",
+    ),
 )
 
 
@@ -211,6 +311,7 @@ class Settings:
     workload_manager_url: str | None
     namespace: str
     api_token: str | None = dataclasses.field(repr=False)
+    second_api_token: str | None = dataclasses.field(repr=False)
     platform: str | None
     interpreter_mode: str
     echo_agent: str
@@ -221,21 +322,41 @@ class Settings:
     short_session_timeout: float
     ttl_grace: float
     poll_interval: float
+    short_session_lifetime: float
+    long_task_duration: float
+    fail_fast: float
+    max_concurrent_requests: int | None
+    session_not_found_code: bool
+    keep_on_failure: bool
+    reports_dir: str
+    results_dir: str | None
 
-    def for_target(self, router_url: str, *, started_localcube: bool) -> Settings:
-        """Fill in what defaults to the target: the URLs and the platform."""
+    def for_target(
+        self,
+        router_url: str,
+        *,
+        started_localcube: bool,
+        tokens: tuple[str, str] | None = None,
+    ) -> Settings:
+        """Fill in what defaults to the target: the URLs, the platform and, for a localcube
+        the suite started, the two subjects' tokens it was given."""
+        api_token, second_api_token = tokens or (self.api_token, self.second_api_token)
         return dataclasses.replace(
             self,
             router_url=router_url,
             workload_manager_url=self.workload_manager_url or router_url,
             platform=self.platform or ("localcube" if started_localcube else "none"),
+            api_token=api_token,
+            second_api_token=second_api_token,
         )
 
 
 def load_settings(userdata: Mapping[str, str], environ: Mapping[str, str]) -> Settings:
     """Read every setting from userdata (first) or the environment; raise ConfigError."""
     known = {setting.name for setting in SETTINGS}
-    unknown = sorted(set(userdata) - known)
+    unknown = sorted(
+        name for name in set(userdata) - known if not name.startswith(FOREIGN_USERDATA)
+    )
     if unknown:
         raise ConfigError(
             f"unknown setting -D {unknown[0]}; the settings are: {', '.join(sorted(known))}"

@@ -7,6 +7,9 @@ from typing import Any
 
 from parse_type import TypeBuilder
 
+from acceptance.credentials import Credentials
+from acceptance.jail import JailOperation
+from acceptance.refusals import BadRequest
 from acceptance.runtimes import Role, RuntimeKind
 
 
@@ -32,4 +35,10 @@ STEP_TYPES: dict[str, Callable[[str], Any]] = {
         }
     ),
     "Integers": _integers,
+    # "I send the session {request:BadRequest}": a request a code interpreter must refuse.
+    "BadRequest": _phrases({request.value: request for request in BadRequest}),
+    # "I {operation:JailOperation} "{path}"": a file operation or a working directory.
+    "JailOperation": _phrases({operation.value: operation for operation in JailOperation}),
+    # "I call the echo agent {credentials:Credentials}".
+    "Credentials": _phrases({credentials.phrase: credentials for credentials in Credentials}),
 }

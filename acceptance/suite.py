@@ -4,27 +4,34 @@ readiness check before any scenario, one World per scenario, and the closing rep
 from __future__ import annotations
 
 import atexit
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from hamcrest import has_entries
+from hamcrest import described_as, empty, has_entries
 
 from acceptance.clients import Router, WorkloadManager
 from acceptance.evidence import ExchangeLog, register_secret
 from acceptance.matchers import holds_json
 from acceptance.measurements import Measurements
-from acceptance.platforms import make_platform, platform_class
+from acceptance.own_localcube import OwnLocalcube
+from acceptance.platforms import (
+    SANDBOX_OBSERVATION,
+    Platform,
+    make_platform,
+    platform_class,
+    run_capabilities,
+)
 from acceptance.polling import eventually
-from acceptance.runtimes import FIXTURE_RUNTIMES, REPO_ROOT
+from acceptance.results import RunResults
 from acceptance.settings import Settings, load_settings
+from acceptance.summary import format_notes
 from acceptance.tags import ACTIVE_CATEGORIES, ScenarioGate
 from acceptance.transport import NoAnswer, Transport
-from acceptance.world import RegisterCleanup, World
-from localcube import embedded
+from acceptance.world import RegisterCleanup, Session, World
 
-# A short garbage-collection interval lets the idle-timeout scenarios finish in seconds.
-LOCALCUBE_GC_INTERVAL = "0.2s"
-LOCALCUBE_LOG = REPO_ROOT / "reports" / "localcube.log"
+# The title of the closing note on what keep_on_failure kept.
+KEPT = "Kept for inspection"
 
 
 class TargetNotReady(RuntimeError):
@@ -35,11 +42,16 @@ class TargetNotReady(RuntimeError):
 class Suite:
     settings: Settings
     gate: ScenarioGate
-    localcube: embedded.RunningLocalCube | None = None
+    localcube: OwnLocalcube | None = None
     leaks: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    left: list[str] = field(default_factory=list)
+    sessions: list[Session] = field(default_factory=list)
     measurements: Measurements = field(default_factory=Measurements)
+    results: RunResults = field(default_factory=RunResults)
+    started: float = field(default_factory=time.monotonic)
 
     @classmethod
     def start(cls, userdata: Mapping[str, str], environ: Mapping[str, str]) -> Suite:
@@ -47,24 +59,23 @@ class Suite:
         the target reports ready. Raises ConfigError, LocalCubeStartError or TargetNotReady."""
         settings = load_settings(userdata, environ)
         register_secret(settings.api_token)
+        register_secret(settings.second_api_token)
         if settings.platform:
             platform_class(settings.platform)  # an unavailable adapter stops the run now
         localcube, router_url = None, settings.router_url
         if router_url is None:
-            LOCALCUBE_LOG.unlink(missing_ok=True)
-            localcube = embedded.start(
-                [FIXTURE_RUNTIMES],
-                LOCALCUBE_LOG,
-                gc_interval=LOCALCUBE_GC_INTERVAL,
-                ready_timeout=settings.ready_timeout,
-            )
+            localcube = OwnLocalcube.start(settings)
             router_url = localcube.url
-        settings = settings.for_target(router_url, started_localcube=localcube is not None)
+        settings = settings.for_target(
+            router_url,
+            started_localcube=localcube is not None,
+            tokens=localcube.tokens if localcube else None,
+        )
         assert settings.platform is not None
         gate = ScenarioGate(
             {category: getattr(settings, category) for category in ACTIVE_CATEGORIES},
             settings.platform,
-            platform_class(settings.platform).capabilities,
+            run_capabilities(settings, started_localcube=localcube is not None),
         )
         suite = cls(settings, gate, localcube)
         # behave may never reach after_all (a broken pipe, an internal error): stop anyway.
@@ -84,36 +95,104 @@ class Suite:
         register_cleanup(transport.close)
         return World(
             settings,
-            router=Router(transport, settings.router_url),
+            router=Router(transport, settings.router_url, self.measurements),
             workload_manager=WorkloadManager(transport, settings.workload_manager_url),
-            platform=make_platform(settings.platform, transport, settings.workload_manager_url),
+            platform=self._platform(transport),
             register_cleanup=register_cleanup,
             log=transport.log,
             leaks=self.leaks,
             measurements=self.measurements,
+            run_sessions=self.sessions,
+        )
+
+    def _platform(self, transport: Transport) -> Platform:
+        assert self.settings.platform and self.settings.workload_manager_url
+        return make_platform(
+            self.settings.platform, transport, self.settings.workload_manager_url, self.localcube
         )
 
     def stop(self) -> None:
-        """Stop the localcube this run started, once; it ends its sandboxes on SIGTERM."""
-        if self.localcube is not None:
-            code, self.localcube = self.localcube.stop(), None
-            if code != 0:
-                self.problems.append(
-                    f"localcube exited with code {code} on SIGTERM; its log: {LOCALCUBE_LOG}"
-                )
+        """Stop the localcube this run started, once; it ends its sandboxes on SIGTERM.
+        While it serves sessions kept for inspection it keeps running instead."""
+        if self.localcube is None:
+            return
+        localcube, self.localcube = self.localcube, None
+        if self.kept:
+            self.kept.append(
+                f"localcube keeps running at {localcube.url} (pid {localcube.pid}, log "
+                f"{localcube.log_path}); stop it with: kill {localcube.pid}"
+            )
+            return
+        code = localcube.stop()
+        if code != 0:
+            self.problems.append(
+                f"localcube exited with code {code} on SIGTERM; its log: {localcube.log_path}"
+            )
+
+    def finish(self) -> RunResults:
+        """Look for sandboxes the run left, stop the target and return the run's results,
+        its notes and latencies included."""
+        self.left = self._sandboxes_left()
+        self.stop()
+        self.results.close(self.measurements, self.notes())
+        return self.results
+
+    def elapsed(self) -> float:
+        """Seconds since the run started."""
+        return time.monotonic() - self.started
+
+    def notes(self) -> dict[str, list[str]]:
+        """What the run must tell beside behave's summary, by title."""
+        return {
+            "Skipped for this target": self.skipped,
+            "Could not clean up": self.leaks,
+            "Sandboxes left on the target": self.left,
+            KEPT: self.kept,
+            "Problems stopping the target": self.problems,
+        }
 
     def report(self) -> str:
-        """What the run must tell beside behave's summary; empty when there is nothing."""
-        sections = [
-            ("Skipped for this target", self.skipped),
-            ("Could not clean up", self.leaks),
-            ("Problems stopping the target", self.problems),
-        ]
-        return "\n".join(
-            f"{title} ({len(items)}):\n" + "\n".join(f"  - {item}" for item in items)
-            for title, items in sections
-            if items
-        )
+        """The notes as text; empty when there is nothing to tell."""
+        return format_notes(self.notes())
+
+    def assert_nothing_left(self) -> None:
+        """Fail the run when a sandbox it created outlived it (`finish` looked)."""
+        if self.left:
+            raise AssertionError(
+                f"{len(self.left)} sandbox(es) the run created are still on the target: "
+                + "; ".join(self.left)
+            )
+
+    def _sandboxes_left(self) -> list[str]:
+        """The run's sessions the platform still shows a sandbox for, once ttl_grace has
+        passed; nothing when the platform cannot observe sandboxes or sessions were kept
+        for inspection on purpose."""
+        capabilities = self.gate.capabilities
+        if self.kept or SANDBOX_OBSERVATION not in capabilities or not self.sessions:
+            return []
+        transport = _transport(self.settings, self.settings.request_timeout)
+        platform = self._platform(transport)
+
+        def served() -> list[str]:
+            return [
+                f"{session}: {sandbox}"
+                for session in self.sessions
+                if (sandbox := platform.sandbox_of(session.session_id)) is not None
+            ]
+
+        try:
+            eventually(
+                served,
+                described_as("no sandbox serving any of the run's sessions", empty()),
+                timeout=self.settings.ttl_grace,
+                poll=self.settings.poll_interval,
+                waiting_for="the sandboxes of the run's sessions to be gone",
+            )
+            return []
+        except AssertionError:
+            return served()
+        finally:
+            transport.close()
 
 
 def _transport(settings: Settings, timeout: float) -> Transport:
@@ -124,7 +203,7 @@ def _await_ready(settings: Settings) -> None:
     """Poll the Router's /health/ready and the WorkloadManager's /health."""
     assert settings.router_url and settings.workload_manager_url
     transport = _transport(settings, min(settings.request_timeout, settings.ready_timeout))
-    router = Router(transport, settings.router_url)
+    router = Router(transport, settings.router_url, Measurements())
     workload_manager = WorkloadManager(transport, settings.workload_manager_url)
     checks = [
         (

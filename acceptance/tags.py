@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 from behave.tag_matcher import ActiveTagMatcher
 
-from acceptance.platforms import CAPABILITIES
+from acceptance.platforms import CAPABILITIES, CAPABILITY_HINTS
 from acceptance.settings import INTERPRETER_MODES
 
 TAGS: dict[str, str] = {
@@ -28,6 +28,12 @@ TAGS: dict[str, str] = {
     "ttl": "session idle timeout and expiry",
     "wip": "work in progress; excluded by default (behave.ini)",
     "disruptive": "disturbs the target for other scenarios; excluded by default (behave.ini)",
+    "serial": "observes or loads the whole target: never run alongside other scenarios",
+    "long-task": "calls that run long, and command timeouts",
+    "warm-pool": "sandboxes started in advance, and first calls with and without them",
+    "errors": "the errors a client must tell apart: their statuses, codes and bodies",
+    "security": "workspace jail, session isolation, credentials and authentication",
+    "reliability": "concurrency, overload, restarts and crashes",
 }
 
 # Active-tag categories are settings: category -> the values the setting allows.
@@ -57,6 +63,11 @@ class ScenarioGate:
         self._platform = platform
         self._capabilities = frozenset(capabilities)
 
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """What the target and platform of this run can do."""
+        return self._capabilities
+
     def skip_reason(self, tags: Iterable[str]) -> str | None:
         """Why a scenario with these tags cannot run here, or None when it can."""
         tags = list(tags)
@@ -71,8 +82,9 @@ class ScenarioGate:
             requires = _REQUIRES.match(tag)
             if requires and requires["capability"] not in self._capabilities:
                 capability = requires["capability"]
-                return (
-                    f"needs a platform that can {CAPABILITIES[capability]} ({capability}); "
-                    f"platform {self._platform!r} cannot (choose with -D platform=...)"
+                hint = CAPABILITY_HINTS.get(
+                    capability,
+                    f"platform {self._platform!r} cannot (choose with -D platform=...)",
                 )
+                return f"needs a target that can {CAPABILITIES[capability]} ({capability}); {hint}"
         return None

@@ -1,13 +1,22 @@
 """HTTP transport: one requests.Session per scenario, a timeout on every call, the bearer
-token on calls that need it, and every exchange recorded as evidence."""
+token on calls that need it, and every exchange recorded as evidence.
+
+The session may be shared by threads (scenarios that open many sessions at once); its
+connection pool is sized for that.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 import requests
+from requests.adapters import HTTPAdapter
 
 from acceptance.evidence import Exchange, ExchangeLog, redact
+from acceptance.polling import waiting
+
+# Connections kept per host: enough for the scenarios that call from many threads at once.
+POOL_SIZE = 64
 
 
 class NoAnswer(AssertionError):
@@ -17,6 +26,8 @@ class NoAnswer(AssertionError):
 class Transport:
     def __init__(self, *, timeout: float, token: str | None, log: ExchangeLog) -> None:
         self._session = requests.Session()
+        for scheme in ("http://", "https://"):
+            self._session.mount(scheme, HTTPAdapter(pool_maxsize=POOL_SIZE))
         self._timeout = timeout
         self._token = token
         self.log = log
@@ -24,14 +35,17 @@ class Transport:
     def request(
         self, method: str, url: str, *, authenticated: bool = True, **kwargs: Any
     ) -> requests.Response:
-        """Send one request; raise NoAnswer when no HTTP answer comes back."""
+        """Send one request; raise NoAnswer when no HTTP answer comes back within the
+        transport's timeout, or within `timeout` (seconds) when the call gives one."""
+        timeout = kwargs.pop("timeout", None) or self._timeout
         headers = dict(kwargs.pop("headers", None) or {})
         if authenticated and self._token:
             headers["Authorization"] = f"Bearer {self._token}"
         try:
-            response = self._session.request(
-                method, url, headers=headers, timeout=self._timeout, **kwargs
-            )
+            with waiting(f"the answer to {method} {redact(url)}", timeout):
+                response = self._session.request(
+                    method, url, headers=headers, timeout=timeout, **kwargs
+                )
         except requests.RequestException as error:
             self.log.record(
                 Exchange(
@@ -43,7 +57,7 @@ class Transport:
                 )
             )
             raise NoAnswer(
-                f"no answer to {method} {redact(url)} within {self._timeout:g} s: "
+                f"no answer to {method} {redact(url)} within {timeout:g} s: "
                 f"{type(error).__name__}: {redact(str(error))}"
             ) from None
         self.log.record(Exchange.of(response))

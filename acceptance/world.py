@@ -3,6 +3,11 @@
 A World lives for one scenario. It makes the calls, remembers the answers and the sessions
 they opened, registers every session and runtime for deletion the moment it exists, and
 waits (never sleeps) for the platform where the contract allows time.
+
+The World is the core: calls, sessions, runtimes and the workspace. What each capability
+of the platform adds (lifetimes, long tasks, warm pools, the workspace jail, isolation,
+credentials, resilience, refusals) lives in a module of its own, as a helper the steps get
+with ``world.part(Helper)``; helpers use the World's public methods only.
 """
 
 from __future__ import annotations
@@ -10,42 +15,43 @@ from __future__ import annotations
 import shlex
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import requests
-from hamcrest import all_of, assert_that, described_as, equal_to, has_entries, none
+from hamcrest import assert_that, has_entries
 
 from acceptance import matchers
-from acceptance.clients import Router, WorkloadManager, session_id_of
+from acceptance.clients import SESSION_HEADER, Router, WorkloadManager, session_id_of
 from acceptance.evidence import ExchangeLog, describe_response
 from acceptance.measurements import Measurements
-from acceptance.platforms import Platform, Sandbox
-from acceptance.polling import consistently, eventually
-from acceptance.runtimes import (
-    FIXTURE_SCRIPTS,
-    Role,
-    Runtime,
-    RuntimeKind,
-    derive_manifest,
-    fixture_manifest,
-)
+from acceptance.platforms import Platform
+from acceptance.runtimes import FIXTURE_SCRIPTS, Role, Runtime, RuntimeKind
 from acceptance.settings import Settings
-from acceptance.transport import NoAnswer
-
-# The fixture the short-timeout agent is derived from (fixtures/runtimes/echo-agent.yaml).
-ECHO_AGENT_FIXTURE = "echo-agent"
-# The Router records activity just before it answers; the answer reaches us a little later.
-CLOCK_ALLOWANCE = 0.25
+from acceptance.transport import NoAnswer, Transport
 
 RegisterCleanup = Callable[..., None]
+Part = TypeVar("Part")
+# What `touch` sends to an agent: a call that only keeps its session active.
+TOUCH_TEXT = "still there?"
+# How long past a call's own duration (a long command, a slow agent) to wait for its answer.
+ANSWER_ALLOWANCE = 10.0
+# A call that reaches a kept session of each kind (path under invocations/, JSON body).
+_EXAMPLE_CALL = {
+    RuntimeKind.AGENT_RUNTIME: ("echo", '{"input": "hello"}'),
+    RuntimeKind.CODE_INTERPRETER: ("api/execute", '{"command": ["ls", "-l"]}'),
+}
 
 
 @dataclass(frozen=True)
 class Session:
+    """A session the scenario opened; `opened_at` (time.monotonic) is taken before the call
+    that opened it, so that a lifetime measured from it is never too short."""
+
     session_id: str
     runtime: Runtime
+    opened_at: float = field(default_factory=time.monotonic, compare=False)
 
     def __str__(self) -> str:
         return f"session {self.session_id} of {self.runtime}"
@@ -82,6 +88,7 @@ class World:
         log: ExchangeLog,
         leaks: list[str],
         measurements: Measurements,
+        run_sessions: list[Session],
     ) -> None:
         self._settings = settings
         self._log = log
@@ -91,17 +98,70 @@ class World:
         self._register_cleanup = register_cleanup
         self._leaks = leaks
         self._measurements = measurements
+        self._run_sessions = run_sessions
         self._calls: list[Call] = []
         self._sessions: list[Session] = []
         self._last_activity: dict[str, float] = {}
         self._applied: dict[Role, Runtime] = {}
-        self._expiring: Sandbox | None = None
+        self._parts: dict[Callable[[World], Any], Any] = {}
+        self._kept: list[str] | None = None
+
+    # What the capability helpers build on.
+
+    def part(self, kind: Callable[[World], Part]) -> Part:
+        """The scenario's helper of this kind, created on first use."""
+        if kind not in self._parts:
+            self._parts[kind] = kind(self)
+        return self._parts[kind]
+
+    @property
+    def settings(self) -> Settings:
+        return self._settings
+
+    @property
+    def router(self) -> Router:
+        return self._router
+
+    @property
+    def workload_manager(self) -> WorkloadManager:
+        return self._wm
+
+    @property
+    def platform(self) -> Platform:
+        return self._platform
+
+    @property
+    def measurements(self) -> Measurements:
+        return self._measurements
+
+    @property
+    def run_sessions(self) -> list[Session]:
+        """Every session the run has opened so far, in order."""
+        return self._run_sessions
+
+    def transport_with_token(self, token: str | None) -> Transport:
+        """A transport presenting another bearer token (None: none), logged with the rest
+        of the scenario's exchanges and closed with the scenario."""
+        transport = Transport(timeout=self._settings.request_timeout, token=token, log=self._log)
+        self._register_cleanup(transport.close)
+        return transport
+
+    def register_cleanup(self, cleanup: Callable[..., None], *args: Any) -> None:
+        self._register_cleanup(cleanup, *args)
 
     # What the scenario has seen so far.
 
-    def evidence(self) -> str:
-        """Every HTTP exchange of the scenario, redacted, for a failure report."""
-        return self._log.format()
+    def evidence(self, since: int = 0, whose: str = "this scenario") -> str:
+        """The scenario's HTTP exchanges from the `since`-th on, redacted, for a report."""
+        return self._log.format(since, whose)
+
+    @property
+    def exchange_count(self) -> int:
+        return len(self._log.exchanges)
+
+    def platform_evidence(self) -> str:
+        """What the platform shows of the scenario's sessions, for a failure report."""
+        return self._platform.evidence(session.session_id for session in self._sessions)
 
     def runtime(self, role: Role) -> Runtime:
         if role.setting is not None:
@@ -129,66 +189,87 @@ class World:
             raise AssertionError("the scenario has no session yet")
         return self._sessions[-1]
 
+    @property
+    def sessions(self) -> list[Session]:
+        """The scenario's sessions, in the order they were opened."""
+        return list(self._sessions)
+
+    def last_activity(self, session: Session) -> float:
+        """When (time.monotonic) the session last answered a call successfully."""
+        return self._last_activity[session.session_id]
+
     def sandbox_reports(self) -> list[dict[str, Any]]:
         """What the echo agent said about its sandbox, for each successful echo, in order."""
         return [
-            _sandbox_report(call.response)
+            sandbox_report(call.response)
             for call in self._calls
             if call.runtime.kind is RuntimeKind.AGENT_RUNTIME and call.response.status_code == 200
         ]
 
     # Calls through the Router.
 
-    def _call(
+    def call(
         self,
         runtime: Runtime,
         session_id: str | None,
         send: Callable[[str | None], requests.Response],
     ) -> requests.Response:
+        """Make one call with `send`, remember it, and adopt the session it opened, if any."""
         known = tuple(session.session_id for session in self._sessions)
+        sent_at = time.monotonic()
         response = send(session_id)
         call = Call(runtime, session_id, response, known, time.monotonic())
         self._calls.append(call)
         returned = session_id_of(response)
         if returned and returned not in known:
-            self._adopt(Session(returned, runtime))
+            self._adopt(Session(returned, runtime, sent_at))
         if response.status_code == 200:
             for active in {session_id, returned} - {None}:
                 self._last_activity[active] = call.answered_at
         return response
 
-    def _echo(self, runtime: Runtime, text: str, session_id: str | None) -> requests.Response:
-        return self._call(
+    def echo(self, runtime: Runtime, text: str, session_id: str | None) -> requests.Response:
+        return self.call(
             runtime,
             session_id,
             lambda sid: self._router.invoke(runtime, "echo", session_id=sid, json={"input": text}),
         )
 
-    def _execute(
-        self, runtime: Runtime, command: list[str], session_id: str | None
+    def execute(
+        self,
+        runtime: Runtime,
+        command: list[str],
+        session_id: str | None,
+        fields: Mapping[str, Any] | None = None,
+        wait: float | None = None,
     ) -> requests.Response:
-        return self._call(
-            runtime, session_id, lambda sid: self._router.execute(runtime, command, session_id=sid)
+        """Run a command (PicoD's other `fields`; `wait`: a longer wait for the answer)."""
+        return self.call(
+            runtime,
+            session_id,
+            lambda sid: self._router.execute(
+                runtime, command, session_id=sid, fields=fields, wait=wait
+            ),
         )
 
-    def _touch(self, runtime: Runtime, session_id: str | None) -> requests.Response:
+    def touch(self, runtime: Runtime, session_id: str | None) -> requests.Response:
         """A harmless call of the runtime's kind: an echo, or a Python no-op."""
         if runtime.kind is RuntimeKind.AGENT_RUNTIME:
-            return self._echo(runtime, "still there?", session_id)
-        return self._execute(runtime, ["python3", "-c", "pass"], session_id)
+            return self.echo(runtime, TOUCH_TEXT, session_id)
+        return self.execute(runtime, ["python3", "-c", "pass"], session_id)
 
     def send_to_agent(self, role: Role, text: str, *, in_session: bool) -> None:
-        self._echo(self.runtime(role), text, self.session.session_id if in_session else None)
+        self.echo(self.runtime(role), text, self.session.session_id if in_session else None)
 
     def run_python(self, role: Role, code: str, *, in_session: bool) -> None:
         session_id = self.session.session_id if in_session else None
-        self._execute(self.runtime(role), ["python3", "-c", code], session_id)
+        self.execute(self.runtime(role), ["python3", "-c", code], session_id)
 
     def run_python_in_session(self, code: str) -> None:
-        self._execute(self.session.runtime, ["python3", "-c", code], self.session.session_id)
+        self.execute(self.session.runtime, ["python3", "-c", code], self.session.session_id)
 
     def run_command_in_session(self, command_line: str) -> None:
-        self._execute(self.session.runtime, shlex.split(command_line), self.session.session_id)
+        self.execute(self.session.runtime, shlex.split(command_line), self.session.session_id)
 
     def prepare_session_with_python(self, code: str) -> None:
         """Run code that sets the scenario up; it must succeed."""
@@ -197,17 +278,19 @@ class World:
 
     def call_missing_runtime(self, kind: RuntimeKind) -> None:
         runtime = Runtime(kind, self._settings.namespace, f"missing-{uuid.uuid4().hex[:12]}")
-        self._touch(runtime, None)
+        self.touch(runtime, None)
 
     def call_with_unknown_session(self, role: Role) -> None:
-        self._touch(self.runtime(role), str(uuid.uuid4()))
+        self.touch(self.runtime(role), str(uuid.uuid4()))
 
     # Sessions.
 
-    def open_session(self, role: Role) -> None:
-        """Open a session through the WorkloadManager, as the SDK does."""
+    def open_session(self, role: Role, *, ttl: int | None = None) -> Session:
+        """Open a session through the WorkloadManager, as the SDK does; `ttl` asks for a
+        hard lifetime in seconds."""
         runtime = self.runtime(role)
-        response = self._wm.create_session(runtime)
+        opened_at = time.monotonic()
+        response = self._wm.create_session(runtime, ttl=ttl)
         assert_that(
             response,
             matchers.holds_json(
@@ -215,16 +298,42 @@ class World:
                 has_entries(sessionId=matchers.a_uuid4()),
             ),
         )
-        session = Session(response.json()["sessionId"], runtime)
+        session = Session(response.json()["sessionId"], runtime, opened_at)
         self._adopt(session)
         self._last_activity[session.session_id] = time.monotonic()
+        return session
+
+    def close_session(self, session: Session) -> requests.Response:
+        """Delete the session through the WorkloadManager now, as a client ends it."""
+        return self._wm.delete_session(session.runtime.kind, session.session_id)
 
     def _adopt(self, session: Session) -> None:
         self._sessions.append(session)
+        self._run_sessions.append(session)
         self._register_cleanup(self._delete_session, session)
+
+    def keep_for_inspection(self, kept: list[str]) -> None:
+        """From now on the cleanups keep the scenario's sessions and runtimes, and add to
+        `kept` how to reach each, instead of deleting them."""
+        self._kept = kept
+
+    def _how_to_reach(self, session: Session) -> str:
+        auth = (
+            ' -H "Authorization: Bearer $AGENTCUBE_API_TOKEN"' if self._settings.api_token else ""
+        )
+        path, body = _EXAMPLE_CALL[session.runtime.kind]
+        return (
+            f"{session}: call it with curl{auth} -H '{SESSION_HEADER}: {session.session_id}' "
+            f"-H 'Content-Type: application/json' -d '{body}' "
+            f"{self._router.invocation_url(session.runtime, path)} ; delete it with curl{auth} "
+            f"-X DELETE {self._wm.session_url(session.runtime.kind, session.session_id)}"
+        )
 
     def _delete_session(self, session: Session) -> None:
         """Cleanup: a session that is already gone (expired, never issued) is fine."""
+        if self._kept is not None:
+            self._kept.append(self._how_to_reach(session))
+            return
         try:
             response = self._wm.delete_session(session.runtime.kind, session.session_id)
         except NoAnswer as error:
@@ -257,99 +366,27 @@ class World:
         session = self.session
         return self._router.download_file(session.runtime, path, session_id=session.session_id)
 
-    # Idle timeout and expiry.
+    # Runtimes the scenario applies for itself.
 
-    def apply_short_timeout_agent(self) -> None:
-        """Apply a uniquely named copy of the echo agent whose sessionTimeout is short."""
-        runtime = Runtime(
-            RuntimeKind.AGENT_RUNTIME,
-            self._settings.namespace,
-            f"echo-agent-idle-{uuid.uuid4().hex[:8]}",
-        )
+    def apply_runtime(self, role: Role, manifest: dict[str, Any]) -> Runtime:
+        """Apply a runtime resource for this scenario, deleted at its end, in this role."""
+        metadata = manifest["metadata"]
+        runtime = Runtime(role.kind, metadata["namespace"], metadata["name"])
         self._register_cleanup(self._delete_runtime, runtime)
-        manifest = derive_manifest(
-            fixture_manifest(RuntimeKind.AGENT_RUNTIME, ECHO_AGENT_FIXTURE),
-            name=runtime.name,
-            namespace=runtime.namespace,
-            session_timeout=self._settings.short_session_timeout,
-        )
-        self._applied[Role.SHORT_TIMEOUT_AGENT] = self._platform.apply_runtime(manifest)
+        self._applied[role] = self._platform.apply_runtime(manifest)
+        return self._applied[role]
 
     def _delete_runtime(self, runtime: Runtime) -> None:
+        if self._kept is not None:
+            self._kept.append(f"{runtime}: kept on platform {self._platform.name!r}")
+            return
         try:
             self._platform.delete_runtime(runtime)
         except AssertionError as error:
             self._leaks.append(f"{runtime}: {error}")
 
-    def expect_session_kept_alive(self) -> None:
-        """Call the session every third of its timeout for twice its timeout: had the calls
-        not counted as activity, it would have expired half-way."""
-        timeout = self._settings.short_session_timeout
-        session = self.session
-        answers = consistently(
-            lambda: self._touch(session.runtime, session.session_id),
-            all_of(
-                matchers.echoes("still there?"), matchers.carries_session_id(session.session_id)
-            ),
-            duration=2 * timeout,
-            poll=timeout / 3,
-            holding=f"session {session.session_id} is served while called every {timeout / 3:g} s",
-        )
-        reports = [_sandbox_report(answer) for answer in answers]
-        assert_that(reports, matchers.served_by_one_sandbox(), f"{session} changed sandbox")
 
-    def leave_session_idle_until_it_ends(self) -> None:
-        """Watch the platform, without touching the session, until its sandbox is released;
-        this must happen after the timeout and within the grace period that follows it."""
-        timeout, grace = self._settings.short_session_timeout, self._settings.ttl_grace
-        session = self.session
-        self._expiring = self._platform.sandbox_of(session.session_id)
-        if self._expiring is None:
-            raise AssertionError(f"the platform shows no sandbox serving the live {session}")
-        idle_since = self._last_activity[session.session_id]
-        eventually(
-            lambda: self._platform.sandbox_of(session.session_id),
-            described_as("no sandbox serving the session", none()),
-            timeout=self._remaining_until_expired(idle_since),
-            poll=self._settings.poll_interval,
-            waiting_for=(
-                f"the platform to end session {session.session_id} within its sessionTimeout "
-                f"({timeout:g} s) and ttl_grace ({grace:g} s) of idleness"
-            ),
-        )
-        idle = time.monotonic() - idle_since
-        assert idle >= timeout - CLOCK_ALLOWANCE, (
-            f"{session} ended after {idle:.2f} s idle, before its sessionTimeout of {timeout:g} s"
-        )
-
-    def _remaining_until_expired(self, idle_since: float) -> float:
-        deadline = idle_since + self._settings.short_session_timeout + self._settings.ttl_grace
-        return max(deadline - time.monotonic(), self._settings.poll_interval)
-
-    def expect_session_refused_as_not_found(self) -> None:
-        session = self.session
-        eventually(
-            lambda: self._touch(session.runtime, session.session_id),
-            matchers.refused_because_session_not_found(session.session_id),
-            timeout=self._remaining_until_expired(self._last_activity[session.session_id]),
-            poll=self._settings.poll_interval,
-            waiting_for=f"the Router to refuse the expired session {session.session_id}",
-        )
-
-    def expect_sandbox_gone(self) -> None:
-        sandbox = self._expiring
-        if sandbox is None:
-            raise AssertionError("no sandbox was observed before the session expired")
-        eventually(
-            lambda: self._platform.is_running(sandbox),
-            described_as("the sandbox neither listed nor running", equal_to(False)),
-            timeout=self._settings.ttl_grace,
-            poll=self._settings.poll_interval,
-            waiting_for=f"{sandbox} of the expired session {self.session.session_id} to be gone",
-        )
-
-
-def _sandbox_report(response: requests.Response) -> Any:
+def sandbox_report(response: requests.Response) -> Any:
     """The echo agent's account of the sandbox that served the call (None if absent)."""
     try:
         return response.json().get("sandbox")

@@ -124,9 +124,12 @@ class SandboxLauncher:
         (directory / _PROCESS_FILE).write_text(f"{child.pid} {start}")
         if runtime.memory_limit_bytes:
             limit = runtime.memory_limit_bytes
-            # Where the platform refuses, run without: localcube is no security boundary.
+            # Memory in use, as a pod's limit counts it: RLIMIT_DATA (writable private
+            # memory), not RLIMIT_AS, which counts every thread's reserved stack and malloc
+            # arena and so stops a threaded server after a few concurrent calls. Where the
+            # platform refuses, run without: localcube is no security boundary.
             with contextlib.suppress(OSError, ValueError):
-                resource.prlimit(child.pid, resource.RLIMIT_AS, (limit, limit))
+                resource.prlimit(child.pid, resource.RLIMIT_DATA, (limit, limit))
         try:
             await self._wait_ready(child, first_port, readiness_path, directory / "sandbox.log")
         except BaseException:

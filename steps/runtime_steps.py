@@ -5,6 +5,7 @@ from behave.runner import Context
 from hamcrest import assert_that
 
 from acceptance import matchers
+from acceptance.lifetimes import Lifetimes
 from acceptance.runtimes import RuntimeKind
 
 
@@ -21,4 +22,4 @@ def step_refused_runtime_not_found(context: Context) -> None:
 
 @given("an echo agent with a short idle timeout")
 def step_apply_short_timeout_agent(context: Context) -> None:
-    context.world.apply_short_timeout_agent()
+    context.world.part(Lifetimes).apply_short_timeout_agent()

@@ -5,6 +5,7 @@ from behave.runner import Context
 from hamcrest import assert_that
 
 from acceptance import matchers
+from acceptance.lifetimes import Lifetimes
 from acceptance.runtimes import Role
 
 
@@ -32,27 +33,31 @@ def step_call_unknown_session(context: Context, runtime: Role) -> None:
 
 @then("the call is refused because the session was not found")
 def step_refused_session_not_found(context: Context) -> None:
-    call = context.world.last_call
+    world = context.world
+    call = world.last_call
     assert_that(
-        call.response, matchers.refused_because_session_not_found(call.presented_session_id)
+        call.response,
+        matchers.refused_because_session_not_found(
+            call.presented_session_id, code_required=world.settings.session_not_found_code
+        ),
     )
 
 
 @then("the session stays alive while it is called more often than its idle timeout")
 def step_session_kept_alive(context: Context) -> None:
-    context.world.expect_session_kept_alive()
+    context.world.part(Lifetimes).expect_session_kept_alive()
 
 
 @when("the session is left idle for longer than its idle timeout")
 def step_leave_session_idle(context: Context) -> None:
-    context.world.leave_session_idle_until_it_ends()
+    context.world.part(Lifetimes).leave_session_idle_until_it_ends()
 
 
 @then("calls in the session are refused because the session was not found")
 def step_expired_session_refused(context: Context) -> None:
-    context.world.expect_session_refused_as_not_found()
+    context.world.part(Lifetimes).expect_session_refused_as_not_found()
 
 
 @then("the sandbox that served the session is gone")
 def step_sandbox_gone(context: Context) -> None:
-    context.world.expect_sandbox_gone()
+    context.world.part(Lifetimes).expect_sandbox_gone()

@@ -7,6 +7,7 @@ import os
 import signal
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 from tests.localcube.support import SESSION_HEADER, Client, wait_until
 
@@ -24,6 +25,22 @@ def test_first_call_creates_a_session_and_reuse_reaches_the_same_sandbox(client:
     assert second.json()["output"] == "echo: again"
     assert second.json()["sandbox"]["pid"] == first.json()["sandbox"]["pid"]
     assert [first.json()["sandbox"]["calls"], second.json()["sandbox"]["calls"]] == [1, 2]
+
+
+def test_an_agent_with_a_memory_limit_serves_concurrent_calls(client: Client) -> None:
+    """The echo agent (256Mi) starts a thread per connection: a memory limit that counted
+    reserved address space (RLIMIT_AS) refused the fourth or fifth thread."""
+    session = client.agent("echo-agent", json={}).headers[SESSION_HEADER]
+    with ThreadPoolExecutor(8) as callers:
+        answers = list(
+            callers.map(
+                lambda _: client.agent(
+                    "echo-agent", "/echo/sleep", json={"seconds": 0.5}, session=session
+                ),
+                range(8),
+            )
+        )
+    assert [answer.status_code for answer in answers] == [200] * 8
 
 
 def test_sessions_without_the_header_get_distinct_sandboxes(client: Client) -> None:

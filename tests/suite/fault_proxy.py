@@ -1,36 +1,367 @@
 """A deliberately broken AgentCube: a real HTTP proxy in front of localcube that breaks one
 promise of the contract, so the tests can prove the suite notices.
 
-It runs its own event loop in a thread on a free loopback port.
+It runs its own event loop in a thread on a free loopback port. Each fault is a small class
+that may rewrite the request on its way in, answer in the target's place, or rewrite the
+answer on its way out; FAULTS names them all.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
+import os
+import re
 import socket
 import threading
+import time
 from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import aiohttp
 from aiohttp import web
+from yarl import URL
 
 SESSION_HEADER = "x-agentcube-session-id"
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "host", "content-length"}
+_INVOCATION = re.compile(
+    r"^/v1/namespaces/[^/]+/(?P<plural>agent-runtimes|code-interpreters)/(?P<name>[^/]+)"
+    r"/invocations(?P<tail>/.*)?$"
+)
+_SESSION_CREATION = re.compile(r"^/v1/(agent-runtime|code-interpreter)$")
+_SESSION_DELETION = re.compile(r"^/v1/(agent-runtime|code-interpreter)/sessions/[^/]+$")
+_DELETE_KIND = {"agent-runtimes": "agent-runtime", "code-interpreters": "code-interpreter"}
 
 
-@dataclass(frozen=True)
+@dataclass
+class Request:
+    """The caller's request, as it will be forwarded unless a fault answers it."""
+
+    method: str
+    raw_path: str  # percent-encoded, with the query
+    headers: dict[str, str]
+    body: bytes
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def path(self) -> str:
+        return unquote(urlsplit(self.raw_path).path)
+
+    @property
+    def query(self) -> dict[str, list[str]]:
+        return parse_qs(urlsplit(self.raw_path).query)
+
+    @property
+    def session_id(self) -> str | None:
+        return self.headers.get(SESSION_HEADER)
+
+    @property
+    def invocation(self) -> re.Match[str] | None:
+        return _INVOCATION.match(self.path)
+
+    def json(self) -> Any:
+        try:
+            return json.loads(self.body)
+        except ValueError:
+            return None
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        try:
+            return json.loads(self.body)
+        except ValueError:
+            return None
+
+    def set_json(self, body: Any) -> None:
+        self.body = json.dumps(body).encode()
+        self.headers["Content-Type"] = "application/json"
+
+
+def json_answer(status: int, body: Any) -> Answer:
+    answer = Answer(status, {}, b"")
+    answer.set_json(body)
+    return answer
+
+
 class Fault:
-    """One broken promise: a header dropped on the way in or out, or statuses rewritten."""
+    """Forwards everything unchanged; a fault overrides the hooks it needs."""
+
+    def rewrite_request(self, request: Request) -> None:
+        """Change the request before it is forwarded."""
+
+    async def answer_instead(self, proxy: FaultProxy, request: Request) -> Answer | None:
+        """Answer in the target's place (None: forward the request)."""
+        return None
+
+    async def rewrite_answer(self, proxy: FaultProxy, request: Request, answer: Answer) -> None:
+        """Change the target's answer before it is returned."""
+
+
+@dataclass
+class HeaderAndStatus(Fault):
+    """A header dropped on the way in or out, or statuses rewritten."""
 
     request_header_dropped: str | None = None
     response_header_dropped: str | None = None
     status_rewrites: dict[int, int] = field(default_factory=dict)
 
+    def rewrite_request(self, request: Request) -> None:
+        request.headers = _without(request.headers, self.request_header_dropped)
+
+    async def rewrite_answer(self, proxy: FaultProxy, request: Request, answer: Answer) -> None:
+        answer.headers = _without(answer.headers, self.response_header_dropped)
+        answer.status = self.status_rewrites.get(answer.status, answer.status)
+
+
+class CutLongCalls(Fault):
+    """An ingress with a short read timeout: calls longer than CUT_AFTER get 504."""
+
+    CUT_AFTER = 2.0
+
+    async def answer_instead(self, proxy: FaultProxy, request: Request) -> Answer | None:
+        try:
+            return await asyncio.wait_for(proxy.forward(request), self.CUT_AFTER)
+        except TimeoutError:
+            return json_answer(504, {"error": "sandbox timeout"})
+
+
+DROP = object()
+
+
+@dataclass
+class RewriteJsonFields(Fault):
+    """Fields of JSON request bodies, at any depth, given other values or dropped (DROP):
+    a target that ignores or misreads them."""
+
+    fields: dict[str, Any]
+
+    def rewrite_request(self, request: Request) -> None:
+        body = request.json()
+        if isinstance(body, dict):
+            request.body = json.dumps(_rewrite(body, self.fields)).encode()
+
+
+class EndSessionAfterSlowCall(Fault):
+    """A platform that counts a call's start, not its end, as activity: a session whose call
+    outlasted its idle timeout is ended as soon as the call returns."""
+
+    SLOW = 1.0
+
+    async def rewrite_answer(self, proxy: FaultProxy, request: Request, answer: Answer) -> None:
+        invocation = request.invocation
+        if invocation and request.session_id and time.monotonic() - request.started > self.SLOW:
+            kind = _DELETE_KIND[invocation["plural"]]
+            credentials = _only(request.headers, "authorization")
+            path = f"/v1/{kind}/sessions/{request.session_id}"
+            await proxy.upstream_request("DELETE", path, credentials)
+
+
+class StripErrorCodes(Fault):
+    """Error bodies without their stable "code" (SESSION_NOT_FOUND, UNAUTHORIZED, ...)."""
+
+    async def rewrite_answer(self, proxy: FaultProxy, request: Request, answer: Answer) -> None:
+        body = answer.json()
+        if answer.status >= 400 and isinstance(body, dict) and "code" in body:
+            answer.set_json({key: value for key, value in body.items() if key != "code"})
+
+
+class MarkEvery404(Fault):
+    """Every 404 made to look like the Router's SESSION_NOT_FOUND, the agent's own too."""
+
+    async def rewrite_answer(self, proxy: FaultProxy, request: Request, answer: Answer) -> None:
+        body = answer.json()
+        if answer.status == 404 and isinstance(body, dict):
+            answer.set_json({**body, "code": "SESSION_NOT_FOUND"})
+
+
+class OpaqueErrors(Fault):
+    """Refusals with an empty body: the caller learns nothing of what was wrong."""
+
+    async def rewrite_answer(self, proxy: FaultProxy, request: Request, answer: Answer) -> None:
+        if 400 <= answer.status < 500:
+            answer.body = b""
+            answer.headers = _without(answer.headers, "content-type")
+
+
+class NoWorkspaceJail(Fault):
+    """PicoD without its jail: file calls and working directories are joined to the
+    workspace as given, so "..", absolute paths and symlinks lead wherever they point."""
+
+    async def answer_instead(self, proxy: FaultProxy, request: Request) -> Answer | None:
+        invocation = request.invocation
+        sandbox = await proxy.sandbox_of(request.session_id) if invocation else None
+        if invocation is None or sandbox is None:
+            return None
+        workspace, tail = sandbox["workspace"], invocation["tail"] or "/"
+        if tail == "/api/execute":
+            self._run_in_unjailed_directory(request, workspace)
+            return None
+        if tail == "/api/files" and request.method == "POST":
+            body = request.json()
+            target = os.path.join(workspace, body["path"])
+            with open(target, "wb") as file:
+                file.write(base64.b64decode(body["content"]))
+            return json_answer(200, {"path": body["path"], "size": os.path.getsize(target)})
+        if tail == "/api/files":
+            directory = os.path.join(workspace, request.query.get("path", ["."])[0])
+            if not os.path.isdir(directory):
+                return json_answer(404, {"error": "Directory not found", "code": 404})
+            return json_answer(200, {"files": [{"name": name} for name in os.listdir(directory)]})
+        if tail.startswith("/api/files/"):
+            target = os.path.join(workspace, tail.removeprefix("/api/files/"))
+            if not os.path.isfile(target):
+                return json_answer(404, {"error": "File not found", "code": 404})
+            with open(target, "rb") as file:
+                return Answer(200, {}, file.read())
+        return None
+
+    @staticmethod
+    def _run_in_unjailed_directory(request: Request, workspace: str) -> None:
+        body = request.json()
+        if not isinstance(body, dict) or not body.get("working_dir"):
+            return
+        directory = os.path.join(workspace, body.pop("working_dir"))
+        body["command"] = ["sh", "-c", 'cd "$0" && exec "$@"', directory, *body["command"]]
+        request.body = json.dumps(body).encode()
+
+
+class SharedSandbox(Fault):
+    """Every call that names a session is served by one session of its runtime, the first
+    named (or, once that one has ended, the next): sessions share a sandbox and workspace."""
+
+    def __init__(self) -> None:
+        self._shared: dict[str, str] = {}
+
+    async def answer_instead(self, proxy: FaultProxy, request: Request) -> Answer | None:
+        invocation, own = request.invocation, request.session_id
+        if not invocation or not own:
+            return None
+        runtime = invocation["name"]
+        request.headers[SESSION_HEADER] = self._shared.setdefault(runtime, own)
+        answer = await proxy.forward(request)
+        if answer.status == 404 and (answer.json() or {}).get("code") == "SESSION_NOT_FOUND":
+            self._shared[runtime] = request.headers[SESSION_HEADER] = own
+            answer = await proxy.forward(request)
+        return answer
+
+
+class RecycledSessionIds(Fault):
+    """The WorkloadManager hands out the first session id it ever issued, again and again."""
+
+    def __init__(self) -> None:
+        self._first: str | None = None
+
+    async def rewrite_answer(self, proxy: FaultProxy, request: Request, answer: Answer) -> None:
+        body = answer.json()
+        if (
+            _SESSION_CREATION.match(request.path)
+            and isinstance(body, dict)
+            and answer.status == 200
+        ):
+            self._first = self._first or body["sessionId"]
+            answer.set_json({**body, "sessionId": self._first})
+
+
+class ForwardCallerToken(Fault):
+    """A Router that passes the caller's Authorization header on to the agent's sandbox."""
+
+    async def answer_instead(self, proxy: FaultProxy, request: Request) -> Answer | None:
+        invocation = request.invocation
+        if not invocation or invocation["plural"] != "agent-runtimes" or not request.session_id:
+            return None
+        sandbox = await proxy.sandbox_of(request.session_id)
+        if sandbox is None:
+            return None
+        url = f"http://{sandbox['endpoint']}{invocation['tail'] or '/'}"
+        answer = await proxy.send(request.method, URL(url), request.headers, request.body)
+        answer.headers[SESSION_HEADER] = request.session_id
+        return answer
+
+
+class IgnoreCallerIdentity(Fault):
+    """A gateway that presents the first credentials it saw for every later caller."""
+
+    def __init__(self) -> None:
+        self._first: str | None = None
+
+    def rewrite_request(self, request: Request) -> None:
+        presented = request.headers.get("Authorization")
+        if presented and request.path.startswith("/v1/"):
+            self._first = self._first or presented
+            request.headers["Authorization"] = self._first
+
+
+class HangOnSandboxFailure(Fault):
+    """A Router that, when the sandbox is gone, keeps the caller waiting instead of failing."""
+
+    HANG = 30.0
+
+    async def rewrite_answer(self, proxy: FaultProxy, request: Request, answer: Answer) -> None:
+        if answer.status in (502, 503):
+            await asyncio.sleep(self.HANG)
+
+
+class SlowWarmPool(Fault):
+    """A warm pool that does not help: opening a session on a "-warm" interpreter takes
+    twice as long as the slowest cold start of another interpreter seen so far."""
+
+    def __init__(self) -> None:
+        self._cold_start = 0.0
+
+    async def answer_instead(self, proxy: FaultProxy, request: Request) -> Answer | None:
+        invocation = request.invocation
+        if not invocation or request.session_id:
+            return None
+        if invocation["name"].endswith("-warm"):
+            await asyncio.sleep(2 * self._cold_start)
+            return None
+        answer = await proxy.forward(request)
+        self._cold_start = max(self._cold_start, time.monotonic() - request.started)
+        return answer
+
+
+@dataclass
+class FakeDeletion(Fault):
+    """The WorkloadManager answers a session deletion without deleting anything."""
+
+    status: int
+    body: dict[str, str]
+
+    async def answer_instead(self, proxy: FaultProxy, request: Request) -> Answer | None:
+        if request.method == "DELETE" and _SESSION_DELETION.match(request.path):
+            return json_answer(self.status, self.body)
+        return None
+
 
 FAULTS = {
-    "drop-session-header": Fault(response_header_dropped=SESSION_HEADER),
-    "ignore-session-id": Fault(request_header_dropped=SESSION_HEADER),
-    "not-found-as-ok": Fault(status_rewrites={404: 200}),
+    "drop-session-header": lambda: HeaderAndStatus(response_header_dropped=SESSION_HEADER),
+    "ignore-session-id": lambda: HeaderAndStatus(request_header_dropped=SESSION_HEADER),
+    "not-found-as-ok": lambda: HeaderAndStatus(status_rewrites={404: 200}),
+    "cut-long-calls": CutLongCalls,
+    "ignore-command-timeout": lambda: RewriteJsonFields({"timeout": DROP}),
+    "end-session-after-slow-call": EndSessionAfterSlowCall,
+    "ignore-session-lifetime": lambda: RewriteJsonFields({"ttl": DROP, "maxSessionDuration": DROP}),
+    "early-session-end": lambda: RewriteJsonFields({"ttl": 1, "maxSessionDuration": "1s"}),
+    "strip-error-codes": StripErrorCodes,
+    "mark-every-404": MarkEvery404,
+    "opaque-errors": OpaqueErrors,
+    "no-workspace-jail": NoWorkspaceJail,
+    "shared-sandbox": SharedSandbox,
+    "recycled-session-ids": RecycledSessionIds,
+    "forward-caller-token": ForwardCallerToken,
+    "ignore-caller-identity": IgnoreCallerIdentity,
+    "hang-on-sandbox-failure": HangOnSandboxFailure,
+    "slow-warm-pool": SlowWarmPool,
+    "deletion-not-done": lambda: FakeDeletion(200, {"message": "Sandbox deleted successfully"}),
+    "deletion-fails": lambda: FakeDeletion(500, {"error": "internal server error"}),
 }
 
 
@@ -39,7 +370,7 @@ class FaultProxy:
         if fault not in FAULTS:
             raise ValueError(f"unknown fault {fault!r}; known: {', '.join(FAULTS)}")
         self.upstream = upstream.rstrip("/")
-        self.fault = FAULTS[fault]
+        self.fault = FAULTS[fault]()
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             self.port = probe.getsockname()[1]
@@ -47,6 +378,7 @@ class FaultProxy:
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._stopped: asyncio.Event | None = None
+        self._client: aiohttp.ClientSession | None = None
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def __enter__(self) -> FaultProxy:
@@ -59,33 +391,79 @@ class FaultProxy:
         self._loop.call_soon_threadsafe(self._stopped.set)
         self._thread.join(10)
 
+    # What faults use.
+
+    async def forward(self, request: Request) -> Answer:
+        url = URL(self.upstream + request.raw_path, encoded=True)
+        return await self.send(request.method, url, request.headers, request.body)
+
+    async def send(self, method: str, url: URL, headers: dict[str, str], body: bytes) -> Answer:
+        assert self._client is not None
+        async with self._client.request(method, url, headers=headers, data=body) as answer:
+            kept = {k: v for k, v in answer.headers.items() if k.lower() not in _HOP_BY_HOP}
+            return Answer(answer.status, kept, await answer.read())
+
+    async def upstream_request(
+        self, method: str, path: str, headers: dict[str, str] | None = None
+    ) -> Answer:
+        return await self.send(method, URL(self.upstream + path), headers or {}, b"")
+
+    async def sandbox_of(self, session_id: str | None) -> dict[str, Any] | None:
+        """localcube's admin record of the sandbox serving the session."""
+        if not session_id:
+            return None
+        listing = (await self.upstream_request("GET", "/localcube/v1/sandboxes")).json()
+        return next((box for box in listing["sandboxes"] if box["sessionId"] == session_id), None)
+
+    # Serving.
+
     def _run(self) -> None:
         self._loop.run_until_complete(self._serve())
+        self._loop.close()
 
     async def _serve(self) -> None:
         self._stopped = asyncio.Event()
         async with aiohttp.ClientSession(auto_decompress=False) as client:
+            self._client = client
             app = web.Application(client_max_size=64 << 20)
-            app.router.add_route("*", "/{tail:.*}", lambda request: self._forward(client, request))
-            runner = web.AppRunner(app, access_log=None)
+            app.router.add_route("*", "/{tail:.*}", self._handle)
+            runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
             await runner.setup()
             await web.TCPSite(runner, "127.0.0.1", self.port).start()
             self._ready.set()
             await self._stopped.wait()
             await runner.cleanup()
+        # Handlers still running (a fault that keeps callers waiting) end with the proxy.
+        others = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+        for task in others:
+            task.cancel()
+        await asyncio.gather(*others, return_exceptions=True)
 
-    async def _forward(self, client: aiohttp.ClientSession, request: web.Request) -> web.Response:
-        dropped = {*_HOP_BY_HOP, self.fault.request_header_dropped}
-        headers = {k: v for k, v in request.headers.items() if k.lower() not in dropped}
-        async with client.request(
-            request.method,
-            self.upstream + request.rel_url.path_qs,
-            headers=headers,
-            data=await request.read(),
-        ) as answer:
-            dropped = {*_HOP_BY_HOP, self.fault.response_header_dropped}
-            return web.Response(
-                status=self.fault.status_rewrites.get(answer.status, answer.status),
-                body=await answer.read(),
-                headers={k: v for k, v in answer.headers.items() if k.lower() not in dropped},
-            )
+    async def _handle(self, incoming: web.Request) -> web.Response:
+        request = Request(
+            incoming.method,
+            incoming.raw_path,
+            {k: v for k, v in incoming.headers.items() if k.lower() not in _HOP_BY_HOP},
+            await incoming.read(),
+        )
+        self.fault.rewrite_request(request)
+        answer = await self.fault.answer_instead(self, request) or await self.forward(request)
+        await self.fault.rewrite_answer(self, request, answer)
+        return web.Response(status=answer.status, body=answer.body, headers=answer.headers)
+
+
+def _only(headers: dict[str, str], name: str) -> dict[str, str]:
+    return {k: v for k, v in headers.items() if k.lower() == name}
+
+
+def _without(headers: dict[str, str], name: str | None) -> dict[str, str]:
+    return {k: v for k, v in headers.items() if name is None or k.lower() != name.lower()}
+
+
+def _rewrite(value: Any, fields: dict[str, Any]) -> Any:
+    if isinstance(value, dict):
+        rewritten = {k: fields.get(k, _rewrite(v, fields)) for k, v in value.items()}
+        return {k: v for k, v in rewritten.items() if v is not DROP}
+    if isinstance(value, list):
+        return [_rewrite(item, fields) for item in value]
+    return value

@@ -38,12 +38,19 @@ def test_a_body_that_is_not_json_is_named(answer) -> None:
     assert "the body is not JSON" in failure(matchers.echoes("hi"), answer(200, b"<html>"))
 
 
-def test_session_not_found_accepts_both_upstream_bodies(answer) -> None:
-    matcher = matchers.refused_because_session_not_found(SESSION)
-    before_pr_460 = {"error": f'sessions.agentcube.volcano.sh "{SESSION}" not found'}
-    since_pr_460 = {**before_pr_460, "code": "SESSION_NOT_FOUND"}
-    assert_that(answer(404, before_pr_460), matcher)
-    assert_that(answer(404, since_pr_460), matcher)
+BEFORE_PR_460 = {"error": f'sessions.agentcube.volcano.sh "{SESSION}" not found'}
+SINCE_PR_460 = {**BEFORE_PR_460, "code": "SESSION_NOT_FOUND"}
+
+
+def test_session_not_found_accepts_both_upstream_bodies_unless_the_code_is_required(
+    answer,
+) -> None:
+    relaxed = matchers.refused_because_session_not_found(SESSION, code_required=False)
+    assert_that(answer(404, BEFORE_PR_460), relaxed)
+    assert_that(answer(404, SINCE_PR_460), relaxed)
+    strict = matchers.refused_because_session_not_found(SESSION, code_required=True)
+    assert_that(answer(404, SINCE_PR_460), strict)
+    assert "with code SESSION_NOT_FOUND" in failure(strict, answer(404, BEFORE_PR_460))
 
 
 @pytest.mark.parametrize(
@@ -53,9 +60,61 @@ def test_session_not_found_accepts_both_upstream_bodies(answer) -> None:
         {"error": f'sessions.agentcube.volcano.sh "{SESSION}" not found', "code": "NOT_FOUND"},
     ],
 )
-def test_session_not_found_refuses_other_404s(answer, body) -> None:
-    message = failure(matchers.refused_because_session_not_found(SESSION), answer(404, body))
+@pytest.mark.parametrize("code_required", [False, True])
+def test_session_not_found_refuses_other_404s(answer, body, code_required) -> None:
+    matcher = matchers.refused_because_session_not_found(SESSION, code_required=code_required)
+    message = failure(matcher, answer(404, body))
     assert f"refuse the call with 404 because session {SESSION} was not found" in message
+
+
+def test_the_agents_own_404_carries_the_session_and_never_the_routers_code(answer) -> None:
+    matcher = matchers.passed_on_from_the_agent(SESSION)
+    in_session = {"x-agentcube-session-id": SESSION}
+    assert_that(answer(404, {"error": "Not found"}, headers=in_session), matcher)
+    marked = answer(404, {"error": "Not found", "code": "SESSION_NOT_FOUND"}, headers=in_session)
+    assert "without the Router's code SESSION_NOT_FOUND" in failure(matcher, marked)
+    assert "it was missing" in failure(matcher, answer(404, {"error": "Not found"}))
+
+
+def test_a_status_may_be_one_of_several_or_a_range(answer) -> None:
+    assert_that(answer(503, {"error": "x"}), matchers.failed_because_the_sandbox_died())
+    message = failure(matchers.failed_because_the_sandbox_died(), answer(504, {"error": "x"}))
+    assert "the status was 504, not 502 or 503" in message
+    assert_that(answer(404, b"404 page not found"), matchers.refused())
+    assert "the status was 200, not 400 to 499" in failure(matchers.refused(), answer(200, {}))
+
+
+def test_a_refusal_explains_itself_in_any_case(answer) -> None:
+    body = {"code": 400, "error": "Invalid timeout format: bad"}
+    assert_that(answer(400, body), matchers.refused_with(400, "invalid timeout format"))
+    assert "the body is not JSON" in failure(
+        matchers.refused_with(400, "invalid timeout format"), answer(400, b"")
+    )
+
+
+def test_an_answer_reveals_nothing_of_a_secret_or_its_file(answer) -> None:
+    matcher = matchers.reveals_nothing_of("s3cr3t", "secret.txt")
+    assert_that(answer(400, {"error": "access denied: secret.txt escapes"}), matcher)
+    assert "the answer holds the secret" in failure(matcher, answer(200, b"s3cr3t"))
+    listing = answer(200, {"files": [{"name": "secret.txt"}]})
+    assert "the answer lists secret.txt" in failure(matcher, listing)
+
+
+def test_session_ids_are_new_uuid4s() -> None:
+    first, second = "0b9a8f4e-3c1d-4e6f-9a2b-1c3d5e7f9a0b", "1c9a8f4e-3c1d-4e6f-9a2b-1c3d5e7f9a0b"
+    assert_that([first, second], matchers.new_session_ids([]))
+    assert "number 2) was issued before" in failure(matchers.new_session_ids([]), [first, first])
+    assert "number 1) was issued before" in failure(matchers.new_session_ids([first]), [first])
+    assert "is not a UUID v4" in failure(matchers.new_session_ids([]), ["abc"])
+
+
+def test_a_sandbox_report_without_the_callers_tokens() -> None:
+    matcher = matchers.not_given_credentials({"api_token": "f1"})
+    assert_that({"authorization_sha256": "router-jwt"}, matcher)
+    assert_that({"authorization_sha256": None}, matcher)
+    assert "none of the callers' tokens (api_token)" in failure(
+        matcher, {"authorization_sha256": "f1"}
+    )
 
 
 def test_runtime_not_found_names_resource_namespace_and_name(answer) -> None:

@@ -2,12 +2,13 @@ from __future__ import annotations
 
 import io
 import itertools
+import time
 
 import pytest
 from hamcrest import equal_to, greater_than
 
 from acceptance import polling
-from acceptance.polling import consistently, eventually
+from acceptance.polling import consistently, eventually, waiting
 
 
 def test_eventually_returns_the_first_matching_value() -> None:
@@ -106,6 +107,21 @@ def test_long_waits_print_progress(monkeypatch: pytest.MonkeyPatch) -> None:
     lines = stream.getvalue().splitlines()
     assert lines, "no progress was printed"
     assert "elapsed, deadline 0.3 s: waiting for one" in lines[0]
+
+
+def test_a_long_blocking_call_prints_progress_until_it_returns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(polling, "PROGRESS_EVERY", 0.05)
+    stream = io.StringIO()
+    with waiting("the answer to GET /slow", 30, stream):
+        time.sleep(0.3)
+    printed = stream.getvalue()
+    lines = printed.splitlines()
+    assert lines, "no progress was printed"
+    assert "elapsed, deadline 30.0 s: waiting for the answer to GET /slow" in lines[0]
+    time.sleep(0.2)
+    assert stream.getvalue() == printed, "progress goes on after the call returned"
 
 
 def test_short_waits_print_nothing() -> None:

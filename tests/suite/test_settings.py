@@ -9,6 +9,7 @@ BAD_VALUES = {
     "workload_manager_url": "ftp://wm.example",
     "namespace": "Not_A_Namespace",
     "api_token": "two words",
+    "second_api_token": "tab\tinside",
     "platform": "docker",
     "interpreter_mode": "sometimes",
     "echo_agent": "Echo Agent",
@@ -19,6 +20,14 @@ BAD_VALUES = {
     "short_session_timeout": "0s",
     "ttl_grace": "soon",
     "poll_interval": "1 second",
+    "short_session_lifetime": "forever",
+    "long_task_duration": "0ms",
+    "fail_fast": "5",
+    "max_concurrent_requests": "0",
+    "session_not_found_code": "maybe",
+    "keep_on_failure": "yes",
+    "reports_dir": "/dev/null",
+    "results_dir": "/dev/null",
 }
 
 
@@ -70,6 +79,11 @@ def test_an_unknown_userdata_name_is_refused() -> None:
         load_settings({"routerurl": "http://x"}, {})
 
 
+def test_userdata_of_behavex_and_of_behave_formatters_is_left_to_them() -> None:
+    userdata = {"worker_id": "3", "behave.formatter.html-pretty.show_summary": "true"}
+    assert load_settings(userdata, {}).keep_on_failure is False
+
+
 def test_urls_lose_a_trailing_slash() -> None:
     settings = load_settings({"router_url": "http://router.test:8081/"}, {})
     assert settings.router_url == "http://router.test:8081"
@@ -84,8 +98,16 @@ def test_the_target_fills_in_the_defaults_that_depend_on_it() -> None:
     assert (given.workload_manager_url, given.platform) == ("http://wm.test", "none")
 
 
-def test_the_token_stays_out_of_the_settings_repr() -> None:
-    assert "hunter2" not in repr(load_settings({"api_token": "hunter2"}, {}))
+def test_the_tokens_stay_out_of_the_settings_repr() -> None:
+    settings = load_settings({"api_token": "hunter2", "second_api_token": "hunter3"}, {})
+    assert "hunter2" not in repr(settings) and "hunter3" not in repr(settings)
+
+
+def test_a_localcube_the_suite_started_brings_the_tokens_it_was_given() -> None:
+    started = load_settings({}, {}).for_target(
+        "http://127.0.0.1:1", started_localcube=True, tokens=("first", "second")
+    )
+    assert (started.api_token, started.second_api_token) == ("first", "second")
 
 
 def test_the_table_has_a_row_per_setting() -> None:

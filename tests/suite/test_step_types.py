@@ -2,6 +2,9 @@ from __future__ import annotations
 
 import parse
 
+from acceptance.credentials import Credentials
+from acceptance.jail import JailOperation
+from acceptance.refusals import BadRequest
 from acceptance.runtimes import Role, RuntimeKind
 from acceptance.step_types import STEP_TYPES
 
@@ -21,3 +24,15 @@ def test_runtime_kinds_and_integer_lists() -> None:
     numbers = parse.compile("numbers {numbers:Integers}", extra_types=STEP_TYPES)
     assert numbers.parse("numbers 0, 1, 1, 2")["numbers"] == [0, 1, 1, 2]
     assert numbers.parse("numbers 0, x") is None
+
+
+def test_bad_requests_jail_operations_and_credentials_by_their_phrases() -> None:
+    request = parse.compile("I send the session {request:BadRequest}", extra_types=STEP_TYPES)
+    assert request.parse("I send the session an empty command")["request"] is (
+        BadRequest.EMPTY_COMMAND
+    )
+    attempt = parse.compile('I {operation:JailOperation} "{path}"', extra_types=STEP_TYPES)
+    parsed = attempt.parse('I run a command in the directory "link"')
+    assert (parsed["operation"], parsed["path"]) == (JailOperation.RUN_IN, "link")
+    call = parse.compile("I call the echo agent {credentials:Credentials}", extra_types=STEP_TYPES)
+    assert call.parse("I call the echo agent without a token")["credentials"] is Credentials.NONE

@@ -5,7 +5,15 @@ from pathlib import Path
 import pytest
 from behave.parser import parse_file
 
-from acceptance.platforms import CAPABILITIES
+from acceptance.platforms import (
+    AUTH,
+    CAPABILITIES,
+    OVERLOAD,
+    ROUTER_RESTART,
+    LocalcubePlatform,
+    run_capabilities,
+)
+from acceptance.settings import load_settings
 from acceptance.tags import ScenarioGate, is_known_tag
 
 FEATURES = sorted((Path(__file__).resolve().parents[2] / "features").glob("*.feature"))
@@ -70,3 +78,24 @@ def test_a_missing_capability_skips_and_names_the_platform() -> None:
         )
         is None
     )
+
+
+def test_a_capability_of_the_target_skips_with_how_to_get_it() -> None:
+    reason = gate(platform="localcube", capabilities={"runtime-admin"}).skip_reason(
+        ["requires.auth"]
+    )
+    assert reason is not None and "set api_token and second_api_token" in reason
+    reason = gate(platform="localcube").skip_reason(["requires.overload"])
+    assert reason is not None and "-D max_concurrent_requests=N" in reason
+
+
+def test_the_run_adds_what_the_settings_and_its_own_localcube_allow() -> None:
+    bare = load_settings({"platform": "localcube"}, {})
+    assert run_capabilities(bare, started_localcube=False) == LocalcubePlatform.capabilities
+    own = run_capabilities(bare, started_localcube=True)
+    assert {ROUTER_RESTART, OVERLOAD} <= own and AUTH not in own
+    configured = load_settings(
+        {"platform": "none", "api_token": "a", "second_api_token": "b"},
+        {"AGENTCUBE_MAX_CONCURRENT_REQUESTS": "50"},
+    )
+    assert run_capabilities(configured, started_localcube=False) == {AUTH, OVERLOAD}

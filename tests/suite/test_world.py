@@ -1,110 +1,170 @@
-"""Sessions are registered for deletion the moment they exist, and deletions that fail
-are reported rather than lost."""
+"""The World against a real localcube: sessions are registered for deletion the moment they
+exist, deletions that fail are reported rather than lost, and a Router restart that loses
+its sessions is noticed. Broken behaviour comes from the fault proxy or from a localcube
+restarted without its state, never from fakes of the product."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
+from acceptance.clients import Router, WorkloadManager
 from acceptance.evidence import ExchangeLog
 from acceptance.measurements import Measurements
-from acceptance.platforms import NoPlatform
-from acceptance.runtimes import Role, RuntimeKind
+from acceptance.platforms import LocalcubePlatform, OwnLocalcube
+from acceptance.resilience import Resilience
+from acceptance.runtimes import FIXTURE_RUNTIMES, Role, RuntimeKind
 from acceptance.settings import load_settings
+from acceptance.transport import Transport
 from acceptance.world import World
-
-SESSION = "0b9a8f4e-3c1d-4e6f-9a2b-1c3d5e7f9a0b"
-
-
-class FakeRouter:
-    def __init__(self, reply) -> None:
-        self.reply = reply
-
-    def invoke(self, runtime, path, *, session_id, **kwargs: Any):
-        return self.reply
+from localcube import embedded
+from tests.localcube.support import Client
+from tests.suite.fault_proxy import FaultProxy
 
 
-class FakeWorkloadManager:
-    def __init__(self, created, deleted) -> None:
-        self.created, self.deleted = created, deleted
-        self.deletions: list[tuple[RuntimeKind, str]] = []
+@dataclass
+class Scenario:
+    """A World and what its scenario registered for cleanup, run as behave would (LIFO)."""
 
-    def create_session(self, runtime):
-        return self.created
+    world: World
+    cleanups: list[tuple[Callable[..., None], tuple[Any, ...]]]
+    leaks: list[str]
 
-    def delete_session(self, kind, session_id):
-        self.deletions.append((kind, session_id))
-        return self.deleted
+    def end(self) -> None:
+        while self.cleanups:
+            cleanup, args = self.cleanups.pop()
+            cleanup(*args)
+
+    @property
+    def registered(self) -> list[Callable[..., None]]:
+        return [cleanup for cleanup, _ in self.cleanups]
+
+
+MakeScenario = Callable[..., Scenario]
+
+
+@pytest.fixture(scope="module")
+def cube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded.RunningLocalCube]:
+    log = tmp_path_factory.mktemp("world") / "localcube.log"
+    running = embedded.start([FIXTURE_RUNTIMES], log, gc_interval="100ms")
+    yield running
+    running.stop()
 
 
 @pytest.fixture
-def make_world(answer):
-    def make(*, router_reply=None, created=None, deleted=None):
-        cleanups: list = []
-        leaks: list[str] = []
-        if deleted is None:  # not `or`: a Response with an error status is falsy
-            deleted = answer(200, {"message": "Sandbox deleted successfully"})
-        wm = FakeWorkloadManager(created, deleted)
-        world = World(
-            load_settings({}, {}).for_target("http://router.test", started_localcube=False),
-            router=FakeRouter(router_reply),
-            workload_manager=wm,
-            platform=NoPlatform(None, "http://router.test"),
-            register_cleanup=lambda func, *args: cleanups.append((func, args)),
-            log=ExchangeLog(),
-            leaks=leaks,
-            measurements=Measurements(),
+def scenario() -> Iterator[MakeScenario]:
+    started: list[Scenario] = []
+
+    def make(url: str, own: OwnLocalcube | None = None, **userdata: str) -> Scenario:
+        settings = load_settings({"platform": "localcube", **userdata}, {}).for_target(
+            url, started_localcube=False
         )
-        return world, wm, cleanups, leaks
+        cleanups: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
+        leaks: list[str] = []
+        transport = Transport(timeout=30, token=None, log=ExchangeLog())
+        measurements = Measurements()
+        world = World(
+            settings,
+            router=Router(transport, url, measurements),
+            workload_manager=WorkloadManager(transport, url),
+            platform=LocalcubePlatform(transport, url, own),
+            register_cleanup=lambda cleanup, *args: cleanups.append((cleanup, args)),
+            log=transport.log,
+            leaks=leaks,
+            measurements=measurements,
+            run_sessions=[],
+        )
+        cleanups.append((transport.close, ()))
+        started.append(Scenario(world, cleanups, leaks))
+        return started[-1]
 
-    return make
-
-
-def run(cleanups: list) -> None:
-    for func, args in reversed(cleanups):
-        func(*args)
-
-
-def test_a_session_the_router_opens_is_deleted_at_the_end(make_world, answer) -> None:
-    reply = answer(200, {"output": "echo: hi"}, headers={"x-agentcube-session-id": SESSION})
-    world, wm, cleanups, leaks = make_world(router_reply=reply)
-    world.send_to_agent(Role.ECHO_AGENT, "hi", in_session=False)
-    assert world.session.session_id == SESSION
-    run(cleanups)
-    assert wm.deletions == [(RuntimeKind.AGENT_RUNTIME, SESSION)]
-    assert leaks == []
-
-
-def test_a_session_opened_through_the_workload_manager_is_deleted(make_world, answer) -> None:
-    created = answer(200, {"sessionId": SESSION, "sandboxId": "s"})
-    world, wm, cleanups, leaks = make_world(created=created)
-    world.open_session(Role.PYTHON_INTERPRETER)
-    run(cleanups)
-    assert wm.deletions == [(RuntimeKind.CODE_INTERPRETER, SESSION)]
-    assert leaks == []
+    yield make
+    for each in started:
+        each.end()
 
 
-def test_a_session_that_is_already_gone_is_no_leak(make_world, answer) -> None:
-    created = answer(200, {"sessionId": SESSION})
-    world, _, cleanups, leaks = make_world(created=created, deleted=answer(404, {"message": "x"}))
-    world.open_session(Role.ECHO_AGENT)
-    run(cleanups)
-    assert leaks == []
+def test_a_session_the_router_opens_is_deleted_at_the_end(cube, scenario) -> None:
+    run = scenario(cube.url)
+    run.world.send_to_agent(Role.ECHO_AGENT, "hi", in_session=False)
+    session = run.world.session
+    assert Client(cube.url).sandbox_of(session.session_id) is not None
+    run.end()
+    assert Client(cube.url).sandbox_of(session.session_id) is None
+    assert run.leaks == []
 
 
-def test_a_failed_deletion_is_reported_with_the_answer(make_world, answer) -> None:
-    created = answer(200, {"sessionId": SESSION})
-    failed = answer(500, {"error": "internal server error"})
-    world, _, cleanups, leaks = make_world(created=created, deleted=failed)
-    world.open_session(Role.ECHO_AGENT)
-    run(cleanups)
-    assert len(leaks) == 1
-    assert SESSION in leaks[0] and "500 Internal Server Error" in leaks[0]
+def test_a_session_opened_through_the_workload_manager_is_deleted(cube, scenario) -> None:
+    run = scenario(cube.url)
+    session = run.world.open_session(Role.PYTHON_INTERPRETER)
+    assert session.runtime.kind is RuntimeKind.CODE_INTERPRETER
+    assert run.world.run_sessions == [session]
+    run.end()
+    assert Client(cube.url).sandbox_of(session.session_id) is None
+    assert run.leaks == []
 
 
-def test_a_refused_session_creation_fails_with_the_answer(make_world, answer) -> None:
-    world, _, cleanups, _ = make_world(created=answer(404, {"message": "not found"}))
-    with pytest.raises(AssertionError, match="the WorkloadManager to create a session"):
-        world.open_session(Role.ECHO_AGENT)
-    assert cleanups == []
+def test_a_session_that_is_already_gone_is_no_leak(cube, scenario) -> None:
+    run = scenario(cube.url)
+    session = run.world.open_session(Role.ECHO_AGENT)
+    assert run.world.close_session(session).status_code == 200
+    run.end()
+    assert run.leaks == []
+
+
+def test_a_failed_deletion_is_reported_with_the_answer(cube, scenario) -> None:
+    with FaultProxy(cube.url, "deletion-fails") as broken:
+        run = scenario(broken.url)
+        session = run.world.open_session(Role.ECHO_AGENT)
+        run.end()
+    assert len(run.leaks) == 1
+    assert session.session_id in run.leaks[0] and "500 Internal Server Error" in run.leaks[0]
+    assert Client(cube.url).delete_session("agent-runtime", session.session_id).status_code == 200
+
+
+def test_a_refused_session_creation_fails_with_the_answer(cube, scenario) -> None:
+    run = scenario(cube.url, python_interpreter="no-such-interpreter")
+    registered = list(run.registered)
+    with pytest.raises(AssertionError, match="the WorkloadManager to create a session") as error:
+        run.world.open_session(Role.PYTHON_INTERPRETER)
+    assert "404 Not Found" in str(error.value)
+    assert run.registered == registered, "nothing was registered for a session never opened"
+
+
+class RestartLosingSessions:
+    """A localcube whose Router restart loses its sessions: it is stopped and started anew
+    on the same port without its state, where a real restart keeps the store."""
+
+    def __init__(self, log: Path) -> None:
+        self._log = log
+        self.cube = embedded.start([FIXTURE_RUNTIMES], log, gc_interval="100ms")
+
+    def restart(self) -> None:
+        port = urlsplit(self.cube.url).port
+        self.cube.stop()
+        self.cube = embedded.start([FIXTURE_RUNTIMES], self._log, port=port)
+
+    def limited(self, limit: int) -> AbstractContextManager[str]:
+        raise AssertionError("not needed here")
+
+
+def test_a_router_restart_that_loses_sessions_is_noticed(tmp_path: Path, scenario) -> None:
+    target = RestartLosingSessions(tmp_path / "localcube.log")
+    try:
+        run = scenario(target.cube.url, own=target)
+        resilience = run.world.part(Resilience)
+        resilience.open_answered_session(Role.ECHO_AGENT)
+        resilience.restart_router()
+        with pytest.raises(AssertionError) as error:
+            resilience.expect_agent_session_survived(Role.ECHO_AGENT)
+        message = str(error.value)
+        assert "the echo agent to answer 200" in message
+        assert "the status was 404" in message
+        run.end()
+    finally:
+        target.cube.stop()

@@ -1,0 +1,23 @@
+@reliability
+Feature: Many calls at once
+
+  The Router serves many sessions at the same moment, each kept apart from the others,
+  and ends them all when they are closed. Past its concurrency limit
+  (--max-concurrent-requests) it refuses further calls at once as overloaded, and serves
+  the calls within the limit.
+
+  @code-interpreter @slow @requires.sandbox-observation
+  Scenario: 20 sessions opened at the same moment are all served, each with only its own files
+    When 20 callers each open a session of the python interpreter at the same moment, writing a file of their own
+    Then every caller got a session of its own
+    And each session's workspace holds only its caller's file
+    When all those sessions are closed
+    Then no sandbox of theirs is left
+
+  @agent-runtime @serial @requires.overload
+  Scenario: Calls beyond the concurrency limit are refused as overloaded, calls within it are served
+    Given a session of the echo agent on a Router whose concurrency limit is known
+    When as many slow calls as the limit, and 2 more, arrive in the session at the same moment
+    Then as many calls as the limit are served
+    And the 2 others are refused at once because the Router is overloaded
+    And once the slow calls are done, the session is served again

@@ -1,0 +1,30 @@
+@agent-runtime @security @requires.auth
+Feature: Credentials and authentication
+
+  With authentication on, every call to the Router's /v1 API must present a valid bearer
+  token, and a session belongs to the subject that opened it. The caller's token stops at
+  the Router: it signs its own request to the sandbox, so no sandbox ever sees a caller's
+  credentials. (The suite keeps tokens out of its own output too; the project's tests scan
+  a run's output and reports for them.)
+
+  Scenario: The caller's token never reaches the sandbox
+    Given a session of the echo agent
+    When I send "hello" to the echo agent in that session
+    Then the agent echoes "hello"
+    And the sandbox received none of the callers' tokens
+
+  Scenario Outline: A call <credentials> is refused as unauthorized
+    When I call the echo agent <credentials>
+    Then the call is refused as unauthorized because of "<reason>"
+
+    Examples:
+      | credentials                           | reason                              |
+      | without a token                       | missing authorization header        |
+      | with a malformed authorization header | invalid authorization header format |
+      | with a token the target does not know | invalid or expired token            |
+
+  Scenario: A session belongs to the subject that opened it
+    Given a session of the echo agent
+    When another subject calls the echo agent in that session
+    Then the call is refused because the session belongs to another subject
+    And the session still serves the subject that opened it

@@ -1,0 +1,35 @@
+@long-task
+Feature: Long tasks
+
+  A call may run much longer than an ordinary one. The Router waits for a command as long
+  as the command's own timeout allows; a command that outlives its timeout is stopped with
+  exit code 124 and a message saying so, and its session goes on serving. Time spent inside
+  a call counts as activity: the Router records it before and after the call, so a task
+  longer than the runtime's idle timeout does not end its session.
+
+  long_task_duration sets how long the long command runs; against a cluster, choose it
+  longer than any request timeout between the suite and the sandbox (an ingress, a load
+  balancer).
+
+  @code-interpreter @slow
+  Scenario: A command that runs longer than an ordinary call completes with its full output
+    Given a session of the python interpreter
+    When I run a long command in the session, within its own timeout
+    Then the long command completes with every line it printed
+
+  @code-interpreter
+  Scenario: A command that outlives its timeout is stopped, and the session runs the next one
+    Given a session of the python interpreter
+    When I run the command "sleep 3" in the session with a timeout of 1 second
+    Then the command is stopped with exit code 124 because it timed out after 1 second
+    When I run the command "echo still here" in the session
+    Then the command prints "still here"
+    And the answer carries the same session id
+
+  @agent-runtime @ttl @slow @requires.runtime-admin
+  Scenario: A task longer than the idle timeout keeps its session alive
+    Given an echo agent with a short idle timeout
+    And a session of the echo agent with a short idle timeout
+    When the agent works on one call for longer than its idle timeout
+    Then the long call completes
+    And the session still answers, from the same sandbox

@@ -1,0 +1,28 @@
+@agent-runtime @ttl @slow
+@requires.runtime-admin @requires.sandbox-observation
+Feature: Hard session lifetime
+
+  Calls keep a session from idling out, but not forever: every session also has a hard
+  lifetime, its runtime's maxSessionDuration, or the shorter ttl asked for when the session
+  was created (upstream since PR #460). When it is up, the WorkloadManager ends the session
+  however busy it is, and from then on the Router refuses it as not found.
+
+  These scenarios apply their own copy of the echo agent with an idle timeout of
+  short_session_timeout, give the session a lifetime of short_session_lifetime, and call it
+  every poll_interval until it ends, allowing ttl_grace for garbage collection.
+
+  Scenario: A busy session ends at its runtime's maxSessionDuration
+    Given an echo agent with a short maximum session duration
+    And a session of the echo agent with a short maximum session duration
+    When the session is called continuously until it is no longer served
+    Then the session lasted its hard lifetime
+    And the call is refused because the session was not found
+    And the sandbox that served the session is gone
+
+  Scenario: A busy session ends when the ttl it asked for runs out
+    Given an echo agent with a short idle timeout
+    And a session of the echo agent with a short idle timeout that asks for a short ttl
+    When the session is called continuously until it is no longer served
+    Then the session lasted its hard lifetime
+    And the call is refused because the session was not found
+    And the sandbox that served the session is gone

@@ -1,0 +1,41 @@
+@errors
+Feature: Telling errors apart
+
+  A client must be able to tell why a call failed. A session that is unknown, closed or
+  expired is refused by the Router with "not found", naming the session and, since
+  AgentCube's PR #460, carrying the code SESSION_NOT_FOUND (session_not_found_code=false
+  relaxes this for older releases). A "not found" from the application inside the sandbox
+  is passed on as the application sent it: in the session, and never with that code. A
+  request a code interpreter cannot accept is refused with a status and an error that
+  explains it.
+
+  @agent-runtime
+  Scenario: A call in a session that has been closed is refused because the session was not found
+    Given a session of the echo agent
+    And the session has been closed
+    When I send "hello" to the echo agent in that session
+    Then the call is refused because the session was not found
+
+  @agent-runtime
+  Scenario: The agent's own "not found" is passed on, not mistaken for an unknown session
+    Given a session of the echo agent
+    When I ask the echo agent in the session for a path it does not serve
+    Then the agent's own "not found" comes back in the session, without the session error code
+
+  @code-interpreter
+  Scenario Outline: A code interpreter refuses <request> with <status>, saying "<explanation>"
+    Given a session of the python interpreter
+    When I send the session <request>
+    Then the call is refused with <status> and an error that says "<explanation>"
+
+    Examples:
+      | request                                      | status | explanation               |
+      | a command request that is not valid JSON     | 400    | invalid character         |
+      | an empty command                             | 400    | command cannot be empty   |
+      | a timeout that is not a duration             | 400    | invalid timeout format    |
+      | an upload whose content is not base64        | 400    | base64                    |
+      | a listing without a path                     | 400    | missing 'path'            |
+      | a download of a file that does not exist     | 404    | file not found            |
+      | a listing of a directory that does not exist | 404    | directory not found       |
+      | a download of a directory                    | 400    | is a directory            |
+      | an upload larger than 32 MiB                 | 413    | request body too large    |

@@ -1,0 +1,36 @@
+"""Steps about credentials and authentication."""
+
+from behave import then, when
+from behave.runner import Context
+
+from acceptance.credentials import Authentication, Credentials
+
+
+@then("the sandbox received none of the callers' tokens")
+def step_no_caller_token(context: Context) -> None:
+    context.world.part(Authentication).expect_sandbox_got_no_caller_token()
+
+
+@when("I call the echo agent {credentials:Credentials}")
+def step_call_with_credentials(context: Context, credentials: Credentials) -> None:
+    context.world.part(Authentication).call_agent_with(credentials)
+
+
+@then('the call is refused as unauthorized because of "{reason}"')
+def step_refused_unauthorized(context: Context, reason: str) -> None:
+    context.world.part(Authentication).expect_refused_as_unauthorized(reason)
+
+
+@when("another subject calls the echo agent in that session")
+def step_other_subject_calls(context: Context) -> None:
+    context.world.part(Authentication).call_as_other_subject()
+
+
+@then("the call is refused because the session belongs to another subject")
+def step_refused_not_owner(context: Context) -> None:
+    context.world.part(Authentication).expect_refused_as_not_the_owner()
+
+
+@then("the session still serves the subject that opened it")
+def step_owner_still_served(context: Context) -> None:
+    context.world.part(Authentication).expect_owner_still_served()

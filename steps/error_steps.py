@@ -1,0 +1,34 @@
+"""Steps about the errors a client must tell apart."""
+
+from behave import given, then, when
+from behave.runner import Context
+from hamcrest import assert_that
+
+from acceptance import matchers
+from acceptance.refusals import BadRequest, Refusals
+
+
+@given("the session has been closed")
+def step_session_closed(context: Context) -> None:
+    context.world.part(Refusals).close_session()
+
+
+@when("I ask the echo agent in the session for a path it does not serve")
+def step_ask_missing_path(context: Context) -> None:
+    context.world.part(Refusals).ask_agent_for_missing_path()
+
+
+@then('the agent\'s own "not found" comes back in the session, without the session error code')
+def step_agent_not_found_passed_on(context: Context) -> None:
+    call = context.world.last_call
+    assert_that(call.response, matchers.passed_on_from_the_agent(call.presented_session_id))
+
+
+@when("I send the session {request:BadRequest}")
+def step_send_bad_request(context: Context, request: BadRequest) -> None:
+    context.world.part(Refusals).send(request)
+
+
+@then('the call is refused with {status:d} and an error that says "{explanation}"')
+def step_refused_with(context: Context, status: int, explanation: str) -> None:
+    assert_that(context.world.last_answer, matchers.refused_with(status, explanation))

@@ -1,0 +1,65 @@
+"""Steps about sessions kept apart: their files, their ids, many at once."""
+
+from behave import given, then, when
+from behave.runner import Context
+
+from acceptance.isolation import Isolation
+from acceptance.runtimes import Role
+
+
+@given('two sessions of the {runtime:Runtime}, "{first}" and "{second}"')
+def step_open_two_sessions(context: Context, runtime: Role, first: str, second: str) -> None:
+    context.world.part(Isolation).open_named(runtime, [first, second])
+
+
+@when('session "{name}" stores "{path}" holding "{text}"')
+def step_session_stores(context: Context, name: str, path: str, text: str) -> None:
+    context.world.part(Isolation).store(name, path, text)
+
+
+@then('session "{name}" cannot find "{path}"')
+def step_session_cannot_find(context: Context, name: str, path: str) -> None:
+    context.world.part(Isolation).expect_cannot_find(name, path)
+
+
+@then('session "{name}" reads "{text}" from "{path}"')
+def step_session_reads(context: Context, name: str, text: str, path: str) -> None:
+    context.world.part(Isolation).expect_holds(name, path, text)
+
+
+@when("I open and close {count:d} sessions of the {runtime:Runtime}, one after another")
+def step_open_and_close(context: Context, count: int, runtime: Role) -> None:
+    context.world.part(Isolation).open_and_close_in_turn(count, runtime)
+
+
+@then("each of them got a UUID v4 session id that no earlier session of the run had")
+def step_ids_never_reused(context: Context) -> None:
+    context.world.part(Isolation).expect_ids_never_issued_before()
+
+
+@when(
+    "{count:d} callers each open a session of the {runtime:Runtime} at the same moment, "
+    "writing a file of their own"
+)
+def step_open_together(context: Context, count: int, runtime: Role) -> None:
+    context.world.part(Isolation).open_together(count, runtime)
+
+
+@then("every caller got a session of its own")
+def step_each_got_session(context: Context) -> None:
+    context.world.part(Isolation).expect_each_got_a_session()
+
+
+@then("each session's workspace holds only its caller's file")
+def step_each_holds_own_file(context: Context) -> None:
+    context.world.part(Isolation).expect_each_holds_only_its_file()
+
+
+@when("all those sessions are closed")
+def step_close_together(context: Context) -> None:
+    context.world.part(Isolation).close_together()
+
+
+@then("no sandbox of theirs is left")
+def step_no_sandbox_left(context: Context) -> None:
+    context.world.part(Isolation).expect_no_sandbox_left()

@@ -1,0 +1,31 @@
+"""Steps about the workspace jail."""
+
+from behave import given, then, when
+from behave.runner import Context
+from hamcrest import assert_that
+
+from acceptance import matchers
+from acceptance.jail import JailOperation, WorkspaceJail
+
+
+@given(
+    'next to the workspace, a directory "outside" holds a secret, '
+    'and "link" in the workspace points to it'
+)
+def step_prepare_outside(context: Context) -> None:
+    context.world.part(WorkspaceJail).prepare_outside()
+
+
+@when('I {operation:JailOperation} "{path}"')
+def step_attempt(context: Context, operation: JailOperation, path: str) -> None:
+    context.world.part(WorkspaceJail).attempt(operation, path)
+
+
+@then("the call is refused")
+def step_refused(context: Context) -> None:
+    assert_that(context.world.last_answer, matchers.refused())
+
+
+@then("nothing outside the workspace is revealed or changed")
+def step_nothing_outside(context: Context) -> None:
+    context.world.part(WorkspaceJail).expect_nothing_outside_revealed_or_changed()

@@ -1,0 +1,43 @@
+"""Steps about calls that run long and commands that outlive their timeout."""
+
+from behave import then, when
+from behave.runner import Context
+from hamcrest import assert_that
+
+from acceptance import matchers
+from acceptance.long_tasks import LongTasks
+
+
+@when("I run a long command in the session, within its own timeout")
+def step_run_long_command(context: Context) -> None:
+    context.world.part(LongTasks).run_long_command()
+
+
+@then("the long command completes with every line it printed")
+def step_long_command_complete(context: Context) -> None:
+    context.world.part(LongTasks).expect_full_output()
+
+
+@when('I run the command "{command_line}" in the session with a timeout of {seconds:d} second')
+def step_run_with_timeout(context: Context, command_line: str, seconds: int) -> None:
+    context.world.part(LongTasks).run_with_timeout(command_line, seconds)
+
+
+@then("the command is stopped with exit code 124 because it timed out after {seconds:d} second")
+def step_command_timed_out(context: Context, seconds: int) -> None:
+    assert_that(context.world.last_answer, matchers.timed_out_after(seconds))
+
+
+@when("the agent works on one call for longer than its idle timeout")
+def step_agent_works_long(context: Context) -> None:
+    context.world.part(LongTasks).agent_works_past_idle_timeout()
+
+
+@then("the long call completes")
+def step_long_call_completes(context: Context) -> None:
+    context.world.part(LongTasks).expect_long_call_finished()
+
+
+@then("the session still answers, from the same sandbox")
+def step_session_still_answers(context: Context) -> None:
+    context.world.part(LongTasks).expect_session_still_answers()

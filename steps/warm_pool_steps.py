@@ -1,0 +1,42 @@
+"""Steps about warm pools and first-call latency."""
+
+from behave import given, then, when
+from behave.runner import Context
+
+from acceptance.runtimes import Role
+from acceptance.warm_pools import WarmPools
+
+
+@given("the warm pool of the {runtime:Runtime} is full")
+def step_pool_full(context: Context, runtime: Role) -> None:
+    context.world.part(WarmPools).wait_until_full(runtime)
+
+
+@given("the {runtime:Runtime} has no warm pool")
+def step_no_pool(context: Context, runtime: Role) -> None:
+    context.world.part(WarmPools).expect_no_pool(runtime)
+
+
+@then("the session is served by a sandbox that was waiting in the pool")
+def step_served_from_pool(context: Context) -> None:
+    context.world.part(WarmPools).expect_served_from_pool()
+
+
+@then("the session is served by a sandbox started for it")
+def step_served_by_new_sandbox(context: Context) -> None:
+    context.world.part(WarmPools).expect_started_for_session()
+
+
+@then("the warm pool of the {runtime:Runtime} is soon full again")
+def step_pool_refilled(context: Context, runtime: Role) -> None:
+    context.world.part(WarmPools).expect_pool_refilled(runtime)
+
+
+@when("I time the first call of a new session of the {runtime:Runtime}")
+def step_time_first_call(context: Context, runtime: Role) -> None:
+    context.world.part(WarmPools).time_first_call(runtime)
+
+
+@then("the first call of the {warm:Runtime} took no longer than that of the {cold:Runtime}")
+def step_warm_faster(context: Context, warm: Role, cold: Role) -> None:
+    context.world.part(WarmPools).expect_warm_faster(warm, cold)

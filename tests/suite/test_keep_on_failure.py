@@ -1,0 +1,80 @@
+"""`-D keep_on_failure=true`: a failed scenario's session survives the run, localcube with it,
+and the end of the run says how to reach both; the call it prints really reaches the session.
+
+The scenario is made to fail by expecting a stateful interpreter from localcube, whose
+interpreters are stateless.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import time
+import uuid
+from pathlib import Path
+
+import requests
+
+from tests.suite.commands import run_module
+
+_REACH = re.compile(
+    r"-H 'x-agentcube-session-id: (?P<session>[0-9a-f-]+)' -H 'Content-Type: application/json' "
+    r"-d '(?P<body>[^']*)' (?P<url>\S+) ; delete it with curl .*-X DELETE (?P<delete>\S+)"
+)
+_LOCALCUBE = re.compile(r"localcube keeps running at (?P<url>\S+) \(pid (?P<pid>\d+),")
+
+
+def stop(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)
+
+
+def test_a_failed_scenario_keeps_its_session_and_says_how_to_reach_it(tmp_path: Path) -> None:
+    token = f"tok-{uuid.uuid4().hex}"
+    status, output = run_module(
+        "behave",
+        "--format=null",
+        "--name=still defined in the next",
+        "--define=interpreter_mode=stateful",
+        "--define=keep_on_failure=true",
+        f"--define=reports_dir={tmp_path}",
+        timeout=120,
+        AGENTCUBE_API_TOKEN=token,
+    )
+    localcube = _LOCALCUBE.search(output)
+    assert localcube, output
+    try:
+        assert status == 1, output
+        assert "Kept for inspection (2):" in output, output
+        assert '-H "Authorization: Bearer $AGENTCUBE_API_TOKEN"' in output
+        assert token not in output
+        reach = _REACH.search(output)
+        assert reach, output
+        authorization = {"Authorization": f"Bearer {token}"}
+        answer = requests.post(
+            reach["url"],
+            data=reach["body"],
+            headers={
+                **authorization,
+                "x-agentcube-session-id": reach["session"],
+                "Content-Type": "application/json",
+            },
+            timeout=30,
+        )
+        assert answer.status_code == 200, answer.text
+        assert answer.headers["x-agentcube-session-id"] == reach["session"]
+        deleted = requests.delete(reach["delete"], headers=authorization, timeout=30)
+        assert deleted.status_code == 200, deleted.text
+    finally:
+        stop(int(localcube["pid"]))

@@ -1,0 +1,35 @@
+"""The localcube the suite starts itself: authentication on for two subjects whose tokens
+never appear in its arguments, a restart that keeps sessions, its state removed at the end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import requests
+
+from acceptance.own_localcube import OwnLocalcube
+from acceptance.settings import load_settings
+from tests.localcube.support import SESSION_HEADER, Client
+
+
+def test_it_requires_either_token_restarts_with_its_sessions_and_cleans_up(
+    tmp_path: Path,
+) -> None:
+    settings = load_settings({"reports_dir": str(tmp_path), "second_api_token": "given"}, {})
+    cube = OwnLocalcube.start(settings)
+    state = cube.state_dir
+    try:
+        first, second = cube.tokens
+        assert second == "given" and first and first != second
+        assert not any(token in " ".join(cube.arguments) for token in cube.tokens)
+        assert requests.post(f"{cube.url}/v1/agent-runtime", json={}, timeout=10).status_code == 401
+        owner = Client(cube.url, first)
+        session = owner.agent("echo-agent", json={"input": "x"}).headers[SESSION_HEADER]
+        url, pid = cube.url, cube.pid
+        cube.restart()
+        assert cube.url == url and cube.pid != pid
+        assert owner.agent("echo-agent", json={"input": "y"}, session=session).status_code == 200
+        assert Client(cube.url, second).agent("echo-agent", json={}).status_code == 200
+    finally:
+        assert cube.stop() == 0
+    assert not state.exists()

@@ -1,0 +1,95 @@
+"""`./dev report` against a localcube the suite starts and that requires the configured API
+token: one run writes the HTML report (steps, their HTTP exchanges, the platform evidence of
+a failure, the run summary and its latency chart) and the JUnit XML, prints the summary, and
+leaves the token nowhere: not in the reports, not in localcube's log, not on the console.
+
+The echo agent is pointed at a runtime that does not exist, so that some scenarios fail and
+their evidence is written too.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import re
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+
+from tests.suite.commands import run_module
+
+TOKEN = f"tok-{uuid.uuid4().hex}"
+# A text embed larger than the formatter's threshold is written gzipped and base64-encoded.
+_COMPRESSED_EMBED = re.compile(r'data="([A-Za-z0-9+/=]+)"')
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    reports = tmp_path_factory.mktemp("reports")
+    status, output = run_module(
+        "acceptance.report_run",
+        "--tags=@smoke",
+        "--format=plain",
+        f"--define=reports_dir={reports}",
+        "--define=echo_agent=no-such-echo-agent",
+        timeout=300,
+        AGENTCUBE_API_TOKEN=TOKEN,
+    )
+    assert status == 1, output  # the echo-agent scenarios fail, as arranged
+    return reports, output
+
+
+def readable_texts(path: Path) -> Iterator[str]:
+    """The file's text and, for an HTML report, the text of its compressed embeds."""
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    yield text
+    if path.suffix == ".html":
+        for data in _COMPRESSED_EMBED.findall(text):
+            try:
+                yield gzip.decompress(base64.b64decode(data)).decode("utf-8", errors="replace")
+            except (OSError, ValueError):
+                continue
+
+
+def test_the_html_report_shows_steps_exchanges_evidence_and_the_summary(run) -> None:
+    reports, _ = run
+    html = (reports / "report.html").read_text()
+    assert "Run summary" in html and "Latencies measured" in html
+    assert "data:image/png;base64," in html, "the latency chart is embedded"
+    assert "Scenario: The first call opens a session" in html and "I send" in html
+    assert "HTTP exchanges" in html
+    assert "Platform evidence" in html and "localcube sandboxes" in html
+    assert "Authorization: &lt;redacted&gt;" in html, "the exchanges show the masked header"
+
+
+def test_the_junit_report_has_every_feature_and_the_failure_evidence(run) -> None:
+    reports, _ = run
+    files = sorted((reports / "junit").glob("TESTS-*.xml"))
+    assert files
+    suites = [ElementTree.parse(path).getroot() for path in files]
+    failures = [
+        element.text or ""
+        for suite in suites
+        for element in suite.iter()
+        if element.tag in ("failure", "error", "system-out")
+    ]
+    assert any("HTTP exchanges of this scenario" in text for text in failures)
+
+
+def test_the_run_prints_its_summary(run) -> None:
+    _, output = run
+    assert "Run summary: " in output
+    assert "Scenarios by tag:" in output and "@smoke" in output
+    assert "Latencies measured:" in output and "invocation opening a session" in output
+
+
+def test_the_token_is_nowhere_in_the_reports_nor_on_the_console(run) -> None:
+    reports, output = run
+    files = [path for path in reports.rglob("*") if path.is_file()]
+    assert {path.name for path in files} >= {"report.html", "localcube.log"}
+    leaking = [path for path in files if any(TOKEN in text for text in readable_texts(path))]
+    assert leaking == []
+    assert TOKEN not in output

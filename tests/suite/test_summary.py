@@ -1,0 +1,109 @@
+"""The end-of-run summary: scenarios by tag, durations, the slowest steps and the latencies
+measured, from one process's results or from many merged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from acceptance.latency_chart import latency_chart_png
+from acceptance.measurements import Measurements
+from acceptance.results import RunResults, ScenarioResult, StepResult
+from acceptance.summary import SLOWEST, closing_report, format_summary, summarize
+
+
+def scenario(name: str, tags: tuple[str, ...], outcome: str, duration: float) -> ScenarioResult:
+    return ScenarioResult("Feature", name, tags, outcome, duration)
+
+
+def results() -> RunResults:
+    measurements = Measurements()
+    for seconds in (0.010, 0.020, 0.030, 0.040, 0.500):
+        measurements.record("invocation in a session", seconds)
+    measurements.record("session creation (cold)", 1.25)
+    run = RunResults(
+        scenarios=[
+            scenario("fast", ("smoke", "agent-runtime"), "passed", 0.5),
+            scenario("broken", ("smoke",), "failed", 1.5),
+            scenario("elsewhere", ("use.with_interpreter_mode=stateful",), "skipped", 0.0),
+            scenario("untagged", (), "passed", 9.0),
+        ],
+        steps=[StepResult("Feature: s", f"When step {n}", float(n)) for n in range(8)],
+    )
+    run.close(measurements, {"Skipped for this target": ["Feature: elsewhere: not here"]})
+    return run
+
+
+def table(summary, title: str):
+    return next(t for t in summary.tables if t.title == title)
+
+
+def test_scenarios_are_counted_and_timed_by_tag() -> None:
+    by_tag = table(summarize(results(), 12.0), "Scenarios by tag")
+    assert by_tag.rows == [
+        ("(no tag)", "1", "0", "0", "9.00 s"),
+        ("@agent-runtime", "1", "0", "0", "0.50 s"),
+        ("@smoke", "1", "1", "0", "2.00 s"),
+        ("@use.with_interpreter_mode=stateful", "0", "0", "1", "0.00 s"),
+    ]
+
+
+def test_the_headline_counts_outcomes_and_both_durations() -> None:
+    assert summarize(results(), 12.0).headline == (
+        "4 scenarios: 2 passed, 1 failed, 1 skipped; 12.0 s wall time, 11.0 s in scenarios"
+    )
+
+
+def test_the_slowest_scenarios_and_steps_come_first() -> None:
+    summary = summarize(results(), 12.0)
+    assert [row[2] for row in table(summary, "Slowest scenarios").rows][:2] == [
+        "Feature: untagged",
+        "Feature: broken",
+    ]
+    steps = table(summary, "Slowest steps").rows
+    assert len(steps) == SLOWEST
+    assert steps[0] == ("7.00 s", "When step 7", "Feature: s")
+
+
+def test_latencies_show_every_measured_name_with_p50_and_p95() -> None:
+    latencies = table(summarize(results(), 12.0), "Latencies measured")
+    assert latencies.rows == [
+        ("invocation in a session", "5", "30.0 ms", "500.0 ms"),
+        ("session creation (cold)", "1", "1250.0 ms", "1250.0 ms"),
+    ]
+
+
+def test_the_text_has_aligned_columns_and_the_notes_come_first() -> None:
+    text = closing_report(results().notes, summarize(results(), 12.0))
+    assert text.startswith("Skipped for this target (1):\n  - Feature: elsewhere: not here\n\n")
+    assert "Run summary: 4 scenarios" in text
+    assert "  @smoke                               1       1       0        2.00 s" in text
+    assert all(line == line.rstrip() for line in text.splitlines())
+
+
+def test_nothing_measured_leaves_the_latency_table_out() -> None:
+    summary = summarize(RunResults(), 0.1)
+    assert [t.title for t in summary.tables] == [
+        "Scenarios by tag",
+        "Slowest scenarios",
+        "Slowest steps",
+    ]
+    assert "Slowest steps: none" in format_summary(summary)
+
+
+def test_results_saved_by_several_processes_merge_into_one(tmp_path: Path) -> None:
+    first, second = results(), results()
+    second.notes = {"Could not clean up": ["session x: 500"]}
+    first.save(tmp_path)
+    second.save(tmp_path)
+    merged = RunResults.load(tmp_path)
+    assert len(merged.scenarios) == 8
+    assert merged.scenarios[0] == first.scenarios[0]
+    assert len(merged.latencies["invocation in a session"]) == 10
+    assert merged.notes["Could not clean up"] == ["session x: 500"]
+    assert summarize(merged, 1.0).headline.startswith("8 scenarios: 4 passed, 2 failed")
+
+
+def test_the_chart_is_a_png() -> None:
+    png = latency_chart_png(summarize(results(), 12.0).latencies)
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    assert len(png) > 5000
