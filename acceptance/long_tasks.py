@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 import shlex
 
-from hamcrest import all_of, assert_that
+from hamcrest import assert_that
 
 from acceptance import matchers
-from acceptance.world import ANSWER_ALLOWANCE, TOUCH_TEXT, World
+from acceptance.world import ANSWER_ALLOWANCE, World
 
 # The long command prints at least this many lines, spread over its duration.
 MIN_LINES = 3
@@ -78,14 +78,4 @@ class LongTasks:
 
     def expect_session_still_answers(self) -> None:
         """A call right after the long one is served in the session, by the same sandbox."""
-        session = self._world.session
-        answer = self._world.touch(session.runtime, session.session_id)
-        assert_that(
-            answer,
-            all_of(matchers.echoes(TOUCH_TEXT), matchers.carries_session_id(session.session_id)),
-        )
-        assert_that(
-            self._world.sandbox_reports(),
-            matchers.served_by_one_sandbox(),
-            f"{session} changed sandbox after its long call",
-        )
+        self._world.expect_served_by_the_same_sandbox(self._world.session, "after its long call")

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 
 import requests
-from hamcrest import all_of, assert_that, described_as, equal_to
+from hamcrest import assert_that, described_as, equal_to
 
 from acceptance import matchers
 from acceptance.clients import Router
@@ -145,17 +145,7 @@ class Resilience:
 
     def expect_agent_session_survived(self, role: Role) -> None:
         """The agent session is served after the restart, by the same sandbox."""
-        session = self._session_of(role)
-        answer = self._world.echo(session.runtime, TOUCH_TEXT, session.session_id)
-        assert_that(
-            answer,
-            all_of(matchers.echoes(TOUCH_TEXT), matchers.carries_session_id(session.session_id)),
-        )
-        assert_that(
-            self._world.sandbox_reports(),
-            matchers.served_by_one_sandbox(),
-            f"{session} changed sandbox across the restart",
-        )
+        self._world.expect_served_by_the_same_sandbox(self._session_of(role), "across the restart")
 
     def expect_file_survived(self, role: Role, path: str) -> None:
         session = self._session_of(role)

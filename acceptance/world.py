@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import requests
-from hamcrest import assert_that, has_entries
+from hamcrest import all_of, assert_that, has_entries
 
 from acceptance import matchers
 from acceptance.clients import SESSION_HEADER, Router, WorkloadManager, session_id_of
@@ -257,6 +257,19 @@ class World:
         if runtime.kind is RuntimeKind.AGENT_RUNTIME:
             return self.echo(runtime, TOUCH_TEXT, session_id)
         return self.execute(runtime, ["python3", "-c", "pass"], session_id)
+
+    def expect_served_by_the_same_sandbox(self, session: Session, since: str) -> None:
+        """A harmless call is served in the session by the sandbox that served it so far."""
+        answer = self.touch(session.runtime, session.session_id)
+        assert_that(
+            answer,
+            all_of(matchers.echoes(TOUCH_TEXT), matchers.carries_session_id(session.session_id)),
+        )
+        assert_that(
+            self.sandbox_reports(),
+            matchers.served_by_one_sandbox(),
+            f"{session} changed sandbox {since}",
+        )
 
     def send_to_agent(self, role: Role, text: str, *, in_session: bool) -> None:
         self.echo(self.runtime(role), text, self.session.session_id if in_session else None)
