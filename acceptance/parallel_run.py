@@ -30,8 +30,8 @@ from behave.model import Scenario
 from behave.runner_util import collect_feature_locations, parse_features
 
 from acceptance.results import RunResults
-from acceptance.settings import SETTINGS, ConfigError, Settings, load_settings
-from acceptance.suite import KEPT, Suite, TargetNotReady
+from acceptance.settings import SETTINGS, ConfigError, Settings
+from acceptance.suite import KEPT, Suite, TargetNotReady, read_settings
 from acceptance.summary import closing_report, summarize
 from acceptance.tag_check import UnknownTagError, check_tags
 from localcube.embedded import LocalCubeStartError
@@ -95,7 +95,7 @@ def run(processes: int, behave_arguments: list[str]) -> int:
         f"{concurrent} in {processes} parallel processes",
         flush=True,
     )
-    out = Path(load_settings(config.userdata, os.environ).reports_dir) / "parallel"
+    out = Path(read_settings(config.userdata, os.environ)[0].reports_dir) / "parallel"
     shutil.rmtree(out, ignore_errors=True)
     arguments = _without_tags(behave_arguments)
     chosen = "".join(f"({tags}) and " for tags in config.tags)
@@ -125,11 +125,14 @@ def run(processes: int, behave_arguments: list[str]) -> int:
 def _shared_target(settings: Settings) -> tuple[list[str], dict[str, str]]:
     """The target the workers share: its URLs as -D arguments, its tokens (generated ones
     included) as environment variables, which other users cannot read as they can a
-    command line."""
+    command line. On a cluster the workers use this process's port forwards and token
+    rather than open and mint their own."""
     defines = [
         f"--define={name}={getattr(settings, name)}"
         for name in ("router_url", "workload_manager_url", "platform")
     ]
+    if settings.platform == "kubernetes":
+        defines += ["--define=port_forward=false", "--define=token_source=static"]
     secrets = {
         setting.env: getattr(settings, setting.name)
         for setting in SETTINGS

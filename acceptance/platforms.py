@@ -261,12 +261,18 @@ _PLATFORMS: dict[str, type[Platform]] = {"localcube": LocalcubePlatform, "none":
 
 def platform_class(name: str) -> type[Platform]:
     """The adapter for a configured platform name; ConfigError when there is none yet."""
+    if name == "kubernetes":
+        # Imported on demand: it loads the kubernetes client, and it imports this module.
+        from acceptance.kubernetes.platform import KubernetesPlatform
+
+        return KubernetesPlatform
     try:
         return _PLATFORMS[name]
     except KeyError:
         raise ConfigError(
             f"setting platform: {name!r} has no adapter yet (available: "
-            f"{', '.join(_PLATFORMS)}); use -D platform=none to run the HTTP-only scenarios"
+            f"{', '.join([*_PLATFORMS, 'kubernetes'])}); use -D platform=none to run the "
+            "HTTP-only scenarios"
         ) from None
 
 

@@ -15,12 +15,12 @@ from pathlib import Path
 from behave.__main__ import main as behave_main
 from behave.configuration import Configuration
 
-from acceptance.settings import load_settings
+from acceptance.suite import read_settings
 
 
 def reports_dir(arguments: list[str]) -> Path:
     """The reports directory these behave arguments (-D reports_dir) or the environment name."""
-    return Path(load_settings(Configuration(arguments).userdata, os.environ).reports_dir)
+    return Path(read_settings(Configuration(arguments).userdata, os.environ)[0].reports_dir)
 
 
 def report_arguments(arguments: list[str], reports: Path) -> list[str]:

@@ -1,5 +1,6 @@
-"""The test run: configuration, the target (started here when none is configured), the
-readiness check before any scenario, one World per scenario, and the closing report."""
+"""The test run: configuration, the target (started here when none is configured, or a
+cluster's with platform=kubernetes), the readiness check before any scenario, one World per
+scenario, and the closing report."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ import atexit
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from hamcrest import described_as, empty, has_entries
 
 from acceptance.clients import Router, WorkloadManager
 from acceptance.evidence import ExchangeLog, register_secret
+from acceptance.kubernetes.settings import KUBERNETES_SETTING_NAMES, with_cluster_defaults
 from acceptance.matchers import holds_json
 from acceptance.measurements import Measurements
 from acceptance.own_localcube import OwnLocalcube
@@ -24,11 +27,14 @@ from acceptance.platforms import (
 )
 from acceptance.polling import eventually
 from acceptance.results import RunResults
-from acceptance.settings import Settings, load_settings
+from acceptance.settings import ConfigError, Settings, load_settings
 from acceptance.summary import format_notes
 from acceptance.tags import ACTIVE_CATEGORIES, ScenarioGate
 from acceptance.transport import NoAnswer, Transport
 from acceptance.world import RegisterCleanup, Session, World
+
+if TYPE_CHECKING:
+    from acceptance.kubernetes.cluster import Cluster
 
 # The title of the closing note on what keep_on_failure kept.
 KEPT = "Kept for inspection"
@@ -52,16 +58,25 @@ class Suite:
     measurements: Measurements = field(default_factory=Measurements)
     results: RunResults = field(default_factory=RunResults)
     started: float = field(default_factory=time.monotonic)
+    cluster: Cluster | None = None
 
     @classmethod
     def start(cls, userdata: Mapping[str, str], environ: Mapping[str, str]) -> Suite:
-        """Read the settings, start localcube if no Router is configured, and wait until
-        the target reports ready. Raises ConfigError, LocalCubeStartError or TargetNotReady."""
-        settings = load_settings(userdata, environ)
+        """Read the settings; with platform=kubernetes connect to the cluster, else start
+        localcube if no Router is configured; wait until the target reports ready, and on a
+        cluster until the fixtures are usable. Raises ConfigError (ClusterUnreachable
+        among them), LocalCubeStartError, TargetNotReady or, for fixtures never usable,
+        AssertionError."""
+        settings, userdata = read_settings(userdata, environ)
         register_secret(settings.api_token)
         register_secret(settings.second_api_token)
         if settings.platform:
             platform_class(settings.platform)  # an unavailable adapter stops the run now
+        cluster = None
+        if settings.platform == "kubernetes":
+            from acceptance.kubernetes.cluster import Cluster  # loads the kubernetes client
+
+            cluster, settings = Cluster.start(settings, userdata, environ)
         localcube, router_url = None, settings.router_url
         if router_url is None:
             localcube = OwnLocalcube.start(settings)
@@ -77,12 +92,14 @@ class Suite:
             settings.platform,
             run_capabilities(settings, started_localcube=localcube is not None),
         )
-        suite = cls(settings, gate, localcube)
+        suite = cls(settings, gate, localcube, cluster=cluster)
         # behave may never reach after_all (a broken pipe, an internal error): stop anyway.
         atexit.register(suite.stop)
         try:
             _await_ready(settings)
-        except TargetNotReady:
+            if cluster is not None:
+                cluster.ensure_fixtures(settings)
+        except BaseException:
             suite.stop()
             raise
         return suite
@@ -107,13 +124,23 @@ class Suite:
 
     def _platform(self, transport: Transport) -> Platform:
         assert self.settings.platform and self.settings.workload_manager_url
+        if self.cluster is not None:
+            from acceptance.kubernetes.platform import KubernetesPlatform
+
+            return KubernetesPlatform(transport, self.settings.workload_manager_url, self.cluster)
         return make_platform(
             self.settings.platform, transport, self.settings.workload_manager_url, self.localcube
         )
 
     def stop(self) -> None:
-        """Stop the localcube this run started, once; it ends its sandboxes on SIGTERM.
-        While it serves sessions kept for inspection it keeps running instead."""
+        """Let go of the cluster, deleting the runtimes the run created there, and stop the
+        localcube this run started; once. The localcube ends its sandboxes on SIGTERM. While
+        sessions are kept for inspection, the runtimes and the localcube stay instead."""
+        if self.cluster is not None:
+            cluster, self.cluster = self.cluster, None
+            if self.kept:
+                self.kept += cluster.kept_notes()
+            self.problems += cluster.close(keep_created=bool(self.kept))
         if self.localcube is None:
             return
         localcube, self.localcube = self.localcube, None
@@ -193,6 +220,24 @@ class Suite:
             return served()
         finally:
             transport.close()
+
+
+def read_settings(
+    userdata: Mapping[str, str], environ: Mapping[str, str]
+) -> tuple[Settings, dict[str, str]]:
+    """The suite's settings, and the userdata with the cluster's defaults filled in when
+    platform=kubernetes (the adapter reads its own settings from it). The adapter's settings
+    given as -D with another platform are refused rather than ignored. Raises ConfigError."""
+    userdata = with_cluster_defaults(userdata, environ)
+    suite_userdata = {k: v for k, v in userdata.items() if k not in KUBERNETES_SETTING_NAMES}
+    settings = load_settings(suite_userdata, environ)
+    stray = sorted(name for name in KUBERNETES_SETTING_NAMES if userdata.get(name))
+    if stray and settings.platform != "kubernetes":
+        raise ConfigError(
+            f"setting {stray[0]} (-D {stray[0]}) applies only with -D platform=kubernetes "
+            "(docs/kubernetes.md)"
+        )
+    return settings, userdata
 
 
 def _transport(settings: Settings, timeout: float) -> Transport:

@@ -147,11 +147,21 @@ class Cluster:
         forward.check()
         return forward
 
+    def kept_notes(self) -> list[str]:
+        """For a person looking at what the run kept: the runtimes it created, and how to
+        reopen the port forwards that the kept sessions' URLs go through, since ``close``
+        closes them."""
+        return self.fixtures.leftovers() + [
+            f"{forward.url} was {forward}, closed at the end of the run; reopen it with: "
+            f"{forward.kubectl}"
+            for forward in self._forwards
+        ]
+
     def close(self, *, keep_created: bool = False) -> list[str]:
         """Delete what the run created (unless kept, for a person to look at a failure: a
         CodeInterpreter's deletion would take its kept sessions along), close the forwards
         and the connection. Returns the problems met, and those the forwards met during the
-        run, for the run's report; ``fixtures.leftovers()`` tells what was kept."""
+        run, for the run's report; ``kept_notes()`` tells what was kept."""
         problems = [] if keep_created else self.fixtures.delete_created()
         for forward in self._forwards:
             forward.close()

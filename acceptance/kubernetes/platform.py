@@ -13,7 +13,7 @@ from typing import Any
 from acceptance.kubernetes.api import Resource
 from acceptance.kubernetes.cluster import Cluster
 from acceptance.kubernetes.evidence import describe_sessions
-from acceptance.kubernetes.objects import ObjectRef
+from acceptance.kubernetes.objects import ObjectRef, pod_ready
 from acceptance.kubernetes.observation import SessionObjects
 from acceptance.kubernetes.rollout import restart_deployment
 from acceptance.platforms import (
@@ -74,9 +74,14 @@ class KubernetesPlatform(Platform):
         return any(self._cluster.observer.exists(ref) for ref in _observed(sandbox).objects)
 
     def warm_sandboxes(self, runtime: Runtime) -> frozenset[Sandbox]:
-        """The sandboxes waiting in the CodeInterpreter's warm pool now."""
+        """The sandboxes waiting in the CodeInterpreter's warm pool now, ready to serve: a
+        pod still starting is not waiting yet (as localcube lists only live ones)."""
         waiting = self._cluster.observer.warm_pool(runtime.name)
-        return frozenset(_sandbox(objects) for objects in waiting)
+        return frozenset(
+            _sandbox(objects)
+            for objects in waiting
+            if objects.pod is not None and pod_ready(objects.pod)
+        )
 
     def kill_sandbox(self, sandbox: Sandbox) -> None:
         """Delete its pod without a grace period (its Sandbox may start a new one)."""

@@ -39,12 +39,18 @@ class ServiceForward:
         if not spec.get("selector"):
             raise ConfigError(f"{self}: the Service has no selector, so no pod to forward to")
         self._selector = label_selector(spec["selector"])
-        self._target = _target_port(spec, service)
+        port = _service_port(spec, service)
+        self._target = port.get("targetPort") or port["port"]
         self.problems: list[str] = []
         self._lock = threading.Lock()
         self._connections: set[socket.socket] = set()
         self._listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        local_port = self._listener.getsockname()[1]
+        self.url = f"http://127.0.0.1:{local_port}"
+        # The same forward, from kubectl, for a person once this one is closed.
+        self.kubectl = (
+            f"kubectl -n {namespace} port-forward svc/{service.name} {local_port}:{port['port']}"
+        )
         self._acceptor = threading.Thread(target=self._accept, name=f"accept {self}", daemon=True)
         self._acceptor.start()
 
@@ -122,12 +128,13 @@ def local_url(url: str, forward: ServiceForward) -> str:
     return urlunsplit((*urlsplit(forward.url)[:2], parts.path, parts.query, parts.fragment))
 
 
-def _target_port(spec: JSON, service: ServiceRef) -> int | str:
+def _service_port(spec: JSON, service: ServiceRef) -> JSON:
+    """The Service's port entry to forward to: the one given as NAME:PORT, else the first."""
     ports = spec.get("ports") or []
     chosen = next((p for p in ports if service.port in (None, p.get("port"))), None)
     if chosen is None:
         raise ConfigError(f"svc/{service.name} has no port {service.port or ''}".rstrip())
-    return chosen.get("targetPort") or chosen["port"]
+    return chosen
 
 
 def _container_port(pod: JSON, target: int | str) -> int:

@@ -49,6 +49,21 @@ CLUSTER_DEFAULTS: Mapping[str, tuple[str, str]] = {
     ),
     "ready_timeout": ("60s", "port forwards, and a Router that has just rolled out"),
     "poll_interval": ("1s", "each probe is three to five API calls"),
+    "short_session_lifetime": (
+        "60s",
+        "longer than the 30 s `short_session_timeout` with room for a pod's start-up, which "
+        "the lifetime includes; the GC, every 15 s, then ends the session within `ttl_grace`",
+    ),
+    "long_task_duration": (
+        "75s",
+        "longer than the Router's 30 s read timeout and the 60 s an NGINX ingress waits for "
+        "an answer by default",
+    ),
+    "fail_fast": (
+        "10s",
+        "a call may cross the API server (port forwards), and the Router first dials the "
+        "address of the pod that is gone",
+    ),
 }
 
 

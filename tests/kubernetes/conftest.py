@@ -1,10 +1,14 @@
 """Fixtures of the adapter tests: a stand-in Kubernetes API (fake_api.py), a kubeconfig that
-points at it, a connected Cluster, and builders of the objects a cluster would hold."""
+points at it, a connected Cluster, builders of the objects a cluster would hold, and HTTP
+servers standing in for the pods behind the Router's and the WorkloadManager's Services."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import threading
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +18,7 @@ import yaml
 from acceptance import evidence
 from acceptance.kubernetes.cluster import Cluster
 from acceptance.kubernetes.settings import KubernetesSettings
-from tests.kubernetes.fake_api import TOKEN, FakeKubernetes
+from tests.kubernetes.fake_api import TOKEN, FakeKubernetes, Recorded
 
 NS = "agentcube"
 RUNTIME_API = f"/apis/runtime.agentcube.volcano.sh/v1alpha1/namespaces/{NS}"
@@ -144,3 +148,106 @@ def pod(
 
 def custom(kind: str, name: str, **metadata: Any) -> dict[str, Any]:
     return {"apiVersion": "v1alpha1", "kind": kind, "metadata": meta(name, **metadata), "spec": {}}
+
+
+def ready_on_create(fake: FakeKubernetes, request: Recorded) -> None:
+    """What the WorkloadManager's controller does: mark a new CodeInterpreter ready and,
+    for a warm pool, start its sandboxes and pods."""
+    name = request.body["metadata"]["name"]
+    interpreter = fake.get(CODE_INTERPRETERS, name)
+    assert interpreter is not None
+    interpreter["status"] = {"ready": True}
+    for index in range(int(interpreter["spec"].get("warmPoolSize") or 0)):
+        sandbox = fake.put(
+            SANDBOXES,
+            custom(
+                "Sandbox",
+                f"{name}-{index}",
+                ownerReferences=[{"kind": "SandboxWarmPool", "name": name, "uid": "pool"}],
+            ),
+        )
+        fake.put(PODS, pod(f"{name}-{index}", owners=[owner("Sandbox", sandbox)]))
+
+
+# What the Router and the WorkloadManager answer on their health paths.
+HEALTH = {"/health/ready": "ready", "/health": "healthy"}
+
+
+class Backend:
+    """A pod's HTTP server: answers every GET with the pod's name, and on the health paths
+    with the status a Router or WorkloadManager gives."""
+
+    def __init__(self, name: str) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                answer = {"pod": name, "path": self.path, "status": HEALTH.get(self.path)}
+                body = json.dumps(answer).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def backends() -> Iterator[dict[str, Backend]]:
+    started: dict[str, Backend] = {}
+    yield started
+    for backend in started.values():
+        backend.close()
+
+
+def service(name: str, app: str, target: int | str = 8080) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": meta(name),
+        "spec": {"selector": {"app": app}, "ports": [{"port": 8080, "targetPort": target}]},
+    }
+
+
+def add_pod(
+    fake: FakeKubernetes,
+    backends: dict[str, Backend],
+    name: str,
+    app: str,
+    *,
+    created: str,
+    ready: bool = True,
+) -> None:
+    backends[name] = Backend(name)
+    fake.pod_backends[(NS, name)] = backends[name].port
+    obj = pod(
+        name,
+        labels={"app": app},
+        ready=ready,
+        container_ports=[{"name": "http", "containerPort": 8080}],
+    )
+    obj["metadata"]["creationTimestamp"] = created
+    fake.put(PODS, obj)
+
+
+@pytest.fixture
+def services(fake: FakeKubernetes, backends: dict[str, Backend]) -> None:
+    """The Router's and the WorkloadManager's Services, with a ready pod behind each (and a
+    Router pod that is not ready)."""
+    fake.put(SERVICES, service("agentcube-router", "agentcube-router"))
+    fake.put(SERVICES, service("workloadmanager", "workloadmanager", target="http"))
+    add_pod(fake, backends, "router-a", "agentcube-router", created="2026-01-01T00:00:00Z")
+    add_pod(
+        fake, backends, "router-b", "agentcube-router", created="2026-01-02T00:00:00Z", ready=False
+    )
+    add_pod(fake, backends, "wm-a", "workloadmanager", created="2026-01-01T00:00:00Z")

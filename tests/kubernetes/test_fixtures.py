@@ -22,29 +22,11 @@ from tests.kubernetes.conftest import (
     custom,
     owner,
     pod,
+    ready_on_create,
 )
 from tests.kubernetes.fake_api import FakeKubernetes, Recorded
 
 SUITE = load_settings({"namespace": NS}, {})
-
-
-def ready_on_create(fake: FakeKubernetes, request: Recorded) -> None:
-    """What the WorkloadManager's controller does: mark a new CodeInterpreter ready and,
-    for a warm pool, start its sandboxes and pods."""
-    name = request.body["metadata"]["name"]
-    interpreter = fake.get(CODE_INTERPRETERS, name)
-    assert interpreter is not None
-    interpreter["status"] = {"ready": True}
-    for index in range(int(interpreter["spec"].get("warmPoolSize") or 0)):
-        sandbox = fake.put(
-            SANDBOXES,
-            custom(
-                "Sandbox",
-                f"{name}-{index}",
-                ownerReferences=[{"kind": "SandboxWarmPool", "name": name, "uid": "pool"}],
-            ),
-        )
-        fake.put(PODS, pod(f"{name}-{index}", owners=[owner("Sandbox", sandbox)]))
 
 
 def test_creates_the_missing_fixtures_named_as_configured(

@@ -208,6 +208,17 @@ def test_the_warm_pool_before_a_claim_holds_the_claimed_sandbox_and_refills(
     assert {s.sandbox_id for s in platform.warm_sandboxes(WARM)} == {"pool-b", "pool-c"}
 
 
+def test_a_warm_pool_pod_still_starting_is_not_waiting_yet(
+    platform: KubernetesPlatform, fake: FakeKubernetes
+) -> None:
+    for name, ready in (("pool-a", True), ("pool-b", False)):
+        sandbox = fake.put(SANDBOXES, custom("Sandbox", name, ownerReferences=POOL_OWNER))
+        fake.put(PODS, pod(f"{name}-pod", owners=[owner("Sandbox", sandbox)], ready=ready))
+    assert {s.sandbox_id for s in platform.warm_sandboxes(WARM)} == {"pool-a"}
+    fake.put(PODS, pod("pool-b-pod", owners=[owner("Sandbox", fake.get(SANDBOXES, "pool-b"))]))
+    assert {s.sandbox_id for s in platform.warm_sandboxes(WARM)} == {"pool-a", "pool-b"}
+
+
 def test_warm_pool_size_of_runtimes_without_a_pool(
     platform: KubernetesPlatform, fake: FakeKubernetes
 ) -> None:

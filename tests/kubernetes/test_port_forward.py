@@ -3,11 +3,8 @@ ready pod per connection (so a restart is survived), and clear failures."""
 
 from __future__ import annotations
 
-import json
 import socket
 import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -23,88 +20,15 @@ from tests.kubernetes.conftest import (
     PODS,
     SERVICE_ACCOUNTS,
     SERVICES,
+    Backend,
     MakeCluster,
+    add_pod,
     meta,
-    pod,
+    service,
 )
 from tests.kubernetes.fake_api import FakeKubernetes
 
 ROUTER_PODS = "labelSelector=app=agentcube-router"
-
-
-class Backend:
-    """A pod's HTTP server: answers every GET with the pod's name."""
-
-    def __init__(self, name: str) -> None:
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                body = json.dumps({"pod": name, "path": self.path}).encode()
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        ).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-@pytest.fixture
-def backends() -> Iterator[dict[str, Backend]]:
-    started: dict[str, Backend] = {}
-    yield started
-    for backend in started.values():
-        backend.close()
-
-
-def service(name: str, app: str, target: int | str = 8080) -> dict:
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": meta(name),
-        "spec": {"selector": {"app": app}, "ports": [{"port": 8080, "targetPort": target}]},
-    }
-
-
-def add_pod(
-    fake: FakeKubernetes,
-    backends: dict[str, Backend],
-    name: str,
-    app: str,
-    *,
-    created: str,
-    ready: bool = True,
-) -> None:
-    backends[name] = Backend(name)
-    fake.pod_backends[(NS, name)] = backends[name].port
-    obj = pod(
-        name,
-        labels={"app": app},
-        ready=ready,
-        container_ports=[{"name": "http", "containerPort": 8080}],
-    )
-    obj["metadata"]["creationTimestamp"] = created
-    fake.put(PODS, obj)
-
-
-@pytest.fixture
-def services(fake: FakeKubernetes, backends: dict[str, Backend]) -> None:
-    fake.put(SERVICES, service("agentcube-router", "agentcube-router"))
-    fake.put(SERVICES, service("workloadmanager", "workloadmanager", target="http"))
-    add_pod(fake, backends, "router-a", "agentcube-router", created="2026-01-01T00:00:00Z")
-    add_pod(
-        fake, backends, "router-b", "agentcube-router", created="2026-01-02T00:00:00Z", ready=False
-    )
-    add_pod(fake, backends, "wm-a", "workloadmanager", created="2026-01-01T00:00:00Z")
 
 
 def served_by(url: str) -> str:

@@ -1,11 +1,15 @@
 """`./dev parallel`: the smoke scenarios over two behavex processes against one localcube,
-with one summary for the whole run."""
+with one summary for the whole run; and what the workers are given on a cluster."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
+from acceptance.parallel_run import _shared_target
+from acceptance.report_run import reports_dir
+from acceptance.settings import load_settings
 from tests.suite.commands import run_module
 
 
@@ -26,3 +30,26 @@ def test_the_smoke_scenarios_pass_over_two_processes_with_one_summary(tmp_path: 
     assert f"Run summary: {count} scenarios: {count} passed, 0 failed" in output, output
     junit = list((tmp_path / "parallel" / "concurrent" / "behave").glob("TESTS-*.xml"))
     assert junit, "behavex writes JUnit XML"
+
+
+def test_workers_on_a_cluster_share_the_forwards_and_the_token_of_the_run() -> None:
+    settings = dataclasses.replace(
+        load_settings({"platform": "kubernetes"}, {}),
+        router_url="http://127.0.0.1:41001",
+        workload_manager_url="http://127.0.0.1:41002",
+        api_token="minted-token",
+    )
+    defines, secrets = _shared_target(settings)
+    assert defines == [
+        "--define=router_url=http://127.0.0.1:41001",
+        "--define=workload_manager_url=http://127.0.0.1:41002",
+        "--define=platform=kubernetes",
+        "--define=port_forward=false",
+        "--define=token_source=static",
+    ]
+    assert secrets == {"AGENTCUBE_API_TOKEN": "minted-token"}
+
+
+def test_the_reports_directory_is_read_with_the_cluster_settings_given() -> None:
+    arguments = ["-D", "platform=kubernetes", "-D", "kube_context=kind-e2e", "-D", "reports_dir=r"]
+    assert reports_dir(arguments) == Path("r")

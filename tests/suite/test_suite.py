@@ -4,8 +4,9 @@ import socket
 
 import pytest
 
-from acceptance.settings import ConfigError
-from acceptance.suite import Suite, TargetNotReady
+from acceptance.platforms import platform_class
+from acceptance.settings import PLATFORMS, ConfigError
+from acceptance.suite import Suite, TargetNotReady, read_settings
 
 
 def closed_port() -> int:
@@ -29,6 +30,26 @@ def test_a_bad_setting_stops_the_run_before_anything_starts() -> None:
         Suite.start({"namespace": "Bad Namespace"}, {})
 
 
-def test_a_platform_without_adapter_stops_the_run() -> None:
-    with pytest.raises(ConfigError, match="'kubernetes' has no adapter yet"):
-        Suite.start({"platform": "kubernetes", "router_url": "http://127.0.0.1:1"}, {})
+def test_every_platform_name_has_an_adapter() -> None:
+    assert {name: platform_class(name).name for name in PLATFORMS} == {
+        name: name for name in PLATFORMS
+    }
+    with pytest.raises(ConfigError, match="'other' has no adapter yet"):
+        platform_class("other")
+
+
+def test_a_cluster_setting_without_the_cluster_platform_is_refused_not_ignored() -> None:
+    with pytest.raises(ConfigError, match=r"setting port_forward .* only with -D platform=kub"):
+        Suite.start({"port_forward": "true"}, {})
+    with pytest.raises(ConfigError, match="setting kubeconfig"):
+        read_settings({"platform": "none", "kubeconfig": "/k"}, {})
+    assert read_settings({"platform": "none", "kubeconfig": ""}, {})[0].platform == "none"
+
+
+def test_the_cluster_platform_brings_its_defaults_and_keeps_its_settings_apart() -> None:
+    userdata = {"platform": "kubernetes", "kube_context": "kind-e2e", "ttl_grace": "2m"}
+    settings, cluster_userdata = read_settings(userdata, {"AGENTCUBE_FAIL_FAST": "7s"})
+    assert (settings.namespace, settings.ttl_grace, settings.fail_fast) == ("agentcube", 120, 7)
+    assert settings.short_session_lifetime == 60
+    assert cluster_userdata["kube_context"] == "kind-e2e"
+    assert read_settings({}, {})[0].short_session_lifetime == 4  # localcube keeps its own

@@ -1,0 +1,247 @@
+"""The suite with -D platform=kubernetes, from its start to its end: the cluster's defaults,
+the endpoints and the token, the fixtures, the capabilities, the per-scenario platform, and
+what the end of the run deletes or keeps. Against the stand-in API, with HTTP servers in
+place of the Router's and the WorkloadManager's pods; and, as a user runs it, behave
+refusing a cluster that does not answer."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from acceptance.kubernetes.platform import KubernetesPlatform
+from acceptance.platforms import (
+    AUTH,
+    OVERLOAD,
+    ROUTER_RESTART,
+    RUNTIME_ADMIN,
+    SANDBOX_KILL,
+    SANDBOX_OBSERVATION,
+    run_capabilities,
+)
+from acceptance.runtimes import Role
+from acceptance.settings import load_settings
+from acceptance.suite import Suite, TargetNotReady
+from tests.kubernetes.conftest import (
+    AGENT_RUNTIMES,
+    CODE_INTERPRETERS,
+    NS,
+    SERVICE_ACCOUNTS,
+    meta,
+    ready_on_create,
+    write_kubeconfig,
+)
+from tests.kubernetes.fake_api import FakeKubernetes
+from tests.suite.commands import run_module
+
+CLUSTER_CAPABILITIES = {RUNTIME_ADMIN, SANDBOX_OBSERVATION, SANDBOX_KILL, ROUTER_RESTART}
+FIXTURE_DELETES = [
+    f"DELETE {CODE_INTERPRETERS}/python-interpreter-warm",
+    f"DELETE {CODE_INTERPRETERS}/python-interpreter",
+    f"DELETE {AGENT_RUNTIMES}/echo-agent",
+]
+# The connection line ClusterUnreachable ends with.
+FIX_CONNECTION = "check kubeconfig / AGENTCUBE_KUBECONFIG and kube_context / AGENTCUBE_KUBE_CONTEXT"
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def refuses_connections(url: str) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1])), timeout=2).close()
+    except ConnectionRefusedError:
+        return True
+    return False
+
+
+StartSuite = Callable[..., Suite]
+
+
+@pytest.fixture
+def start_suite(kubeconfig: Path, fake: FakeKubernetes) -> StartSuite:
+    """Suite.start with platform=kubernetes on the stand-in, through port forwards and with
+    a minted token unless told otherwise; quick polls."""
+    fake.put(SERVICE_ACCOUNTS, {"kind": "ServiceAccount", "metadata": meta("e2e-test")})
+
+    def start(**userdata: str) -> Suite:
+        given = {
+            "platform": "kubernetes",
+            "kubeconfig": str(kubeconfig),
+            "kube_context": "fake",
+            "port_forward": "true",
+            "token_source": "service-account",
+            "poll_interval": "20ms",
+            "cluster_timeout": "3s",
+            **userdata,
+        }
+        return Suite.start({k: v for k, v in given.items() if v}, {})
+
+    return start
+
+
+@pytest.fixture
+def controller(fake: FakeKubernetes) -> None:
+    """CodeInterpreters the run creates become ready, with their warm pools."""
+    fake.after("POST", CODE_INTERPRETERS, ready_on_create)
+
+
+@pytest.mark.usefixtures("services", "controller")
+def test_a_run_on_a_cluster_from_start_to_finish(
+    start_suite: StartSuite, fake: FakeKubernetes
+) -> None:
+    suite = start_suite()
+    settings = suite.settings
+    assert suite.localcube is None
+    assert suite.cluster is not None
+    assert settings.router_url and settings.router_url.startswith("http://127.0.0.1:")
+    assert settings.workload_manager_url != settings.router_url
+    assert settings.api_token == "minted-token-1"
+    # The cluster's defaults, for what was not given.
+    assert settings.namespace == NS
+    assert (settings.short_session_timeout, settings.ttl_grace) == (30, 90)
+    assert (settings.short_session_lifetime, settings.long_task_duration) == (60, 75)
+    assert settings.fail_fast == 10
+    assert settings.poll_interval == 0.02  # given
+    assert suite.gate.capabilities == CLUSTER_CAPABILITIES
+    assert fake.lines("POST") == [
+        f"POST {SERVICE_ACCOUNTS}/e2e-test/token",
+        f"POST {AGENT_RUNTIMES}",
+        f"POST {CODE_INTERPRETERS}",
+        f"POST {CODE_INTERPRETERS}",
+    ]
+
+    cleanups: list[tuple[Callable[..., Any], tuple[Any, ...]]] = []
+    world = suite.new_world(lambda cleanup, *args: cleanups.append((cleanup, args)))
+    assert isinstance(world.platform, KubernetesPlatform)
+    warm = world.runtime(Role.WARM_INTERPRETER)
+    assert world.platform.warm_pool_size(warm) == 2
+    assert len(world.platform.warm_sandboxes(warm)) == 2
+    for cleanup, args in reversed(cleanups):
+        cleanup(*args)
+
+    fake.requests.clear()
+    results = suite.finish()
+    assert fake.lines("DELETE") == FIXTURE_DELETES
+    assert results.notes["Problems stopping the target"] == []
+    assert results.notes["Kept for inspection"] == []
+    assert refuses_connections(settings.router_url)
+    assert suite.cluster is None
+    suite.stop()  # a second stop (atexit) does nothing
+    assert fake.lines("DELETE") == FIXTURE_DELETES
+
+
+@pytest.mark.usefixtures("services", "controller")
+def test_a_kept_run_leaves_what_it_created_and_says_how_to_reach_it(
+    start_suite: StartSuite, fake: FakeKubernetes
+) -> None:
+    suite = start_suite()
+    router_url = suite.settings.router_url
+    suite.kept.append("session s-1: call it with curl ...")
+    suite.stop()
+    assert fake.lines("DELETE") == []
+    assert fake.get(AGENT_RUNTIMES, "echo-agent") is not None
+    assert fake.get(CODE_INTERPRETERS, "python-interpreter-warm") is not None
+    notes = suite.kept[1:]
+    assert [note.split(":")[0] for note in notes[:3]] == [
+        f"AgentRuntime {NS}/echo-agent",
+        f"CodeInterpreter {NS}/python-interpreter",
+        f"CodeInterpreter {NS}/python-interpreter-warm",
+    ]
+    port = router_url.rsplit(":", 1)[1] if router_url else ""
+    assert notes[3] == (
+        f"{router_url} was port forward to svc/agentcube-router in {NS}, closed at the end of "
+        f"the run; reopen it with: kubectl -n {NS} port-forward svc/agentcube-router {port}:8080"
+    )
+    assert "svc/workloadmanager" in notes[4]
+    assert len(notes) == 5
+
+
+def test_a_target_not_ready_stops_the_run_before_any_fixture(
+    start_suite: StartSuite, fake: FakeKubernetes
+) -> None:
+    url = f"http://127.0.0.1:{closed_port()}"
+    with pytest.raises(TargetNotReady, match=r"the Router at .* is unreachable or not ready"):
+        start_suite(
+            port_forward="false",
+            token_source="",
+            router_url=url,
+            workload_manager_url=url,
+            ready_timeout="300ms",
+        )
+    assert fake.lines("POST") == []
+
+
+@pytest.mark.usefixtures("services")
+def test_fixtures_never_usable_stop_the_run_and_what_it_created_is_deleted(
+    start_suite: StartSuite, fake: FakeKubernetes
+) -> None:
+    with pytest.raises(AssertionError, match="cluster_timeout"):
+        start_suite(cluster_timeout="300ms")
+    assert fake.lines("DELETE") == [
+        f"DELETE {CODE_INTERPRETERS}/python-interpreter-warm",
+        f"DELETE {CODE_INTERPRETERS}/python-interpreter",
+        f"DELETE {AGENT_RUNTIMES}/echo-agent",
+    ]
+
+
+def test_auth_and_overload_come_from_the_settings_as_on_any_target() -> None:
+    plain = load_settings({"platform": "kubernetes"}, {})
+    assert run_capabilities(plain, started_localcube=False) == CLUSTER_CAPABILITIES
+    configured = load_settings(
+        {
+            "platform": "kubernetes",
+            "api_token": "first-token",
+            "second_api_token": "second-token",
+            "max_concurrent_requests": "8",
+        },
+        {},
+    )
+    assert run_capabilities(configured, started_localcube=False) == {
+        *CLUSTER_CAPABILITIES,
+        AUTH,
+        OVERLOAD,
+    }
+
+
+def test_behave_refuses_a_cluster_that_does_not_answer_in_one_line(tmp_path: Path) -> None:
+    server = f"http://127.0.0.1:{closed_port()}"
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server)
+    config = yaml.safe_load(kubeconfig.read_text(encoding="utf-8"))
+    kubeconfig.write_text(yaml.safe_dump({**config, "current-context": "fake"}), "utf-8")
+    status, output = run_module(
+        "behave",
+        "--no-color",
+        "-D",
+        "platform=kubernetes",
+        "-D",
+        f"kubeconfig={kubeconfig}",
+        timeout=60,
+    )
+    assert status != 0, output
+    [line] = [line for line in output.splitlines() if "is unreachable" in line]
+    assert line.startswith(
+        f"HOOK-ERROR in before_all: ClusterUnreachable: the Kubernetes API at {server} "
+        f"(kubeconfig {kubeconfig})"
+    ), output
+    assert line.endswith(FIX_CONNECTION), output
+    assert "Traceback" not in output
+    assert "0 scenarios passed, 0 failed" in output
+
+
+def test_a_dry_run_on_the_cluster_platform_finds_every_step() -> None:
+    status, output = run_module(
+        "behave", "--dry-run", "--no-color", "-f", "null", "-D", "platform=kubernetes", timeout=60
+    )
+    assert status == 0, output
+    steps_summary = next(line for line in output.splitlines() if " steps passed, " in line)
+    assert "undefined" not in steps_summary, output
+    assert "0 skipped, 0 untested" not in steps_summary, f"no step was found: {output}"
