@@ -8,6 +8,7 @@ import dataclasses
 import json
 import threading
 from collections.abc import Callable, Iterator
+from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -173,20 +174,28 @@ def ready_on_create(fake: FakeKubernetes, request: Recorded) -> None:
 HEALTH = {"/health/ready": "ready", "/health": "healthy"}
 
 
-class Backend:
-    """A pod's HTTP server: answers every GET with the pod's name, and on the health paths
-    with the status a Router or WorkloadManager gives."""
+Respond = Callable[[str, str, Message, bytes], tuple[int, dict]]
 
-    def __init__(self, name: str) -> None:
+
+class JsonServer:
+    """A loopback HTTP server that answers with the JSON `respond(method, path, headers,
+    body)` gives."""
+
+    def __init__(self, respond: Respond) -> None:
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                answer = {"pod": name, "path": self.path, "status": HEALTH.get(self.path)}
-                body = json.dumps(answer).encode()
-                self.send_response(200)
+            def answer(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                status, body = respond(
+                    self.command, self.path, self.headers, self.rfile.read(length)
+                )
+                data = json.dumps(body).encode()
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(body)
+                self.wfile.write(data)
+
+            do_GET = do_POST = answer
 
             def log_message(self, *args: object) -> None:
                 pass
@@ -202,9 +211,20 @@ class Backend:
         self.server.server_close()
 
 
+def pod_backend(name: str) -> JsonServer:
+    """A pod's HTTP server: answers every GET with the pod's name, and on the health paths
+    with the status a Router or WorkloadManager gives."""
+    return JsonServer(
+        lambda method, path, headers, body: (
+            200,
+            {"pod": name, "path": path, "status": HEALTH.get(path)},
+        )
+    )
+
+
 @pytest.fixture
-def backends() -> Iterator[dict[str, Backend]]:
-    started: dict[str, Backend] = {}
+def backends() -> Iterator[dict[str, JsonServer]]:
+    started: dict[str, JsonServer] = {}
     yield started
     for backend in started.values():
         backend.close()
@@ -221,14 +241,14 @@ def service(name: str, app: str, target: int | str = 8080) -> dict:
 
 def add_pod(
     fake: FakeKubernetes,
-    backends: dict[str, Backend],
+    backends: dict[str, JsonServer],
     name: str,
     app: str,
     *,
     created: str,
     ready: bool = True,
 ) -> None:
-    backends[name] = Backend(name)
+    backends[name] = pod_backend(name)
     fake.pod_backends[(NS, name)] = backends[name].port
     obj = pod(
         name,
@@ -241,7 +261,7 @@ def add_pod(
 
 
 @pytest.fixture
-def services(fake: FakeKubernetes, backends: dict[str, Backend]) -> None:
+def services(fake: FakeKubernetes, backends: dict[str, JsonServer]) -> None:
     """The Router's and the WorkloadManager's Services, with a ready pod behind each (and a
     Router pod that is not ready)."""
     fake.put(SERVICES, service("agentcube-router", "agentcube-router"))

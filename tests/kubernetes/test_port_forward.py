@@ -20,7 +20,7 @@ from tests.kubernetes.conftest import (
     PODS,
     SERVICE_ACCOUNTS,
     SERVICES,
-    Backend,
+    JsonServer,
     MakeCluster,
     add_pod,
     meta,
@@ -57,7 +57,7 @@ def test_forwards_to_a_ready_pod_of_each_service(
 
 @pytest.mark.usefixtures("services")
 def test_a_restart_of_the_pods_behind_the_service_is_survived(
-    make_cluster: MakeCluster, fake: FakeKubernetes, backends: dict[str, Backend]
+    make_cluster: MakeCluster, fake: FakeKubernetes, backends: dict[str, JsonServer]
 ) -> None:
     cluster = make_cluster(port_forward=True)
     router_url, _ = cluster.endpoints(None, None)

@@ -3,11 +3,9 @@ credentials (directly or through a port forward to an in-cluster Keycloak). Neve
 
 from __future__ import annotations
 
-import json
-import threading
 import urllib.parse
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from email.message import Message
 from pathlib import Path
 
 import pytest
@@ -17,7 +15,16 @@ from acceptance.kubernetes.cluster import Cluster
 from acceptance.kubernetes.settings import load_kubernetes_settings
 from acceptance.kubernetes.tokens import TOKEN_LIFETIME_SECONDS
 from acceptance.settings import ConfigError
-from tests.kubernetes.conftest import NS, PODS, SERVICE_ACCOUNTS, SERVICES, MakeCluster, meta, pod
+from tests.kubernetes.conftest import (
+    NS,
+    PODS,
+    SERVICE_ACCOUNTS,
+    SERVICES,
+    JsonServer,
+    MakeCluster,
+    meta,
+    pod,
+)
 from tests.kubernetes.fake_api import FakeKubernetes
 
 SECRET = "app-secret-5b2e"
@@ -25,44 +32,29 @@ ACCESS_TOKEN = "eyJhbGciOiJSUzI1NiJ9.access.token-4411"
 TOKEN_PATH = "/realms/agentcube/protocol/openid-connect/token"
 
 
-class TokenEndpoint:
+class TokenEndpoint(JsonServer):
     """An OIDC token endpoint: client credentials for one client, every request recorded."""
 
     def __init__(self) -> None:
         self.seen: list[tuple[dict[str, str], str]] = []
-        seen = self.seen
+        super().__init__(self.respond)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                length = int(self.headers["Content-Length"])
-                form = dict(urllib.parse.parse_qsl(self.rfile.read(length).decode()))
-                seen.append((form, self.headers["Host"]))
-                if form.get("client_secret") == SECRET and form["client_id"] == "agentcube-app":
-                    status, body = 200, {"access_token": ACCESS_TOKEN, "token_type": "Bearer"}
-                else:  # echoes what it got, as a careless server might
-                    status, body = 401, {"error": "unauthorized_client", "got": form}
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        ).start()
+    def respond(self, method: str, path: str, headers: Message, body: bytes) -> tuple[int, dict]:
+        form = dict(urllib.parse.parse_qsl(body.decode()))
+        self.seen.append((form, headers["Host"]))
+        if form.get("client_secret") == SECRET and form["client_id"] == "agentcube-app":
+            return 200, {"access_token": ACCESS_TOKEN, "token_type": "Bearer"}
+        return 401, {
+            "error": "unauthorized_client",
+            "got": form,
+        }  # echoes, as a careless server might
 
 
 @pytest.fixture
 def endpoint() -> Iterator[TokenEndpoint]:
     started = TokenEndpoint()
     yield started
-    started.server.shutdown()
-    started.server.server_close()
+    started.close()
 
 
 def oidc_cluster(
