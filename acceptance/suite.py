@@ -235,7 +235,7 @@ def read_settings(
     if stray and settings.platform != "kubernetes":
         raise ConfigError(
             f"setting {stray[0]} (-D {stray[0]}) applies only with -D platform=kubernetes "
-            "(docs/kubernetes.md)"
+            "(README: Running against a real cluster)"
         )
     return settings, userdata
 

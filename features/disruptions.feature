@@ -6,7 +6,7 @@ Feature: Surviving disruptions
   fails at once with an error rather than hanging, and new sessions are unaffected.
 
   These scenarios disturb the target for everything else, so the default run leaves them
-  out: include them with --tags=@disruptive (see docs/coverage.md).
+  out: include them with --tags=@disruptive.
 
   @requires.router-restart
   Scenario: Sessions opened before a Router restart keep working after it

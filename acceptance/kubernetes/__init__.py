@@ -1,6 +1,6 @@
 """The ``kubernetes`` platform adapter: the suite against a real AgentCube cluster, on the
-official ``kubernetes`` client. docs/kubernetes.md tells how to run it and what it does not
-claim.
+official ``kubernetes`` client. The README's "Running against a real cluster" tells how to
+run it and what it does not claim.
 
 One concern a module; import from the modules themselves (``settings`` loads no Kubernetes
 client, so the suite can read the settings of a run that never touches a cluster):
