@@ -166,7 +166,8 @@ SETTINGS: tuple[Setting, ...] = (
         _one_of(PLATFORMS),
         None,
         "What the suite may do beside HTTP calls: `localcube` (admin API), "
-        "`kubernetes` (the cluster's API; README: Running against a real cluster), `none` (HTTP only).",
+        "`kubernetes` (the cluster's API; README: Running against a real cluster), "
+        "`none` (HTTP only).",
         default_text="`localcube` when the suite starts localcube, else `none`",
     ),
     Setting(
