@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 _READY_PREFIX = "localcube ready: "
-_PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
 class LocalCubeStartError(RuntimeError):
@@ -79,7 +79,7 @@ def start(
         arguments += ["--state-dir", str(state_dir)]
     arguments += extra_arguments or []
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_PROJECT_ROOT), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
         process = subprocess.Popen(

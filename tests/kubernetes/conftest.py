@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 import yaml
 
-from acceptance import evidence
 from acceptance.kubernetes.cluster import Cluster
 from acceptance.kubernetes.settings import KubernetesSettings
 from tests.kubernetes.fake_api import TOKEN, FakeKubernetes, Recorded
@@ -33,13 +32,6 @@ SERVICES = f"/api/v1/namespaces/{NS}/services"
 SERVICE_ACCOUNTS = f"/api/v1/namespaces/{NS}/serviceaccounts"
 DEPLOYMENTS = f"/apis/apps/v1/namespaces/{NS}/deployments"
 SESSION_LABEL = "runtime.agentcube.io/session-id"
-
-
-@pytest.fixture(autouse=True)
-def no_registered_secrets(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Secrets are process-wide; each test starts without any."""
-    monkeypatch.setattr(evidence, "_secrets", set())
-    yield
 
 
 @pytest.fixture

@@ -28,15 +28,6 @@ def start_localcube(tmp_path: Path) -> Iterator[StartLocalCube]:
         cube.stop()
 
 
-@pytest.fixture(scope="module")
-def shared_cube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded.RunningLocalCube]:
-    """One localcube with the fixtures, for tests that only create their own sessions."""
-    log = tmp_path_factory.mktemp("cube") / "localcube.log"
-    cube = embedded.start([FIXTURES], log, gc_interval="100ms")
-    yield cube
-    cube.stop()
-
-
 @pytest.fixture
 def client(shared_cube: embedded.RunningLocalCube) -> Client:
     return Client(shared_cube.url)

@@ -2,14 +2,12 @@ from __future__ import annotations
 
 import http.client
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 import requests
 from requests.structures import CaseInsensitiveDict
-
-from acceptance import evidence
 
 MakeAnswer = Callable[..., requests.Response]
 
@@ -35,10 +33,3 @@ def answer() -> MakeAnswer:
         return response
 
     return make
-
-
-@pytest.fixture(autouse=True)
-def no_registered_secrets(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Secrets are process-wide; each test starts without any."""
-    monkeypatch.setattr(evidence, "_secrets", set())
-    yield

@@ -49,14 +49,6 @@ class Scenario:
 MakeScenario = Callable[..., Scenario]
 
 
-@pytest.fixture(scope="module")
-def cube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded.RunningLocalCube]:
-    log = tmp_path_factory.mktemp("world") / "localcube.log"
-    running = embedded.start([FIXTURE_RUNTIMES], log, gc_interval="100ms")
-    yield running
-    running.stop()
-
-
 @pytest.fixture
 def scenario() -> Iterator[MakeScenario]:
     started: list[Scenario] = []
@@ -89,46 +81,49 @@ def scenario() -> Iterator[MakeScenario]:
         each.end()
 
 
-def test_a_session_the_router_opens_is_deleted_at_the_end(cube, scenario) -> None:
-    run = scenario(cube.url)
+def test_a_session_the_router_opens_is_deleted_at_the_end(shared_cube, scenario) -> None:
+    run = scenario(shared_cube.url)
     run.world.send_to_agent(Role.ECHO_AGENT, "hi", in_session=False)
     session = run.world.session
-    assert Client(cube.url).sandbox_of(session.session_id) is not None
+    assert Client(shared_cube.url).sandbox_of(session.session_id) is not None
     run.end()
-    assert Client(cube.url).sandbox_of(session.session_id) is None
+    assert Client(shared_cube.url).sandbox_of(session.session_id) is None
     assert run.leaks == []
 
 
-def test_a_session_opened_through_the_workload_manager_is_deleted(cube, scenario) -> None:
-    run = scenario(cube.url)
+def test_a_session_opened_through_the_workload_manager_is_deleted(shared_cube, scenario) -> None:
+    run = scenario(shared_cube.url)
     session = run.world.open_session(Role.PYTHON_INTERPRETER)
     assert session.runtime.kind is RuntimeKind.CODE_INTERPRETER
     assert run.world.run_sessions == [session]
     run.end()
-    assert Client(cube.url).sandbox_of(session.session_id) is None
+    assert Client(shared_cube.url).sandbox_of(session.session_id) is None
     assert run.leaks == []
 
 
-def test_a_session_that_is_already_gone_is_no_leak(cube, scenario) -> None:
-    run = scenario(cube.url)
+def test_a_session_that_is_already_gone_is_no_leak(shared_cube, scenario) -> None:
+    run = scenario(shared_cube.url)
     session = run.world.open_session(Role.ECHO_AGENT)
     assert run.world.close_session(session).status_code == 200
     run.end()
     assert run.leaks == []
 
 
-def test_a_failed_deletion_is_reported_with_the_answer(cube, scenario) -> None:
-    with FaultProxy(cube.url, "deletion-fails") as broken:
+def test_a_failed_deletion_is_reported_with_the_answer(shared_cube, scenario) -> None:
+    with FaultProxy(shared_cube.url, "deletion-fails") as broken:
         run = scenario(broken.url)
         session = run.world.open_session(Role.ECHO_AGENT)
         run.end()
     assert len(run.leaks) == 1
     assert session.session_id in run.leaks[0] and "500 Internal Server Error" in run.leaks[0]
-    assert Client(cube.url).delete_session("agent-runtime", session.session_id).status_code == 200
+    assert (
+        Client(shared_cube.url).delete_session("agent-runtime", session.session_id).status_code
+        == 200
+    )
 
 
-def test_a_refused_session_creation_fails_with_the_answer(cube, scenario) -> None:
-    run = scenario(cube.url, python_interpreter="no-such-interpreter")
+def test_a_refused_session_creation_fails_with_the_answer(shared_cube, scenario) -> None:
+    run = scenario(shared_cube.url, python_interpreter="no-such-interpreter")
     registered = list(run.registered)
     with pytest.raises(AssertionError, match="the WorkloadManager to create a session") as error:
         run.world.open_session(Role.PYTHON_INTERPRETER)
@@ -142,12 +137,12 @@ class RestartLosingSessions:
 
     def __init__(self, log: Path) -> None:
         self._log = log
-        self.cube = embedded.start([FIXTURE_RUNTIMES], log, gc_interval="100ms")
+        self.shared_cube = embedded.start([FIXTURE_RUNTIMES], log, gc_interval="100ms")
 
     def restart(self) -> None:
-        port = urlsplit(self.cube.url).port
-        self.cube.stop()
-        self.cube = embedded.start([FIXTURE_RUNTIMES], self._log, port=port)
+        port = urlsplit(self.shared_cube.url).port
+        self.shared_cube.stop()
+        self.shared_cube = embedded.start([FIXTURE_RUNTIMES], self._log, port=port)
 
     def limited(self, limit: int) -> AbstractContextManager[str]:
         raise AssertionError("not needed here")
@@ -156,7 +151,7 @@ class RestartLosingSessions:
 def test_a_router_restart_that_loses_sessions_is_noticed(tmp_path: Path, scenario) -> None:
     target = RestartLosingSessions(tmp_path / "localcube.log")
     try:
-        run = scenario(target.cube.url, own=target)
+        run = scenario(target.shared_cube.url, own=target)
         resilience = run.world.part(Resilience)
         resilience.open_answered_session(Role.ECHO_AGENT)
         resilience.restart_router()
@@ -167,4 +162,4 @@ def test_a_router_restart_that_loses_sessions_is_noticed(tmp_path: Path, scenari
         assert "the status was 404" in message
         run.end()
     finally:
-        target.cube.stop()
+        target.shared_cube.stop()

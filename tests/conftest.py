@@ -1,0 +1,28 @@
+"""Fixtures every kind of test uses."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from acceptance import evidence
+from localcube import embedded
+
+FIXTURE_RUNTIMES = embedded.PROJECT_ROOT / "fixtures" / "runtimes"
+
+
+@pytest.fixture(autouse=True)
+def no_registered_secrets(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Secrets to redact are process-wide; each test starts without any."""
+    monkeypatch.setattr(evidence, "_secrets", set())
+    yield
+
+
+@pytest.fixture(scope="module")
+def shared_cube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded.RunningLocalCube]:
+    """One localcube serving the fixture runtimes, for tests that only use their own sessions."""
+    log = tmp_path_factory.mktemp("cube") / "localcube.log"
+    cube = embedded.start([FIXTURE_RUNTIMES], log, gc_interval="100ms")
+    yield cube
+    cube.stop()
