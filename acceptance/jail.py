@@ -86,8 +86,8 @@ class WorkspaceJail:
         }
         self._world.call(runtime, session.session_id, sends[operation])
 
-    def expect_refused(self) -> None:
-        assert_that(self._world.last_answer, matchers.refused())
+    def expect_refused_as_escaping(self) -> None:
+        assert_that(self._world.last_answer, matchers.refused_as_escaping_the_workspace())
 
     def expect_nothing_outside_revealed_or_changed(self) -> None:
         """The answer reveals nothing of the outside directory, which, seen from inside the

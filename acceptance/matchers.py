@@ -64,11 +64,7 @@ class Answer(BaseMatcher[requests.Response]):
     ) -> None:
         self.expectation = expectation
         self.statuses = {status} if isinstance(status, int) else set(status or ())
-        self.wanted = (
-            f"{status.start} to {status.stop - 1}"
-            if isinstance(status, range)
-            else " or ".join(str(code) for code in sorted(self.statuses))
-        )
+        self.wanted = " or ".join(str(code) for code in sorted(self.statuses))
         self.body = body
         self.headers = dict(headers or {})
 
@@ -349,11 +345,6 @@ class _RevealsNothing(BaseMatcher[requests.Response]):
 
 def reveals_nothing_of(secret: str, file_name: str) -> Matcher[requests.Response]:
     return _RevealsNothing(secret, file_name)
-
-
-def refused() -> Answer:
-    """Any refusal by the Router or the sandbox: a 4xx status."""
-    return Answer("the call to be refused with a 4xx status", status=range(400, 500))
 
 
 def finished_long_call() -> Answer:

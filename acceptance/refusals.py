@@ -93,9 +93,6 @@ class Refusals:
         assert_that(stored, matchers.succeeded("PicoD to store folder/file.txt"))
         return router.download_file(runtime, "folder", session_id=session_id)
 
-    def expect_refused_with(self, status: int, explanation: str) -> None:
-        assert_that(self._world.last_answer, matchers.refused_with(status, explanation))
-
 
 def _oversized_upload() -> bytes:
     """A well-formed JSON upload whose base64 content alone exceeds the body limit."""

@@ -17,7 +17,7 @@ Feature: The workspace jail
 
   Scenario Outline: <operation> "<path>" is refused
     When I <operation> "<path>"
-    Then the call is refused
+    Then the call is refused because the path leaves the workspace
     And nothing outside the workspace is revealed or changed
 
     Examples: Through ".."

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 
 import aiohttp
+import yarl
 from aiohttp import web
 
 from localcube.auth import SUBJECT_KEY, owner_refusal
@@ -115,7 +116,7 @@ class Router:
         session = sandbox.session_id or ""
         self.workloads.request_started(session)
         try:
-            return await self._forward(request, sandbox, request.match_info["path"] or "/")
+            return await self._forward(request, sandbox, _forwarded_path(request))
         finally:
             self.workloads.request_finished(session)
 
@@ -127,7 +128,16 @@ class Router:
             (port for prefix, port in sandbox.endpoints if path.startswith(prefix)),
             sandbox.endpoints[0][1],
         )
-        url = f"http://127.0.0.1:{port}{path}"
+        # Built from the raw path, as upstream forwards it: ".." segments reach the sandbox,
+        # whose jail must refuse them, instead of being resolved here.
+        url = yarl.URL.build(
+            scheme="http",
+            host="127.0.0.1",
+            port=port,
+            path=path,
+            query_string=request.rel_url.raw_query_string,
+            encoded=True,
+        )
         headers = {
             key: value
             for key, value in request.headers.items()
@@ -141,9 +151,7 @@ class Router:
         headers["X-Forwarded-For"] = f"{prior}, {client}" if prior else client
         body = request.content if request.body_exists else None
         try:
-            upstream = await self._client().request(
-                request.method, url, params=request.query, headers=headers, data=body
-            )
+            upstream = await self._client().request(request.method, url, headers=headers, data=body)
         except aiohttp.ClientConnectorError:
             return error(502, "sandbox unreachable")
         except (TimeoutError, aiohttp.ServerTimeoutError):
@@ -175,3 +183,9 @@ class Router:
                 skip_auto_headers=("User-Agent", "Accept-Encoding", "Content-Type"),
             )
         return self._upstream
+
+
+def _forwarded_path(request: web.Request) -> str:
+    """Everything after `/invocations`, still percent-encoded and with any `..` kept."""
+    raw = request.rel_url.raw_path
+    return raw[raw.index("/invocations") + len("/invocations") :] or "/"

@@ -2,9 +2,7 @@
 
 from behave import given, then, when
 from behave.runner import Context
-from hamcrest import assert_that
 
-from acceptance import matchers
 from acceptance.jail import JailOperation, WorkspaceJail
 
 
@@ -21,9 +19,9 @@ def step_attempt(context: Context, operation: JailOperation, path: str) -> None:
     context.world.part(WorkspaceJail).attempt(operation, path)
 
 
-@then("the call is refused")
-def step_refused(context: Context) -> None:
-    assert_that(context.world.last_answer, matchers.refused())
+@then("the call is refused because the path leaves the workspace")
+def step_refused_as_escaping(context: Context) -> None:
+    context.world.part(WorkspaceJail).expect_refused_as_escaping()
 
 
 @then("nothing outside the workspace is revealed or changed")

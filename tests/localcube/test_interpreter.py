@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import http.client
+import json
 from pathlib import Path
 
 import requests
@@ -119,3 +121,16 @@ def test_a_sandbox_refuses_calls_that_bypass_the_router(client: Client) -> None:
         timeout=10,
     )
     assert forged.status_code == 401
+
+
+def test_dot_segments_reach_the_sandbox_as_sent(client: Client) -> None:
+    """The Router forwards the raw path (as upstream does); the sandbox's jail refuses it."""
+    session = new_session(client)
+    host = client.url.removeprefix("http://")
+    connection = http.client.HTTPConnection(host, timeout=10)
+    path = f"/v1/namespaces/default/code-interpreters/{INTERPRETER}/invocations/api/files/../x"
+    connection.request("GET", path, headers={SESSION_HEADER: session})
+    answer = connection.getresponse()
+    assert answer.status == 400
+    assert "escapes workspace jail" in json.loads(answer.read())["error"]
+    connection.close()
