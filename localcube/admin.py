@@ -5,10 +5,12 @@ The suite reads sandboxes here where, on a cluster, it would read pods and claim
 
 from __future__ import annotations
 
+import ipaddress
 from datetime import UTC, datetime
 
 from aiohttp import web
 
+from localcube.auth import Handler
 from localcube.manifests import PLURALS, ManifestError, parse_documents
 from localcube.sandboxes import is_alive
 from localcube.store import SandboxRecord
@@ -45,6 +47,17 @@ def describe(record: SandboxRecord) -> dict:
         "endpoint": f"127.0.0.1:{record.endpoints[0][1]}",
         "workspace": record.workspace,
     }
+
+
+@web.middleware
+async def loopback_only(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """The admin API can start processes on this machine: only local callers may use it."""
+    if (
+        request.path.startswith(PREFIX)
+        and not ipaddress.ip_address(request.remote or "::").is_loopback
+    ):
+        return _error(403, "the admin API answers only callers on this machine")
+    return await handler(request)
 
 
 class AdminRoutes:

@@ -16,7 +16,7 @@ from pathlib import Path
 from aiohttp import web
 
 from localcube import auth
-from localcube.admin import AdminRoutes
+from localcube.admin import AdminRoutes, loopback_only
 from localcube.manifests import Runtime
 from localcube.router import Router
 from localcube.sandboxes import SandboxLauncher
@@ -55,7 +55,8 @@ async def serve(settings: Settings) -> int:
     workloads = WorkloadManager(store, launcher)
     router = Router(workloads, signer, settings.max_concurrent_requests)
     app = web.Application(
-        middlewares=[auth.middleware(settings.tokens)], client_max_size=_MAX_CONTROL_BODY
+        middlewares=[loopback_only, auth.middleware(settings.tokens)],
+        client_max_size=_MAX_CONTROL_BODY,
     )
     app.add_routes(
         router.routes()

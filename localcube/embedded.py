@@ -78,7 +78,8 @@ def start(
     if state_dir is not None:
         arguments += ["--state-dir", str(state_dir)]
     arguments += extra_arguments or []
-    env = dict(os.environ)
+    # The suite's own settings, tokens among them, are none of localcube's business.
+    env = {name: value for name, value in os.environ.items() if not name.startswith("AGENTCUBE_")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:

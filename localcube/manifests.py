@@ -6,6 +6,7 @@ Every refusal names the source, the resource and the field, so a user can fix th
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ import yaml
 
 from localcube.durations import parse_duration
 
+log = logging.getLogger("localcube.manifests")
 API_GROUP = "runtime.agentcube.volcano.sh"
 AGENT_RUNTIME = "AgentRuntime"
 CODE_INTERPRETER = "CodeInterpreter"
@@ -111,6 +113,12 @@ def _runtimes(documents: list[Any], source: str) -> Iterator[Runtime]:
         if not isinstance(document, dict):
             raise ManifestError(f"{where}: a resource must be a mapping")
         if document.get("kind") not in PLURALS:
+            log.warning(
+                "%s: skipped a %s: localcube serves only %s",
+                where,
+                document.get("kind"),
+                " and ".join(PLURALS),
+            )
             continue
         yield _parse_resource(document, where)
 

@@ -31,7 +31,11 @@ _PROCESS_FILE = "process"  # "PID START_TIME" of the sandbox's session leader
 
 
 class SandboxStartError(RuntimeError):
-    """The sandbox process exited or did not become ready in time."""
+    """The sandbox process could not start or exited before it served."""
+
+
+class SandboxNotReady(SandboxStartError):
+    """The sandbox process runs but did not serve within the ready timeout."""
 
 
 @dataclass(frozen=True)
@@ -200,7 +204,7 @@ class SandboxLauncher:
             if await self._serves(port, readiness_path):
                 return
             if time.monotonic() > deadline:
-                raise SandboxStartError(
+                raise SandboxNotReady(
                     f"sandbox not ready within {self.ready_timeout:g}s: {_tail(log)}"
                 )
             await asyncio.sleep(delay)

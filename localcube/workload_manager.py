@@ -65,7 +65,8 @@ class WorkloadManager:
                 if kind == CODE_INTERPRETER
                 else "agent runtime not found"
             )
-        sandbox = self._take_warm(runtime) or await self._start(runtime)
+        warm = self._take_warm(runtime)
+        sandbox = warm or await self._start(runtime)
         now = time.time()
         lifetime = (
             runtime.max_session_duration if ttl is None else min(ttl, runtime.max_session_duration)
@@ -83,7 +84,7 @@ class WorkloadManager:
             "session %s created on sandbox %s (%s)",
             record.session_id,
             record.sandbox_name,
-            sandbox.state,
+            "from the warm pool" if warm else "started for it",
         )
         return record
 

@@ -9,7 +9,7 @@ from aiohttp import web
 
 from localcube.auth import SUBJECT_KEY, owner_refusal
 from localcube.manifests import AGENT_RUNTIME, CODE_INTERPRETER
-from localcube.sandboxes import SandboxStartError
+from localcube.sandboxes import SandboxNotReady, SandboxStartError
 from localcube.workload_manager import RuntimeNotFound, WorkloadManager
 
 log = logging.getLogger("localcube.workload_manager")
@@ -58,6 +58,9 @@ class WorkloadManagerRoutes:
             )
         except RuntimeNotFound as missing:
             return message(404, str(missing))
+        except SandboxNotReady as failure:
+            log.error("sandbox for %s/%s: %s", body["namespace"], body["name"], failure)
+            return message(504, "sandbox was not ready in time")
         except SandboxStartError as failure:
             log.error(
                 "sandbox for %s/%s did not start: %s", body["namespace"], body["name"], failure
