@@ -7,7 +7,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import requests
-from hamcrest import assert_that, described_as, has_length
+from hamcrest import all_of, assert_that, described_as, has_length
 
 from acceptance import matchers
 from acceptance.clients import session_id_of
@@ -40,7 +40,13 @@ class Isolation:
         answer = self._world.router.upload_file(
             session.runtime, path, text.encode(), session_id=session.session_id
         )
-        assert_that(answer, matchers.succeeded(f"session {name} to store {path}"))
+        assert_that(
+            answer,
+            all_of(
+                matchers.succeeded(f"session {name} to store {path}"),
+                matchers.carries_session_id(session.session_id),
+            ),
+        )
 
     def read(self, name: str, path: str) -> requests.Response:
         session = self._named[name]
@@ -55,7 +61,15 @@ class Isolation:
         )
 
     def expect_cannot_find(self, name: str, path: str) -> None:
-        assert_that(self.read(name, path), matchers.refused_with(404, "File not found"))
+        """The sandbox of this very session says the file is not there."""
+        session = self._named[name]
+        assert_that(
+            self.read(name, path),
+            all_of(
+                matchers.refused_with(404, "File not found"),
+                matchers.carries_session_id(session.session_id),
+            ),
+        )
 
     # Session ids.
 

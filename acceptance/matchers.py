@@ -143,8 +143,10 @@ def refused_because_session_not_found(session_id: str, *, code_required: bool) -
     code = has_entry("code", SESSION_NOT_FOUND)
     return Answer(
         f"the Router to refuse the call with 404 because session {session_id} was not found"
-        + (f", with code {SESSION_NOT_FOUND}" if code_required else ""),
+        + (f", with code {SESSION_NOT_FOUND}" if code_required else "")
+        + ", opening no session",
         status=404,
+        headers={SESSION_HEADER: none()},
         body=all_of(
             has_entry("error", all_of(contains_string(session_id), contains_string("not found"))),
             code if code_required else any_of(is_not(has_key("code")), code),
@@ -222,8 +224,10 @@ def failed_because_the_sandbox_died() -> Answer:
 
 def refused_because_runtime_not_found(runtime: Runtime) -> Answer:
     return Answer(
-        f"the Router to refuse the call with 404 because {runtime} was not found",
+        f"the Router to refuse the call with 404 because {runtime} was not found, "
+        "opening no session",
         status=404,
+        headers={SESSION_HEADER: none()},
         body=has_entry(
             "error",
             all_of(

@@ -54,6 +54,41 @@ class Case:
 
 
 CASES = {
+    # The umbrella issue's scenarios (A1-A3, B1-B3).
+    "answers without the session header": Case(
+        "drop-session-header",
+        ("The first call opens a session", "The first command runs in a new session"),
+        ("Expected: the answer to carry a new session id in x-agentcube-session-id",),
+    ),
+    "the caller's session id ignored": Case(
+        "ignore-session-id",
+        (
+            "reaches the same sandbox",
+            "A file written by one command",
+            "uploaded script writes a result",
+        ),
+        (
+            "Expected: the answer to carry session id",
+            "Expected: the command to print '10' and nothing else",
+            "Expected: the command to exit with code 0",
+        ),
+    ),
+    "unknown runtimes and sessions answered as found": Case(
+        "not-found-as-ok",
+        ("does not exist is refused", "never issued is refused"),
+        (
+            "Expected: the Router to refuse the call with 404 because AgentRuntime",
+            "Expected: the Router to refuse the call with 404 because CodeInterpreter",
+            "Expected: the Router to refuse the call with 404 because session",
+        ),
+    ),
+    "idle sessions never collected": Case(
+        None,
+        ("left idle past its timeout",),
+        ("Expected: no sandbox serving the session",),
+        target="cube that never collects",
+    ),
+    # The corner cases.
     "an ingress that cuts long calls": Case(
         "cut-long-calls",
         ("runs longer than an ordinary call", "A task longer than the idle timeout"),
@@ -110,7 +145,7 @@ CASES = {
             r"inside the workspace: (upload a file to|download) ",
         ),
         (
-            "Expected: the call to be refused with a 4xx status",
+            "Expected: the call to be refused with 400 because the path escapes the workspace",
             "Expected: the outside directory to hold only secret.txt, unchanged",
             "Expected: an answer that reveals nothing from outside the workspace",
         ),
@@ -119,8 +154,8 @@ CASES = {
         "shared-sandbox",
         ("cannot be read from another", "same file name", "20 sessions opened"),
         (
-            "Expected: the call to be refused with 404 and an error that says 'File not found'",
-            "Expected: session A to read 'written by A' from note.txt",
+            "the call to be refused with 404 and an error that says 'File not found'",
+            "session B to store note.txt and the answer to carry session id",
             "Expected: the workspace listing to hold exactly mine-",
         ),
     ),
@@ -228,6 +263,7 @@ def _start_targets(
         "cube": ([FIXTURES], []),
         "cube without pool": ([manifests], []),
         "cube limited to 2": ([FIXTURES], ["--max-concurrent-requests", "2"]),
+        "cube that never collects": ([FIXTURES], ["--gc-interval", "1h"]),
     }
     targets = {}
     for name, (paths, extra) in options.items():

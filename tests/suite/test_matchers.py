@@ -170,3 +170,9 @@ def test_one_sandbox_counts_the_calls_in_order() -> None:
         assert "every call served by one sandbox" in message
         assert '"pid": 7' in message
     assert "the sandboxes reported" in failure(matchers.served_by_one_sandbox(), [None, None])
+
+
+def test_a_not_found_refusal_that_opened_a_session_fails(answer) -> None:
+    opened = answer(404, SINCE_PR_460, headers={"x-agentcube-session-id": "new-session"})
+    matcher = matchers.refused_because_session_not_found(SESSION, code_required=True)
+    assert "opening no session" in failure(matcher, opened)
