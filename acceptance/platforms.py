@@ -19,6 +19,7 @@ implements the same interface with the custom resources and the pods labelled
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import signal
@@ -27,7 +28,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from hamcrest import assert_that
 
@@ -145,7 +146,9 @@ class LocalcubePlatform(Platform):
     """localcube's admin API (/localcube/v1/...), on the port that serves everything."""
 
     name = "localcube"
-    capabilities = frozenset({RUNTIME_ADMIN, SANDBOX_OBSERVATION, SANDBOX_KILL})
+    # Killing a sandbox signals the pid localcube reports: run_capabilities adds
+    # SANDBOX_KILL only for a localcube on this machine (a loopback URL).
+    capabilities = frozenset({RUNTIME_ADMIN, SANDBOX_OBSERVATION})
 
     def __init__(
         self, transport: Transport, base_url: str, own: OwnLocalcube | None = None
@@ -288,7 +291,8 @@ def make_platform(
 def run_capabilities(settings: Settings, *, started_localcube: bool) -> frozenset[str]:
     """What this run can do: the adapter's capabilities, plus those of the target as
     configured (tokens of two subjects, a declared concurrency limit) and of a localcube the
-    suite started (a restart keeping its state, a second one with a low limit)."""
+    suite started (a restart keeping its state, a second one with a low limit), and the
+    sandbox processes of a localcube on this machine."""
     assert settings.platform is not None
     available = set(platform_class(settings.platform).capabilities)
     if settings.api_token and settings.second_api_token:
@@ -298,4 +302,16 @@ def run_capabilities(settings: Settings, *, started_localcube: bool) -> frozense
         available.add(OVERLOAD)
     if own:
         available.add(ROUTER_RESTART)
+    if settings.platform == LocalcubePlatform.name and _on_this_machine(settings.router_url):
+        available.add(SANDBOX_KILL)
     return frozenset(available)
+
+
+def _on_this_machine(url: str | None) -> bool:
+    host = urlsplit(url or "").hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

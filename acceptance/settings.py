@@ -367,6 +367,11 @@ def load_settings(userdata: Mapping[str, str], environ: Mapping[str, str]) -> Se
 
 
 def _read(setting: Setting, userdata: Mapping[str, str], environ: Mapping[str, str]) -> Any:
+    if setting.secret and setting.name in userdata:
+        raise ConfigError(
+            f"setting {setting.name} is read from {setting.env} only: a -D value would show "
+            "in shell history and process lists"
+        )
     if userdata.get(setting.name):
         source, text = f"-D {setting.name}", userdata[setting.name]
     elif environ.get(setting.env):

@@ -178,7 +178,7 @@ def test_a_failed_start_closes_the_forwards_it_opened(
         "token_source": "service-account",
     }
     with pytest.raises(ConfigError, match="api_token is set and token_source=service-account"):
-        Cluster.start(load_settings({"api_token": "static-token"}, {}), userdata, {})
+        Cluster.start(load_settings({}, {"AGENTCUBE_API_TOKEN": "static-token"}), userdata, {})
     assert len([line for line in fake.lines() if line.endswith("/portforward?ports=8080")]) == 2
     acceptors = [t for t in threading.enumerate() if t.name.startswith("accept port forward")]
     assert acceptors == []

@@ -197,13 +197,8 @@ def test_auth_and_overload_come_from_the_settings_as_on_any_target() -> None:
     plain = load_settings({"platform": "kubernetes"}, {})
     assert run_capabilities(plain, started_localcube=False) == CLUSTER_CAPABILITIES
     configured = load_settings(
-        {
-            "platform": "kubernetes",
-            "api_token": "first-token",
-            "second_api_token": "second-token",
-            "max_concurrent_requests": "8",
-        },
-        {},
+        {"platform": "kubernetes", "max_concurrent_requests": "8"},
+        {"AGENTCUBE_API_TOKEN": "first-token", "AGENTCUBE_SECOND_API_TOKEN": "second-token"},
     )
     assert run_capabilities(configured, started_localcube=False) == {
         *CLUSTER_CAPABILITIES,

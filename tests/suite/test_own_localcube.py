@@ -15,7 +15,9 @@ from tests.localcube.support import SESSION_HEADER, Client
 def test_it_requires_either_token_restarts_with_its_sessions_and_cleans_up(
     tmp_path: Path,
 ) -> None:
-    settings = load_settings({"reports_dir": str(tmp_path), "second_api_token": "given"}, {})
+    settings = load_settings(
+        {"reports_dir": str(tmp_path)}, {"AGENTCUBE_SECOND_API_TOKEN": "given"}
+    )
     cube = OwnLocalcube.start(settings)
     state = cube.state_dir
     try:

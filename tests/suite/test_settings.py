@@ -49,7 +49,10 @@ def test_defaults_when_nothing_is_configured() -> None:
 def test_a_bad_userdata_value_names_the_setting(setting) -> None:
     with pytest.raises(ConfigError) as error:
         load_settings({setting.name: BAD_VALUES[setting.name]}, {})
-    assert f"setting {setting.name} (-D {setting.name})" in str(error.value)
+    if setting.secret:
+        assert f"setting {setting.name} is read from {setting.env} only" in str(error.value)
+    else:
+        assert f"setting {setting.name} (-D {setting.name})" in str(error.value)
 
 
 @pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: s.name)
@@ -99,7 +102,8 @@ def test_the_target_fills_in_the_defaults_that_depend_on_it() -> None:
 
 
 def test_the_tokens_stay_out_of_the_settings_repr() -> None:
-    settings = load_settings({"api_token": "hunter2", "second_api_token": "hunter3"}, {})
+    environ = {"AGENTCUBE_API_TOKEN": "hunter2", "AGENTCUBE_SECOND_API_TOKEN": "hunter3"}
+    settings = load_settings({}, environ)
     assert "hunter2" not in repr(settings) and "hunter3" not in repr(settings)
 
 
@@ -114,3 +118,11 @@ def test_the_table_has_a_row_per_setting() -> None:
     table = settings_table()
     for setting in SETTINGS:
         assert f"| `{setting.name}` | `{setting.env}` |" in table
+
+
+@pytest.mark.parametrize("name", ["api_token", "second_api_token"])
+def test_a_token_given_with_d_is_refused_without_echoing_it(name: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        load_settings({name: "hunter2"}, {})
+    assert "would show in shell history and process lists" in str(error.value)
+    assert "hunter2" not in str(error.value)

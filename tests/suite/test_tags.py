@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from acceptance.platforms import (
     CAPABILITIES,
     OVERLOAD,
     ROUTER_RESTART,
+    SANDBOX_KILL,
     LocalcubePlatform,
     run_capabilities,
 )
@@ -94,8 +96,16 @@ def test_the_run_adds_what_the_settings_and_its_own_localcube_allow() -> None:
     assert run_capabilities(bare, started_localcube=False) == LocalcubePlatform.capabilities
     own = run_capabilities(bare, started_localcube=True)
     assert {ROUTER_RESTART, OVERLOAD} <= own and AUTH not in own
+    local = dataclasses.replace(bare, router_url="http://127.0.0.1:8081")
+    assert SANDBOX_KILL in run_capabilities(local, started_localcube=False)
+    remote = dataclasses.replace(bare, router_url="http://localcube.example:8081")
+    assert SANDBOX_KILL not in run_capabilities(remote, started_localcube=False)
     configured = load_settings(
-        {"platform": "none", "api_token": "a", "second_api_token": "b"},
-        {"AGENTCUBE_MAX_CONCURRENT_REQUESTS": "50"},
+        {"platform": "none"},
+        {
+            "AGENTCUBE_API_TOKEN": "a",
+            "AGENTCUBE_SECOND_API_TOKEN": "b",
+            "AGENTCUBE_MAX_CONCURRENT_REQUESTS": "50",
+        },
     )
     assert run_capabilities(configured, started_localcube=False) == {AUTH, OVERLOAD}
