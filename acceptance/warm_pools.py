@@ -49,7 +49,11 @@ class WarmPools:
         runtime = self._world.runtime(role)
         size = self._platform.warm_pool_size(runtime)
         assert size == 0, f"{runtime} was expected without a warm pool, but warmPoolSize is {size}"
-        self._waiting = _ids(self._platform.warm_sandboxes(runtime))
+        # Every sandbox that exists before the call: any waiting, and those serving the
+        # run's sessions, so that handing out one of them cannot pass for a new start.
+        serving = (self._platform.sandbox_of(s.session_id) for s in self._world.run_sessions)
+        existing = {*self._platform.warm_sandboxes(runtime), *filter(None, serving)}
+        self._waiting = _ids(existing)
 
     def expect_served_from_pool(self) -> None:
         self._expect_serving_sandbox(
