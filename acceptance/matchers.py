@@ -23,6 +23,7 @@ from hamcrest import (
     equal_to,
     has_entries,
     has_entry,
+    has_item,
     has_items,
     has_key,
     is_in,
@@ -391,11 +392,11 @@ def new_session_ids(earlier: Collection[str]) -> Matcher[Sequence[str]]:
 
 
 def not_given_credentials(fingerprints: Mapping[str, str]) -> Matcher[Any]:
-    """The echo agent's sandbox report: the Authorization header it received is none of
-    the callers' (SHA-256 fingerprints by whose token they are)."""
+    """The echo agent's sandbox report: no word of any header it received is a caller's
+    token (SHA-256 fingerprints by whose token they are)."""
     return described_as(
         f"a sandbox that received none of the callers' tokens ({', '.join(fingerprints)})",
-        has_entry("authorization_sha256", is_not(is_in(list(fingerprints.values())))),
+        has_entry("header_word_sha256s", is_not(has_item(is_in(list(fingerprints.values()))))),
     )
 
 

@@ -274,6 +274,17 @@ class RecycledSessionIds(Fault):
             answer.set_json({**body, "sessionId": self._first})
 
 
+class TokenInAnotherHeader(Fault):
+    """An ingress that copies the caller's Authorization into another header, which the
+    Router passes on to the sandbox with the rest."""
+
+    async def answer_instead(self, proxy: FaultProxy, request: Request) -> Answer | None:
+        for name, value in list(request.headers.items()):
+            if name.lower() == "authorization":
+                request.headers["X-Forwarded-Authorization"] = value
+        return await proxy.forward(request)
+
+
 class ForwardCallerToken(Fault):
     """A Router that passes the caller's Authorization header on to the agent's sandbox."""
 
@@ -361,6 +372,7 @@ FAULTS = {
     "shared-sandbox": SharedSandbox,
     "recycled-session-ids": RecycledSessionIds,
     "forward-caller-token": ForwardCallerToken,
+    "token-in-another-header": TokenInAnotherHeader,
     "ignore-caller-identity": IgnoreCallerIdentity,
     "hang-on-sandbox-failure": HangOnSandboxFailure,
     "slow-warm-pool": SlowWarmPool,

@@ -169,6 +169,11 @@ CASES = {
         ("token never reaches the sandbox",),
         ("a sandbox that received none of the callers' tokens",),
     ),
+    "the caller's token passed on in another header": Case(
+        "token-in-another-header",
+        ("token never reaches the sandbox",),
+        ("a sandbox that received none of the callers' tokens",),
+    ),
     "one identity for every caller": Case(
         "ignore-caller-identity",
         ("belongs to the subject that opened it",),
