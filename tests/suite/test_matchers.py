@@ -108,10 +108,10 @@ def test_session_ids_are_new_uuid4s() -> None:
 
 def test_a_sandbox_report_without_the_callers_tokens() -> None:
     matcher = matchers.not_given_credentials({"api_token": "f1"})
-    assert_that({"authorization_sha256": "router-jwt"}, matcher)
-    assert_that({"authorization_sha256": None}, matcher)
+    assert_that({"header_word_sha256s": ["router-jwt", "other"]}, matcher)
+    assert_that({"header_word_sha256s": []}, matcher)
     assert "none of the callers' tokens (api_token)" in failure(
-        matcher, {"authorization_sha256": "f1"}
+        matcher, {"header_word_sha256s": ["other", "f1"]}
     )
 
 
