@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 _READY_PREFIX = "localcube ready: "
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+_PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
 class LocalCubeStartError(RuntimeError):
@@ -80,7 +80,7 @@ def start(
     arguments += extra_arguments or []
     # The suite's own settings, tokens among them, are none of localcube's business.
     env = {name: value for name, value in os.environ.items() if not name.startswith("AGENTCUBE_")}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_PROJECT_ROOT), env.get("PYTHONPATH")]))
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
         process = subprocess.Popen(

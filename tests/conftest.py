@@ -8,8 +8,7 @@ import pytest
 
 from acceptance import evidence
 from localcube import embedded
-
-FIXTURE_RUNTIMES = embedded.PROJECT_ROOT / "fixtures" / "runtimes"
+from tests.localcube.support import FIXTURES
 
 
 @pytest.fixture(autouse=True)
@@ -23,6 +22,6 @@ def no_registered_secrets(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def shared_cube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded.RunningLocalCube]:
     """One localcube serving the fixture runtimes, for tests that only use their own sessions."""
     log = tmp_path_factory.mktemp("cube") / "localcube.log"
-    cube = embedded.start([FIXTURE_RUNTIMES], log, gc_interval="100ms")
+    cube = embedded.start([FIXTURES], log, gc_interval="100ms")
     yield cube
     cube.stop()

@@ -19,7 +19,7 @@ NAMESPACE = "default"
 
 def derived_manifest(directory: Path, base: str, name: str, **spec: Any) -> Path:
     """A copy of fixture runtime `base` named `name`, with `spec` fields overridden."""
-    for document in _fixture_documents():
+    for document in fixture_documents():
         if document["metadata"]["name"] == base:
             document["metadata"]["name"] = name
             document["spec"].update(spec)
@@ -29,7 +29,7 @@ def derived_manifest(directory: Path, base: str, name: str, **spec: Any) -> Path
     raise LookupError(base)
 
 
-def _fixture_documents() -> list[dict]:
+def fixture_documents() -> list[dict]:
     return [
         doc
         for file in sorted(FIXTURES.glob("*.yaml"))

@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from localcube import embedded
-from tests.localcube.support import FIXTURES
+from tests.localcube.support import FIXTURES, fixture_documents
 from tests.suite.fault_proxy import FaultProxy
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -256,11 +256,7 @@ def _start_targets(
     work: Path, tokens: Path, stack: ExitStack
 ) -> dict[str, embedded.RunningLocalCube]:
     manifests = work / "without-pool.yaml"
-    documents = [
-        document
-        for path in sorted(FIXTURES.glob("*.yaml"))
-        for document in yaml.safe_load_all(path.read_text())
-    ]
+    documents = fixture_documents()
     for document in documents:
         document["spec"].pop("warmPoolSize", None)
     manifests.write_text(yaml.safe_dump_all(documents))
