@@ -29,6 +29,7 @@ Feature: Running code in a code interpreter
     And the session has run the Python code "x = 10"
     When I run the Python code "print(x)" in the session
     Then the command prints "10"
+    And the answer carries the same session id
 
   @use.with_interpreter_mode=stateless
   Scenario: A variable defined by one command is undefined in the next
@@ -36,6 +37,7 @@ Feature: Running code in a code interpreter
     And the session has run the Python code "x = 10"
     When I run the Python code "print(x)" in the session
     Then the command fails because "x" is not defined
+    And the answer carries the same session id
 
   Scenario: A file written by one command can be read by the next
     Given a session of the python interpreter

@@ -64,6 +64,7 @@ CASES = {
         "ignore-session-id",
         (
             "reaches the same sandbox",
+            "undefined in the next",
             "A file written by one command",
             "uploaded script writes a result",
         ),
