@@ -16,11 +16,11 @@ from behave import register_type
 from behave.model import Scenario, Step
 from behave.runner import Context
 
-from acceptance.html_report import add_run_summary, attach_text
-from acceptance.step_types import STEP_TYPES
-from acceptance.suite import Suite
-from acceptance.summary import closing_report, summarize
-from acceptance.tag_check import check_tags
+from acceptance.domain.step_types import STEP_TYPES
+from acceptance.run.html_report import add_run_summary, attach_text
+from acceptance.run.suite import Suite
+from acceptance.run.summary import closing_report, summarize
+from acceptance.run.tag_check import check_tags
 
 register_type(**STEP_TYPES)
 

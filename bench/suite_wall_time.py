@@ -46,7 +46,7 @@ def main() -> int:
         f"parallel, {options.processes} processes": [
             sys.executable,
             "-m",
-            "acceptance.parallel_run",
+            "acceptance.run.parallel_run",
             f"--processes={options.processes}",
         ],
     }

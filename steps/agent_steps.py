@@ -4,8 +4,8 @@ from behave import then, when
 from behave.runner import Context
 from hamcrest import assert_that
 
-from acceptance import matchers
-from acceptance.runtimes import Role
+from acceptance.core import matchers
+from acceptance.core.runtimes import Role
 
 
 @when('I send "{text}" to the {runtime:Runtime} without a session')

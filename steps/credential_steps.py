@@ -3,7 +3,7 @@
 from behave import then, when
 from behave.runner import Context
 
-from acceptance.credentials import Authentication, Credentials
+from acceptance.domain.credentials import Authentication, Credentials
 
 
 @then("the sandbox received none of the callers' tokens")

@@ -4,8 +4,8 @@ from behave import given, then, when
 from behave.runner import Context
 from hamcrest import assert_that
 
-from acceptance import matchers
-from acceptance.refusals import BadRequest, Refusals
+from acceptance.core import matchers
+from acceptance.domain.refusals import BadRequest, Refusals
 
 
 @given("the session has been closed")

@@ -4,8 +4,8 @@ from behave import given, then, when
 from behave.runner import Context
 from hamcrest import assert_that
 
-from acceptance import matchers
-from acceptance.runtimes import Role
+from acceptance.core import matchers
+from acceptance.core.runtimes import Role
 
 
 @when('I run the Python code "{code}" in the {runtime:Runtime} without a session')

@@ -3,8 +3,8 @@
 from behave import given, then, when
 from behave.runner import Context
 
-from acceptance.isolation import Isolation
-from acceptance.runtimes import Role
+from acceptance.core.runtimes import Role
+from acceptance.domain.isolation import Isolation
 
 
 @given('two sessions of the {runtime:Runtime}, "{first}" and "{second}"')

@@ -3,7 +3,7 @@
 from behave import given, then, when
 from behave.runner import Context
 
-from acceptance.jail import JailOperation, WorkspaceJail
+from acceptance.domain.jail import JailOperation, WorkspaceJail
 
 
 @given(

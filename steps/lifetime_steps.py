@@ -3,8 +3,8 @@
 from behave import given, then, when
 from behave.runner import Context
 
-from acceptance.lifetimes import Lifetimes
-from acceptance.runtimes import Role
+from acceptance.core.runtimes import Role
+from acceptance.domain.lifetimes import Lifetimes
 
 
 @given("an echo agent with a short maximum session duration")

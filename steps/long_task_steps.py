@@ -4,8 +4,8 @@ from behave import then, when
 from behave.runner import Context
 from hamcrest import assert_that
 
-from acceptance import matchers
-from acceptance.long_tasks import LongTasks
+from acceptance.core import matchers
+from acceptance.domain.long_tasks import LongTasks
 
 
 @when("I run a long command in the session, within its own timeout")

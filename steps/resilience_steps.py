@@ -3,8 +3,8 @@
 from behave import given, then, when
 from behave.runner import Context
 
-from acceptance.resilience import Resilience
-from acceptance.runtimes import Role
+from acceptance.core.runtimes import Role
+from acceptance.domain.resilience import Resilience
 
 
 @given("a session of the echo agent on a Router whose concurrency limit is known")

@@ -4,9 +4,9 @@ from behave import given, then, when
 from behave.runner import Context
 from hamcrest import assert_that
 
-from acceptance import matchers
-from acceptance.lifetimes import Lifetimes
-from acceptance.runtimes import RuntimeKind
+from acceptance.core import matchers
+from acceptance.core.runtimes import RuntimeKind
+from acceptance.domain.lifetimes import Lifetimes
 
 
 @when("I call {kind:RuntimeKind} that does not exist")

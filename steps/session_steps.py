@@ -4,9 +4,9 @@ from behave import given, then, when
 from behave.runner import Context
 from hamcrest import assert_that
 
-from acceptance import matchers
-from acceptance.lifetimes import Lifetimes
-from acceptance.runtimes import Role
+from acceptance.core import matchers
+from acceptance.core.runtimes import Role
+from acceptance.domain.lifetimes import Lifetimes
 
 
 @given("a session of the {runtime:Runtime}")

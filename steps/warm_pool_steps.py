@@ -3,8 +3,8 @@
 from behave import given, then, when
 from behave.runner import Context
 
-from acceptance.runtimes import Role
-from acceptance.warm_pools import WarmPools
+from acceptance.core.runtimes import Role
+from acceptance.domain.warm_pools import WarmPools
 
 
 @given("the warm pool of the {runtime:Runtime} is full")

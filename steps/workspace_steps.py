@@ -4,7 +4,7 @@ from behave import then, when
 from behave.runner import Context
 from hamcrest import assert_that
 
-from acceptance import matchers
+from acceptance.core import matchers
 
 
 @when('I upload the script "{name}" to the workspace')

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from acceptance import evidence
+from acceptance.core import evidence
 from localcube import embedded
 from tests.localcube.support import FIXTURES
 

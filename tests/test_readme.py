@@ -6,8 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from acceptance.kubernetes.settings import cluster_default_rows, settings_rows
-from acceptance.tags import TAGS
+from acceptance.platforms.kubernetes.settings import cluster_default_rows, settings_rows
+from acceptance.run.tags import TAGS
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -15,13 +15,13 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 def test_the_configuration_table_is_the_generated_one() -> None:
     table = subprocess.run(
-        [sys.executable, "-m", "acceptance.settings"],
+        [sys.executable, "-m", "acceptance.core.settings"],
         cwd=ROOT,
         capture_output=True,
         text=True,
         check=True,
     ).stdout.strip()
-    assert table in README, "regenerate the README's table with: python -m acceptance.settings"
+    assert table in README, "regenerate the README's table with: python -m acceptance.core.settings"
 
 
 def test_the_cluster_section_lists_every_setting_and_cluster_default() -> None:

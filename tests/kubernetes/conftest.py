@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from acceptance.kubernetes.cluster import Cluster
-from acceptance.kubernetes.settings import KubernetesSettings
+from acceptance.platforms.kubernetes.cluster import Cluster
+from acceptance.platforms.kubernetes.settings import KubernetesSettings
 from tests.kubernetes.fake_api import TOKEN, FakeKubernetes, Recorded
 
 NS = "agentcube"

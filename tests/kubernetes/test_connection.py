@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from acceptance.kubernetes.cluster import Cluster
-from acceptance.kubernetes.connection import ClusterUnreachable
-from acceptance.kubernetes.settings import KubernetesSettings
-from acceptance.settings import ConfigError
+from acceptance.core.settings import ConfigError
+from acceptance.platforms.kubernetes.cluster import Cluster
+from acceptance.platforms.kubernetes.connection import ClusterUnreachable
+from acceptance.platforms.kubernetes.settings import KubernetesSettings
 from tests.kubernetes.conftest import NS, write_kubeconfig
 from tests.kubernetes.fake_api import TOKEN, FakeKubernetes
 

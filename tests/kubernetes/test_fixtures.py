@@ -7,11 +7,11 @@ import dataclasses
 
 import pytest
 
-from acceptance.kubernetes.api import KubeError
-from acceptance.kubernetes.cluster import Cluster
-from acceptance.kubernetes.fixtures import FIXTURE_OF_ROLE, MANAGED_BY
-from acceptance.runtimes import Role, Runtime, RuntimeKind, derive_manifest, fixture_manifest
-from acceptance.settings import ConfigError, load_settings
+from acceptance.core.runtimes import Role, Runtime, RuntimeKind, derive_manifest, fixture_manifest
+from acceptance.core.settings import ConfigError, load_settings
+from acceptance.platforms.kubernetes.api import KubeError
+from acceptance.platforms.kubernetes.cluster import Cluster
+from acceptance.platforms.kubernetes.fixtures import FIXTURE_OF_ROLE, MANAGED_BY
 from tests.kubernetes.conftest import (
     AGENT_RUNTIMES,
     CODE_INTERPRETERS,

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from acceptance.kubernetes.api import KubeError, Resource
-from acceptance.kubernetes.cluster import Cluster
-from acceptance.kubernetes.platform import KubernetesPlatform, KubernetesSandbox
-from acceptance.platforms import (
+from acceptance.core.runtimes import Runtime, RuntimeKind
+from acceptance.platforms.base import (
     ROUTER_RESTART,
     RUNTIME_ADMIN,
     SANDBOX_KILL,
     SANDBOX_OBSERVATION,
     Sandbox,
 )
-from acceptance.runtimes import Runtime, RuntimeKind
+from acceptance.platforms.kubernetes.api import KubeError, Resource
+from acceptance.platforms.kubernetes.cluster import Cluster
+from acceptance.platforms.kubernetes.platform import KubernetesPlatform, KubernetesSandbox
 from tests.kubernetes.conftest import (
     CODE_INTERPRETERS,
     NS,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from acceptance.evidence import register_secret
-from acceptance.kubernetes.cluster import Cluster
-from acceptance.kubernetes.platform import KubernetesPlatform
-from acceptance.kubernetes.rollout import rollout_pending
-from acceptance.runtimes import Runtime, RuntimeKind, derive_manifest, fixture_manifest
+from acceptance.core.evidence import register_secret
+from acceptance.core.runtimes import Runtime, RuntimeKind, derive_manifest, fixture_manifest
+from acceptance.platforms.kubernetes.cluster import Cluster
+from acceptance.platforms.kubernetes.platform import KubernetesPlatform
+from acceptance.platforms.kubernetes.rollout import rollout_pending
 from tests.kubernetes.conftest import (
     AGENT_RUNTIMES,
     DEPLOYMENTS,

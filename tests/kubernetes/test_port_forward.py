@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import requests
 
-from acceptance.kubernetes.api import KubeError
-from acceptance.kubernetes.cluster import Cluster
-from acceptance.kubernetes.port_forward import in_cluster_service
-from acceptance.kubernetes.settings import ServiceRef, with_cluster_defaults
-from acceptance.settings import ConfigError, load_settings
+from acceptance.core.settings import ConfigError, load_settings
+from acceptance.platforms.kubernetes.api import KubeError
+from acceptance.platforms.kubernetes.platform import ClusterTarget
+from acceptance.platforms.kubernetes.port_forward import in_cluster_service
+from acceptance.platforms.kubernetes.settings import ServiceRef, with_cluster_defaults
 from tests.kubernetes.conftest import (
     NS,
     PODS,
@@ -147,7 +147,9 @@ def test_in_cluster_urls(url: str, expected: tuple[ServiceRef, str] | None) -> N
 
 
 @pytest.mark.usefixtures("services")
-def test_start_fills_the_target_in_for_the_suite(kubeconfig: Path, fake: FakeKubernetes) -> None:
+def test_the_cluster_target_has_the_forwarded_urls_and_the_minted_token(
+    kubeconfig: Path, fake: FakeKubernetes
+) -> None:
     fake.put(SERVICE_ACCOUNTS, {"kind": "ServiceAccount", "metadata": meta("e2e-test")})
     userdata = {
         "platform": "kubernetes",
@@ -157,14 +159,14 @@ def test_start_fills_the_target_in_for_the_suite(kubeconfig: Path, fake: FakeKub
         "token_source": "service-account",
     }
     suite = load_settings(with_cluster_defaults({"platform": "kubernetes"}, {}), {})
-    cluster, target = Cluster.start(suite, userdata, {})
+    target = ClusterTarget.open(suite, userdata, {})
     try:
-        assert served_by(target.router_url or "") == "router-a"
-        assert served_by(target.workload_manager_url or "") == "wm-a"
+        assert served_by(target.router_url) == "router-a"
+        assert served_by(target.workload_manager_url) == "wm-a"
         assert target.api_token == "minted-token-1"
-        assert target.namespace == NS
+        assert target.cluster is not None and target.cluster.namespace == NS
     finally:
-        assert cluster.close() == []
+        assert target.close(keep=False).problems == []
 
 
 @pytest.mark.usefixtures("services")
@@ -178,7 +180,7 @@ def test_a_failed_start_closes_the_forwards_it_opened(
         "token_source": "service-account",
     }
     with pytest.raises(ConfigError, match="api_token is set and token_source=service-account"):
-        Cluster.start(load_settings({}, {"AGENTCUBE_API_TOKEN": "static-token"}), userdata, {})
+        ClusterTarget.open(load_settings({}, {"AGENTCUBE_API_TOKEN": "static-token"}), userdata, {})
     assert len([line for line in fake.lines() if line.endswith("/portforward?ports=8080")]) == 2
     acceptors = [t for t in threading.enumerate() if t.name.startswith("accept port forward")]
     assert acceptors == []

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from acceptance.evidence import redact
-from acceptance.kubernetes.settings import (
+from acceptance.core.evidence import redact
+from acceptance.core.settings import ConfigError, load_settings
+from acceptance.platforms.kubernetes.settings import (
     CLUSTER_DEFAULTS,
     KUBERNETES_SETTINGS,
     KubernetesSettings,
@@ -18,7 +19,6 @@ from acceptance.kubernetes.settings import (
     settings_rows,
     with_cluster_defaults,
 )
-from acceptance.settings import ConfigError, load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "client-secret-3c1d"
@@ -120,7 +120,9 @@ def test_rows_cover_every_setting_in_the_readme_columns() -> None:
 
 def test_reading_the_settings_loads_no_kubernetes_client() -> None:
     """A localcube run reads these settings too; it must not pay for the client."""
-    code = "import sys, acceptance.kubernetes.settings; print('kubernetes' in sys.modules)"
+    code = (
+        "import sys, acceptance.platforms.kubernetes.settings; print('kubernetes' in sys.modules)"
+    )
     result = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )

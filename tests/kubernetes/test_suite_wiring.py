@@ -14,19 +14,16 @@ from typing import Any
 import pytest
 import yaml
 
-from acceptance.kubernetes.platform import KubernetesPlatform
-from acceptance.platforms import (
-    AUTH,
+from acceptance.core.runtimes import Role
+from acceptance.platforms.base import (
     OVERLOAD,
     ROUTER_RESTART,
     RUNTIME_ADMIN,
     SANDBOX_KILL,
     SANDBOX_OBSERVATION,
-    run_capabilities,
 )
-from acceptance.runtimes import Role
-from acceptance.settings import load_settings
-from acceptance.suite import Suite, TargetNotReady
+from acceptance.platforms.kubernetes.platform import ClusterTarget, KubernetesPlatform
+from acceptance.run.suite import Suite, TargetNotReady
 from tests.kubernetes.conftest import (
     AGENT_RUNTIMES,
     CODE_INTERPRETERS,
@@ -99,12 +96,11 @@ def test_a_run_on_a_cluster_from_start_to_finish(
     start_suite: StartSuite, fake: FakeKubernetes
 ) -> None:
     suite = start_suite()
-    settings = suite.settings
-    assert suite.localcube is None
-    assert suite.cluster is not None
-    assert settings.router_url and settings.router_url.startswith("http://127.0.0.1:")
-    assert settings.workload_manager_url != settings.router_url
-    assert settings.api_token == "minted-token-1"
+    settings, target = suite.settings, suite.target
+    assert isinstance(target, ClusterTarget) and target.cluster is not None
+    assert target.router_url.startswith("http://127.0.0.1:")
+    assert target.workload_manager_url != target.router_url
+    assert target.api_token == "minted-token-1"
     # The cluster's defaults, for what was not given.
     assert settings.namespace == NS
     assert (settings.short_session_timeout, settings.ttl_grace) == (30, 90)
@@ -133,8 +129,8 @@ def test_a_run_on_a_cluster_from_start_to_finish(
     assert fake.lines("DELETE") == FIXTURE_DELETES
     assert results.notes["Problems stopping the target"] == []
     assert results.notes["Kept for inspection"] == []
-    assert refuses_connections(settings.router_url)
-    assert suite.cluster is None
+    assert refuses_connections(target.router_url)
+    assert target.cluster is None
     suite.stop()  # a second stop (atexit) does nothing
     assert fake.lines("DELETE") == FIXTURE_DELETES
 
@@ -144,7 +140,7 @@ def test_a_kept_run_leaves_what_it_created_and_says_how_to_reach_it(
     start_suite: StartSuite, fake: FakeKubernetes
 ) -> None:
     suite = start_suite()
-    router_url = suite.settings.router_url
+    router_url = suite.target.router_url
     suite.kept.append("session s-1: call it with curl ...")
     suite.stop()
     assert fake.lines("DELETE") == []
@@ -156,7 +152,7 @@ def test_a_kept_run_leaves_what_it_created_and_says_how_to_reach_it(
         f"CodeInterpreter {NS}/python-interpreter",
         f"CodeInterpreter {NS}/python-interpreter-warm",
     ]
-    port = router_url.rsplit(":", 1)[1] if router_url else ""
+    port = router_url.rsplit(":", 1)[1]
     assert notes[3] == (
         f"{router_url} was port forward to svc/agentcube-router in {NS}, closed at the end of "
         f"the run; reopen it with: kubectl -n {NS} port-forward svc/agentcube-router {port}:8080"
@@ -193,18 +189,15 @@ def test_fixtures_never_usable_stop_the_run_and_what_it_created_is_deleted(
     ]
 
 
-def test_auth_and_overload_come_from_the_settings_as_on_any_target() -> None:
-    plain = load_settings({"platform": "kubernetes"}, {})
-    assert run_capabilities(plain, started_localcube=False) == CLUSTER_CAPABILITIES
-    configured = load_settings(
-        {"platform": "kubernetes", "max_concurrent_requests": "8"},
-        {"AGENTCUBE_API_TOKEN": "first-token", "AGENTCUBE_SECOND_API_TOKEN": "second-token"},
-    )
-    assert run_capabilities(configured, started_localcube=False) == {
-        *CLUSTER_CAPABILITIES,
-        AUTH,
-        OVERLOAD,
-    }
+@pytest.mark.usefixtures("services", "controller")
+def test_auth_and_overload_come_from_the_settings_as_on_any_target(
+    start_suite: StartSuite, fake: FakeKubernetes
+) -> None:
+    suite = start_suite(max_concurrent_requests="8", token_source="")
+    try:
+        assert suite.gate.capabilities == {*CLUSTER_CAPABILITIES, OVERLOAD}
+    finally:
+        suite.stop()
 
 
 def test_behave_refuses_a_cluster_that_does_not_answer_in_one_line(tmp_path: Path) -> None:

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from acceptance.evidence import redact
-from acceptance.kubernetes.cluster import Cluster
-from acceptance.kubernetes.settings import load_kubernetes_settings
-from acceptance.kubernetes.tokens import TOKEN_LIFETIME_SECONDS
-from acceptance.settings import ConfigError
+from acceptance.core.evidence import redact
+from acceptance.core.settings import ConfigError
+from acceptance.platforms.kubernetes.cluster import Cluster
+from acceptance.platforms.kubernetes.settings import load_kubernetes_settings
+from acceptance.platforms.kubernetes.tokens import TOKEN_LIFETIME_SECONDS
 from tests.kubernetes.conftest import (
     NS,
     PODS,

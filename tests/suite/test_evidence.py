@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from acceptance.evidence import (
+from acceptance.core.evidence import (
     REDACTED,
     Exchange,
     ExchangeLog,

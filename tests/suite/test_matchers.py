@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from hamcrest import assert_that
 
-from acceptance import matchers
-from acceptance.runtimes import Runtime, RuntimeKind
+from acceptance.core import matchers
+from acceptance.core.runtimes import Runtime, RuntimeKind
 
 SESSION = "0b9a8f4e-3c1d-4e6f-9a2b-1c3d5e7f9a0b"
 ECHO = Runtime(RuntimeKind.AGENT_RUNTIME, "default", "echo-agent")

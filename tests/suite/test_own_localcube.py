@@ -7,8 +7,8 @@ from pathlib import Path
 
 import requests
 
-from acceptance.own_localcube import OwnLocalcube
-from acceptance.settings import load_settings
+from acceptance.core.settings import load_settings
+from acceptance.platforms.own_localcube import OwnLocalcube
 from tests.localcube.support import SESSION_HEADER, Client
 
 

@@ -7,15 +7,15 @@ import dataclasses
 import re
 from pathlib import Path
 
-from acceptance.parallel_run import _shared_target
-from acceptance.report_run import reports_dir
-from acceptance.settings import load_settings
+from acceptance.core.settings import load_settings
+from acceptance.run.parallel_run import _shared_target
+from acceptance.run.report_run import reports_dir
 from tests.suite.commands import run_module
 
 
 def test_the_smoke_scenarios_pass_over_two_processes_with_one_summary(tmp_path: Path) -> None:
     status, output = run_module(
-        "acceptance.parallel_run",
+        "acceptance.run.parallel_run",
         "--processes=2",
         "--tags=@smoke",
         f"--define=reports_dir={tmp_path}",

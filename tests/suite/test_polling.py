@@ -7,8 +7,8 @@ import time
 import pytest
 from hamcrest import equal_to, greater_than
 
-from acceptance import polling
-from acceptance.polling import consistently, eventually, waiting
+from acceptance.core import polling
+from acceptance.core.polling import consistently, eventually, waiting
 
 
 def test_eventually_returns_the_first_matching_value() -> None:

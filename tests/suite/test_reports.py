@@ -30,7 +30,7 @@ _COMPRESSED_EMBED = re.compile(r'data="([A-Za-z0-9+/=]+)"')
 def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     reports = tmp_path_factory.mktemp("reports")
     status, output = run_module(
-        "acceptance.report_run",
+        "acceptance.run.report_run",
         "--tags=@smoke",
         "--format=plain",
         f"--define=reports_dir={reports}",

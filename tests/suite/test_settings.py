@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from acceptance.settings import SETTINGS, ConfigError, load_settings, settings_table
+from acceptance.core.settings import SETTINGS, ConfigError, load_settings, settings_table
 
 BAD_VALUES = {
     "router_url": "localhost:8081",
@@ -92,26 +92,10 @@ def test_urls_lose_a_trailing_slash() -> None:
     assert settings.router_url == "http://router.test:8081"
 
 
-def test_the_target_fills_in_the_defaults_that_depend_on_it() -> None:
-    started = load_settings({}, {}).for_target("http://127.0.0.1:1", started_localcube=True)
-    assert (started.workload_manager_url, started.platform) == ("http://127.0.0.1:1", "localcube")
-    given = load_settings({"workload_manager_url": "http://wm.test"}, {}).for_target(
-        "http://router.test", started_localcube=False
-    )
-    assert (given.workload_manager_url, given.platform) == ("http://wm.test", "none")
-
-
 def test_the_tokens_stay_out_of_the_settings_repr() -> None:
     environ = {"AGENTCUBE_API_TOKEN": "hunter2", "AGENTCUBE_SECOND_API_TOKEN": "hunter3"}
     settings = load_settings({}, environ)
     assert "hunter2" not in repr(settings) and "hunter3" not in repr(settings)
-
-
-def test_a_localcube_the_suite_started_brings_the_tokens_it_was_given() -> None:
-    started = load_settings({}, {}).for_target(
-        "http://127.0.0.1:1", started_localcube=True, tokens=("first", "second")
-    )
-    assert (started.api_token, started.second_api_token) == ("first", "second")
 
 
 def test_the_table_has_a_row_per_setting() -> None:

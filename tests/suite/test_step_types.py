@@ -2,11 +2,11 @@ from __future__ import annotations
 
 import parse
 
-from acceptance.credentials import Credentials
-from acceptance.jail import JailOperation
-from acceptance.refusals import BadRequest
-from acceptance.runtimes import Role, RuntimeKind
-from acceptance.step_types import STEP_TYPES
+from acceptance.core.runtimes import Role, RuntimeKind
+from acceptance.domain.credentials import Credentials
+from acceptance.domain.jail import JailOperation
+from acceptance.domain.refusals import BadRequest
+from acceptance.domain.step_types import STEP_TYPES
 
 
 def test_the_longest_runtime_phrase_wins() -> None:

@@ -4,9 +4,9 @@ import socket
 
 import pytest
 
-from acceptance.platforms import platform_class
-from acceptance.settings import PLATFORMS, ConfigError
-from acceptance.suite import Suite, TargetNotReady, read_settings
+from acceptance.core.settings import ConfigError, load_settings
+from acceptance.platforms.target import read_settings, resolve_target
+from acceptance.run.suite import Suite, TargetNotReady
 
 
 def closed_port() -> int:
@@ -30,12 +30,29 @@ def test_a_bad_setting_stops_the_run_before_anything_starts() -> None:
         Suite.start({"namespace": "Bad Namespace"}, {})
 
 
-def test_every_platform_name_has_an_adapter() -> None:
-    assert {name: platform_class(name).name for name in PLATFORMS} == {
-        name: name for name in PLATFORMS
-    }
-    with pytest.raises(ConfigError, match="'other' has no adapter yet"):
-        platform_class("other")
+def test_urls_given_make_an_http_only_target_unless_the_platform_is_named() -> None:
+    """The Target is resolved once: URLs never None, the WorkloadManager's defaulting to the
+    Router's, the platform named or none."""
+    userdata = {"router_url": "http://router.test"}
+    target = resolve_target(load_settings(userdata, {}), userdata, {})
+    assert (target.router_url, target.workload_manager_url) == ("http://router.test",) * 2
+    assert target.platform_name == "none"
+    userdata = {**userdata, "platform": "localcube", "workload_manager_url": "http://wm.test"}
+    target = resolve_target(load_settings(userdata, {}), userdata, {})
+    assert (target.workload_manager_url, target.platform_name) == ("http://wm.test", "localcube")
+
+
+def test_only_the_localcube_platform_starts_a_localcube() -> None:
+    with pytest.raises(ConfigError, match="platform=none needs router_url"):
+        Suite.start({"platform": "none"}, {})
+
+
+def test_a_target_keeps_its_tokens_out_of_its_repr() -> None:
+    environ = {"AGENTCUBE_API_TOKEN": "hunter2", "AGENTCUBE_SECOND_API_TOKEN": "hunter3"}
+    userdata = {"router_url": "http://router.test"}
+    target = resolve_target(load_settings(userdata, environ), userdata, environ)
+    assert (target.api_token, target.second_api_token) == ("hunter2", "hunter3")
+    assert "hunter2" not in repr(target) and "hunter3" not in repr(target)
 
 
 def test_a_cluster_setting_without_the_cluster_platform_is_refused_not_ignored() -> None:

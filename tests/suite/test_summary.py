@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from acceptance.latency_chart import latency_chart_png
-from acceptance.measurements import Measurements
-from acceptance.results import RunResults, ScenarioResult, StepResult
-from acceptance.summary import SLOWEST, closing_report, format_summary, summarize
+from acceptance.core.measurements import Measurements
+from acceptance.run.latency_chart import latency_chart_png
+from acceptance.run.results import RunResults, ScenarioResult, StepResult
+from acceptance.run.summary import SLOWEST, closing_report, format_summary, summarize
 
 
 def scenario(name: str, tags: tuple[str, ...], outcome: str, duration: float) -> ScenarioResult:

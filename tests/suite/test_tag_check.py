@@ -9,14 +9,14 @@ import pytest
 from behave.parser import parse_feature
 from behave.tag_expression import TagExpressionProtocol, make_tag_expression
 
-from acceptance.tag_check import (
+from acceptance.run.tag_check import (
     UnknownTagError,
     check_tags,
     known_tags,
     unknown_tags_in_expression,
     unknown_tags_in_features,
 )
-from acceptance.tags import TAGS
+from acceptance.run.tags import TAGS
 from tests.suite.commands import run_module
 
 FEATURE = """\
@@ -93,7 +93,7 @@ def test_known_tags_cover_every_family() -> None:
 
 @pytest.mark.parametrize(
     "command",
-    [("behave", "--tags=@smok", "--format=null"), ("acceptance.parallel_run", "--tags=@smok")],
+    [("behave", "--tags=@smok", "--format=null"), ("acceptance.run.parallel_run", "--tags=@smok")],
     ids=["behave", "parallel"],
 )
 def test_a_typo_in_tags_stops_the_run_before_any_scenario(command: tuple[str, ...]) -> None:

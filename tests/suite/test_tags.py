@@ -1,22 +1,21 @@
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
 from behave.parser import parse_file
 
-from acceptance.platforms import (
+from acceptance.core.settings import load_settings
+from acceptance.platforms.base import (
     AUTH,
     CAPABILITIES,
     OVERLOAD,
     ROUTER_RESTART,
     SANDBOX_KILL,
-    LocalcubePlatform,
-    run_capabilities,
 )
-from acceptance.settings import load_settings
-from acceptance.tags import ScenarioGate, is_known_tag
+from acceptance.platforms.localcube import LocalcubePlatform, capabilities_of
+from acceptance.platforms.target import resolve_target
+from acceptance.run.tags import ScenarioGate, is_known_tag
 
 FEATURES = sorted((Path(__file__).resolve().parents[2] / "features").glob("*.feature"))
 
@@ -33,7 +32,7 @@ def tags_in(path: Path) -> set[str]:
 @pytest.mark.parametrize("path", FEATURES, ids=lambda path: path.name)
 def test_features_use_only_the_tag_vocabulary(path: Path) -> None:
     unknown = sorted(tag for tag in tags_in(path) if not is_known_tag(tag))
-    assert not unknown, f"{path.name} uses tags outside acceptance/tags.py: {unknown}"
+    assert not unknown, f"{path.name} uses tags outside acceptance/run/tags.py: {unknown}"
 
 
 @pytest.mark.parametrize(
@@ -91,21 +90,22 @@ def test_a_capability_of_the_target_skips_with_how_to_get_it() -> None:
     assert reason is not None and "-D max_concurrent_requests=N" in reason
 
 
-def test_the_run_adds_what_the_settings_and_its_own_localcube_allow() -> None:
-    bare = load_settings({"platform": "localcube"}, {})
-    assert run_capabilities(bare, started_localcube=False) == LocalcubePlatform.capabilities
-    own = run_capabilities(bare, started_localcube=True)
-    assert {ROUTER_RESTART, OVERLOAD} <= own and AUTH not in own
-    local = dataclasses.replace(bare, router_url="http://127.0.0.1:8081")
-    assert SANDBOX_KILL in run_capabilities(local, started_localcube=False)
-    remote = dataclasses.replace(bare, router_url="http://localcube.example:8081")
-    assert SANDBOX_KILL not in run_capabilities(remote, started_localcube=False)
-    configured = load_settings(
-        {"platform": "none"},
-        {
-            "AGENTCUBE_API_TOKEN": "a",
-            "AGENTCUBE_SECOND_API_TOKEN": "b",
-            "AGENTCUBE_MAX_CONCURRENT_REQUESTS": "50",
-        },
-    )
-    assert run_capabilities(configured, started_localcube=False) == {AUTH, OVERLOAD}
+def test_a_localcube_offers_kills_on_this_machine_and_more_when_the_suite_started_it() -> None:
+    remote = capabilities_of("http://localcube.example:8081", own=False)
+    assert remote == LocalcubePlatform.capabilities
+    assert SANDBOX_KILL in capabilities_of("http://127.0.0.1:8081", own=False)
+    own = capabilities_of("http://127.0.0.1:8081", own=True)
+    assert {ROUTER_RESTART, OVERLOAD, SANDBOX_KILL} <= own and AUTH not in own
+
+
+def test_the_target_as_configured_adds_auth_and_overload() -> None:
+    environ = {
+        "AGENTCUBE_API_TOKEN": "a",
+        "AGENTCUBE_SECOND_API_TOKEN": "b",
+        "AGENTCUBE_MAX_CONCURRENT_REQUESTS": "50",
+    }
+    userdata = {"platform": "none", "router_url": "http://router.test"}
+    target = resolve_target(load_settings(userdata, environ), userdata, environ)
+    assert target.capabilities == {AUTH, OVERLOAD}
+    bare = resolve_target(load_settings(userdata, {}), userdata, {})
+    assert bare.capabilities == frozenset()

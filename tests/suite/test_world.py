@@ -14,15 +14,16 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from acceptance.clients import Router, WorkloadManager
-from acceptance.evidence import ExchangeLog
-from acceptance.measurements import Measurements
-from acceptance.platforms import LocalcubePlatform, OwnLocalcube
-from acceptance.resilience import Resilience
-from acceptance.runtimes import FIXTURE_RUNTIMES, Role, RuntimeKind
-from acceptance.settings import load_settings
-from acceptance.transport import Transport
-from acceptance.world import World
+from acceptance.core.clients import Router, WorkloadManager
+from acceptance.core.evidence import ExchangeLog
+from acceptance.core.measurements import Measurements
+from acceptance.core.runtimes import FIXTURE_RUNTIMES, Role, RuntimeKind
+from acceptance.core.settings import load_settings
+from acceptance.core.transport import Transport
+from acceptance.domain.resilience import Resilience
+from acceptance.domain.world import World
+from acceptance.platforms.localcube import LocalcubeTarget, capabilities_of
+from acceptance.platforms.own_localcube import OwnLocalcube
 from localcube import embedded
 from tests.localcube.support import Client
 from tests.suite.fault_proxy import FaultProxy
@@ -54,8 +55,9 @@ def scenario() -> Iterator[MakeScenario]:
     started: list[Scenario] = []
 
     def make(url: str, own: OwnLocalcube | None = None, **userdata: str) -> Scenario:
-        settings = load_settings({"platform": "localcube", **userdata}, {}).for_target(
-            url, started_localcube=False
+        settings = load_settings({"platform": "localcube", **userdata}, {})
+        target = LocalcubeTarget(
+            url, url, None, None, capabilities_of(url, own=own is not None), own=own
         )
         cleanups: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
         leaks: list[str] = []
@@ -63,9 +65,10 @@ def scenario() -> Iterator[MakeScenario]:
         measurements = Measurements()
         world = World(
             settings,
+            target,
             router=Router(transport, url, measurements),
             workload_manager=WorkloadManager(transport, url),
-            platform=LocalcubePlatform(transport, url, own),
+            platform=target.platform(transport),
             register_cleanup=lambda cleanup, *args: cleanups.append((cleanup, args)),
             log=transport.log,
             leaks=leaks,

@@ -1,0 +1,137 @@
+"""Clients for AgentCube's two HTTP services, following the wire contract.
+
+The Router is the public data plane: invocations of agent runtimes and code interpreters,
+and PicoD's API inside code-interpreter sandboxes, reached through it. The WorkloadManager
+is the control plane: it creates and deletes sessions.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote
+
+import requests
+
+from acceptance.core.measurements import Measurements
+from acceptance.core.runtimes import Runtime, RuntimeKind
+from acceptance.core.transport import Transport
+
+SESSION_HEADER = "x-agentcube-session-id"
+
+
+def session_id_of(response: requests.Response) -> str | None:
+    """The session id the Router returned with this answer, if any."""
+    return response.headers.get(SESSION_HEADER)
+
+
+# The latencies every successful call through the Router records (Measurements names).
+INVOCATION_IN_SESSION = "invocation in a session"
+INVOCATION_OPENING_SESSION = "invocation opening a session"
+
+
+class Router:
+    def __init__(self, transport: Transport, base_url: str, measurements: Measurements) -> None:
+        self._transport = transport
+        self._base_url = base_url
+        self._measurements = measurements
+
+    def ready(self) -> requests.Response:
+        return self._transport.request("GET", f"{self._base_url}/health/ready")
+
+    def invoke(
+        self,
+        runtime: Runtime,
+        path: str,
+        *,
+        session_id: str | None,
+        method: str = "POST",
+        **kwargs: Any,
+    ) -> requests.Response:
+        """Call a runtime through the Router; without session_id the Router creates one.
+        A successful call records its latency."""
+        headers = dict(kwargs.pop("headers", None) or {})
+        if session_id:
+            headers[SESSION_HEADER] = session_id
+        started = time.perf_counter()
+        response = self._transport.request(
+            method, self.invocation_url(runtime, path), headers=headers, **kwargs
+        )
+        if response.ok:
+            self._measurements.record(
+                INVOCATION_IN_SESSION if session_id else INVOCATION_OPENING_SESSION,
+                time.perf_counter() - started,
+            )
+        return response
+
+    def invocation_url(self, runtime: Runtime, path: str) -> str:
+        return (
+            f"{self._base_url}/v1/namespaces/{quote(runtime.namespace)}/"
+            f"{runtime.kind.router_segment}/{quote(runtime.name)}/invocations/{path}"
+        )
+
+    # PicoD's API, inside a code-interpreter sandbox.
+
+    def execute(
+        self,
+        runtime: Runtime,
+        command: list[str],
+        *,
+        session_id: str | None,
+        fields: Mapping[str, Any] | None = None,
+        wait: float | None = None,
+    ) -> requests.Response:
+        """Run a command; `fields` are PicoD's other fields (timeout, working_dir, env) and
+        `wait` how long to wait for the answer, when longer than the usual request timeout."""
+        body = {"command": command, **(fields or {})}
+        return self.invoke(runtime, "api/execute", session_id=session_id, json=body, timeout=wait)
+
+    def upload_file(
+        self, runtime: Runtime, path: str, content: bytes, *, session_id: str
+    ) -> requests.Response:
+        body = {"path": path, "content": base64.b64encode(content).decode("ascii")}
+        return self.invoke(runtime, "api/files", session_id=session_id, json=body)
+
+    def list_files(self, runtime: Runtime, directory: str, *, session_id: str) -> requests.Response:
+        return self.invoke(
+            runtime, "api/files", session_id=session_id, method="GET", params={"path": directory}
+        )
+
+    def download_file(self, runtime: Runtime, path: str, *, session_id: str) -> requests.Response:
+        return self.invoke(
+            runtime, f"api/files/{_literal_path(path)}", session_id=session_id, method="GET"
+        )
+
+
+class WorkloadManager:
+    def __init__(self, transport: Transport, base_url: str) -> None:
+        self._transport = transport
+        self._base_url = base_url
+
+    def healthy(self) -> requests.Response:
+        return self._transport.request("GET", f"{self._base_url}/health")
+
+    def create_session(self, runtime: Runtime, *, ttl: int | None = None) -> requests.Response:
+        """Create a session; `ttl` (seconds) asks for a hard lifetime shorter than the
+        runtime's maxSessionDuration (upstream since PR #460)."""
+        body: dict[str, Any] = {"name": runtime.name, "namespace": runtime.namespace}
+        if ttl is not None:
+            body["ttl"] = ttl
+        return self._transport.request(
+            "POST", f"{self._base_url}/v1/{runtime.kind.wm_segment}", json=body
+        )
+
+    def delete_session(self, kind: RuntimeKind, session_id: str) -> requests.Response:
+        return self._transport.request("DELETE", self.session_url(kind, session_id))
+
+    def session_url(self, kind: RuntimeKind, session_id: str) -> str:
+        return f"{self._base_url}/v1/{kind.wm_segment}/sessions/{quote(session_id)}"
+
+
+def _literal_path(path: str) -> str:
+    """The path percent-encoded so that it arrives as written: HTTP clients resolve "." and
+    ".." segments before sending, which would hide a path that tries to leave the workspace."""
+    dots = {".": "%2E", "..": "%2E%2E"}
+    return "/".join(dots.get(segment) or quote(segment) for segment in path.split("/"))

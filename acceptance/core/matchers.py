@@ -1,0 +1,444 @@
+"""PyHamcrest matchers for AgentCube's answers.
+
+Each matcher describes the expectation in the platform's words and, on a mismatch, says
+what was wrong and shows the whole answer (status, request line, headers, body excerpt),
+so a failure report can be read without re-running anything.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+import requests
+from hamcrest import (
+    all_of,
+    any_of,
+    contains_exactly,
+    contains_string,
+    described_as,
+    equal_to,
+    has_entries,
+    has_entry,
+    has_item,
+    has_items,
+    has_key,
+    is_in,
+    is_not,
+    matches_regexp,
+    none,
+)
+from hamcrest.core.base_matcher import BaseMatcher
+from hamcrest.core.description import Description
+from hamcrest.core.matcher import Matcher
+from hamcrest.core.string_description import StringDescription
+
+from acceptance.core.clients import SESSION_HEADER
+from acceptance.core.evidence import describe_response
+from acceptance.core.runtimes import Runtime
+
+_NO_JSON = object()
+SESSION_NOT_FOUND = "SESSION_NOT_FOUND"
+
+
+def _json(response: requests.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return _NO_JSON
+
+
+class Answer(BaseMatcher[requests.Response]):
+    """An answer with the expected status (or one of several), a JSON body matching `body`
+    and headers matching `headers`; any of the three may be left out."""
+
+    def __init__(
+        self,
+        expectation: str,
+        *,
+        status: int | Collection[int] | None = None,
+        body: Matcher[Any] | None = None,
+        headers: Mapping[str, Matcher[Any]] | None = None,
+    ) -> None:
+        self.expectation = expectation
+        self.statuses = {status} if isinstance(status, int) else set(status or ())
+        self.wanted = " or ".join(str(code) for code in sorted(self.statuses))
+        self.body = body
+        self.headers = dict(headers or {})
+
+    def _problem(self, response: requests.Response) -> str | None:
+        if self.statuses and response.status_code not in self.statuses:
+            return f"the status was {response.status_code}, not {self.wanted}"
+        for name, matcher in self.headers.items():
+            value = response.headers.get(name)
+            if not matcher.matches(value):
+                expected = StringDescription().append_description_of(matcher)
+                found = "it was missing" if value is None else f"it was {value!r}"
+                return f"header {name} should be {expected}, but {found}"
+        if self.body is not None:
+            body = _json(response)
+            if body is _NO_JSON:
+                return "the body is not JSON"
+            if not self.body.matches(body):
+                mismatch = StringDescription()
+                self.body.describe_mismatch(body, mismatch)
+                return f"in the body, {mismatch}"
+        return None
+
+    def _matches(self, item: requests.Response) -> bool:
+        return self._problem(item) is None
+
+    def describe_to(self, description: Description) -> None:
+        description.append_text(self.expectation)
+
+    def describe_mismatch(self, item: requests.Response, mismatch: Description) -> None:
+        mismatch.append_text(f"{self._problem(item)}; the answer was {describe_response(item)}")
+
+
+class _Uuid4(BaseMatcher[Any]):
+    def _matches(self, item: Any) -> bool:
+        try:
+            return isinstance(item, str) and uuid.UUID(item).version == 4
+        except ValueError:
+            return False
+
+    def describe_to(self, description: Description) -> None:
+        description.append_text("a UUID v4")
+
+
+def a_uuid4() -> Matcher[Any]:
+    return _Uuid4()
+
+
+def echoes(text: str) -> Answer:
+    reply = f"echo: {text}"
+    return Answer(
+        f"the echo agent to answer 200 with output {reply!r}",
+        status=200,
+        body=has_entries(output=reply, metadata=has_entries(original_input=text)),
+    )
+
+
+def carries_new_session_id(known: Collection[str]) -> Answer:
+    """A session id that is a UUID v4 and none of the ids the scenario already knew."""
+    return Answer(
+        f"the answer to carry a new session id in {SESSION_HEADER}",
+        headers={SESSION_HEADER: all_of(a_uuid4(), is_not(is_in(list(known))))},
+    )
+
+
+def carries_session_id(session_id: str) -> Answer:
+    return Answer(
+        f"the answer to carry session id {session_id} in {SESSION_HEADER}",
+        headers={SESSION_HEADER: equal_to(session_id)},
+    )
+
+
+def refused_because_session_not_found(session_id: str, *, code_required: bool) -> Answer:
+    """404 with an error naming the session and, since upstream PR #460, code
+    SESSION_NOT_FOUND, which a 404 from the application inside the sandbox never carries.
+    Without `code_required` (older releases) the code may be missing, but no other code."""
+    code = has_entry("code", SESSION_NOT_FOUND)
+    return Answer(
+        f"the Router to refuse the call with 404 because session {session_id} was not found"
+        + (f", with code {SESSION_NOT_FOUND}" if code_required else "")
+        + ", opening no session",
+        status=404,
+        headers={SESSION_HEADER: none()},
+        body=all_of(
+            has_entry("error", all_of(contains_string(session_id), contains_string("not found"))),
+            code if code_required else any_of(is_not(has_key("code")), code),
+        ),
+    )
+
+
+def passed_on_from_the_agent(session_id: str) -> Answer:
+    """The echo agent's own 404, proxied as it was sent: in the session, without the
+    Router's SESSION_NOT_FOUND code."""
+    return Answer(
+        f"the echo agent's own 404 passed on in session {session_id}, "
+        f"without the Router's code {SESSION_NOT_FOUND}",
+        status=404,
+        headers={SESSION_HEADER: equal_to(session_id)},
+        body=all_of(has_entry("error", "Not found"), is_not(has_entry("code", SESSION_NOT_FOUND))),
+    )
+
+
+def refused_with(status: int, explanation: str) -> Answer:
+    """A refusal whose JSON error explains the problem in these words (any case)."""
+    return Answer(
+        f"the call to be refused with {status} and an error that says {explanation!r}",
+        status=status,
+        body=has_entry("error", matches_regexp(f"(?i){re.escape(explanation)}")),
+    )
+
+
+def refused_as_escaping_the_workspace() -> Answer:
+    return Answer(
+        "the call to be refused with 400 because the path escapes the workspace",
+        status=400,
+        body=has_entry(
+            "error", all_of(contains_string("access denied"), contains_string("escapes"))
+        ),
+    )
+
+
+def refused_as_unauthorized(reason: str) -> Answer:
+    """The Router's 401, which opens no session."""
+    return Answer(
+        f"the Router to refuse the call with 401 because of {reason!r}, opening no session",
+        status=401,
+        headers={SESSION_HEADER: none()},
+        body=equal_to({"error": reason, "code": "UNAUTHORIZED"}),
+    )
+
+
+def refused_as_not_the_owner() -> Answer:
+    return Answer(
+        "the Router to refuse another subject's call in the session with 403 FORBIDDEN",
+        status=403,
+        body=equal_to({"error": "you do not own this sandbox", "code": "FORBIDDEN"}),
+    )
+
+
+def refused_as_overloaded() -> Answer:
+    return Answer(
+        "the Router to refuse the call with 429 because it is overloaded",
+        status=429,
+        body=equal_to(
+            {"error": "server overloaded, please try again later", "code": "SERVER_OVERLOADED"}
+        ),
+    )
+
+
+def failed_because_the_sandbox_died() -> Answer:
+    """What the Router answers when the session's sandbox is gone: 502 or 503."""
+    return Answer(
+        "the Router to answer 502 or 503 because the session's sandbox is gone",
+        status=(502, 503),
+        body=has_key("error"),
+    )
+
+
+def refused_because_runtime_not_found(runtime: Runtime) -> Answer:
+    return Answer(
+        f"the Router to refuse the call with 404 because {runtime} was not found, "
+        "opening no session",
+        status=404,
+        headers={SESSION_HEADER: none()},
+        body=has_entry(
+            "error",
+            all_of(
+                contains_string(runtime.kind.resource),
+                contains_string(f"{runtime.namespace}/{runtime.name}"),
+                contains_string("not found"),
+            ),
+        ),
+    )
+
+
+def command_result(expectation: str, **entries: Any) -> Answer:
+    """PicoD's answer to an execute call: 200 and a result with these entries."""
+    return Answer(expectation, status=200, body=has_entries(**entries))
+
+
+def prints_line(line: str) -> Answer:
+    return command_result(f"the command to print {line!r} and nothing else", stdout=f"{line}\n")
+
+
+def exits_with(code: int) -> Answer:
+    return command_result(f"the command to exit with code {code}", exit_code=code)
+
+
+def completes_with_lines(lines: Sequence[str]) -> Answer:
+    return command_result(
+        f"the command to complete with exit code 0 and all {len(lines)} lines it printed",
+        exit_code=0,
+        stdout="".join(f"{line}\n" for line in lines),
+    )
+
+
+def timed_out_after(seconds: int) -> Answer:
+    return command_result(
+        f"the command to be stopped with exit code 124 after its timeout of {seconds} s",
+        exit_code=124,
+        stderr=contains_string(f"Command timed out after {seconds} seconds"),
+    )
+
+
+def fails_because_undefined(name: str) -> Answer:
+    return command_result(
+        f"the command to fail with NameError because {name!r} is not defined",
+        exit_code=is_not(0),
+        stderr=contains_string(f"NameError: name '{name}' is not defined"),
+    )
+
+
+def lists_files(names: Sequence[str]) -> Answer:
+    return Answer(
+        f"the workspace listing to include {', '.join(names)}",
+        status=200,
+        body=has_entry("files", has_items(*(has_entry("name", name) for name in names))),
+    )
+
+
+def lists_exactly(names: Sequence[str]) -> Answer:
+    return Answer(
+        f"the workspace listing to hold exactly {', '.join(names)}",
+        status=200,
+        body=has_entry("files", contains_exactly(*(has_entry("name", name) for name in names))),
+    )
+
+
+def holds_json(expectation: str, body: Matcher[Any]) -> Answer:
+    return Answer(expectation, status=200, body=body)
+
+
+class _HoldsBytes(BaseMatcher[requests.Response]):
+    def __init__(self, expectation: str, content: bytes) -> None:
+        self.expectation = expectation
+        self.content = content
+
+    def _matches(self, item: requests.Response) -> bool:
+        return item.status_code == 200 and item.content == self.content
+
+    def describe_to(self, description: Description) -> None:
+        description.append_text(self.expectation)
+
+    def describe_mismatch(self, item: requests.Response, mismatch: Description) -> None:
+        mismatch.append_text(f"the answer was {describe_response(item)}")
+
+
+def holds_bytes(expectation: str, content: bytes) -> Matcher[requests.Response]:
+    """A 200 answer whose body is exactly `content` (a downloaded file)."""
+    return _HoldsBytes(expectation, content)
+
+
+class _RevealsNothing(BaseMatcher[requests.Response]):
+    """An answer that neither contains the secret nor lists the file that holds it."""
+
+    def __init__(self, secret: str, file_name: str) -> None:
+        self.secret = secret
+        self.file_name = file_name
+
+    def _problem(self, response: requests.Response) -> str | None:
+        if self.secret.encode() in response.content:
+            return "the answer holds the secret"
+        body = _json(response)
+        files = body.get("files") if isinstance(body, dict) else None
+        if isinstance(files, list) and any(
+            isinstance(entry, dict) and entry.get("name") == self.file_name for entry in files
+        ):
+            return f"the answer lists {self.file_name}"
+        return None
+
+    def _matches(self, item: requests.Response) -> bool:
+        return self._problem(item) is None
+
+    def describe_to(self, description: Description) -> None:
+        description.append_text(
+            f"an answer that reveals nothing from outside the workspace "
+            f"(neither the secret nor a listing of {self.file_name})"
+        )
+
+    def describe_mismatch(self, item: requests.Response, mismatch: Description) -> None:
+        mismatch.append_text(f"{self._problem(item)}; the answer was {describe_response(item)}")
+
+
+def reveals_nothing_of(secret: str, file_name: str) -> Matcher[requests.Response]:
+    return _RevealsNothing(secret, file_name)
+
+
+def finished_long_call() -> Answer:
+    """The echo agent's answer to POST /echo/sleep, once it has slept."""
+    return holds_json("the echo agent to finish its long call", has_entries(output="slept"))
+
+
+class _NewSessionIds(BaseMatcher[Sequence[str]]):
+    """Session ids, in the order they were issued: each a UUID v4 that neither an earlier
+    one in the sequence nor any of `earlier` had."""
+
+    def __init__(self, earlier: Collection[str]) -> None:
+        self.earlier = set(earlier)
+
+    def _problem(self, ids: Sequence[str]) -> str | None:
+        seen = set(self.earlier)
+        for position, session_id in enumerate(ids, start=1):
+            if not a_uuid4().matches(session_id):
+                return f"session id {session_id!r} (number {position}) is not a UUID v4"
+            if session_id in seen:
+                return f"session id {session_id} (number {position}) was issued before"
+            seen.add(session_id)
+        return None
+
+    def _matches(self, item: Sequence[str]) -> bool:
+        return self._problem(item) is None
+
+    def describe_to(self, description: Description) -> None:
+        description.append_text(
+            f"every session id a UUID v4 never issued before in this run "
+            f"({len(self.earlier)} issued earlier)"
+        )
+
+    def describe_mismatch(self, item: Sequence[str], mismatch: Description) -> None:
+        mismatch.append_text(f"{self._problem(item)}; the ids were {', '.join(item)}")
+
+
+def new_session_ids(earlier: Collection[str]) -> Matcher[Sequence[str]]:
+    return _NewSessionIds(earlier)
+
+
+def not_given_credentials(fingerprints: Mapping[str, str]) -> Matcher[Any]:
+    """The echo agent's sandbox report: no word of any header it received is a caller's
+    token (SHA-256 fingerprints by whose token they are)."""
+    return described_as(
+        f"a sandbox that received none of the callers' tokens ({', '.join(fingerprints)})",
+        has_entry("header_word_sha256s", is_not(has_item(is_in(list(fingerprints.values()))))),
+    )
+
+
+def holds_fibonacci(numbers: Sequence[int]) -> Answer:
+    """The file fixtures/scripts/fibonacci.py writes: {"count": N, "fibonacci": [...]}."""
+    return holds_json(
+        f"the file to hold the first {len(numbers)} Fibonacci numbers",
+        has_entries(count=len(numbers), fibonacci=list(numbers)),
+    )
+
+
+def succeeded(expectation: str) -> Answer:
+    """A plain 200, for calls that set a scenario up."""
+    return Answer(expectation, status=200)
+
+
+class ServedByOneSandbox(BaseMatcher[Sequence[Mapping[str, Any]]]):
+    """The echo agent's sandbox reports of consecutive calls: one process (same hostname,
+    pid and start time) whose call counter went 1, 2, ... with no call in between."""
+
+    _IDENTITY = ("hostname", "pid", "started_at")
+
+    def _matches(self, item: Sequence[Mapping[str, Any]]) -> bool:
+        if not all(isinstance(report, Mapping) for report in item):
+            return False
+        identities = {tuple(report.get(key) for key in self._IDENTITY) for report in item}
+        counters = [report.get("calls") for report in item]
+        return len(item) > 1 and len(identities) == 1 and counters == list(range(1, len(item) + 1))
+
+    def describe_to(self, description: Description) -> None:
+        description.append_text(
+            "every call served by one sandbox (same hostname, pid and start time), "
+            "its call counter going 1, 2, ... in order"
+        )
+
+    def describe_mismatch(
+        self, item: Sequence[Mapping[str, Any]], mismatch_description: Description
+    ) -> None:
+        mismatch_description.append_text(
+            "the sandboxes reported " + json.dumps(list(item), sort_keys=True)
+        )
+
+
+def served_by_one_sandbox() -> ServedByOneSandbox:
+    return ServedByOneSandbox()

@@ -1,0 +1,386 @@
+"""The suite's configuration: one table of settings, read from behave userdata and the
+environment.
+
+Each setting can be given as ``behave -D name=value`` or as an environment variable; ``-D``
+wins, an empty value counts as unset. Timeouts live in the same table so that a slower
+target is one ``-D`` away. The README's configuration table is generated from ``SETTINGS``
+(``python -m acceptance.core.settings``), so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from localcube.durations import parse_duration
+
+PLATFORMS = ("localcube", "kubernetes", "none")
+INTERPRETER_MODES = ("stateless", "stateful")
+# Userdata that belongs to the tools around the suite, not to it: behavex names each worker
+# (-D worker_id=N); behave's formatters read `behave.formatter.<name>.*` options.
+FOREIGN_USERDATA = ("worker_id", "behave.")
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+
+
+class ConfigError(Exception):
+    """A setting has a value the suite cannot use; the message names the setting."""
+
+
+def _url(text: str) -> str:
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("is not an http:// or https:// URL with a host")
+    if parts.query or parts.fragment:
+        raise ValueError("must not carry a query or fragment")
+    try:
+        parts.port  # noqa: B018 - evaluated for its validation of the port
+    except ValueError as error:
+        raise ValueError(f"has a bad port ({error})") from None
+    return text.rstrip("/")
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = parse_duration(text)
+    except ValueError as error:
+        raise ValueError(f"is not a duration such as 5s or 500ms ({error})") from None
+    if seconds <= 0:
+        raise ValueError("must be a positive duration")
+    return seconds
+
+
+def _matching(pattern: re.Pattern[str], what: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        if not pattern.match(text):
+            raise ValueError(f"is not a valid {what}")
+        return text
+
+    return parse
+
+
+def _one_of(choices: tuple[str, ...]) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        if text not in choices:
+            raise ValueError(f"must be one of {', '.join(choices)}")
+        return text
+
+    return parse
+
+
+def _token(text: str) -> str:
+    if any(character.isspace() for character in text):
+        raise ValueError("must not contain whitespace")
+    return text
+
+
+def _flag(text: str) -> bool:
+    if text.lower() not in ("true", "false"):
+        raise ValueError("must be true or false")
+    return text.lower() == "true"
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError("must be a whole number of at least 1")
+    return int(text)
+
+
+def _directory(text: str) -> str:
+    if Path(text).exists() and not Path(text).is_dir():
+        raise ValueError("names a file, not a directory")
+    return text
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One row of the configuration table."""
+
+    name: str
+    env: str
+    parse: Callable[[str], Any]
+    default: str | None
+    meaning: str
+    default_text: str = ""
+    secret: bool = False
+
+    def describe_default(self) -> str:
+        return self.default_text or (f"`{self.default}`" if self.default is not None else "unset")
+
+
+_runtime_name = _matching(_DNS_SUBDOMAIN, "Kubernetes resource name")
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "router_url",
+        "AGENTCUBE_ROUTER_URL",
+        _url,
+        None,
+        "The Router's base URL.",
+        default_text="unset: the suite starts localcube with `fixtures/runtimes`",
+    ),
+    Setting(
+        "workload_manager_url",
+        "AGENTCUBE_WORKLOAD_MANAGER_URL",
+        _url,
+        None,
+        "The WorkloadManager's base URL (sessions are created and deleted there; "
+        "localcube's admin API is reached there too).",
+        default_text="the Router URL",
+    ),
+    Setting(
+        "namespace",
+        "AGENTCUBE_NAMESPACE",
+        _matching(_DNS_LABEL, "Kubernetes namespace"),
+        "default",
+        "Namespace of the runtimes under test.",
+    ),
+    Setting(
+        "api_token",
+        "AGENTCUBE_API_TOKEN",
+        _token,
+        None,
+        "Bearer token sent on every `/v1/*` call. Never printed.",
+        secret=True,
+    ),
+    Setting(
+        "second_api_token",
+        "AGENTCUBE_SECOND_API_TOKEN",
+        _token,
+        None,
+        "Bearer token of a second subject, for the ownership scenario (`@requires.auth`, "
+        "which also needs `api_token`). Never printed. A localcube the suite starts gets "
+        "both tokens, generated for the run when unset.",
+        secret=True,
+    ),
+    Setting(
+        "platform",
+        "AGENTCUBE_PLATFORM",
+        _one_of(PLATFORMS),
+        None,
+        "What the suite may do beside HTTP calls: `localcube` (admin API), "
+        "`kubernetes` (the cluster's API; README: Running against a real cluster), "
+        "`none` (HTTP only).",
+        default_text="`localcube` when the suite starts localcube, else `none`",
+    ),
+    Setting(
+        "interpreter_mode",
+        "AGENTCUBE_INTERPRETER_MODE",
+        _one_of(INTERPRETER_MODES),
+        "stateless",
+        "Whether variables survive between code-interpreter calls (`stateful`) or not.",
+    ),
+    Setting(
+        "echo_agent",
+        "AGENTCUBE_ECHO_AGENT",
+        _runtime_name,
+        "echo-agent",
+        "AgentRuntime serving `fixtures/runtimes/echo-agent.yaml`.",
+    ),
+    Setting(
+        "python_interpreter",
+        "AGENTCUBE_PYTHON_INTERPRETER",
+        _runtime_name,
+        "python-interpreter",
+        "CodeInterpreter without a warm pool.",
+    ),
+    Setting(
+        "warm_interpreter",
+        "AGENTCUBE_WARM_INTERPRETER",
+        _runtime_name,
+        "python-interpreter-warm",
+        "CodeInterpreter with a warm pool.",
+    ),
+    Setting(
+        "request_timeout",
+        "AGENTCUBE_REQUEST_TIMEOUT",
+        _seconds,
+        "30s",
+        "Connect and read timeout of every HTTP call (a first call starts a sandbox).",
+    ),
+    Setting(
+        "ready_timeout",
+        "AGENTCUBE_READY_TIMEOUT",
+        _seconds,
+        "20s",
+        "How long to wait for localcube to start and the target to report ready.",
+    ),
+    Setting(
+        "short_session_timeout",
+        "AGENTCUBE_SHORT_SESSION_TIMEOUT",
+        _seconds,
+        "3s",
+        "`sessionTimeout` of the runtime the idle-timeout scenarios apply.",
+    ),
+    Setting(
+        "ttl_grace",
+        "AGENTCUBE_TTL_GRACE",
+        _seconds,
+        "5s",
+        "Time allowed past a session's timeout for garbage collection to end it.",
+    ),
+    Setting(
+        "poll_interval",
+        "AGENTCUBE_POLL_INTERVAL",
+        _seconds,
+        "200ms",
+        "Pause between two probes while waiting for a condition.",
+    ),
+    Setting(
+        "short_session_lifetime",
+        "AGENTCUBE_SHORT_SESSION_LIFETIME",
+        _seconds,
+        "4s",
+        "Hard lifetime of a session in the lifetime scenarios: the `maxSessionDuration` of "
+        "the runtime they apply, or the `ttl` a session asks for. Longer than "
+        "`short_session_timeout`.",
+    ),
+    Setting(
+        "long_task_duration",
+        "AGENTCUBE_LONG_TASK_DURATION",
+        _seconds,
+        "3s",
+        "How long the long command of the long-task scenario runs. On a cluster choose it "
+        "longer than any request timeout between the suite and the sandbox (an ingress, a "
+        "load balancer).",
+    ),
+    Setting(
+        "fail_fast",
+        "AGENTCUBE_FAIL_FAST",
+        _seconds,
+        "5s",
+        "How soon a call in a session whose sandbox died must be answered with an error.",
+    ),
+    Setting(
+        "max_concurrent_requests",
+        "AGENTCUBE_MAX_CONCURRENT_REQUESTS",
+        _positive_int,
+        None,
+        "The Router's `--max-concurrent-requests`, declared so that the overload scenario "
+        "(`@requires.overload`) can exceed it; that scenario holds this many calls at once.",
+        default_text="unset: a localcube the suite starts runs that scenario against a "
+        "second localcube with a limit of 4; other targets skip it",
+    ),
+    Setting(
+        "session_not_found_code",
+        "AGENTCUBE_SESSION_NOT_FOUND_CODE",
+        _flag,
+        "true",
+        "Whether the Router's 404 for an unknown or ended session must carry "
+        "`code: SESSION_NOT_FOUND` (upstream since PR #460); `false` for older releases.",
+    ),
+    Setting(
+        "keep_on_failure",
+        "AGENTCUBE_KEEP_ON_FAILURE",
+        _flag,
+        "false",
+        "`true`: a failed scenario's sessions and runtimes are kept, not deleted, and the "
+        "end of the run says how to reach them (a localcube the suite started keeps running).",
+    ),
+    Setting(
+        "reports_dir",
+        "AGENTCUBE_REPORTS_DIR",
+        _directory,
+        "reports",
+        "Where the run writes its files: the log of the localcube it starts, and the HTML "
+        "and JUnit reports of `./dev report` and `./dev parallel`.",
+    ),
+    Setting(
+        "results_dir",
+        "AGENTCUBE_RESULTS_DIR",
+        _directory,
+        None,
+        "Set by `./dev parallel`: each behave process writes its results there as JSON "
+        "instead of printing the end-of-run summary, which the parallel command prints once.",
+        default_text="unset: the run prints its summary",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Parsed settings, as configured; durations are in seconds. ``router_url`` None: start
+    localcube. The run's resolved URLs and tokens are its Target's
+    (``acceptance.platforms.target``)."""
+
+    router_url: str | None
+    workload_manager_url: str | None
+    namespace: str
+    api_token: str | None = dataclasses.field(repr=False)
+    second_api_token: str | None = dataclasses.field(repr=False)
+    platform: str | None
+    interpreter_mode: str
+    echo_agent: str
+    python_interpreter: str
+    warm_interpreter: str
+    request_timeout: float
+    ready_timeout: float
+    short_session_timeout: float
+    ttl_grace: float
+    poll_interval: float
+    short_session_lifetime: float
+    long_task_duration: float
+    fail_fast: float
+    max_concurrent_requests: int | None
+    session_not_found_code: bool
+    keep_on_failure: bool
+    reports_dir: str
+    results_dir: str | None
+
+
+def load_settings(userdata: Mapping[str, str], environ: Mapping[str, str]) -> Settings:
+    """Read every setting from userdata (first) or the environment; raise ConfigError."""
+    known = {setting.name for setting in SETTINGS}
+    unknown = sorted(
+        name for name in set(userdata) - known if not name.startswith(FOREIGN_USERDATA)
+    )
+    if unknown:
+        raise ConfigError(
+            f"unknown setting -D {unknown[0]}; the settings are: {', '.join(sorted(known))}"
+        )
+    values = {setting.name: _read(setting, userdata, environ) for setting in SETTINGS}
+    return Settings(**values)
+
+
+def _read(setting: Setting, userdata: Mapping[str, str], environ: Mapping[str, str]) -> Any:
+    if setting.secret and setting.name in userdata:
+        raise ConfigError(
+            f"setting {setting.name} is read from {setting.env} only: a -D value would show "
+            "in shell history and process lists"
+        )
+    if userdata.get(setting.name):
+        source, text = f"-D {setting.name}", userdata[setting.name]
+    elif environ.get(setting.env):
+        source, text = setting.env, environ[setting.env]
+    elif setting.default is not None:
+        source, text = f"the default of {setting.name}", setting.default
+    else:
+        return None
+    try:
+        return setting.parse(text.strip())
+    except ValueError as error:
+        shown = "the value" if setting.secret else repr(text)
+        raise ConfigError(
+            f"setting {setting.name} ({source}): {shown} {error}. Meaning: {setting.meaning}"
+        ) from None
+
+
+def settings_table() -> str:
+    """The configuration table in Markdown, as the README shows it."""
+    rows = [
+        "| `-D` name | environment variable | default | meaning |",
+        "|---|---|---|---|",
+    ]
+    rows += [f"| `{s.name}` | `{s.env}` | {s.describe_default()} | {s.meaning} |" for s in SETTINGS]
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(settings_table() + "\n")

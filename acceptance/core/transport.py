@@ -1,0 +1,67 @@
+"""HTTP transport: one requests.Session per scenario, a timeout on every call, the bearer
+token on calls that need it, and every exchange recorded as evidence.
+
+The session may be shared by threads (scenarios that open many sessions at once); its
+connection pool is sized for that.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import requests
+from requests.adapters import HTTPAdapter
+
+from acceptance.core.evidence import Exchange, ExchangeLog, redact
+from acceptance.core.polling import waiting
+
+# Connections kept per host: enough for the scenarios that call from many threads at once.
+POOL_SIZE = 64
+
+
+class NoAnswer(AssertionError):
+    """The target did not answer at all (refused, reset, timed out): a contract failure."""
+
+
+class Transport:
+    def __init__(self, *, timeout: float, token: str | None, log: ExchangeLog) -> None:
+        self._session = requests.Session()
+        for scheme in ("http://", "https://"):
+            self._session.mount(scheme, HTTPAdapter(pool_maxsize=POOL_SIZE))
+        self._timeout = timeout
+        self._token = token
+        self.log = log
+
+    def request(
+        self, method: str, url: str, *, authenticated: bool = True, **kwargs: Any
+    ) -> requests.Response:
+        """Send one request; raise NoAnswer when no HTTP answer comes back within the
+        transport's timeout, or within `timeout` (seconds) when the call gives one."""
+        timeout = kwargs.pop("timeout", None) or self._timeout
+        headers = dict(kwargs.pop("headers", None) or {})
+        if authenticated and self._token:
+            headers["Authorization"] = f"Bearer {self._token}"
+        try:
+            with waiting(f"the answer to {method} {redact(url)}", timeout):
+                response = self._session.request(
+                    method, url, headers=headers, timeout=timeout, **kwargs
+                )
+        except requests.RequestException as error:
+            self.log.record(
+                Exchange(
+                    method=method,
+                    url=url,
+                    request_headers=headers,
+                    request_body=None,
+                    error=f"{type(error).__name__}: {error}",
+                )
+            )
+            raise NoAnswer(
+                f"no answer to {method} {redact(url)} within {timeout:g} s: "
+                f"{type(error).__name__}: {redact(str(error))}"
+            ) from None
+        self.log.record(Exchange.of(response))
+        return response
+
+    def close(self) -> None:
+        self._session.close()

@@ -1,0 +1,104 @@
+"""Credentials and authentication: the caller's token never reaches a sandbox, calls without
+a valid token are refused, and a session belongs to the subject that opened it."""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import secrets
+
+from hamcrest import all_of, assert_that
+
+from acceptance.core import matchers
+from acceptance.core.clients import Router
+from acceptance.core.runtimes import Role
+from acceptance.domain.world import World
+
+
+class Credentials(enum.Enum):
+    """Credentials a call may present, as the features phrase them; None: the header the
+    call sends (no header at all when it is None too)."""
+
+    NONE = ("without a token", None)
+    MALFORMED = ("with a malformed authorization header", "Token-not-a-bearer-credential")
+    UNKNOWN = ("with a token the target does not know", "Bearer {random}")
+
+    def __init__(self, phrase: str, header: str | None) -> None:
+        self.phrase = phrase
+        self.header = header
+
+
+class Authentication:
+    def __init__(self, world: World) -> None:
+        self._world = world
+        self._settings = world.settings
+
+    def call_agent_with(self, credentials: Credentials) -> None:
+        """A call to the echo agent that opens no session, with these credentials only."""
+        runtime = self._world.runtime(Role.ECHO_AGENT)
+        headers = {}
+        if credentials.header is not None:
+            headers["Authorization"] = credentials.header.format(random=secrets.token_urlsafe(16))
+        self._world.call(
+            runtime,
+            None,
+            lambda sid: self._world.router.invoke(
+                runtime,
+                "echo",
+                session_id=sid,
+                json={"input": "hello"},
+                authenticated=False,
+                headers=headers,
+            ),
+        )
+
+    def call_as_other_subject(self) -> None:
+        """The second subject calls the echo agent in the first subject's session."""
+        session = self._world.session
+        other = Router(
+            self._world.transport_with_token(self._world.target.second_api_token),
+            self._world.target.router_url,
+            self._world.measurements,
+        )
+        self._world.call(
+            session.runtime,
+            session.session_id,
+            lambda sid: other.invoke(
+                session.runtime, "echo", session_id=sid, json={"input": "mine"}
+            ),
+        )
+
+    def expect_refused_as_unauthorized(self, reason: str) -> None:
+        assert_that(self._world.last_answer, matchers.refused_as_unauthorized(reason))
+
+    def expect_refused_as_not_the_owner(self) -> None:
+        assert_that(self._world.last_answer, matchers.refused_as_not_the_owner())
+
+    def expect_owner_still_served(self) -> None:
+        session = self._world.session
+        answer = self._world.echo(session.runtime, "still mine", session.session_id)
+        assert_that(
+            answer,
+            all_of(matchers.echoes("still mine"), matchers.carries_session_id(session.session_id)),
+        )
+
+    def expect_sandbox_got_no_caller_token(self) -> None:
+        """The echo agent reports a fingerprint of every word of every header it received:
+        none may be either subject's token, whatever header carried it."""
+        reports = self._world.sandbox_reports()
+        if not reports:
+            raise AssertionError("no call reached the echo agent")
+        fingerprints = {
+            whose: _fingerprint(token)
+            for whose, token in (
+                ("api_token", self._world.target.api_token),
+                ("second_api_token", self._world.target.second_api_token),
+            )
+            if token
+        }
+        assert_that(reports[-1], matchers.not_given_credentials(fingerprints))
+
+
+def _fingerprint(token: str) -> str:
+    """What the echo agent reports for a header word that is this token."""
+    return hashlib.sha256(token.encode()).hexdigest()

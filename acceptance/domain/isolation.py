@@ -1,0 +1,151 @@
+"""Sessions kept apart: named sessions with files of their own, session ids that are never
+issued twice, and many sessions opened at the same moment."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import requests
+from hamcrest import all_of, assert_that, described_as, has_length
+
+from acceptance.core import matchers
+from acceptance.core.clients import session_id_of
+from acceptance.core.polling import eventually
+from acceptance.core.runtimes import Role
+from acceptance.domain.world import Session, World
+from acceptance.platforms.base import Sandbox
+
+# How long callers opening sessions together wait for each other before they start.
+_GATHER_TIMEOUT = 30.0
+
+
+class Isolation:
+    def __init__(self, world: World) -> None:
+        self._world = world
+        self._named: dict[str, Session] = {}
+        self._issued_before: list[str] = []  # the run's session ids before a series of sessions
+        self._series: list[Session] = []  # sessions opened one after another, or together
+        self._first_answers: list[requests.Response] = []
+        self._closed: dict[Session, Sandbox | None] = {}
+
+    # Named sessions.
+
+    def open_named(self, role: Role, names: list[str]) -> None:
+        for name in names:
+            self._named[name] = self._world.open_session(role)
+
+    def store(self, name: str, path: str, text: str) -> None:
+        session = self._named[name]
+        answer = self._world.router.upload_file(
+            session.runtime, path, text.encode(), session_id=session.session_id
+        )
+        assert_that(
+            answer,
+            all_of(
+                matchers.succeeded(f"session {name} to store {path}"),
+                matchers.carries_session_id(session.session_id),
+            ),
+        )
+
+    def read(self, name: str, path: str) -> requests.Response:
+        session = self._named[name]
+        return self._world.router.download_file(
+            session.runtime, path, session_id=session.session_id
+        )
+
+    def expect_holds(self, name: str, path: str, text: str) -> None:
+        assert_that(
+            self.read(name, path),
+            matchers.holds_bytes(f"session {name} to read {text!r} from {path}", text.encode()),
+        )
+
+    def expect_cannot_find(self, name: str, path: str) -> None:
+        """The sandbox of this very session says the file is not there."""
+        session = self._named[name]
+        assert_that(
+            self.read(name, path),
+            all_of(
+                matchers.refused_with(404, "File not found"),
+                matchers.carries_session_id(session.session_id),
+            ),
+        )
+
+    # Session ids.
+
+    def open_and_close_in_turn(self, count: int, role: Role) -> None:
+        """Open sessions one after another, closing each before the next; whether the
+        closes succeed is not this series' concern."""
+        self._issued_before = [session.session_id for session in self._world.run_sessions]
+        for _ in range(count):
+            session = self._world.open_session(role)
+            self._series.append(session)
+            self._world.close_session(session)
+
+    def expect_ids_never_issued_before(self) -> None:
+        assert_that(
+            [session.session_id for session in self._series],
+            matchers.new_session_ids(self._issued_before),
+        )
+
+    # Many sessions at once.
+
+    def open_together(self, count: int, role: Role) -> None:
+        """`count` callers each open a session with a first call at the same moment; the
+        call writes a file named after the caller."""
+        runtime = self._world.runtime(role)
+        gate = threading.Barrier(count, timeout=_GATHER_TIMEOUT)
+
+        def first_call(number: int) -> requests.Response:
+            gate.wait()
+            code = f"open('mine-{number}.txt', 'w').write('{number}')"
+            return self._world.execute(runtime, ["python3", "-c", code], None)
+
+        with ThreadPoolExecutor(count) as callers:
+            self._first_answers = list(callers.map(first_call, range(count)))
+
+    def expect_each_got_a_session(self) -> None:
+        for number, answer in enumerate(self._first_answers):
+            assert_that(answer, matchers.exits_with(0), f"caller {number} was not served")
+        ids = [session_id_of(answer) or "" for answer in self._first_answers]
+        assert_that(ids, matchers.new_session_ids(()), "the callers did not get sessions apart")
+
+    def expect_each_holds_only_its_file(self) -> None:
+        router = self._world.router
+        for number, session in enumerate(self._sessions_of_first_answers()):
+            listing = router.list_files(session.runtime, ".", session_id=session.session_id)
+            assert_that(
+                listing,
+                matchers.lists_exactly([f"mine-{number}.txt"]),
+                f"the workspace of caller {number}'s {session} holds files not its own",
+            )
+
+    def close_together(self) -> None:
+        platform = self._world.platform
+        for session in self._sessions_of_first_answers():
+            self._closed[session] = platform.sandbox_of(session.session_id)
+            self._world.close_session(session)
+
+    def expect_no_sandbox_left(self) -> None:
+        """Every closed session's sandbox is gone from the platform within ttl_grace."""
+        platform, settings = self._world.platform, self._world.settings
+        eventually(
+            lambda: [
+                f"{session}: {sandbox}"
+                for session, sandbox in self._closed.items()
+                if platform.sandbox_of(session.session_id) is not None
+                or (sandbox is not None and platform.is_running(sandbox))
+            ],
+            described_as("no sandbox of the closed sessions", has_length(0)),
+            timeout=settings.ttl_grace,
+            poll=settings.poll_interval,
+            waiting_for=f"the sandboxes of {len(self._closed)} closed sessions to be gone",
+        )
+
+    def _sessions_of_first_answers(self) -> list[Session]:
+        """The session each first call opened, in the callers' order."""
+        by_id = {session.session_id: session for session in self._world.sessions}
+        sessions = [by_id.get(session_id_of(answer) or "") for answer in self._first_answers]
+        if None in sessions:
+            raise AssertionError("not every first call opened a session")
+        return [session for session in sessions if session is not None]

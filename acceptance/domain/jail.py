@@ -1,0 +1,115 @@
+"""The workspace jail, tried through the Router: file operations and working directories
+whose paths lead out of the session's workspace, through "..", an absolute path, or a
+symlink the sandbox made itself. What lies outside is checked from inside the sandbox."""
+
+from __future__ import annotations
+
+import enum
+import json
+import uuid
+
+from hamcrest import assert_that
+
+from acceptance.core import matchers
+from acceptance.domain.world import World
+
+# In the features, the outside directory's absolute path as the sandbox sees it.
+OUTSIDE = "{outside}"
+SECRET_FILE = "secret.txt"
+PLANTED_FILE = "planted.txt"
+
+# Run in the workspace: make "outside" next to it, a secret in it, and a symlink "link" to it.
+_PREPARE = """
+import os, sys
+outside = os.path.join(os.path.dirname(os.getcwd()), "outside")
+os.makedirs(outside, exist_ok=True)
+with open(os.path.join(outside, "secret.txt"), "w") as secret:
+    secret.write(sys.argv[1])
+os.symlink(outside, "link")
+print(outside)
+"""
+# Run in a working directory: reveal a secret found there, and plant a file.
+_PLANT = """
+import os
+if os.path.exists("secret.txt"):
+    print(open("secret.txt").read())
+open("planted.txt", "w").write("planted")
+"""
+# Run in the workspace: what the outside directory holds.
+_INSPECT = """
+import json, os, sys
+print(json.dumps({name: open(os.path.join(sys.argv[1], name)).read()
+                  for name in sorted(os.listdir(sys.argv[1]))}))
+"""
+
+
+class JailOperation(enum.Enum):
+    UPLOAD = "upload a file to"
+    DOWNLOAD = "download"
+    LIST = "list the directory"
+    RUN_IN = "run a command in the directory"
+
+
+class WorkspaceJail:
+    def __init__(self, world: World) -> None:
+        self._world = world
+        self._secret = f"secret-{uuid.uuid4().hex}"
+        self._outside: str | None = None
+
+    def prepare_outside(self) -> None:
+        """Have the sandbox make the outside directory, its secret and the symlink."""
+        session = self._world.session
+        answer = self._world.execute(
+            session.runtime, ["python3", "-c", _PREPARE, self._secret], session.session_id
+        )
+        assert_that(answer, matchers.exits_with(0), "the sandbox could not prepare the scene")
+        self._outside = answer.json()["stdout"].strip()
+
+    def attempt(self, operation: JailOperation, path: str) -> None:
+        session, router = self._world.session, self._world.router
+        path = path.replace(OUTSIDE, self._outside_path)
+        runtime = session.runtime
+        if operation is JailOperation.RUN_IN:
+            self._world.execute(
+                runtime,
+                ["python3", "-c", _PLANT],
+                session.session_id,
+                fields={"working_dir": path},
+            )
+            return
+        sends = {
+            JailOperation.UPLOAD: lambda sid: router.upload_file(
+                runtime, path, b"planted", session_id=sid
+            ),
+            JailOperation.DOWNLOAD: lambda sid: router.download_file(runtime, path, session_id=sid),
+            JailOperation.LIST: lambda sid: router.list_files(runtime, path, session_id=sid),
+        }
+        self._world.call(runtime, session.session_id, sends[operation])
+
+    def expect_refused_as_escaping(self) -> None:
+        assert_that(self._world.last_answer, matchers.refused_as_escaping_the_workspace())
+
+    def expect_nothing_outside_revealed_or_changed(self) -> None:
+        """The answer reveals nothing of the outside directory, which, seen from inside the
+        sandbox, still holds its secret and nothing else."""
+        assert_that(self._world.last_answer, matchers.reveals_nothing_of(self._secret, SECRET_FILE))
+        session = self._world.session
+        answer = self._world.execute(
+            session.runtime,
+            ["python3", "-c", _INSPECT, self._outside_path],
+            session.session_id,
+        )
+        assert_that(
+            answer,
+            matchers.command_result(
+                f"the outside directory to hold only {SECRET_FILE}, unchanged",
+                exit_code=0,
+                stdout=json.dumps({SECRET_FILE: self._secret}) + "\n",
+            ),
+        )
+
+    @property
+    def _outside_path(self) -> str:
+        if self._outside is None:
+            raise AssertionError("the scenario has not prepared the outside directory")
+        return self._outside

@@ -1,0 +1,175 @@
+"""How sessions end: the idle timeout (sessionTimeout) and the hard lifetime (the runtime's
+maxSessionDuration, or the ttl a session asked for), watched through the Router and, where
+touching the session would count as activity, through the platform."""
+
+from __future__ import annotations
+
+import math
+import time
+import uuid
+
+from hamcrest import all_of, assert_that, described_as, equal_to, is_not, none
+
+from acceptance.core import matchers
+from acceptance.core.polling import consistently, eventually
+from acceptance.core.runtimes import Role, RuntimeKind, derive_manifest, fixture_manifest
+from acceptance.domain.world import TOUCH_TEXT, Session, World, sandbox_report
+from acceptance.platforms.base import Sandbox
+
+# The fixture the derived agents come from (fixtures/runtimes/echo-agent.yaml).
+ECHO_AGENT_FIXTURE = "echo-agent"
+# The Router records activity just before it answers; the answer reaches us a little later.
+CLOCK_ALLOWANCE = 0.25
+
+
+class Lifetimes:
+    def __init__(self, world: World) -> None:
+        self._world = world
+        self._settings = world.settings
+        self._ending: Sandbox | None = None  # the sandbox seen serving the session that ends
+        self._deadline: float | None = None  # when (time.monotonic) it must have ended
+        self._lasted: float | None = None  # from opening to the first call it did not serve
+        self._ttls: dict[str, int] = {}  # the ttl each session asked for, by session id
+
+    # Runtimes with short limits, derived from the echo agent.
+
+    def apply_short_timeout_agent(self) -> None:
+        """A uniquely named copy of the echo agent whose sessionTimeout is short."""
+        self._apply(Role.SHORT_TIMEOUT_AGENT, "idle", max_session_duration=None)
+
+    def apply_short_lifetime_agent(self) -> None:
+        """A copy of the echo agent whose maxSessionDuration is short (and longer than its
+        short sessionTimeout)."""
+        self._apply(
+            Role.SHORT_LIFETIME_AGENT,
+            "lifetime",
+            max_session_duration=self._settings.short_session_lifetime,
+        )
+
+    def _apply(self, role: Role, purpose: str, *, max_session_duration: float | None) -> None:
+        manifest = derive_manifest(
+            fixture_manifest(RuntimeKind.AGENT_RUNTIME, ECHO_AGENT_FIXTURE),
+            name=f"echo-agent-{purpose}-{uuid.uuid4().hex[:8]}",
+            namespace=self._settings.namespace,
+            session_timeout=self._settings.short_session_timeout,
+            max_session_duration=max_session_duration,
+        )
+        self._world.apply_runtime(role, manifest)
+
+    def open_session_with_short_ttl(self, role: Role) -> None:
+        ttl = math.ceil(self._settings.short_session_lifetime)
+        self._ttls[self._world.open_session(role, ttl=ttl).session_id] = ttl
+
+    # The idle timeout.
+
+    def expect_session_kept_alive(self) -> None:
+        """Call the session every third of its timeout for twice its timeout: had the calls
+        not counted as activity, it would have expired half-way."""
+        timeout = self._settings.short_session_timeout
+        session = self._world.session
+        answers = consistently(
+            lambda: self._world.touch(session.runtime, session.session_id),
+            all_of(matchers.echoes(TOUCH_TEXT), matchers.carries_session_id(session.session_id)),
+            duration=2 * timeout,
+            poll=timeout / 3,
+            holding=f"session {session.session_id} is served while called every {timeout / 3:g} s",
+        )
+        reports = [sandbox_report(answer) for answer in answers]
+        assert_that(reports, matchers.served_by_one_sandbox(), f"{session} changed sandbox")
+
+    def leave_session_idle_until_it_ends(self) -> None:
+        """Watch the platform, without touching the session, until its sandbox is released;
+        this must happen after the timeout and within the grace period that follows it."""
+        timeout, grace = self._settings.short_session_timeout, self._settings.ttl_grace
+        session = self._world.session
+        self._ending = self._sandbox_serving(session)
+        idle_since = self._world.last_activity(session)
+        self._deadline = idle_since + timeout + grace
+        eventually(
+            lambda: self._world.platform.sandbox_of(session.session_id),
+            described_as("no sandbox serving the session", none()),
+            timeout=self._remaining(),
+            poll=self._settings.poll_interval,
+            waiting_for=(
+                f"the platform to end session {session.session_id} within its sessionTimeout "
+                f"({timeout:g} s) and ttl_grace ({grace:g} s) of idleness"
+            ),
+        )
+        idle = time.monotonic() - idle_since
+        assert idle >= timeout - CLOCK_ALLOWANCE, (
+            f"{session} ended after {idle:.2f} s idle, before its sessionTimeout of {timeout:g} s"
+        )
+
+    def expect_session_refused_as_not_found(self) -> None:
+        session = self._world.session
+        eventually(
+            lambda: self._world.touch(session.runtime, session.session_id),
+            matchers.refused_because_session_not_found(
+                session.session_id, code_required=self._settings.session_not_found_code
+            ),
+            timeout=self._remaining(),
+            poll=self._settings.poll_interval,
+            waiting_for=f"the Router to refuse the ended session {session.session_id}",
+        )
+
+    # The hard lifetime.
+
+    def keep_session_busy_until_it_ends(self) -> None:
+        """Call the session every poll_interval until a call is not served; that must happen
+        within the hard lifetime and ttl_grace of opening it."""
+        session = self._world.session
+        lifetime, grace = self._lifetime(session), self._settings.ttl_grace
+        self._ending = self._sandbox_serving(session)
+        self._deadline = session.opened_at + lifetime + grace
+        eventually(
+            lambda: self._world.touch(session.runtime, session.session_id),
+            described_as(
+                "a call the session no longer serves", is_not(matchers.echoes(TOUCH_TEXT))
+            ),
+            timeout=self._remaining(),
+            poll=self._settings.poll_interval,
+            waiting_for=(
+                f"the busy session {session.session_id} to end at its hard lifetime "
+                f"({lifetime:g} s) within ttl_grace ({grace:g} s)"
+            ),
+        )
+        self._lasted = time.monotonic() - session.opened_at
+
+    def expect_session_lasted_its_lifetime(self) -> None:
+        """A call answered at most `lasted` after the session was asked for found it ended:
+        had it ended before its lifetime, that span would be shorter than the lifetime."""
+        session, lasted = self._world.session, self._lasted
+        if lasted is None:
+            raise AssertionError("the scenario has not kept the session busy until it ended")
+        lifetime = self._lifetime(session)
+        assert lasted >= lifetime - CLOCK_ALLOWANCE, (
+            f"{session} was no longer served {lasted:.2f} s after it was asked for, "
+            f"before its hard lifetime of {lifetime:g} s"
+        )
+
+    def _lifetime(self, session: Session) -> float:
+        return self._ttls.get(session.session_id, self._settings.short_session_lifetime)
+
+    # Both.
+
+    def expect_sandbox_gone(self) -> None:
+        sandbox = self._ending
+        if sandbox is None:
+            raise AssertionError("no sandbox was observed before the session ended")
+        eventually(
+            lambda: self._world.platform.is_running(sandbox),
+            described_as("the sandbox neither listed nor running", equal_to(False)),
+            timeout=self._settings.ttl_grace,
+            poll=self._settings.poll_interval,
+            waiting_for=f"{sandbox} of the ended session {self._world.session.session_id} to go",
+        )
+
+    def _sandbox_serving(self, session: Session) -> Sandbox:
+        sandbox = self._world.platform.sandbox_of(session.session_id)
+        if sandbox is None:
+            raise AssertionError(f"the platform shows no sandbox serving the live {session}")
+        return sandbox
+
+    def _remaining(self) -> float:
+        assert self._deadline is not None
+        return max(self._deadline - time.monotonic(), self._settings.poll_interval)

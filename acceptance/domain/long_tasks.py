@@ -1,0 +1,81 @@
+"""Calls that run long: a command that outlasts an ordinary call, a command that outlives
+its own timeout, and an agent busy on one call for longer than its idle timeout."""
+
+from __future__ import annotations
+
+import math
+import shlex
+
+from hamcrest import assert_that
+
+from acceptance.core import matchers
+from acceptance.domain.world import ANSWER_ALLOWANCE, World
+
+# The long command prints at least this many lines, spread over its duration.
+MIN_LINES = 3
+
+
+class LongTasks:
+    def __init__(self, world: World) -> None:
+        self._world = world
+        self._settings = world.settings
+        self._lines: list[str] = []
+
+    def run_long_command(self) -> None:
+        """A command that prints numbered lines over long_task_duration, with a timeout
+        twice as long; the suite waits as long as the timeout allows (as the SDK does)."""
+        duration = self._settings.long_task_duration
+        count = max(MIN_LINES, math.ceil(duration))
+        self._lines = [f"line {number}" for number in range(count)]
+        code = (
+            "import time\n"
+            f"for number in range({count}):\n"
+            "    print(f'line {number}', flush=True)\n"
+            f"    time.sleep({duration / count})\n"
+        )
+        timeout = math.ceil(2 * duration)
+        session = self._world.session
+        self._world.execute(
+            session.runtime,
+            ["python3", "-c", code],
+            session.session_id,
+            fields={"timeout": f"{timeout}s"},
+            wait=timeout + ANSWER_ALLOWANCE,
+        )
+
+    def expect_full_output(self) -> None:
+        assert_that(self._world.last_answer, matchers.completes_with_lines(self._lines))
+
+    def run_with_timeout(self, command_line: str, seconds: int) -> None:
+        session = self._world.session
+        self._world.execute(
+            session.runtime,
+            shlex.split(command_line),
+            session.session_id,
+            fields={"timeout": f"{seconds}s"},
+        )
+
+    def agent_works_past_idle_timeout(self) -> None:
+        """One call that keeps the agent busy for half as long again as the idle timeout:
+        had the platform not counted the call as activity, it would have ended the session
+        meanwhile."""
+        seconds = 1.5 * self._settings.short_session_timeout
+        session = self._world.session
+        self._world.call(
+            session.runtime,
+            session.session_id,
+            lambda sid: self._world.router.invoke(
+                session.runtime,
+                "echo/sleep",
+                session_id=sid,
+                json={"seconds": seconds},
+                timeout=seconds + ANSWER_ALLOWANCE,
+            ),
+        )
+
+    def expect_long_call_finished(self) -> None:
+        assert_that(self._world.last_answer, matchers.finished_long_call())
+
+    def expect_session_still_answers(self) -> None:
+        """A call right after the long one is served in the session, by the same sandbox."""
+        self._world.expect_served_by_the_same_sandbox(self._world.session, "after its long call")

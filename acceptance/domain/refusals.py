@@ -1,0 +1,100 @@
+"""Calls a client must be able to tell apart when they fail: a session that has ended, a
+"not found" from the agent itself, and requests a code interpreter cannot accept."""
+
+from __future__ import annotations
+
+import base64
+import enum
+from collections.abc import Callable
+
+import requests
+from hamcrest import assert_that
+
+from acceptance.core import matchers
+from acceptance.domain.world import World
+
+# PicoD refuses request bodies over 32 MiB (upstream's maxBodySize).
+MAX_BODY_SIZE = 32 << 20
+_JSON = {"Content-Type": "application/json"}
+
+
+class BadRequest(enum.Enum):
+    """A request a code interpreter must refuse, as the features phrase it."""
+
+    MALFORMED_JSON = "a command request that is not valid JSON"
+    EMPTY_COMMAND = "an empty command"
+    BAD_TIMEOUT = "a timeout that is not a duration"
+    BAD_BASE64 = "an upload whose content is not base64"
+    LISTING_WITHOUT_PATH = "a listing without a path"
+    MISSING_FILE = "a download of a file that does not exist"
+    MISSING_DIRECTORY = "a listing of a directory that does not exist"
+    DIRECTORY_DOWNLOAD = "a download of a directory"
+    OVERSIZED_UPLOAD = "an upload larger than 32 MiB"
+
+
+class Refusals:
+    def __init__(self, world: World) -> None:
+        self._world = world
+
+    def close_session(self) -> None:
+        """End the scenario's session as a client does, through the WorkloadManager."""
+        answer = self._world.close_session(self._world.session)
+        assert_that(answer, matchers.succeeded("the WorkloadManager to delete the session"))
+
+    def ask_agent_for_missing_path(self) -> None:
+        session = self._world.session
+        self._world.call(
+            session.runtime,
+            session.session_id,
+            lambda sid: self._world.router.invoke(
+                session.runtime, "no/such/path", session_id=sid, method="GET"
+            ),
+        )
+
+    def send(self, request: BadRequest) -> None:
+        session = self._world.session
+        send = self._senders()[request]
+        self._world.call(session.runtime, session.session_id, send)
+
+    def _senders(self) -> dict[BadRequest, Callable[[str | None], requests.Response]]:
+        router, runtime = self._world.router, self._world.session.runtime
+
+        def post(path: str, body: bytes) -> Callable[[str | None], requests.Response]:
+            return lambda sid: router.invoke(
+                runtime, path, session_id=sid, data=body, headers=_JSON
+            )
+
+        def execute(fields: dict[str, object]) -> Callable[[str | None], requests.Response]:
+            return lambda sid: router.execute(runtime, ["true"], session_id=sid, fields=fields)
+
+        def get(route: str, **params: str) -> Callable[[str | None], requests.Response]:
+            return lambda sid: router.invoke(
+                runtime, route, session_id=sid, method="GET", params=params
+            )
+
+        return {
+            BadRequest.MALFORMED_JSON: post("api/execute", b'{command: ["true"]}'),
+            BadRequest.EMPTY_COMMAND: execute({"command": []}),
+            BadRequest.BAD_TIMEOUT: execute({"timeout": "soon"}),
+            BadRequest.BAD_BASE64: post("api/files", b'{"path": "a.txt", "content": "%%%"}'),
+            BadRequest.LISTING_WITHOUT_PATH: get("api/files"),
+            BadRequest.MISSING_FILE: lambda sid: router.download_file(
+                runtime, "no-such-file.txt", session_id=sid
+            ),
+            BadRequest.MISSING_DIRECTORY: get("api/files", path="no-such-directory"),
+            BadRequest.DIRECTORY_DOWNLOAD: self._download_a_directory,
+            BadRequest.OVERSIZED_UPLOAD: lambda sid: post("api/files", _oversized_upload())(sid),
+        }
+
+    def _download_a_directory(self, session_id: str | None) -> requests.Response:
+        assert session_id is not None
+        router, runtime = self._world.router, self._world.session.runtime
+        stored = router.upload_file(runtime, "folder/file.txt", b"x", session_id=session_id)
+        assert_that(stored, matchers.succeeded("PicoD to store folder/file.txt"))
+        return router.download_file(runtime, "folder", session_id=session_id)
+
+
+def _oversized_upload() -> bytes:
+    """A well-formed JSON upload whose base64 content alone exceeds the body limit."""
+    content = base64.b64encode(b"\0" * (MAX_BODY_SIZE // 4 * 3 + 3))
+    return b'{"path": "big.bin", "content": "' + content + b'"}'

@@ -1,0 +1,204 @@
+"""The Router under stress: more calls at once than its concurrency limit, a restart of the
+Router, and a sandbox that dies under a live session."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+
+import requests
+from hamcrest import assert_that, described_as, equal_to
+
+from acceptance.core import matchers
+from acceptance.core.clients import Router
+from acceptance.core.runtimes import Role
+from acceptance.core.transport import NoAnswer
+from acceptance.domain.world import ANSWER_ALLOWANCE, TOUCH_TEXT, Session, World
+
+# The limit of the second localcube a localcube the suite started runs for the overload
+# scenario (a cluster declares its Router's limit with max_concurrent_requests).
+LOCAL_LIMIT = 4
+# How long each call within the limit keeps the agent busy: long enough for every call of
+# the burst to arrive while the first ones are still in flight.
+HOLD_SECONDS = 2.0
+
+
+class Resilience:
+    def __init__(self, world: World) -> None:
+        self._world = world
+        self._settings = world.settings
+        self._limit = 0
+        self._limited: Router | None = None
+        self._burst: list[tuple[requests.Response, float]] = []  # answers and their latency
+        self._kept_files: dict[tuple[Session, str], bytes] = {}
+        self._failed_call: tuple[requests.Response | None, float, str] | None = None
+
+    # Overload.
+
+    def open_session_on_limited_router(self) -> None:
+        """A Router whose concurrency limit is known: the target's, when declared, else a
+        second localcube with a low limit; and a session of the echo agent on it."""
+        declared = self._settings.max_concurrent_requests
+        if declared:
+            self._limit, url = declared, self._world.target.router_url
+        else:
+            stack = ExitStack()
+            self._world.register_cleanup(stack.close)
+            self._limit = LOCAL_LIMIT
+            url = stack.enter_context(self._world.platform.concurrency_limited_router(LOCAL_LIMIT))
+        transport = self._world.transport_with_token(self._world.target.api_token)
+        self._limited = Router(transport, url, self._world.measurements)
+        runtime = self._world.runtime(Role.ECHO_AGENT)
+        answer = self._world.call(
+            runtime,
+            None,
+            lambda sid: self._limited_router.invoke(runtime, "echo", session_id=sid, json={}),
+        )
+        assert_that(answer, matchers.succeeded("the limited Router to open a session"))
+
+    def burst(self, extra: int) -> None:
+        """As many slow calls as the limit, and `extra` more, all at the same moment."""
+        session, router = self._world.session, self._limited_router
+        count = self._limit + extra
+        gate = threading.Barrier(count, timeout=ANSWER_ALLOWANCE)
+
+        def slow_call(_: int) -> tuple[requests.Response, float]:
+            gate.wait()
+            started = time.perf_counter()
+            answer = router.invoke(
+                session.runtime,
+                "echo/sleep",
+                session_id=session.session_id,
+                json={"seconds": HOLD_SECONDS},
+                timeout=HOLD_SECONDS + ANSWER_ALLOWANCE,
+            )
+            return answer, time.perf_counter() - started
+
+        with ThreadPoolExecutor(count) as callers:
+            self._burst = list(callers.map(slow_call, range(count)))
+
+    def expect_limit_served(self) -> None:
+        served = [answer for answer, _ in self._burst if answer.status_code != 429]
+        assert_that(
+            len(served),
+            described_as(
+                f"{self._limit} calls served, as many as the limit", equal_to(self._limit)
+            ),
+            self._burst_summary(),
+        )
+        for answer in served:
+            assert_that(answer, matchers.finished_long_call())
+
+    def expect_extra_refused_at_once(self, extra: int) -> None:
+        refused = [
+            (answer, seconds) for answer, seconds in self._burst if answer.status_code == 429
+        ]
+        assert_that(
+            len(refused),
+            described_as(f"{extra} calls over the limit refused", equal_to(extra)),
+            self._burst_summary(),
+        )
+        for answer, seconds in refused:
+            assert_that(answer, matchers.refused_as_overloaded())
+            assert seconds < HOLD_SECONDS, (
+                f"a call over the limit was refused only after {seconds:.2f} s, not at once"
+            )
+
+    def expect_served_again(self) -> None:
+        session, router = self._world.session, self._limited_router
+        answer = router.invoke(
+            session.runtime, "echo", session_id=session.session_id, json={"input": TOUCH_TEXT}
+        )
+        assert_that(answer, matchers.echoes(TOUCH_TEXT))
+
+    def _burst_summary(self) -> str:
+        statuses = sorted(answer.status_code for answer, _ in self._burst)
+        return f"with a limit of {self._limit}, the burst's statuses were {statuses}"
+
+    @property
+    def _limited_router(self) -> Router:
+        if self._limited is None:
+            raise AssertionError("the scenario has no Router with a known limit yet")
+        return self._limited
+
+    # Router restart.
+
+    def open_answered_session(self, role: Role) -> None:
+        session = self._world.open_session(role)
+        answer = self._world.touch(session.runtime, session.session_id)
+        assert_that(answer, matchers.succeeded(f"{session} to answer a call"))
+
+    def open_session_holding(self, role: Role, path: str) -> None:
+        session = self._world.open_session(role)
+        content = f"kept by {session.session_id}".encode()
+        answer = self._world.router.upload_file(
+            session.runtime, path, content, session_id=session.session_id
+        )
+        assert_that(answer, matchers.succeeded(f"{session} to store {path}"))
+        self._kept_files[session, path] = content
+
+    def restart_router(self) -> None:
+        self._world.platform.restart_router()
+
+    def expect_agent_session_survived(self, role: Role) -> None:
+        """The agent session is served after the restart, by the same sandbox."""
+        self._world.expect_served_by_the_same_sandbox(self._session_of(role), "across the restart")
+
+    def expect_file_survived(self, role: Role, path: str) -> None:
+        session = self._session_of(role)
+        content = self._kept_files.get((session, path))
+        if content is None:
+            raise AssertionError(f"the scenario has not stored {path} in {session}")
+        answer = self._world.router.download_file(
+            session.runtime, path, session_id=session.session_id
+        )
+        assert_that(
+            answer,
+            matchers.holds_bytes(f"{session} to still hold {path} after the restart", content),
+        )
+
+    def _session_of(self, role: Role) -> Session:
+        runtime = self._world.runtime(role)
+        for session in reversed(self._world.sessions):
+            if session.runtime == runtime:
+                return session
+        raise AssertionError(f"the scenario has no session of the {role.phrase}")
+
+    # A sandbox that dies.
+
+    def kill_sandbox(self) -> None:
+        session = self._world.session
+        sandbox = self._world.platform.sandbox_of(session.session_id)
+        if sandbox is None:
+            raise AssertionError(f"the platform shows no sandbox serving {session}")
+        self._world.platform.kill_sandbox(sandbox)
+
+    def call_dead_session(self) -> None:
+        """One call in the session, waiting no longer than fail_fast for an answer."""
+        session, limit = self._world.session, self._settings.fail_fast
+        started = time.perf_counter()
+        try:
+            answer: requests.Response | None = self._world.execute(
+                session.runtime, ["python3", "-c", "pass"], session.session_id, wait=limit
+            )
+            problem = ""
+        except NoAnswer as error:
+            answer, problem = None, str(error)
+        self._failed_call = (answer, time.perf_counter() - started, problem)
+
+    def expect_failed_fast(self) -> None:
+        if self._failed_call is None:
+            raise AssertionError("the scenario has not called the session since its sandbox died")
+        answer, seconds, problem = self._failed_call
+        limit = self._settings.fail_fast
+        if answer is None:
+            raise AssertionError(
+                f"a call in a session whose sandbox died must fail within fail_fast "
+                f"({limit:g} s) with 502 or 503; it hung instead: {problem}"
+            )
+        assert_that(answer, matchers.failed_because_the_sandbox_died())
+        assert seconds <= limit, (
+            f"the call failed only after {seconds:.2f} s, past fail_fast ({limit:g} s)"
+        )

@@ -1,0 +1,44 @@
+"""Parameter types of the step phrases, registered with behave by environment.py."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from parse_type import TypeBuilder
+
+from acceptance.core.runtimes import Role, RuntimeKind
+from acceptance.domain.credentials import Credentials
+from acceptance.domain.jail import JailOperation
+from acceptance.domain.refusals import BadRequest
+
+
+def _phrases(mapping: dict[str, Any]) -> Callable[[str], Any]:
+    # Longest first, so that "echo agent with a short idle timeout" is not cut short.
+    return TypeBuilder.make_enum(dict(sorted(mapping.items(), key=lambda item: -len(item[0]))))
+
+
+def _integers(text: str) -> list[int]:
+    return [int(number) for number in text.split(",")]
+
+
+_integers.pattern = r"\d+(?:, *\d+)*"  # type: ignore[attr-defined]
+
+STEP_TYPES: dict[str, Callable[[str], Any]] = {
+    # "the {runtime:Runtime}": a runtime by its role in the features.
+    "Runtime": _phrases({role.phrase: role for role in Role}),
+    # "{kind:RuntimeKind} that does not exist": a runtime kind, with its article.
+    "RuntimeKind": _phrases(
+        {
+            "an agent runtime": RuntimeKind.AGENT_RUNTIME,
+            "a code interpreter": RuntimeKind.CODE_INTERPRETER,
+        }
+    ),
+    "Integers": _integers,
+    # "I send the session {request:BadRequest}": a request a code interpreter must refuse.
+    "BadRequest": _phrases({request.value: request for request in BadRequest}),
+    # "I {operation:JailOperation} "{path}"": a file operation or a working directory.
+    "JailOperation": _phrases({operation.value: operation for operation in JailOperation}),
+    # "I call the echo agent {credentials:Credentials}".
+    "Credentials": _phrases({credentials.phrase: credentials for credentials in Credentials}),
+}

@@ -1,0 +1,130 @@
+"""Warm pools, watched on the platform: which sandbox serves a session's first call, whether
+the pool refills, and how long a first call takes with a pool and without one."""
+
+from __future__ import annotations
+
+import time
+
+from hamcrest import all_of, assert_that, described_as, has_item, has_length, is_in, is_not
+from hamcrest.core.matcher import Matcher
+
+from acceptance.core import matchers
+from acceptance.core.polling import eventually
+from acceptance.core.runtimes import Role
+from acceptance.domain.world import World
+from acceptance.platforms.base import Sandbox
+
+# The first-call latencies the run reports (Measurements names).
+FIRST_CALL_WARM = "first call, warm pool"
+FIRST_CALL_COLD = "first call, no pool (cold start)"
+# A warm first call may take at most this share of a cold one: generous on purpose, since
+# only the direction is promised (on localcube the ratio is nearer 0.1).
+WARM_TO_COLD_BOUND = 1.0
+# The first call's command: as quick as possible, so that the call's time is the session's.
+_PROBE = ["echo", "2"]
+
+
+class WarmPools:
+    def __init__(self, world: World) -> None:
+        self._world = world
+        self._platform = world.platform
+        self._settings = world.settings
+        self._waiting: frozenset[str] = frozenset()  # sandbox ids in the pool before the call
+        self._first_calls: dict[Role, float] = {}
+
+    def wait_until_full(self, role: Role) -> None:
+        """Wait until the pool holds warmPoolSize sandboxes, and remember them."""
+        runtime = self._world.runtime(role)
+        size = self._platform.warm_pool_size(runtime)
+        waiting = eventually(
+            lambda: self._platform.warm_sandboxes(runtime),
+            described_as(f"{size} sandboxes waiting in the pool", has_length(size)),
+            timeout=self._settings.ready_timeout,
+            poll=self._settings.poll_interval,
+            waiting_for=f"the warm pool of {runtime} to be full",
+        )
+        self._waiting = _ids(waiting)
+
+    def expect_no_pool(self, role: Role) -> None:
+        runtime = self._world.runtime(role)
+        size = self._platform.warm_pool_size(runtime)
+        assert size == 0, f"{runtime} was expected without a warm pool, but warmPoolSize is {size}"
+        # Every sandbox that exists before the call: any waiting, and those serving the
+        # run's sessions, so that handing out one of them cannot pass for a new start.
+        serving = (self._platform.sandbox_of(s.session_id) for s in self._world.run_sessions)
+        existing = {*self._platform.warm_sandboxes(runtime), *filter(None, serving)}
+        self._waiting = _ids(existing)
+
+    def expect_served_from_pool(self) -> None:
+        self._expect_serving_sandbox(
+            is_in(sorted(self._waiting)),
+            f"one of the {len(self._waiting)} sandboxes waiting in the pool before the call",
+            "was not served by a sandbox from the warm pool",
+        )
+
+    def expect_started_for_session(self) -> None:
+        self._expect_serving_sandbox(
+            is_not(is_in(sorted(self._waiting))),
+            "a sandbox that did not exist before the call",
+            "was served by a sandbox that already existed",
+        )
+
+    def _expect_serving_sandbox(self, matcher: Matcher[str], wanted: str, problem: str) -> None:
+        assert_that(
+            self._serving_sandbox().sandbox_id,
+            described_as(wanted, matcher),
+            f"{self._world.session} {problem}",
+        )
+
+    def expect_pool_refilled(self, role: Role) -> None:
+        """The pool is back to its size, with a sandbox that was not there before in place
+        of the one the session took."""
+        runtime = self._world.runtime(role)
+        size = self._platform.warm_pool_size(runtime)
+        claimed = self._serving_sandbox().sandbox_id
+        eventually(
+            lambda: _ids(self._platform.warm_sandboxes(runtime)),
+            described_as(
+                f"{size} sandboxes waiting, none of them {claimed}",
+                all_of(has_length(size), is_not(has_item(claimed))),
+            ),
+            timeout=self._settings.ready_timeout,
+            poll=self._settings.poll_interval,
+            waiting_for=f"the warm pool of {runtime} to refill after a session took {claimed}",
+        )
+
+    def time_first_call(self, role: Role) -> None:
+        """Open a session of the interpreter with a first call, timed from send to answer."""
+        runtime = self._world.runtime(role)
+        started = time.perf_counter()
+        answer = self._world.execute(runtime, _PROBE, None)
+        elapsed = time.perf_counter() - started
+        assert_that(answer, matchers.prints_line("2"), f"the first call to {runtime} failed")
+        self._first_calls[role] = elapsed
+        warm = self._platform.warm_pool_size(runtime) > 0
+        self._world.measurements.record(FIRST_CALL_WARM if warm else FIRST_CALL_COLD, elapsed)
+
+    def expect_warm_faster(self, warm: Role, cold: Role) -> None:
+        """Print the ratio seen (in the scenario's output and report), then bound it."""
+        warm_seconds, cold_seconds = self._first_calls[warm], self._first_calls[cold]
+        ratio = warm_seconds / cold_seconds
+        print(
+            f"first call with a warm pool {warm_seconds:.3f} s, without {cold_seconds:.3f} s: "
+            f"warm/cold = {ratio:.2f} (bound {WARM_TO_COLD_BOUND:g})"
+        )
+        assert ratio <= WARM_TO_COLD_BOUND, (
+            f"the first call with a warm pool took {warm_seconds:.3f} s, longer than "
+            f"{WARM_TO_COLD_BOUND:g} x the {cold_seconds:.3f} s of a cold start "
+            f"(warm/cold = {ratio:.2f})"
+        )
+
+    def _serving_sandbox(self) -> Sandbox:
+        session = self._world.session
+        sandbox = self._platform.sandbox_of(session.session_id)
+        if sandbox is None:
+            raise AssertionError(f"the platform shows no sandbox serving {session}")
+        return sandbox
+
+
+def _ids(sandboxes: frozenset[Sandbox]) -> frozenset[str]:
+    return frozenset(sandbox.sandbox_id for sandbox in sandboxes)

@@ -1,0 +1,412 @@
+"""The scenario's world: what the steps do, in the platform's words.
+
+A World lives for one scenario. It makes the calls, remembers the answers and the sessions
+they opened, registers every session and runtime for deletion the moment it exists, and
+waits (never sleeps) for the platform where the contract allows time.
+
+The World is the core: calls, sessions, runtimes and the workspace. What each capability
+of the platform adds (lifetimes, long tasks, warm pools, the workspace jail, isolation,
+credentials, resilience, refusals) lives in a module of its own, as a helper the steps get
+with ``world.part(Helper)``; helpers use the World's public methods only.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import requests
+from hamcrest import all_of, assert_that, has_entries
+
+from acceptance.core import matchers
+from acceptance.core.clients import SESSION_HEADER, Router, WorkloadManager, session_id_of
+from acceptance.core.evidence import ExchangeLog, describe_response
+from acceptance.core.measurements import Measurements
+from acceptance.core.runtimes import FIXTURE_SCRIPTS, Role, Runtime, RuntimeKind
+from acceptance.core.settings import Settings
+from acceptance.core.transport import NoAnswer, Transport
+from acceptance.platforms.base import Platform, Target
+
+RegisterCleanup = Callable[..., None]
+Part = TypeVar("Part")
+# What `touch` sends to an agent: a call that only keeps its session active.
+TOUCH_TEXT = "still there?"
+# How long past a call's own duration (a long command, a slow agent) to wait for its answer.
+ANSWER_ALLOWANCE = 10.0
+# A call that reaches a kept session of each kind (path under invocations/, JSON body).
+_EXAMPLE_CALL = {
+    RuntimeKind.AGENT_RUNTIME: ("echo", '{"input": "hello"}'),
+    RuntimeKind.CODE_INTERPRETER: ("api/execute", '{"command": ["ls", "-l"]}'),
+}
+
+
+@dataclass(frozen=True)
+class Session:
+    """A session the scenario opened; `opened_at` (time.monotonic) is taken before the call
+    that opened it, so that a lifetime measured from it is never too short."""
+
+    session_id: str
+    runtime: Runtime
+    opened_at: float = field(default_factory=time.monotonic, compare=False)
+
+    def __str__(self) -> str:
+        return f"session {self.session_id} of {self.runtime}"
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call through the Router: where it went, the session it presented, the answer,
+    the sessions known before it, and when the answer arrived (time.monotonic)."""
+
+    runtime: Runtime
+    sent_session_id: str | None
+    response: requests.Response
+    known_before: tuple[str, ...]
+    answered_at: float
+
+    @property
+    def presented_session_id(self) -> str:
+        """The session id the call presented; a step that needs one fails without it."""
+        if self.sent_session_id is None:
+            raise AssertionError("the last call presented no session id")
+        return self.sent_session_id
+
+
+class World:
+    def __init__(
+        self,
+        settings: Settings,
+        target: Target,
+        *,
+        router: Router,
+        workload_manager: WorkloadManager,
+        platform: Platform,
+        register_cleanup: RegisterCleanup,
+        log: ExchangeLog,
+        leaks: list[str],
+        measurements: Measurements,
+        run_sessions: list[Session],
+    ) -> None:
+        self._settings = settings
+        self._target = target
+        self._log = log
+        self._router = router
+        self._wm = workload_manager
+        self._platform = platform
+        self._register_cleanup = register_cleanup
+        self._leaks = leaks
+        self._measurements = measurements
+        self._run_sessions = run_sessions
+        self._calls: list[Call] = []
+        self._sessions: list[Session] = []
+        self._last_activity: dict[str, float] = {}
+        self._applied: dict[Role, Runtime] = {}
+        self._parts: dict[Callable[[World], Any], Any] = {}
+        self._kept: list[str] | None = None
+
+    # What the capability helpers build on.
+
+    def part(self, kind: Callable[[World], Part]) -> Part:
+        """The scenario's helper of this kind, created on first use."""
+        if kind not in self._parts:
+            self._parts[kind] = kind(self)
+        return self._parts[kind]
+
+    @property
+    def settings(self) -> Settings:
+        return self._settings
+
+    @property
+    def target(self) -> Target:
+        return self._target
+
+    @property
+    def router(self) -> Router:
+        return self._router
+
+    @property
+    def workload_manager(self) -> WorkloadManager:
+        return self._wm
+
+    @property
+    def platform(self) -> Platform:
+        return self._platform
+
+    @property
+    def measurements(self) -> Measurements:
+        return self._measurements
+
+    @property
+    def run_sessions(self) -> list[Session]:
+        """Every session the run has opened so far, in order."""
+        return self._run_sessions
+
+    def transport_with_token(self, token: str | None) -> Transport:
+        """A transport presenting another bearer token (None: none), logged with the rest
+        of the scenario's exchanges and closed with the scenario."""
+        transport = Transport(timeout=self._settings.request_timeout, token=token, log=self._log)
+        self._register_cleanup(transport.close)
+        return transport
+
+    def register_cleanup(self, cleanup: Callable[..., None], *args: Any) -> None:
+        self._register_cleanup(cleanup, *args)
+
+    # What the scenario has seen so far.
+
+    def evidence(self, since: int = 0, whose: str = "this scenario") -> str:
+        """The scenario's HTTP exchanges from the `since`-th on, redacted, for a report."""
+        return self._log.format(since, whose)
+
+    @property
+    def exchange_count(self) -> int:
+        return len(self._log.exchanges)
+
+    def platform_evidence(self) -> str:
+        """What the platform shows of the scenario's sessions, for a failure report."""
+        return self._platform.evidence(session.session_id for session in self._sessions)
+
+    def runtime(self, role: Role) -> Runtime:
+        if role.setting is not None:
+            return Runtime(
+                role.kind, self._settings.namespace, getattr(self._settings, role.setting)
+            )
+        if role not in self._applied:
+            raise AssertionError(f"the scenario has not applied the {role.phrase} yet")
+        return self._applied[role]
+
+    @property
+    def last_call(self) -> Call:
+        if not self._calls:
+            raise AssertionError("the scenario has not called anything yet")
+        return self._calls[-1]
+
+    @property
+    def last_answer(self) -> requests.Response:
+        return self.last_call.response
+
+    @property
+    def session(self) -> Session:
+        """The session the scenario opened last."""
+        if not self._sessions:
+            raise AssertionError("the scenario has no session yet")
+        return self._sessions[-1]
+
+    @property
+    def sessions(self) -> list[Session]:
+        """The scenario's sessions, in the order they were opened."""
+        return list(self._sessions)
+
+    def last_activity(self, session: Session) -> float:
+        """When (time.monotonic) the session last answered a call successfully."""
+        return self._last_activity[session.session_id]
+
+    def sandbox_reports(self) -> list[dict[str, Any]]:
+        """What the echo agent said about its sandbox, for each successful echo, in order."""
+        return [
+            sandbox_report(call.response)
+            for call in self._calls
+            if call.runtime.kind is RuntimeKind.AGENT_RUNTIME and call.response.status_code == 200
+        ]
+
+    # Calls through the Router.
+
+    def call(
+        self,
+        runtime: Runtime,
+        session_id: str | None,
+        send: Callable[[str | None], requests.Response],
+    ) -> requests.Response:
+        """Make one call with `send`, remember it, and adopt the session it opened, if any."""
+        known = tuple(session.session_id for session in self._sessions)
+        sent_at = time.monotonic()
+        response = send(session_id)
+        call = Call(runtime, session_id, response, known, time.monotonic())
+        self._calls.append(call)
+        returned = session_id_of(response)
+        if returned and returned not in known:
+            self._adopt(Session(returned, runtime, sent_at))
+        if response.status_code == 200:
+            for active in {session_id, returned} - {None}:
+                self._last_activity[active] = call.answered_at
+        return response
+
+    def echo(self, runtime: Runtime, text: str, session_id: str | None) -> requests.Response:
+        return self.call(
+            runtime,
+            session_id,
+            lambda sid: self._router.invoke(runtime, "echo", session_id=sid, json={"input": text}),
+        )
+
+    def execute(
+        self,
+        runtime: Runtime,
+        command: list[str],
+        session_id: str | None,
+        fields: Mapping[str, Any] | None = None,
+        wait: float | None = None,
+    ) -> requests.Response:
+        """Run a command (PicoD's other `fields`; `wait`: a longer wait for the answer)."""
+        return self.call(
+            runtime,
+            session_id,
+            lambda sid: self._router.execute(
+                runtime, command, session_id=sid, fields=fields, wait=wait
+            ),
+        )
+
+    def touch(self, runtime: Runtime, session_id: str | None) -> requests.Response:
+        """A harmless call of the runtime's kind: an echo, or a Python no-op."""
+        if runtime.kind is RuntimeKind.AGENT_RUNTIME:
+            return self.echo(runtime, TOUCH_TEXT, session_id)
+        return self.execute(runtime, ["python3", "-c", "pass"], session_id)
+
+    def expect_served_by_the_same_sandbox(self, session: Session, since: str) -> None:
+        """A harmless call is served in the session by the sandbox that served it so far."""
+        answer = self.touch(session.runtime, session.session_id)
+        assert_that(
+            answer,
+            all_of(matchers.echoes(TOUCH_TEXT), matchers.carries_session_id(session.session_id)),
+        )
+        assert_that(
+            self.sandbox_reports(),
+            matchers.served_by_one_sandbox(),
+            f"{session} changed sandbox {since}",
+        )
+
+    def send_to_agent(self, role: Role, text: str, *, in_session: bool) -> None:
+        self.echo(self.runtime(role), text, self.session.session_id if in_session else None)
+
+    def run_python(self, role: Role, code: str, *, in_session: bool) -> None:
+        session_id = self.session.session_id if in_session else None
+        self.execute(self.runtime(role), ["python3", "-c", code], session_id)
+
+    def run_python_in_session(self, code: str) -> None:
+        self.execute(self.session.runtime, ["python3", "-c", code], self.session.session_id)
+
+    def run_command_in_session(self, command_line: str) -> None:
+        self.execute(self.session.runtime, shlex.split(command_line), self.session.session_id)
+
+    def prepare_session_with_python(self, code: str) -> None:
+        """Run code that sets the scenario up; it must succeed."""
+        self.run_python_in_session(code)
+        assert_that(self.last_answer, matchers.exits_with(0), "setting the session up failed")
+
+    def call_missing_runtime(self, kind: RuntimeKind) -> None:
+        runtime = Runtime(kind, self._settings.namespace, f"missing-{uuid.uuid4().hex[:12]}")
+        self.touch(runtime, None)
+
+    def call_with_unknown_session(self, role: Role) -> None:
+        self.touch(self.runtime(role), str(uuid.uuid4()))
+
+    # Sessions.
+
+    def open_session(self, role: Role, *, ttl: int | None = None) -> Session:
+        """Open a session through the WorkloadManager, as the SDK does; `ttl` asks for a
+        hard lifetime in seconds."""
+        runtime = self.runtime(role)
+        opened_at = time.monotonic()
+        response = self._wm.create_session(runtime, ttl=ttl)
+        assert_that(
+            response,
+            matchers.holds_json(
+                f"the WorkloadManager to create a session of {runtime}",
+                has_entries(sessionId=matchers.a_uuid4()),
+            ),
+        )
+        session = Session(response.json()["sessionId"], runtime, opened_at)
+        self._adopt(session)
+        self._last_activity[session.session_id] = time.monotonic()
+        return session
+
+    def close_session(self, session: Session) -> requests.Response:
+        """Delete the session through the WorkloadManager now, as a client ends it."""
+        return self._wm.delete_session(session.runtime.kind, session.session_id)
+
+    def _adopt(self, session: Session) -> None:
+        self._sessions.append(session)
+        self._run_sessions.append(session)
+        self._register_cleanup(self._delete_session, session)
+
+    def keep_for_inspection(self, kept: list[str]) -> None:
+        """From now on the cleanups keep the scenario's sessions and runtimes, and add to
+        `kept` how to reach each, instead of deleting them."""
+        self._kept = kept
+
+    def _how_to_reach(self, session: Session) -> str:
+        auth = ' -H "Authorization: Bearer $AGENTCUBE_API_TOKEN"' if self._target.api_token else ""
+        path, body = _EXAMPLE_CALL[session.runtime.kind]
+        return (
+            f"{session}: call it with curl{auth} -H '{SESSION_HEADER}: {session.session_id}' "
+            f"-H 'Content-Type: application/json' -d '{body}' "
+            f"{self._router.invocation_url(session.runtime, path)} ; delete it with curl{auth} "
+            f"-X DELETE {self._wm.session_url(session.runtime.kind, session.session_id)}"
+        )
+
+    def _delete_session(self, session: Session) -> None:
+        """Cleanup: a session that is already gone (expired, never issued) is fine."""
+        if self._kept is not None:
+            self._kept.append(self._how_to_reach(session))
+            return
+        try:
+            response = self._wm.delete_session(session.runtime.kind, session.session_id)
+        except NoAnswer as error:
+            self._leaks.append(f"{session}: {error}")
+            return
+        if response.status_code not in (200, 404):
+            self._leaks.append(f"{session}: {describe_response(response)}")
+
+    # Code-interpreter workspace.
+
+    def upload_script(self, name: str) -> None:
+        content = (FIXTURE_SCRIPTS / name).read_bytes()
+        session = self.session
+        response = self._router.upload_file(
+            session.runtime, name, content, session_id=session.session_id
+        )
+        assert_that(
+            response,
+            matchers.holds_json(
+                f"PicoD to store {name} ({len(content)} bytes) in the workspace",
+                has_entries(size=len(content)),
+            ),
+        )
+
+    def list_workspace(self) -> requests.Response:
+        session = self.session
+        return self._router.list_files(session.runtime, ".", session_id=session.session_id)
+
+    def download(self, path: str) -> requests.Response:
+        session = self.session
+        return self._router.download_file(session.runtime, path, session_id=session.session_id)
+
+    # Runtimes the scenario applies for itself.
+
+    def apply_runtime(self, role: Role, manifest: dict[str, Any]) -> Runtime:
+        """Apply a runtime resource for this scenario, deleted at its end, in this role."""
+        runtime = Runtime.of_manifest(manifest)
+        if runtime.kind is not role.kind:
+            raise ValueError(f"{runtime} cannot play the {role.phrase}")
+        self._register_cleanup(self._delete_runtime, runtime)
+        self._applied[role] = self._platform.apply_runtime(manifest)
+        return self._applied[role]
+
+    def _delete_runtime(self, runtime: Runtime) -> None:
+        if self._kept is not None:
+            self._kept.append(f"{runtime}: kept on platform {self._platform.name!r}")
+            return
+        try:
+            self._platform.delete_runtime(runtime)
+        except AssertionError as error:
+            self._leaks.append(f"{runtime}: {error}")
+
+
+def sandbox_report(response: requests.Response) -> Any:
+    """The echo agent's account of the sandbox that served the call (None if absent)."""
+    try:
+        return response.json().get("sandbox")
+    except (ValueError, AttributeError):
+        return None

@@ -1,0 +1,150 @@
+"""The Platform interface: what the suite can do beside calling the Router and the
+WorkloadManager, named by capability.
+
+Scenarios ask for capabilities with `@requires.<name>`. A platform adapter may offer:
+
+- ``runtime-admin``: apply and delete runtime resources (a derived echo agent with a short
+  sessionTimeout, for the idle-timeout scenarios);
+- ``sandbox-observation``: see which sandbox serves a session, whether it still runs, and
+  the sandboxes waiting in a warm pool;
+- ``sandbox-kill``: kill the sandbox that serves a session;
+- ``router-restart``: restart the Router, keeping its session store.
+
+Two more belong to the target as configured rather than to an adapter (see
+``acceptance.platforms.target``): ``auth`` (tokens of two subjects) and ``overload`` (a
+Router whose concurrency limit is known).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from acceptance.core.runtimes import Runtime
+from acceptance.core.transport import Transport
+
+RUNTIME_ADMIN = "runtime-admin"
+SANDBOX_OBSERVATION = "sandbox-observation"
+SANDBOX_KILL = "sandbox-kill"
+ROUTER_RESTART = "router-restart"
+AUTH = "auth"
+OVERLOAD = "overload"
+CAPABILITIES = {
+    RUNTIME_ADMIN: "apply and delete runtime resources",
+    SANDBOX_OBSERVATION: "observe the sandbox that serves a session and the warm pools",
+    SANDBOX_KILL: "kill the sandbox that serves a session",
+    ROUTER_RESTART: "restart the Router, keeping its session store",
+    AUTH: "require bearer tokens, with the tokens of two subjects",
+    OVERLOAD: "put a Router whose concurrency limit is known under load",
+}
+# How to obtain a capability that no platform choice alone gives.
+CAPABILITY_HINTS = {
+    ROUTER_RESTART: "the suite can restart a localcube only when it started it itself",
+    AUTH: "set api_token and second_api_token for a target that requires tokens",
+    OVERLOAD: "declare the Router's limit with -D max_concurrent_requests=N",
+}
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """A sandbox as the platform shows it. `pid` is set when it is a local process."""
+
+    sandbox_id: str
+    pid: int | None = None
+
+    def __str__(self) -> str:
+        return f"sandbox {self.sandbox_id}" + (f" (pid {self.pid})" if self.pid else "")
+
+
+class Platform:
+    """The interface; an adapter overrides what its capabilities cover."""
+
+    name: ClassVar[str]
+    capabilities: ClassVar[frozenset[str]]
+
+    def __init__(self, transport: Transport, base_url: str) -> None:
+        self._transport = transport
+        self._base_url = base_url
+
+    def _missing(self, capability: str) -> AssertionError:
+        return AssertionError(f"platform {self.name!r} cannot {CAPABILITIES[capability]}")
+
+    def apply_runtime(self, manifest: dict[str, Any]) -> Runtime:
+        """Create or replace a runtime resource and return it once usable."""
+        raise self._missing(RUNTIME_ADMIN)
+
+    def delete_runtime(self, runtime: Runtime) -> None:
+        raise self._missing(RUNTIME_ADMIN)
+
+    def sandbox_of(self, session_id: str) -> Sandbox | None:
+        """The sandbox serving this session, or None when the platform knows of none."""
+        raise self._missing(SANDBOX_OBSERVATION)
+
+    def is_running(self, sandbox: Sandbox) -> bool:
+        """Whether the sandbox still exists in any form (listed, or its process alive)."""
+        raise self._missing(SANDBOX_OBSERVATION)
+
+    def warm_pool_size(self, runtime: Runtime) -> int:
+        """The runtime's warmPoolSize (0 without a pool)."""
+        raise self._missing(SANDBOX_OBSERVATION)
+
+    def warm_sandboxes(self, runtime: Runtime) -> frozenset[Sandbox]:
+        """The sandboxes waiting in the runtime's warm pool now; once one is claimed,
+        `sandbox_of` its session returns it under the same sandbox_id."""
+        raise self._missing(SANDBOX_OBSERVATION)
+
+    def kill_sandbox(self, sandbox: Sandbox) -> None:
+        """Kill the sandbox abruptly (SIGKILL, or a pod deleted without grace)."""
+        raise self._missing(SANDBOX_KILL)
+
+    def restart_router(self) -> None:
+        """Restart the Router and return once it serves again; its store is kept."""
+        raise self._missing(ROUTER_RESTART)
+
+    def concurrency_limited_router(self, limit: int) -> AbstractContextManager[str]:
+        """A Router with this concurrency limit, by its URL, while in use."""
+        raise self._missing(OVERLOAD)
+
+    def evidence(self, session_ids: Iterable[str]) -> str:
+        """What the platform shows of these sessions, for a failure report; never raises."""
+        return f"Platform evidence: platform {self.name!r} shows nothing beyond HTTP"
+
+
+@dataclass(frozen=True)
+class Closing:
+    """What letting go of a target met: problems to report, and what it kept for a person
+    to inspect (with how to reach it)."""
+
+    problems: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Target:
+    """The target of the run, resolved once at its start (``acceptance.platforms.target``):
+    where the Router and the WorkloadManager answer, the tokens to present, the platform and
+    what the run can do with it. Each platform subclasses it with its adapter and its way to
+    let go; nothing rewrites these values afterwards."""
+
+    router_url: str
+    workload_manager_url: str
+    api_token: str | None = field(repr=False)
+    second_api_token: str | None = field(repr=False)
+    capabilities: frozenset[str]
+
+    platform_name: ClassVar[str]
+
+    def platform(self, transport: Transport) -> Platform:
+        """The scenario's adapter, making its calls with `transport`."""
+        raise NotImplementedError
+
+    def prepare(self) -> None:
+        """Once the target answers ready: make what the features need (fixtures on a
+        cluster). Nothing by default."""
+
+    def close(self, *, keep: bool) -> Closing:
+        """Let go of the target once, at the end of the run; `keep`: sessions were kept for
+        inspection, so keep what they need. Nothing to do by default."""
+        return Closing()

@@ -1,0 +1,292 @@
+"""The Kubernetes API as the adapter uses it: the few calls it makes, each with a timeout,
+answers as plain JSON-shaped dicts, and failures as one-line KubeErrors.
+
+Everything the adapter asks of a cluster goes through ``KubeApi``; the tests put a stand-in
+API server behind it and check the exact requests.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import re
+import threading
+from datetime import UTC, datetime
+from typing import Any
+
+import urllib3
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from kubernetes.stream import portforward
+from kubernetes.stream.ws_client import PortForward
+
+from acceptance.core.evidence import redact
+
+# Connect and read timeout of one API call; waits poll with many short calls.
+CALL_TIMEOUT = (5.0, 30.0)
+JSON = dict[str, Any]
+_HANDSHAKE_STATUS = re.compile(r"Handshake status (\d{3})")
+
+
+class Resource(enum.Enum):
+    """The kinds of object the adapter reads or writes: (group, version, plural, kind)."""
+
+    POD = ("", "v1", "pods", "Pod")
+    AGENT_RUNTIME = ("runtime.agentcube.volcano.sh", "v1alpha1", "agentruntimes", "AgentRuntime")
+    CODE_INTERPRETER = (
+        "runtime.agentcube.volcano.sh",
+        "v1alpha1",
+        "codeinterpreters",
+        "CodeInterpreter",
+    )
+    SANDBOX = ("agents.x-k8s.io", "v1alpha1", "sandboxes", "Sandbox")
+    SANDBOX_CLAIM = ("extensions.agents.x-k8s.io", "v1alpha1", "sandboxclaims", "SandboxClaim")
+
+    def __init__(self, group: str, version: str, plural: str, kind: str) -> None:
+        self.group = group
+        self.version = version
+        self.plural = plural
+        self.kind = kind
+
+    @property
+    def qualified(self) -> str:
+        """As kubectl and API errors name it: agentruntimes.runtime.agentcube.volcano.sh."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+
+class KubeError(AssertionError):
+    """The Kubernetes API refused or failed a call. ``status`` is the HTTP status, 0 when no
+    answer came. An AssertionError, so that a scenario reports it as a failed expectation."""
+
+    def __init__(self, what: str, status: int, detail: str) -> None:
+        self.status = status
+        self.detail = detail
+        answer = f"answered {status}" if status else "gave no answer"
+        super().__init__(redact(f"the Kubernetes API {answer} to {what}: {detail}"))
+
+
+def _status_message(error: ApiException) -> str:
+    """The message of the Status object the API sends with an error, else the reason."""
+    try:
+        return str(json.loads(error.body or "")["message"])
+    except (ValueError, KeyError, TypeError):
+        return str(error.reason or "no details")
+
+
+class KubeApi:
+    """The calls the adapter makes, for one cluster configuration."""
+
+    def __init__(self, configuration: client.Configuration) -> None:
+        self._client = client.ApiClient(configuration)
+        self._core = client.CoreV1Api(self._client)
+        self._apps = client.AppsV1Api(self._client)
+        self._custom = client.CustomObjectsApi(self._client)
+        # The client's stream helper swaps its ApiClient's call_api while it connects, which
+        # would divert other threads' calls: streams get a client of their own, and open
+        # one at a time.
+        self._streams = client.CoreV1Api(client.ApiClient(configuration))
+        self._streams_lock = threading.Lock()
+
+    @property
+    def host(self) -> str:
+        return str(self._client.configuration.host)
+
+    def close(self) -> None:
+        self._client.close()
+        self._streams.api_client.close()
+
+    def _call(self, what: str, method: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            result = method(*args, _request_timeout=CALL_TIMEOUT, **kwargs)
+        except ApiException as error:
+            raise KubeError(what, error.status or 0, _status_message(error)) from None
+        except urllib3.exceptions.HTTPError as error:
+            cause = getattr(error, "reason", None) or error  # past urllib3's retry wrapper
+            raise KubeError(what, 0, f"{type(cause).__name__}: {cause}") from None
+        return self._client.sanitize_for_serialization(result)
+
+    # Discovery.
+
+    def api_resources(self, group: str, version: str) -> JSON:
+        return self._call(
+            f"discover {group}/{version}", self._custom.get_api_resources, group, version
+        )
+
+    # Objects, by Resource.
+
+    def get(self, resource: Resource, namespace: str, name: str) -> JSON | None:
+        """The object, or None when it does not exist."""
+        what = f"get {resource.qualified} {namespace}/{name}"
+        try:
+            if resource is Resource.POD:
+                return self._call(what, self._core.read_namespaced_pod, name, namespace)
+            return self._call(
+                what,
+                self._custom.get_namespaced_custom_object,
+                resource.group,
+                resource.version,
+                namespace,
+                resource.plural,
+                name,
+            )
+        except KubeError as error:
+            if error.status == 404:
+                return None
+            raise
+
+    def objects(self, resource: Resource, namespace: str, label_selector: str = "") -> list[JSON]:
+        """The objects of a kind in the namespace, those with the labels when given."""
+        what = f"list {resource.qualified} in {namespace}" + (
+            f" with labels {label_selector}" if label_selector else ""
+        )
+        selected = {"label_selector": label_selector} if label_selector else {}
+        if resource is Resource.POD:
+            answer = self._call(what, self._core.list_namespaced_pod, namespace, **selected)
+        else:
+            answer = self._call(
+                what,
+                self._custom.list_namespaced_custom_object,
+                resource.group,
+                resource.version,
+                namespace,
+                resource.plural,
+                **selected,
+            )
+        return list(answer.get("items") or [])
+
+    def create(self, resource: Resource, namespace: str, body: JSON) -> JSON:
+        """Create a custom object; a KubeError with status 409 when it exists already."""
+        return self._call(
+            f"create {resource.qualified} {namespace}/{body['metadata']['name']}",
+            self._custom.create_namespaced_custom_object,
+            resource.group,
+            resource.version,
+            namespace,
+            resource.plural,
+            body,
+        )
+
+    def delete(
+        self,
+        resource: Resource,
+        namespace: str,
+        name: str,
+        uid: str,
+        *,
+        grace_seconds: int | None = None,
+    ) -> bool:
+        """Delete the object with this uid, its dependents in the background; False when it
+        is gone. A KubeError with status 409 when the name now belongs to another object.
+        ``grace_seconds=0`` kills a pod at once."""
+        options = client.V1DeleteOptions(
+            preconditions=client.V1Preconditions(uid=uid),
+            propagation_policy="Background",
+            grace_period_seconds=grace_seconds,
+        )
+        what = f"delete {resource.qualified} {namespace}/{name} (uid {uid})"
+        try:
+            if resource is Resource.POD:
+                self._call(what, self._core.delete_namespaced_pod, name, namespace, body=options)
+            else:
+                self._call(
+                    what,
+                    self._custom.delete_namespaced_custom_object,
+                    resource.group,
+                    resource.version,
+                    namespace,
+                    resource.plural,
+                    name,
+                    body=options,
+                )
+        except KubeError as error:
+            if error.status == 404:
+                return False
+            raise
+        return True
+
+    # Core objects by name.
+
+    def service(self, namespace: str, name: str) -> JSON:
+        return self._call(
+            f"get Service {namespace}/{name}", self._core.read_namespaced_service, name, namespace
+        )
+
+    def pod_events(self, namespace: str, pod: str) -> list[JSON]:
+        answer = self._call(
+            f"list the events of Pod {namespace}/{pod}",
+            self._core.list_namespaced_event,
+            namespace,
+            field_selector=f"involvedObject.kind=Pod,involvedObject.name={pod}",
+        )
+        return list(answer.get("items") or [])
+
+    def pod_log(self, namespace: str, pod: str, container: str, lines: int) -> str:
+        return self._call(
+            f"read the log of container {container} of Pod {namespace}/{pod}",
+            self._core.read_namespaced_pod_log,
+            pod,
+            namespace,
+            container=container,
+            tail_lines=lines,
+        )
+
+    def deployment(self, namespace: str, name: str) -> JSON:
+        return self._call(
+            f"get Deployment {namespace}/{name}",
+            self._apps.read_namespaced_deployment,
+            name,
+            namespace,
+        )
+
+    def restart_deployment(self, namespace: str, name: str) -> JSON:
+        """What `kubectl rollout restart` does: stamp the pod template with the time."""
+        stamp = datetime.now(UTC).isoformat(timespec="seconds")
+        patch = {
+            "spec": {
+                "template": {
+                    "metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": stamp}}
+                }
+            }
+        }
+        return self._call(
+            f"restart Deployment {namespace}/{name}",
+            self._apps.patch_namespaced_deployment,
+            name,
+            namespace,
+            patch,
+            _content_type="application/strategic-merge-patch+json",
+        )
+
+    def service_account_token(self, namespace: str, name: str, seconds: int) -> str:
+        """A token for the service account from the TokenRequest API (`kubectl create token`)."""
+        request = client.AuthenticationV1TokenRequest(
+            spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=seconds)
+        )
+        answer = self._call(
+            f"create a token for ServiceAccount {namespace}/{name}",
+            self._core.create_namespaced_service_account_token,
+            name,
+            namespace,
+            request,
+        )
+        return str(answer["status"]["token"])
+
+    def open_port_forward(self, namespace: str, pod: str, port: int) -> PortForward:
+        """A port-forward stream to the pod (a websocket to its portforward subresource)."""
+        try:
+            with self._streams_lock:
+                return portforward(
+                    self._streams.connect_get_namespaced_pod_portforward,
+                    pod,
+                    namespace,
+                    ports=str(port),
+                )
+        except ApiException as error:
+            # The client reports a refused websocket handshake as status 0 with the HTTP
+            # status in its text ("Handshake status 403 Forbidden ...").
+            reason = str(error.reason or "no details")
+            handshake = _HANDSHAKE_STATUS.search(reason)
+            status = error.status or (int(handshake[1]) if handshake else 0)
+            raise KubeError(
+                f"port-forward to Pod {namespace}/{pod} port {port}", status, reason
+            ) from None

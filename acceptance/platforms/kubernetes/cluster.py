@@ -1,0 +1,144 @@
+"""One run's hold on a cluster: the API connection, the fixtures it created, the port forwards
+it opened and the token it minted. Made once at the start of the run, closed at its end; the
+per-scenario ``KubernetesPlatform`` works through it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from urllib.parse import urlsplit
+
+from acceptance.core.settings import ConfigError, Settings
+from acceptance.platforms.kubernetes.api import KubeApi
+from acceptance.platforms.kubernetes.connection import connect
+from acceptance.platforms.kubernetes.fixtures import FIXTURE_OF_ROLE, Fixtures
+from acceptance.platforms.kubernetes.observation import Observer
+from acceptance.platforms.kubernetes.port_forward import (
+    ServiceForward,
+    in_cluster_service,
+    local_url,
+)
+from acceptance.platforms.kubernetes.settings import (
+    KubernetesSettings,
+    ServiceRef,
+)
+from acceptance.platforms.kubernetes.tokens import client_credentials_token, service_account_token
+
+
+class Cluster:
+    def __init__(
+        self, api: KubeApi, settings: KubernetesSettings, *, namespace: str, poll_interval: float
+    ) -> None:
+        self.api = api
+        self.settings = settings
+        self.namespace = namespace
+        self.poll_interval = poll_interval
+        self.observer = Observer(api, namespace)
+        self.fixtures = Fixtures(
+            api, self.observer, settings, namespace=namespace, poll_interval=poll_interval
+        )
+        self._forwards: list[ServiceForward] = []
+
+    def __repr__(self) -> str:
+        return f"Cluster({self.api.host}, namespace {self.namespace})"
+
+    @classmethod
+    def connect(
+        cls,
+        settings: KubernetesSettings,
+        environ: Mapping[str, str],
+        *,
+        namespace: str,
+        poll_interval: float,
+    ) -> Cluster:
+        """Connect and check the cluster; ConfigError (ClusterUnreachable) when it cannot
+        serve the suite."""
+        return cls(
+            connect(settings, environ), settings, namespace=namespace, poll_interval=poll_interval
+        )
+
+    def endpoints(
+        self, router_url: str | None, workload_manager_url: str | None
+    ) -> tuple[str, str]:
+        """The Router's and the WorkloadManager's base URLs: as given, or the local ends of
+        port forwards opened now when port_forward is true."""
+        if self.settings.port_forward:
+            if router_url or workload_manager_url:
+                raise ConfigError(
+                    "setting port_forward=true opens its own port forwards: leave router_url "
+                    "and workload_manager_url unset, or set port_forward=false"
+                )
+            namespace = self.settings.system_namespace
+            router = self._forward(namespace, self.settings.router_service)
+            workload_manager = self._forward(namespace, self.settings.workload_manager_service)
+            return router.url, workload_manager.url
+        if not (router_url and workload_manager_url):
+            raise ConfigError(
+                "setting platform=kubernetes needs router_url and workload_manager_url "
+                "(AGENTCUBE_ROUTER_URL, AGENTCUBE_WORKLOAD_MANAGER_URL), or -D port_forward=true "
+                f"to forward to {self.settings.router_service} and "
+                f"{self.settings.workload_manager_service} in {self.settings.system_namespace}"
+            )
+        return router_url, workload_manager_url
+
+    def token(self, api_token: str | None, *, timeout: float) -> str | None:
+        """The bearer token of the run, from token_source; registered as a secret."""
+        source = self.settings.token_source
+        if source == "static":
+            return api_token
+        if api_token:
+            raise ConfigError(
+                f"setting api_token is set and token_source={source}: choose one of the two"
+            )
+        if source == "service-account":
+            return service_account_token(
+                self.api, self.settings.system_namespace, self.settings.service_account
+            )
+        return self._oidc_token(timeout)
+
+    def _oidc_token(self, timeout: float) -> str:
+        settings = self.settings
+        assert settings.oidc_token_url and settings.oidc_client_id and settings.oidc_client_secret
+        url, host = settings.oidc_token_url, None
+        service = in_cluster_service(url)
+        if service is not None and settings.port_forward:
+            forward = self._forward(service[1], service[0])
+            url, host = local_url(url, forward), urlsplit(settings.oidc_token_url).netloc
+        return client_credentials_token(
+            url, settings.oidc_client_id, settings.oidc_client_secret, host=host, timeout=timeout
+        )
+
+    def ensure_fixtures(self, suite_settings: Settings) -> None:
+        """Create the missing runtimes the features use, named as the suite settings say,
+        and wait until all are usable."""
+        self.fixtures.ensure(
+            {role: getattr(suite_settings, str(role.setting)) for role in FIXTURE_OF_ROLE}
+        )
+
+    def _forward(self, namespace: str, service: ServiceRef) -> ServiceForward:
+        forward = ServiceForward(self.api, namespace, service)
+        self._forwards.append(forward)
+        forward.check()
+        return forward
+
+    def kept_notes(self) -> list[str]:
+        """For a person looking at what the run kept: the runtimes it created, and how to
+        reopen the port forwards that the kept sessions' URLs go through, since ``close``
+        closes them."""
+        return self.fixtures.leftovers() + [
+            f"{forward.url} was {forward}, closed at the end of the run; reopen it with: "
+            f"{forward.kubectl}"
+            for forward in self._forwards
+        ]
+
+    def close(self, *, keep_created: bool = False) -> list[str]:
+        """Delete what the run created (unless kept, for a person to look at a failure: a
+        CodeInterpreter's deletion would take its kept sessions along), close the forwards
+        and the connection. Returns the problems met, and those the forwards met during the
+        run, for the run's report; ``kept_notes()`` tells what was kept."""
+        problems = [] if keep_created else self.fixtures.delete_created()
+        for forward in self._forwards:
+            forward.close()
+            problems += sorted(set(forward.problems))
+        self._forwards.clear()
+        self.api.close()
+        return problems

@@ -1,0 +1,103 @@
+"""Connecting to the cluster: kubeconfig (file and context settable) or in-cluster config,
+then one probe that tells an unreachable cluster, rejected credentials and a cluster
+without AgentCube apart, each in one line naming the setting to fix."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from kubernetes import client, config
+from kubernetes.config.config_exception import ConfigException
+from kubernetes.config.incluster_config import SERVICE_HOST_ENV_NAME
+
+from acceptance.core.settings import ConfigError
+from acceptance.platforms.kubernetes.api import KubeApi, KubeError, Resource
+from acceptance.platforms.kubernetes.settings import KubernetesSettings
+
+DEFAULT_KUBECONFIG = "~/.kube/config"
+# The API groups the adapter needs, and what installs each.
+REQUIRED_GROUPS = {
+    (Resource.AGENT_RUNTIME.group, Resource.AGENT_RUNTIME.version): "AgentCube's CRDs "
+    "(helm install agentcube manifests/charts/base)",
+    (Resource.SANDBOX.group, Resource.SANDBOX.version): "agent-sandbox (its manifest.yaml)",
+    (Resource.SANDBOX_CLAIM.group, Resource.SANDBOX_CLAIM.version): "agent-sandbox's "
+    "extensions (its extensions.yaml)",
+}
+_FIX_CONNECTION = (
+    "check kubeconfig / AGENTCUBE_KUBECONFIG and kube_context / AGENTCUBE_KUBE_CONTEXT"
+)
+
+
+class ClusterUnreachable(ConfigError):
+    """No Kubernetes API answered at the configured address."""
+
+
+def connect(settings: KubernetesSettings, environ: Mapping[str, str]) -> KubeApi:
+    """An API connection to the configured cluster, checked to answer and to serve the API
+    groups AgentCube needs. Raises ConfigError (ClusterUnreachable when nothing answers)."""
+    configuration = client.Configuration()
+    source = _load(configuration, settings, environ)
+    # A blackholed address fails after three connect timeouts rather than the default four.
+    configuration.retries = 2
+    api = KubeApi(configuration)
+    try:
+        _probe(api, source)
+    except BaseException:
+        api.close()
+        raise
+    return api
+
+
+def _load(
+    configuration: client.Configuration,
+    settings: KubernetesSettings,
+    environ: Mapping[str, str],
+) -> str:
+    """Fill the configuration in; return how it was found, for messages."""
+    if (
+        settings.kubeconfig is None
+        and not settings.kube_context
+        and environ.get(SERVICE_HOST_ENV_NAME)
+    ):
+        try:
+            config.load_incluster_config(client_configuration=configuration)
+        except ConfigException as error:
+            raise ConfigError(f"in-cluster config: {error}; {_FIX_CONNECTION}") from None
+        return "in-cluster config"
+    path = str(settings.kubeconfig or environ.get("KUBECONFIG") or DEFAULT_KUBECONFIG)
+    source = f"kubeconfig {path}" + (
+        f", context {settings.kube_context}" if settings.kube_context else ""
+    )
+    try:
+        config.load_kube_config(
+            config_file=path,
+            context=settings.kube_context,
+            client_configuration=configuration,
+            persist_config=False,  # never write to the user's kubeconfig
+        )
+    except (ConfigException, OSError) as error:
+        raise ConfigError(f"cannot use {source}: {error}; {_FIX_CONNECTION}") from None
+    return source
+
+
+def _probe(api: KubeApi, source: str) -> None:
+    for (group, version), installed_by in REQUIRED_GROUPS.items():
+        try:
+            api.api_resources(group, version)
+        except KubeError as error:
+            raise _probe_error(api, source, group, version, installed_by, error) from None
+
+
+def _probe_error(
+    api: KubeApi, source: str, group: str, version: str, installed_by: str, error: KubeError
+) -> ConfigError:
+    where = f"the Kubernetes API at {api.host} ({source})"
+    if error.status == 0:
+        return ClusterUnreachable(f"{where} is unreachable: {error.detail}; {_FIX_CONNECTION}")
+    if error.status == 401:
+        return ConfigError(f"{where} rejected the credentials (401); {_FIX_CONNECTION}")
+    if error.status == 404:
+        return ConfigError(
+            f"{where} does not serve {group}/{version}: install {installed_by} first"
+        )
+    return ConfigError(f"{where}: {error}")

@@ -1,0 +1,169 @@
+"""Preconditions: the runtime resources the features rely on, in the namespace under test.
+
+The suite creates only the ones missing, waits until each is usable, and at the end deletes
+only what it created, by uid, so that an object someone re-created under the same name in the
+meantime is left alone. An existing resource is never modified: a cluster's own
+``echo-agent`` is used as it is.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from hamcrest import described_as, none
+
+from acceptance.core.polling import eventually
+from acceptance.core.runtimes import Role, Runtime, RuntimeKind, fixture_manifest
+from acceptance.core.settings import ConfigError
+from acceptance.platforms.kubernetes.api import JSON, KubeApi, KubeError, Resource
+from acceptance.platforms.kubernetes.objects import ObjectRef, pod_ready
+from acceptance.platforms.kubernetes.observation import Observer
+from acceptance.platforms.kubernetes.settings import KubernetesSettings
+
+MANAGED_BY = ("app.kubernetes.io/managed-by", "agentcube-acceptance")
+# The fixture (fixtures/runtimes) each role is created from when it is missing.
+FIXTURE_OF_ROLE: Mapping[Role, str] = {
+    Role.ECHO_AGENT: "echo-agent",
+    Role.PYTHON_INTERPRETER: "python-interpreter",
+    Role.WARM_INTERPRETER: "python-interpreter-warm",
+}
+RESOURCE_OF_KIND: Mapping[RuntimeKind, Resource] = {
+    RuntimeKind.AGENT_RUNTIME: Resource.AGENT_RUNTIME,
+    RuntimeKind.CODE_INTERPRETER: Resource.CODE_INTERPRETER,
+}
+
+
+def render(manifest: Mapping[str, Any], settings: KubernetesSettings) -> JSON:
+    """The manifest as the suite creates it: the target's images, and the label that tells a
+    person who made it."""
+    body = copy.deepcopy(dict(manifest))
+    metadata = body["metadata"]
+    metadata["labels"] = {**(metadata.get("labels") or {}), MANAGED_BY[0]: MANAGED_BY[1]}
+    spec = body["spec"]
+    if body["kind"] == RuntimeKind.AGENT_RUNTIME.kind and settings.agent_image:
+        for container in spec["podTemplate"]["spec"]["containers"]:
+            container["image"] = settings.agent_image
+    if body["kind"] == RuntimeKind.CODE_INTERPRETER.kind and settings.interpreter_image:
+        spec["template"]["image"] = settings.interpreter_image
+    return body
+
+
+class Fixtures:
+    """The runtime resources of this run: found or created, and the created ones by uid."""
+
+    def __init__(
+        self,
+        api: KubeApi,
+        observer: Observer,
+        settings: KubernetesSettings,
+        *,
+        namespace: str,
+        poll_interval: float,
+    ) -> None:
+        self._api = api
+        self._observer = observer
+        self._settings = settings
+        self._namespace = namespace
+        self._poll = poll_interval
+        self._created: dict[Runtime, ObjectRef] = {}
+
+    @property
+    def created(self) -> tuple[Runtime, ...]:
+        return tuple(self._created)
+
+    def ensure(self, names: Mapping[Role, str]) -> None:
+        """Create the roles' runtimes that are missing, named as configured, then wait until
+        every one is usable. A 403 becomes a ConfigError that says what to grant."""
+        runtimes = []
+        for role, name in names.items():
+            manifest = fixture_manifest(role.kind, FIXTURE_OF_ROLE[role])
+            manifest["metadata"] = {
+                **manifest["metadata"],
+                "name": name,
+                "namespace": self._namespace,
+            }
+            runtime = Runtime.of_manifest(manifest)
+            try:
+                if self._api.get(RESOURCE_OF_KIND[role.kind], self._namespace, name) is None:
+                    self._create(manifest)
+            except KubeError as error:
+                if error.status == 403:
+                    raise ConfigError(
+                        f"{error}. Grant the kubeconfig user get, create and delete on "
+                        f"agentruntimes and codeinterpreters in {self._namespace}, or apply "
+                        "fixtures/runtimes there yourself"
+                    ) from None
+                if error.status != 409:  # 409: created by someone else since; theirs
+                    raise
+            runtimes.append(runtime)
+        for runtime in runtimes:
+            self.wait_usable(runtime)
+
+    def apply(self, manifest: Mapping[str, Any]) -> Runtime:
+        """Create a runtime a scenario derived (it must not exist yet) and wait until usable."""
+        runtime = self._create(manifest)
+        self.wait_usable(runtime)
+        return runtime
+
+    def _create(self, manifest: Mapping[str, Any]) -> Runtime:
+        runtime = Runtime.of_manifest(manifest)
+        resource = RESOURCE_OF_KIND[runtime.kind]
+        created = self._api.create(resource, runtime.namespace, render(manifest, self._settings))
+        self._created[runtime] = ObjectRef.of(resource, created)
+        return runtime
+
+    def wait_usable(self, runtime: Runtime) -> None:
+        eventually(
+            lambda: self._unusable(runtime),
+            described_as("usable", none()),
+            timeout=self._settings.cluster_timeout,
+            poll=self._poll,
+            waiting_for=f"{runtime} to be usable (cluster_timeout / AGENTCUBE_CLUSTER_TIMEOUT)",
+        )
+
+    def _unusable(self, runtime: Runtime) -> str | None:
+        """Why the runtime cannot serve yet, or None. An AgentRuntime has no status: it is
+        usable once it exists. A CodeInterpreter reports status.ready, and a warm pool is
+        usable once warmPoolSize of its pods are ready."""
+        obj = self._api.get(RESOURCE_OF_KIND[runtime.kind], runtime.namespace, runtime.name)
+        if obj is None:
+            return f"{runtime} does not exist"
+        if runtime.kind is RuntimeKind.AGENT_RUNTIME:
+            return None
+        if not (obj.get("status") or {}).get("ready"):
+            return f"{runtime} has no status.ready=true yet"
+        size = int(obj["spec"].get("warmPoolSize") or 0)
+        if size == 0:
+            return None
+        ready = sum(
+            waiting.pod is not None and pod_ready(waiting.pod)
+            for waiting in self._observer.warm_pool(runtime.name)
+        )
+        return f"{runtime}: {ready} of {size} warm-pool pods ready" if ready < size else None
+
+    def delete(self, runtime: Runtime) -> None:
+        """Delete the runtime if this run created it; anything else is left alone."""
+        ref = self._created.get(runtime)
+        if ref is not None:
+            self._api.delete(ref.resource, ref.namespace, ref.name, ref.uid)
+            del self._created[runtime]
+
+    def delete_created(self) -> list[str]:
+        """Delete, newest first, what this run created; the problems, for the run's report."""
+        problems = []
+        for runtime in reversed(self.created):
+            try:
+                self.delete(runtime)
+            except KubeError as error:
+                problems.append(f"{runtime}: {error}")
+        return problems
+
+    def leftovers(self) -> list[str]:
+        """What this run created and has not deleted, each with the command that deletes it."""
+        return [
+            f"{runtime}: created by this run; delete it with: kubectl delete "
+            f"{ref.resource.qualified} {ref.name} -n {ref.namespace}"
+            for runtime, ref in self._created.items()
+        ]

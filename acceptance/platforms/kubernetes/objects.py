@@ -1,0 +1,61 @@
+"""Reading Kubernetes objects as the API returns them (JSON-shaped dicts): identity, owner
+references, deletion and readiness. No API calls here."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from acceptance.platforms.kubernetes.api import JSON, Resource
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """One object instance: a new object under the same name has another uid."""
+
+    resource: Resource
+    namespace: str
+    name: str
+    uid: str
+
+    @classmethod
+    def of(cls, resource: Resource, obj: JSON) -> ObjectRef:
+        metadata = obj["metadata"]
+        return cls(resource, metadata["namespace"], metadata["name"], metadata["uid"])
+
+    def __str__(self) -> str:
+        return f"{self.resource.kind} {self.namespace}/{self.name}"
+
+
+def label_selector(labels: Mapping[str, str]) -> str:
+    """The equality-based selector matching every one of the labels."""
+    return ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
+
+
+def owned_by(obj: JSON, kind: str, *, uid: str | None = None, name: str | None = None) -> bool:
+    """Whether an owner reference of the object names an owner of this kind (and uid/name)."""
+    return any(
+        owner.get("kind") == kind
+        and (uid is None or owner.get("uid") == uid)
+        and (name is None or owner.get("name") == name)
+        for owner in obj["metadata"].get("ownerReferences") or ()
+    )
+
+
+def owned_objects(objects: Iterable[JSON], owner_kind: str, owner_uid: str) -> list[JSON]:
+    return [obj for obj in objects if owned_by(obj, owner_kind, uid=owner_uid)]
+
+
+def terminating(obj: JSON) -> bool:
+    """Whether deletion of the object has begun (it may linger for finalizers)."""
+    return bool(obj["metadata"].get("deletionTimestamp"))
+
+
+def pod_ready(pod: JSON) -> bool:
+    """A running pod whose Ready condition is true and whose deletion has not begun."""
+    status = pod.get("status") or {}
+    ready = any(
+        condition.get("type") == "Ready" and condition.get("status") == "True"
+        for condition in status.get("conditions") or ()
+    )
+    return ready and status.get("phase") == "Running" and not terminating(pod)

@@ -1,0 +1,110 @@
+"""Observing sandboxes on the cluster: the objects that serve a session, whether one object
+instance still exists, and the pods of a warm pool.
+
+A session's sandbox is found by the label ``runtime.agentcube.io/session-id`` that the
+WorkloadManager puts on its Sandbox, SandboxClaim and pod. A pod taken from a warm pool was
+started before the session, so it lacks the label: it is found through owner references,
+SandboxClaim -> Sandbox -> Pod (test/e2e/e2e_test.go upstream walks the same chain).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from acceptance.platforms.kubernetes.api import JSON, KubeApi, Resource
+from acceptance.platforms.kubernetes.objects import (
+    ObjectRef,
+    label_selector,
+    owned_by,
+    owned_objects,
+    terminating,
+)
+
+SESSION_LABEL = "runtime.agentcube.io/session-id"
+WARM_POOL_KIND = "SandboxWarmPool"
+
+
+@dataclass(frozen=True)
+class SessionObjects:
+    """What the cluster holds for one session; each part None when absent."""
+
+    claim: JSON | None = None
+    sandbox: JSON | None = None
+    pod: JSON | None = None
+
+    def present(self) -> list[tuple[ObjectRef, JSON]]:
+        """The objects found, claim first, each with its identity."""
+        parts = (
+            (Resource.SANDBOX_CLAIM, self.claim),
+            (Resource.SANDBOX, self.sandbox),
+            (Resource.POD, self.pod),
+        )
+        return [(ObjectRef.of(resource, obj), obj) for resource, obj in parts if obj is not None]
+
+    def refs(self) -> tuple[ObjectRef, ...]:
+        return tuple(ref for ref, _ in self.present())
+
+    @property
+    def serving(self) -> bool:
+        """A pod exists and nothing in the chain is being deleted."""
+        return self.pod is not None and not any(terminating(obj) for _, obj in self.present())
+
+
+class Observer:
+    """Reads sandboxes in the namespace of the runtimes under test."""
+
+    def __init__(self, api: KubeApi, namespace: str) -> None:
+        self._api = api
+        self._namespace = namespace
+
+    def session_objects(self, session_id: str) -> SessionObjects:
+        selector = label_selector({SESSION_LABEL: session_id})
+        claim = _first(self._api.objects(Resource.SANDBOX_CLAIM, self._namespace, selector))
+        sandboxes = self._api.objects(Resource.SANDBOX, self._namespace, selector)
+        if claim is not None:
+            claim_uid = claim["metadata"]["uid"]
+            if not owned_objects(sandboxes, "SandboxClaim", claim_uid):
+                sandboxes = owned_objects(
+                    self._api.objects(Resource.SANDBOX, self._namespace), "SandboxClaim", claim_uid
+                )
+        sandbox = _first(sandboxes)
+        pods = self._api.objects(Resource.POD, self._namespace, selector)
+        if not pods and sandbox is not None:
+            pods = owned_objects(
+                self._api.objects(Resource.POD, self._namespace),
+                "Sandbox",
+                sandbox["metadata"]["uid"],
+            )
+        return SessionObjects(claim, sandbox, _first(pods))
+
+    def exists(self, ref: ObjectRef) -> bool:
+        """Whether this very instance still exists, deleting or not."""
+        obj = self._api.get(ref.resource, ref.namespace, ref.name)
+        return obj is not None and obj["metadata"].get("uid") == ref.uid
+
+    def warm_pool(self, pool: str) -> list[SessionObjects]:
+        """The sandboxes waiting in the warm pool of this name (a CodeInterpreter's pool bears
+        its name), each as its Sandbox and pod: a pod owned by a pool Sandbox, or by the pool
+        itself in older agent-sandbox releases (no Sandbox then). Anything being deleted is
+        left out."""
+        sandboxes = [
+            sandbox
+            for sandbox in self._api.objects(Resource.SANDBOX, self._namespace)
+            if owned_by(sandbox, WARM_POOL_KIND, name=pool) and not terminating(sandbox)
+        ]
+        waiting = []
+        for pod in self._api.objects(Resource.POD, self._namespace):
+            if terminating(pod):
+                continue
+            owner = next(
+                (s for s in sandboxes if owned_by(pod, "Sandbox", uid=s["metadata"]["uid"])), None
+            )
+            if owner is not None or owned_by(pod, WARM_POOL_KIND, name=pool):
+                waiting.append(SessionObjects(sandbox=owner, pod=pod))
+        return waiting
+
+
+def _first(objects: list[JSON]) -> JSON | None:
+    """The one object expected; a live one first when a deleted one lingers beside it."""
+    ordered = sorted(objects, key=terminating)
+    return ordered[0] if ordered else None

@@ -1,0 +1,204 @@
+"""The ``localcube`` platform: localcube's admin API (``/localcube/v1/...``), and the process
+of a localcube the suite started itself (a restart keeping its state, a sibling with a low
+concurrency limit)."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import signal
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+from hamcrest import assert_that
+
+from acceptance.core.evidence import describe_response, redact
+from acceptance.core.matchers import succeeded
+from acceptance.core.runtimes import Runtime
+from acceptance.core.transport import Transport
+from acceptance.platforms.base import (
+    OVERLOAD,
+    ROUTER_RESTART,
+    RUNTIME_ADMIN,
+    SANDBOX_KILL,
+    SANDBOX_OBSERVATION,
+    Closing,
+    Platform,
+    Sandbox,
+    Target,
+)
+from acceptance.platforms.own_localcube import OwnLocalcube
+
+
+class LocalcubePlatform(Platform):
+    """localcube's admin API (/localcube/v1/...), on the port that serves everything."""
+
+    name = "localcube"
+    # Killing a sandbox signals the pid localcube reports: `capabilities_of` adds
+    # SANDBOX_KILL only for a localcube on this machine (a loopback URL).
+    capabilities = frozenset({RUNTIME_ADMIN, SANDBOX_OBSERVATION})
+
+    def __init__(
+        self, transport: Transport, base_url: str, own: OwnLocalcube | None = None
+    ) -> None:
+        super().__init__(transport, base_url)
+        self._own = own
+
+    @property
+    def _admin(self) -> str:
+        return f"{self._base_url}/localcube/v1"
+
+    def apply_runtime(self, manifest: dict[str, Any]) -> Runtime:
+        response = self._transport.request(
+            "POST", f"{self._admin}/runtimes", authenticated=False, json=manifest
+        )
+        assert_that(response, succeeded("localcube to apply the runtime"))
+        return Runtime.of_manifest(manifest)
+
+    def delete_runtime(self, runtime: Runtime) -> None:
+        path = f"{runtime.kind.plural}/{quote(runtime.namespace)}/{quote(runtime.name)}"
+        response = self._transport.request(
+            "DELETE", f"{self._admin}/runtimes/{path}", authenticated=False
+        )
+        if response.status_code not in (200, 404):
+            raise AssertionError(f"could not delete {runtime}: {describe_response(response)}")
+
+    def _sandboxes(self) -> list[dict[str, Any]]:
+        response = self._transport.request("GET", f"{self._admin}/sandboxes", authenticated=False)
+        assert_that(response, succeeded("localcube to list its sandboxes"))
+        return response.json()["sandboxes"]
+
+    def sandbox_of(self, session_id: str) -> Sandbox | None:
+        for entry in self._sandboxes():
+            if entry.get("sessionId") == session_id:
+                return Sandbox(entry["sandboxId"], entry.get("pid"))
+        return None
+
+    def evidence(self, session_ids: Iterable[str]) -> str:
+        """localcube's account of the sessions' sandboxes (process, state, times, workspace)."""
+        wanted = set(session_ids)
+        try:
+            entries = [entry for entry in self._sandboxes() if entry.get("sessionId") in wanted]
+        except AssertionError as error:
+            return f"localcube sandboxes could not be read: {redact(str(error))}"
+        lines = [f"localcube sandboxes of the scenario's sessions ({len(entries)}):"]
+        lines += [f"  {redact(json.dumps(entry, sort_keys=True))}" for entry in entries]
+        return "\n".join(lines)
+
+    def warm_pool_size(self, runtime: Runtime) -> int:
+        response = self._transport.request("GET", f"{self._admin}/runtimes", authenticated=False)
+        assert_that(response, succeeded("localcube to list its runtimes"))
+        for entry in response.json()["runtimes"]:
+            if (entry["kind"], entry["namespace"], entry["name"]) == (
+                runtime.kind.kind,
+                runtime.namespace,
+                runtime.name,
+            ):
+                return int(entry["warmPoolSize"])
+        raise AssertionError(f"localcube does not serve {runtime}")
+
+    def warm_sandboxes(self, runtime: Runtime) -> frozenset[Sandbox]:
+        return frozenset(
+            Sandbox(entry["sandboxId"], entry.get("pid"))
+            for entry in self._sandboxes()
+            if entry.get("state") == "warm"
+            and entry.get("alive")
+            and (entry.get("kind"), entry.get("namespace"), entry.get("runtime"))
+            == (runtime.kind.kind, runtime.namespace, runtime.name)
+        )
+
+    def kill_sandbox(self, sandbox: Sandbox) -> None:
+        if sandbox.pid is None:
+            raise AssertionError(f"localcube shows no process for {sandbox}")
+        os.killpg(sandbox.pid, signal.SIGKILL)  # the sandbox leads its own process group
+
+    def restart_router(self) -> None:
+        if self._own is None:
+            raise self._missing(ROUTER_RESTART)
+        self._own.restart()
+
+    def concurrency_limited_router(self, limit: int) -> AbstractContextManager[str]:
+        if self._own is None:
+            raise self._missing(OVERLOAD)
+        return self._own.limited(limit)
+
+    def is_running(self, sandbox: Sandbox) -> bool:
+        listed = any(
+            entry.get("sandboxId") == sandbox.sandbox_id and entry.get("alive")
+            for entry in self._sandboxes()
+        )
+        return listed or (sandbox.pid is not None and _process_running(sandbox.pid))
+
+
+def _process_running(pid: int) -> bool:
+    """Whether a local process exists and has not ended (a zombie has ended)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    status = Path(f"/proc/{pid}/status")
+    try:
+        return "\nState:\tZ" not in status.read_text()
+    except OSError:
+        return True
+
+
+def capabilities_of(url: str, *, own: bool) -> frozenset[str]:
+    """What a localcube at `url` offers: its admin API always; killing sandboxes when it runs
+    on this machine (its pids are ours to signal); a restart and a limited sibling when the
+    suite started it."""
+    available = set(LocalcubePlatform.capabilities)
+    if _on_this_machine(url):
+        available.add(SANDBOX_KILL)
+    if own:
+        available |= {ROUTER_RESTART, OVERLOAD}
+    return frozenset(available)
+
+
+def _on_this_machine(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass
+class LocalcubeTarget(Target):
+    """A localcube, given by URL or started by the suite (`own`)."""
+
+    own: OwnLocalcube | None = None
+
+    platform_name = LocalcubePlatform.name
+
+    def platform(self, transport: Transport) -> Platform:
+        return LocalcubePlatform(transport, self.workload_manager_url, self.own)
+
+    def close(self, *, keep: bool) -> Closing:
+        """Stop the localcube the suite started (it ends its sandboxes on SIGTERM), or
+        leave it running while sessions are kept for inspection."""
+        if self.own is None:
+            return Closing()
+        own, self.own = self.own, None
+        if keep:
+            return Closing(
+                kept=[
+                    f"localcube keeps running at {own.url} (pid {own.pid}, log "
+                    f"{own.log_path}); stop it with: kill {own.pid}"
+                ]
+            )
+        code = own.stop()
+        if code != 0:
+            return Closing(
+                [f"localcube exited with code {code} on SIGTERM; its log: {own.log_path}"]
+            )
+        return Closing()

@@ -1,0 +1,106 @@
+"""The HTML report for product review: behave-html-pretty-formatter's page, where each step
+carries its HTTP exchanges (redacted) and a failed step the platform's evidence, opened by
+the run summary and a chart of the latencies the scenarios measured.
+
+Use it as ``behave -f html-review -o reports/report.html`` (behave.ini registers the name);
+``./dev report`` does. Hooks attach to it through `attach_text` and `add_run_summary`,
+which do nothing when the run has no such report.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+
+from behave.configuration import Configuration
+from behave.formatter.base import StreamOpener
+from behave.runner import Context
+from behave_html_pretty_formatter import PrettyHTMLFormatter
+from dominate.tags import div, h3, h4, img, p, section, table, tbody, td, th, thead, tr
+
+from acceptance.run.summary import RunSummary
+
+_STYLE = """<style>
+.run-summary { margin: 0.5em 1em 1.5em; }
+.run-summary table { border-collapse: collapse; margin: 0.3em 0 1em; }
+.run-summary th, .run-summary td { border: 1px solid #bbb; padding: 2px 10px; text-align: left; }
+.run-summary td:first-child { white-space: nowrap; }
+.run-summary-table { display: inline-block; vertical-align: top; margin-right: 1.5em; }
+.run-summary-table h4 { margin: 0.6em 0 0.2em; }
+.run-summary img { max-width: 100%; }
+</style>"""
+
+
+class ReviewReport(PrettyHTMLFormatter):
+    """The pretty HTML report with the run summary under its global summary."""
+
+    name = "html-review"
+    description = "HTML report for review: pretty HTML with the run summary and latencies"
+
+    def __init__(self, stream: StreamOpener, config: Configuration) -> None:
+        super().__init__(stream, config)
+        self._run_summary: RunSummary | None = None
+        self._chart_png: bytes | None = None
+        self.add_html_head_element(_STYLE)
+
+    def set_run_summary(self, summary: RunSummary, chart_png: bytes | None) -> None:
+        self._run_summary, self._chart_png = summary, chart_png
+
+    def _generate_global_summary(self) -> bool:
+        # The formatter (pinned) offers no public hook for content at the top of the page:
+        # the run summary follows the global summary it renders there. test_reports.py
+        # checks that the summary reaches the page.
+        shown = super()._generate_global_summary()
+        if self._run_summary is not None:
+            _render_summary(self._run_summary, self._chart_png)
+        return shown
+
+
+def _render_summary(summary: RunSummary, chart_png: bytes | None) -> None:
+    with section(cls="run-summary", id="run-summary"):
+        h3("Run summary")
+        p(summary.headline)
+        if chart_png is not None:
+            img(
+                src="data:image/png;base64," + base64.b64encode(chart_png).decode("ascii"),
+                alt="p50 and p95 of each latency measured",
+            )
+        for summary_table in summary.tables:
+            with div(cls="run-summary-table"):
+                h4(summary_table.title + ("" if summary_table.rows else ": none"))
+                if not summary_table.rows:
+                    continue
+                with table():
+                    with thead(), tr():
+                        for header in summary_table.headers:
+                            th(header)
+                    with tbody():
+                        for row in summary_table.rows:
+                            with tr():
+                                for cell in row:
+                                    td(cell)
+
+
+def _review_reports(context: Context) -> Iterator[ReviewReport]:
+    # behave keeps its formatters on the runner; the pretty formatter documents this access.
+    for formatter in context._runner.formatters:
+        if isinstance(formatter, ReviewReport):
+            yield formatter
+
+
+def attach_text(context: Context, caption: str, text: str) -> None:
+    """Attach text to the step that runs (or has just run) in every review report."""
+    for report in _review_reports(context):
+        report.embed("text/plain", text, caption)
+
+
+def add_run_summary(context: Context, summary: RunSummary) -> None:
+    """Give every review report the run summary, and a chart when latencies were measured."""
+    reports = list(_review_reports(context))
+    if reports:
+        # Imported here: matplotlib takes a second to load, which only a report should cost.
+        from acceptance.run.latency_chart import latency_chart_png
+
+        chart = latency_chart_png(summary.latencies) if summary.latencies else None
+        for report in reports:
+            report.set_run_summary(summary, chart)

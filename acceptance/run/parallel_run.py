@@ -1,0 +1,184 @@
+"""`./dev parallel`: the suite's scenarios spread over several processes with behavex.
+
+Scenarios are independent (unique names, sessions of their own), so behavex runs them in
+`--processes` workers, one scenario at a time each, all against one target: the target
+configured, or one localcube started here for them. Scenarios tagged @serial or @disruptive
+run first, alone, one after the other, in one behave process (which starts a localcube of
+its own when no target is configured, with every capability that gives).
+
+Before anything starts, the tags are checked against the vocabulary. Each behave process
+saves its results, and at the end one summary covers them all. behavex's reports (HTML,
+JUnit XML under `behave/`) go to `<reports_dir>/parallel/alone` and `.../concurrent`.
+
+Every other argument is behave's, as behavex accepts them (paths, -t, -D, -i, -e, -n, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from behave.configuration import Configuration
+from behave.model import Scenario
+from behave.runner_util import collect_feature_locations, parse_features
+
+from acceptance.core.settings import SETTINGS, ConfigError
+from acceptance.platforms.base import Target
+from acceptance.platforms.target import read_settings
+from acceptance.run.results import RunResults
+from acceptance.run.suite import KEPT, Suite, TargetNotReady
+from acceptance.run.summary import closing_report, summarize
+from acceptance.run.tag_check import UnknownTagError, check_tags
+from localcube.embedded import LocalCubeStartError
+
+ALONE_TAGS = ("serial", "disruptive")
+
+
+def _parse(arguments: list[str]) -> tuple[int, list[str]]:
+    parser = argparse.ArgumentParser(
+        prog="./dev parallel",
+        description="Run the acceptance suite in parallel with behavex; other arguments "
+        "are behave's.",
+    )
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=os.cpu_count() or 2,
+        help="how many scenarios run at once (default: the number of CPUs)",
+    )
+    options, behave_arguments = parser.parse_known_args(arguments)
+    if options.processes < 1:
+        parser.error("--processes must be at least 1")
+    return options.processes, behave_arguments
+
+
+def _without_tags(arguments: list[str]) -> list[str]:
+    """The arguments less -t/--tags: the phases pass their own tag expressions."""
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("-t", "--tags", action="append")
+    return parser.parse_known_args(arguments)[1]
+
+
+def _runs_alone(scenario: Scenario) -> bool:
+    return any(tag in scenario.effective_tags for tag in ALONE_TAGS)
+
+
+def main(arguments: list[str]) -> int:
+    try:
+        return run(*_parse(arguments))
+    except (UnknownTagError, ConfigError, TargetNotReady, LocalCubeStartError) as error:
+        print(f"./dev parallel: nothing was run: {error}", file=sys.stderr)
+        return 2
+
+
+def run(processes: int, behave_arguments: list[str]) -> int:
+    """Run the scenarios the arguments select; the worst exit status of the behavex runs."""
+    started = time.monotonic()
+    config = Configuration(behave_arguments)
+    features = parse_features(collect_feature_locations(config.paths))
+    check_tags(features, config.tag_expression, "--tags (or default_tags in behave.ini)")
+    selected = [
+        scenario
+        for feature in features
+        for scenario in feature.walk_scenarios()
+        if config.tag_expression.check(scenario.effective_tags)
+    ]
+    alone = sum(_runs_alone(scenario) for scenario in selected)
+    concurrent = len(selected) - alone
+    print(
+        f"{len(selected)} scenarios: {alone} run alone (@{', @'.join(ALONE_TAGS)}), "
+        f"{concurrent} in {processes} parallel processes",
+        flush=True,
+    )
+    out = Path(read_settings(config.userdata, os.environ)[0].reports_dir) / "parallel"
+    shutil.rmtree(out, ignore_errors=True)
+    arguments = _without_tags(behave_arguments)
+    chosen = "".join(f"({tags}) and " for tags in config.tags)
+    only_alone = " or ".join(f"@{tag}" for tag in ALONE_TAGS)
+    results, status = RunResults(), 0
+    if alone:
+        # One behave process, with a target of its own when it starts localcube: every
+        # capability of a localcube the suite owns (restarting it, say) is there.
+        phase = Phase(out / "alone", 1, f"{chosen}({only_alone})")
+        status = phase.run([*arguments, f"--define=reports_dir={phase.folder}"], {})
+        results.merge(phase.results())
+    if concurrent:
+        phase = Phase(out / "concurrent", processes, f"{chosen}not ({only_alone})")
+        suite = Suite.start({**config.userdata, "reports_dir": str(out)}, os.environ)
+        target, secrets = _shared_target(suite.target)
+        status = max(status, phase.run([*arguments, *target], secrets))
+        phase_results = phase.results()
+        suite.kept.extend(phase_results.notes.pop(KEPT, []))  # then its localcube stays
+        phase_results.merge(suite.finish())
+        results.merge(phase_results)
+    summary = summarize(results, time.monotonic() - started)
+    sys.stderr.write(f"\n{closing_report(results.notes, summary)}\n")
+    print(f"behavex reports (HTML, JUnit XML under behave/): {out}/alone, {out}/concurrent")
+    return status
+
+
+def _shared_target(target: Target) -> tuple[list[str], dict[str, str]]:
+    """The target the workers share: its URLs as -D arguments, its tokens (generated ones
+    included) as environment variables, which other users cannot read as they can a
+    command line. On a cluster the workers use this process's port forwards and token
+    rather than open and mint their own."""
+    defines = [
+        f"--define=router_url={target.router_url}",
+        f"--define=workload_manager_url={target.workload_manager_url}",
+        f"--define=platform={target.platform_name}",
+    ]
+    if target.platform_name == "kubernetes":
+        defines += ["--define=port_forward=false", "--define=token_source=static"]
+    tokens = {
+        "api_token": target.api_token,
+        "second_api_token": target.second_api_token,
+    }
+    secrets = {
+        setting.env: tokens[setting.name] for setting in SETTINGS if tokens.get(setting.name)
+    }
+    return defines, secrets
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One behavex run: its output folder, its processes and its tag expression."""
+
+    folder: Path
+    processes: int
+    tags: str
+
+    @property
+    def _results_dir(self) -> Path:
+        # Beside behavex's output folder, which behavex empties when it starts.
+        return self.folder.with_name(f"{self.folder.name}-results")
+
+    def run(self, arguments: list[str], environment: dict[str, str]) -> int:
+        command = [
+            sys.executable,
+            "-m",
+            "behavex",
+            *arguments,
+            f"--define=results_dir={self._results_dir}",
+            f"--tags={self.tags}",
+            f"--parallel-processes={self.processes}",
+            "--parallel-scheme=scenario",
+            f"--output-folder={self.folder}",
+        ]
+        # behavex points TEMP at its output folder, where multiprocessing's socket paths may
+        # grow too long for Unix sockets; TMPDIR, which Python prefers, keeps them short.
+        environment = {**os.environ, **environment, "TMPDIR": tempfile.gettempdir()}
+        return subprocess.run(command, env=environment, check=False).returncode
+
+    def results(self) -> RunResults:
+        return RunResults.load(self._results_dir)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

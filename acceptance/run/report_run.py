@@ -1,0 +1,47 @@
+"""`./dev report`: one behave run that writes the HTML report for review
+(`<reports_dir>/report.html`) and the JUnit XML for CI (`<reports_dir>/junit/`), and shows
+its progress on the console (behave's pretty format, unless other formats are given).
+
+Every other argument is behave's, as for `./dev suite`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from behave.__main__ import main as behave_main
+from behave.configuration import Configuration
+
+from acceptance.platforms.target import read_settings
+
+
+def reports_dir(arguments: list[str]) -> Path:
+    """The reports directory these behave arguments (-D reports_dir) or the environment name."""
+    return Path(read_settings(Configuration(arguments).userdata, os.environ)[0].reports_dir)
+
+
+def report_arguments(arguments: list[str], reports: Path) -> list[str]:
+    """behave's arguments for a run that writes both reports into `reports`. The HTML
+    report comes first, so that behave pairs it with its -o whatever formats follow."""
+    console = [] if Configuration(arguments).format else ["-f", "pretty"]
+    return [
+        *("-f", "html-review", "-o", str(reports / "report.html")),
+        *console,
+        *arguments,
+        *("--junit", "--junit-directory", str(reports / "junit")),
+    ]
+
+
+def main(arguments: list[str]) -> int:
+    reports = reports_dir(arguments)
+    shutil.rmtree(reports / "junit", ignore_errors=True)  # no earlier report to mislead
+    status = behave_main(report_arguments(arguments, reports))
+    print(f"Reports: {reports / 'report.html'} (HTML), {reports / 'junit'}/ (JUnit XML)")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,116 @@
+"""What a run did, kept for its end-of-run summary: each scenario's outcome, tags and
+duration, each step's duration, the latencies measured, and the notes of the closing report.
+
+A behave process collects them as it goes. A parallel run has many behave processes: each
+saves its results as JSON in one directory, and the parallel command loads them all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from behave.model import Scenario
+
+from acceptance.core.measurements import Measurements
+
+PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
+
+
+@dataclass(frozen=True)
+class ScenarioResult:
+    feature: str
+    name: str
+    tags: tuple[str, ...]
+    outcome: str
+    duration: float
+
+    @property
+    def title(self) -> str:
+        return f"{self.feature}: {self.name}"
+
+
+@dataclass(frozen=True)
+class StepResult:
+    scenario: str
+    text: str
+    duration: float
+
+
+def outcome_of(scenario: Scenario) -> str:
+    """passed, failed (any failure, error or undefined step) or skipped (skipped, untested)."""
+    if scenario.status.has_failed():
+        return FAILED
+    return PASSED if scenario.status.name == PASSED else SKIPPED
+
+
+@dataclass
+class RunResults:
+    scenarios: list[ScenarioResult] = field(default_factory=list)
+    steps: list[StepResult] = field(default_factory=list)
+    latencies: dict[str, list[float]] = field(default_factory=dict)
+    notes: dict[str, list[str]] = field(default_factory=dict)
+
+    def add_scenario(self, scenario: Scenario) -> None:
+        """Record a scenario that has ended (its steps included)."""
+        result = ScenarioResult(
+            feature=scenario.feature.name,
+            name=scenario.name,
+            tags=tuple(sorted(str(tag) for tag in scenario.effective_tags)),  # not behave's Tag
+            outcome=outcome_of(scenario),
+            duration=scenario.duration,
+        )
+        self.scenarios.append(result)
+        self.steps += [
+            StepResult(result.title, f"{step.keyword} {step.name}", step.duration)
+            for step in scenario.all_steps
+            if step.duration
+        ]
+
+    def close(self, measurements: Measurements, notes: dict[str, list[str]]) -> None:
+        """Take in what the run kept beside the scenarios, once they have all run."""
+        self.latencies = measurements.samples()
+        self.notes = notes
+
+    def measurements(self) -> Measurements:
+        measurements = Measurements()
+        for name, samples in self.latencies.items():
+            for seconds in samples:
+                measurements.record(name, seconds)
+        return measurements
+
+    def merge(self, other: RunResults) -> None:
+        self.scenarios += other.scenarios
+        self.steps += other.steps
+        for name, samples in other.latencies.items():
+            self.latencies.setdefault(name, []).extend(samples)
+        for title, items in other.notes.items():
+            self.notes.setdefault(title, []).extend(items)
+
+    def save(self, directory: Path) -> Path:
+        """Write these results to a new file in the directory."""
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / f"{os.getpid()}-{uuid.uuid4().hex[:8]}.json"
+        path.write_text(json.dumps(asdict(self)))
+        return path
+
+    @classmethod
+    def load(cls, directory: Path) -> RunResults:
+        """The results saved in the directory by every process of a run, merged."""
+        merged = cls()
+        for path in sorted(directory.glob("*.json")):
+            data = json.loads(path.read_text())
+            merged.merge(
+                cls(
+                    scenarios=[
+                        ScenarioResult(**{**s, "tags": tuple(s["tags"])}) for s in data["scenarios"]
+                    ],
+                    steps=[StepResult(**s) for s in data["steps"]],
+                    latencies=data["latencies"],
+                    notes=data["notes"],
+                )
+            )
+        return merged

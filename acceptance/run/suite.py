@@ -1,0 +1,206 @@
+"""The test run: its settings and target, the readiness check before any scenario, one World
+per scenario, and the closing report."""
+
+from __future__ import annotations
+
+import atexit
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from hamcrest import described_as, empty, has_entries
+
+from acceptance.core.clients import Router, WorkloadManager
+from acceptance.core.evidence import ExchangeLog
+from acceptance.core.matchers import holds_json
+from acceptance.core.measurements import Measurements
+from acceptance.core.polling import eventually
+from acceptance.core.settings import Settings
+from acceptance.core.transport import NoAnswer, Transport
+from acceptance.domain.world import RegisterCleanup, Session, World
+from acceptance.platforms.base import SANDBOX_OBSERVATION, Target
+from acceptance.platforms.target import read_settings, resolve_target
+from acceptance.run.results import RunResults
+from acceptance.run.tags import ACTIVE_CATEGORIES, ScenarioGate
+
+# The title of the closing note on what keep_on_failure kept.
+KEPT = "Kept for inspection"
+
+
+class TargetNotReady(RuntimeError):
+    """The Router or the WorkloadManager is unreachable or not ready."""
+
+
+@dataclass
+class Suite:
+    settings: Settings
+    target: Target
+    gate: ScenarioGate
+    leaks: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    left: list[str] = field(default_factory=list)
+    sessions: list[Session] = field(default_factory=list)
+    measurements: Measurements = field(default_factory=Measurements)
+    results: RunResults = field(default_factory=RunResults)
+    started: float = field(default_factory=time.monotonic)
+    _closed: bool = False
+
+    @classmethod
+    def start(cls, userdata: Mapping[str, str], environ: Mapping[str, str]) -> Suite:
+        """Read the settings, resolve the target (connecting to a cluster or starting
+        localcube), wait until it reports ready, and let it prepare (a cluster's fixtures).
+        Raises ConfigError (ClusterUnreachable among them), LocalCubeStartError,
+        TargetNotReady or, for fixtures never usable, AssertionError."""
+        settings, userdata = read_settings(userdata, environ)
+        target = resolve_target(settings, userdata, environ)
+        gate = ScenarioGate(
+            {category: getattr(settings, category) for category in ACTIVE_CATEGORIES},
+            target.platform_name,
+            target.capabilities,
+        )
+        suite = cls(settings, target, gate)
+        # behave may never reach after_all (a broken pipe, an internal error): stop anyway.
+        atexit.register(suite.stop)
+        try:
+            _await_ready(settings, target)
+            target.prepare()
+        except BaseException:
+            suite.stop()
+            raise
+        return suite
+
+    def new_world(self, register_cleanup: RegisterCleanup) -> World:
+        """A World with its own HTTP session and exchange log, closed by the last cleanup."""
+        transport = _transport(self.target, self.settings.request_timeout)
+        register_cleanup(transport.close)
+        return World(
+            self.settings,
+            self.target,
+            router=Router(transport, self.target.router_url, self.measurements),
+            workload_manager=WorkloadManager(transport, self.target.workload_manager_url),
+            platform=self.target.platform(transport),
+            register_cleanup=register_cleanup,
+            log=transport.log,
+            leaks=self.leaks,
+            measurements=self.measurements,
+            run_sessions=self.sessions,
+        )
+
+    def stop(self) -> None:
+        """Let go of the target, once: a cluster deletes the runtimes the run created there,
+        a localcube the run started stops and ends its sandboxes. While sessions are kept for
+        inspection, what they need stays instead."""
+        if self._closed:
+            return
+        self._closed = True
+        closing = self.target.close(keep=bool(self.kept))
+        self.problems += closing.problems
+        self.kept += closing.kept
+
+    def finish(self) -> RunResults:
+        """Look for sandboxes the run left, stop the target and return the run's results,
+        its notes and latencies included."""
+        self.left = self._sandboxes_left()
+        self.stop()
+        self.results.close(self.measurements, self.notes())
+        return self.results
+
+    def elapsed(self) -> float:
+        """Seconds since the run started."""
+        return time.monotonic() - self.started
+
+    def notes(self) -> dict[str, list[str]]:
+        """What the run must tell beside behave's summary, by title."""
+        return {
+            "Skipped for this target": self.skipped,
+            "Could not clean up": self.leaks,
+            "Sandboxes left on the target": self.left,
+            KEPT: self.kept,
+            "Problems stopping the target": self.problems,
+        }
+
+    def assert_nothing_left(self) -> None:
+        """Fail the run when a sandbox it created outlived it (`finish` looked)."""
+        if self.left:
+            raise AssertionError(
+                f"{len(self.left)} sandbox(es) the run created are still on the target: "
+                + "; ".join(self.left)
+            )
+
+    def _sandboxes_left(self) -> list[str]:
+        """The run's sessions the platform still shows a sandbox for, once ttl_grace has
+        passed; nothing when the platform cannot observe sandboxes or sessions were kept
+        for inspection on purpose."""
+        if self.kept or SANDBOX_OBSERVATION not in self.target.capabilities or not self.sessions:
+            return []
+        transport = _transport(self.target, self.settings.request_timeout)
+        platform = self.target.platform(transport)
+
+        def served() -> list[str]:
+            return [
+                f"{session}: {sandbox}"
+                for session in self.sessions
+                if (sandbox := platform.sandbox_of(session.session_id)) is not None
+            ]
+
+        try:
+            eventually(
+                served,
+                described_as("no sandbox serving any of the run's sessions", empty()),
+                timeout=self.settings.ttl_grace,
+                poll=self.settings.poll_interval,
+                waiting_for="the sandboxes of the run's sessions to be gone",
+            )
+            return []
+        except AssertionError:
+            return served()
+        finally:
+            transport.close()
+
+
+def _transport(target: Target, timeout: float) -> Transport:
+    return Transport(timeout=timeout, token=target.api_token, log=ExchangeLog())
+
+
+def _await_ready(settings: Settings, target: Target) -> None:
+    """Poll the Router's /health/ready and the WorkloadManager's /health."""
+    transport = _transport(target, min(settings.request_timeout, settings.ready_timeout))
+    router = Router(transport, target.router_url, Measurements())
+    workload_manager = WorkloadManager(transport, target.workload_manager_url)
+    checks = [
+        (
+            f"the Router at {target.router_url}",
+            "router_url / AGENTCUBE_ROUTER_URL",
+            router.ready,
+            holds_json(
+                "GET /health/ready to answer 200 {status: ready}", has_entries(status="ready")
+            ),
+        ),
+        (
+            f"the WorkloadManager at {target.workload_manager_url}",
+            "workload_manager_url / AGENTCUBE_WORKLOAD_MANAGER_URL",
+            workload_manager.healthy,
+            holds_json(
+                "GET /health to answer 200 {status: healthy}", has_entries(status="healthy")
+            ),
+        ),
+    ]
+    try:
+        for what, setting, probe, matcher in checks:
+            try:
+                eventually(
+                    probe,
+                    matcher,
+                    timeout=settings.ready_timeout,
+                    poll=settings.poll_interval,
+                    waiting_for=f"{what} to report ready",
+                    ignoring=(NoAnswer,),
+                )
+            except AssertionError as error:
+                raise TargetNotReady(
+                    f"{what} is unreachable or not ready (check {setting}).\n{error}"
+                ) from None
+    finally:
+        transport.close()

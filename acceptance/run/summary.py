@@ -1,0 +1,126 @@
+"""The end-of-run summary: scenarios by tag, durations, the slowest scenarios and steps, and
+the latencies the scenarios measured; as tables, which the console prints as text and the
+HTML report renders, and the closing notes (skipped scenarios, leaks, kept sessions...).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from acceptance.core.measurements import Summary
+from acceptance.run.results import FAILED, PASSED, SKIPPED, RunResults
+
+SLOWEST = 5
+
+
+@dataclass(frozen=True)
+class Table:
+    title: str
+    headers: tuple[str, ...]
+    rows: list[tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    headline: str
+    tables: list[Table]
+    latencies: list[Summary]
+
+
+def summarize(results: RunResults, wall_time: float) -> RunSummary:
+    scenarios = results.scenarios
+    counts = {outcome: sum(s.outcome == outcome for s in scenarios) for outcome in _OUTCOMES}
+    headline = (
+        f"{len(scenarios)} scenarios: "
+        + ", ".join(f"{counts[outcome]} {outcome}" for outcome in _OUTCOMES)
+        + f"; {wall_time:.1f} s wall time, {sum(s.duration for s in scenarios):.1f} s "
+        "in scenarios"
+    )
+    latencies = results.measurements().summaries()
+    tables = [_by_tag(results), _slowest_scenarios(results), _slowest_steps(results)]
+    if latencies:
+        tables.append(_latency_table(latencies))
+    return RunSummary(headline, tables, latencies)
+
+
+_OUTCOMES = (PASSED, FAILED, SKIPPED)
+
+
+def _by_tag(results: RunResults) -> Table:
+    outcomes: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(_OUTCOMES, 0))
+    seconds: dict[str, float] = defaultdict(float)
+    for scenario in results.scenarios:
+        for tag in scenario.tags or ("(no tag)",):
+            outcomes[tag][scenario.outcome] += 1
+            seconds[tag] += scenario.duration
+    rows = [
+        (
+            tag if tag.startswith("(") else f"@{tag}",
+            *(str(outcomes[tag][outcome]) for outcome in _OUTCOMES),
+            _seconds(seconds[tag]),
+        )
+        for tag in sorted(outcomes)
+    ]
+    return Table("Scenarios by tag", ("tag", *_OUTCOMES, "time"), rows)
+
+
+def _slowest_scenarios(results: RunResults) -> Table:
+    slowest = sorted(results.scenarios, key=lambda s: s.duration, reverse=True)[:SLOWEST]
+    rows = [(_seconds(s.duration), s.outcome, s.title) for s in slowest]
+    return Table("Slowest scenarios", ("time", "outcome", "scenario"), rows)
+
+
+def _slowest_steps(results: RunResults) -> Table:
+    slowest = sorted(results.steps, key=lambda s: s.duration, reverse=True)[:SLOWEST]
+    rows = [(_seconds(s.duration), s.text, s.scenario) for s in slowest]
+    return Table("Slowest steps", ("time", "step", "scenario"), rows)
+
+
+def _latency_table(latencies: list[Summary]) -> Table:
+    rows = [(s.name, str(s.count), _ms(s.p50), _ms(s.p95)) for s in latencies]
+    return Table("Latencies measured", ("measurement", "samples", "p50", "p95"), rows)
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.2f} s"
+
+
+def _ms(value: float) -> str:
+    return f"{value * 1000:.1f} ms"
+
+
+def format_summary(summary: RunSummary) -> str:
+    """The summary as plain text, each table with aligned columns."""
+    parts = [f"Run summary: {summary.headline}"]
+    for table in summary.tables:
+        parts.append(f"{table.title}:" + ("" if table.rows else " none"))
+        if table.rows:
+            parts.append(_format_table(table))
+    return "\n".join(parts)
+
+
+def _format_table(table: Table) -> str:
+    widths = [
+        max(len(cell) for cell in column) for column in zip(table.headers, *table.rows, strict=True)
+    ]
+    lines = [table.headers, *table.rows]
+    return "\n".join(
+        ("  " + "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True))).rstrip()
+        for line in lines
+    )
+
+
+def format_notes(notes: Mapping[str, list[str]]) -> str:
+    """The closing notes, one titled list each; empty when there is nothing to tell."""
+    return "\n".join(
+        f"{title} ({len(items)}):\n" + "\n".join(f"  - {item}" for item in items)
+        for title, items in notes.items()
+        if items
+    )
+
+
+def closing_report(notes: Mapping[str, list[str]], summary: RunSummary) -> str:
+    """What a run prints at its end: the notes, then the summary."""
+    return "\n\n".join(part for part in (format_notes(notes), format_summary(summary)) if part)

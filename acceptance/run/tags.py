@@ -1,0 +1,90 @@
+"""The closed tag vocabulary of the features, and the gate that skips scenarios whose
+active tags do not fit the configured target.
+
+Three families, and no other tag is allowed:
+
+- plain tags (``TAGS``): what a scenario covers and how CI selects it;
+- active tags ``@use.with_<setting>=<value>`` / ``@not.with_<setting>=<value>``
+  (``ACTIVE_CATEGORIES``, behave's ActiveTagMatcher): run only under that configuration;
+- capability tags ``@requires.<capability>`` (``platforms.CAPABILITIES``): run only when the
+  platform adapter can do it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from behave.tag_matcher import ActiveTagMatcher
+
+from acceptance.core.settings import INTERPRETER_MODES
+from acceptance.platforms.base import CAPABILITIES, CAPABILITY_HINTS
+
+TAGS: dict[str, str] = {
+    "smoke": "the core contract in seconds; run on every change",
+    "slow": "waits for timeouts or garbage collection",
+    "agent-runtime": "exercises an AgentRuntime",
+    "code-interpreter": "exercises a CodeInterpreter",
+    "ttl": "session idle timeout and expiry",
+    "wip": "work in progress; excluded by default (behave.ini)",
+    "disruptive": "disturbs the target for other scenarios; excluded by default (behave.ini)",
+    "serial": "observes or loads the whole target: never run alongside other scenarios",
+    "long-task": "calls that run long, and command timeouts",
+    "warm-pool": "sandboxes started in advance, and first calls with and without them",
+    "errors": "the errors a client must tell apart: their statuses, codes and bodies",
+    "security": "workspace jail, session isolation, credentials and authentication",
+    "reliability": "concurrency, overload, restarts and crashes",
+}
+
+# Active-tag categories are settings: category -> the values the setting allows.
+ACTIVE_CATEGORIES: dict[str, tuple[str, ...]] = {"interpreter_mode": INTERPRETER_MODES}
+
+_ACTIVE = re.compile(r"^(use|not)\.with_(?P<category>\w+)=(?P<value>.+)$")
+_REQUIRES = re.compile(r"^requires\.(?P<capability>[\w-]+)$")
+
+
+def is_known_tag(tag: str) -> bool:
+    """Whether the tag belongs to the vocabulary (with a known category, value or capability)."""
+    if tag in TAGS:
+        return True
+    if active := _ACTIVE.match(tag):
+        return active["value"] in ACTIVE_CATEGORIES.get(active["category"], ())
+    if requires := _REQUIRES.match(tag):
+        return requires["capability"] in CAPABILITIES
+    return False
+
+
+class ScenarioGate:
+    """Decides, from a scenario's tags, whether it can run against this target."""
+
+    def __init__(self, active_values: dict[str, str], platform: str, capabilities: Iterable[str]):
+        self._values = active_values
+        self._matcher = ActiveTagMatcher(active_values)
+        self._platform = platform
+        self._capabilities = frozenset(capabilities)
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """What the target and platform of this run can do."""
+        return self._capabilities
+
+    def skip_reason(self, tags: Iterable[str]) -> str | None:
+        """Why a scenario with these tags cannot run here, or None when it can."""
+        tags = list(tags)
+        for category, pairs in self._matcher.group_active_tags_by_category(tags):
+            if not self._matcher.is_tag_group_enabled(category, pairs):
+                tags_text = " ".join(f"@{tag}" for tag, _ in pairs)
+                return (
+                    f"{tags_text} does not fit {category}={self._values[category]} "
+                    f"(choose with -D {category}=...)"
+                )
+        for tag in tags:
+            requires = _REQUIRES.match(tag)
+            if requires and requires["capability"] not in self._capabilities:
+                capability = requires["capability"]
+                hint = CAPABILITY_HINTS.get(
+                    capability,
+                    f"platform {self._platform!r} cannot (choose with -D platform=...)",
+                )
+                return f"needs a target that can {CAPABILITIES[capability]} ({capability}); {hint}"
+        return None
