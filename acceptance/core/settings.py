@@ -26,15 +26,15 @@ INTERPRETER_MODES = ("stateless", "stateful")
 # (-D worker_id=N); behave's formatters read `behave.formatter.<name>.*` options.
 FOREIGN_USERDATA = ("worker_id", "behave.")
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
 
 class ConfigError(Exception):
     """A setting has a value the suite cannot use; the message names the setting."""
 
 
-def _url(text: str) -> str:
+def parse_url(text: str) -> str:
     parts = urlsplit(text)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError("is not an http:// or https:// URL with a host")
@@ -47,7 +47,7 @@ def _url(text: str) -> str:
     return text.rstrip("/")
 
 
-def _seconds(text: str) -> float:
+def parse_seconds(text: str) -> float:
     try:
         seconds = parse_duration(text)
     except ValueError as error:
@@ -57,7 +57,7 @@ def _seconds(text: str) -> float:
     return seconds
 
 
-def _matching(pattern: re.Pattern[str], what: str) -> Callable[[str], str]:
+def matching(pattern: re.Pattern[str], what: str) -> Callable[[str], str]:
     def parse(text: str) -> str:
         if not pattern.match(text):
             raise ValueError(f"is not a valid {what}")
@@ -66,7 +66,7 @@ def _matching(pattern: re.Pattern[str], what: str) -> Callable[[str], str]:
     return parse
 
 
-def _one_of(choices: tuple[str, ...]) -> Callable[[str], str]:
+def one_of(choices: tuple[str, ...]) -> Callable[[str], str]:
     def parse(text: str) -> str:
         if text not in choices:
             raise ValueError(f"must be one of {', '.join(choices)}")
@@ -75,25 +75,25 @@ def _one_of(choices: tuple[str, ...]) -> Callable[[str], str]:
     return parse
 
 
-def _token(text: str) -> str:
+def parse_token(text: str) -> str:
     if any(character.isspace() for character in text):
         raise ValueError("must not contain whitespace")
     return text
 
 
-def _flag(text: str) -> bool:
+def parse_flag(text: str) -> bool:
     if text.lower() not in ("true", "false"):
         raise ValueError("must be true or false")
     return text.lower() == "true"
 
 
-def _positive_int(text: str) -> int:
+def parse_positive_int(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise ValueError("must be a whole number of at least 1")
     return int(text)
 
 
-def _directory(text: str) -> str:
+def parse_directory(text: str) -> str:
     if Path(text).exists() and not Path(text).is_dir():
         raise ValueError("names a file, not a directory")
     return text
@@ -115,13 +115,14 @@ class Setting:
         return self.default_text or (f"`{self.default}`" if self.default is not None else "unset")
 
 
-_runtime_name = _matching(_DNS_SUBDOMAIN, "Kubernetes resource name")
+resource_name = matching(DNS_SUBDOMAIN, "Kubernetes resource name")
+namespace_name = matching(DNS_LABEL, "Kubernetes namespace")
 
 SETTINGS: tuple[Setting, ...] = (
     Setting(
         "router_url",
         "AGENTCUBE_ROUTER_URL",
-        _url,
+        parse_url,
         None,
         "The Router's base URL.",
         default_text="unset: the suite starts localcube with `fixtures/runtimes`",
@@ -129,7 +130,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "workload_manager_url",
         "AGENTCUBE_WORKLOAD_MANAGER_URL",
-        _url,
+        parse_url,
         None,
         "The WorkloadManager's base URL (sessions are created and deleted there; "
         "localcube's admin API is reached there too).",
@@ -138,14 +139,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "namespace",
         "AGENTCUBE_NAMESPACE",
-        _matching(_DNS_LABEL, "Kubernetes namespace"),
+        namespace_name,
         "default",
         "Namespace of the runtimes under test.",
     ),
     Setting(
         "api_token",
         "AGENTCUBE_API_TOKEN",
-        _token,
+        parse_token,
         None,
         "Bearer token sent on every `/v1/*` call. Never printed.",
         secret=True,
@@ -153,7 +154,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "second_api_token",
         "AGENTCUBE_SECOND_API_TOKEN",
-        _token,
+        parse_token,
         None,
         "Bearer token of a second subject, for the ownership scenario (`@requires.auth`, "
         "which also needs `api_token`). Never printed. A localcube the suite starts gets "
@@ -163,7 +164,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "platform",
         "AGENTCUBE_PLATFORM",
-        _one_of(PLATFORMS),
+        one_of(PLATFORMS),
         None,
         "What the suite may do beside HTTP calls: `localcube` (admin API), "
         "`kubernetes` (the cluster's API; README: Running against a real cluster), "
@@ -173,70 +174,70 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "interpreter_mode",
         "AGENTCUBE_INTERPRETER_MODE",
-        _one_of(INTERPRETER_MODES),
+        one_of(INTERPRETER_MODES),
         "stateless",
         "Whether variables survive between code-interpreter calls (`stateful`) or not.",
     ),
     Setting(
         "echo_agent",
         "AGENTCUBE_ECHO_AGENT",
-        _runtime_name,
+        resource_name,
         "echo-agent",
         "AgentRuntime serving `fixtures/runtimes/echo-agent.yaml`.",
     ),
     Setting(
         "python_interpreter",
         "AGENTCUBE_PYTHON_INTERPRETER",
-        _runtime_name,
+        resource_name,
         "python-interpreter",
         "CodeInterpreter without a warm pool.",
     ),
     Setting(
         "warm_interpreter",
         "AGENTCUBE_WARM_INTERPRETER",
-        _runtime_name,
+        resource_name,
         "python-interpreter-warm",
         "CodeInterpreter with a warm pool.",
     ),
     Setting(
         "request_timeout",
         "AGENTCUBE_REQUEST_TIMEOUT",
-        _seconds,
+        parse_seconds,
         "30s",
         "Connect and read timeout of every HTTP call (a first call starts a sandbox).",
     ),
     Setting(
         "ready_timeout",
         "AGENTCUBE_READY_TIMEOUT",
-        _seconds,
+        parse_seconds,
         "20s",
         "How long to wait for localcube to start and the target to report ready.",
     ),
     Setting(
         "short_session_timeout",
         "AGENTCUBE_SHORT_SESSION_TIMEOUT",
-        _seconds,
+        parse_seconds,
         "3s",
         "`sessionTimeout` of the runtime the idle-timeout scenarios apply.",
     ),
     Setting(
         "ttl_grace",
         "AGENTCUBE_TTL_GRACE",
-        _seconds,
+        parse_seconds,
         "5s",
         "Time allowed past a session's timeout for garbage collection to end it.",
     ),
     Setting(
         "poll_interval",
         "AGENTCUBE_POLL_INTERVAL",
-        _seconds,
+        parse_seconds,
         "200ms",
         "Pause between two probes while waiting for a condition.",
     ),
     Setting(
         "short_session_lifetime",
         "AGENTCUBE_SHORT_SESSION_LIFETIME",
-        _seconds,
+        parse_seconds,
         "4s",
         "Hard lifetime of a session in the lifetime scenarios: the `maxSessionDuration` of "
         "the runtime they apply, or the `ttl` a session asks for. Longer than "
@@ -245,7 +246,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "long_task_duration",
         "AGENTCUBE_LONG_TASK_DURATION",
-        _seconds,
+        parse_seconds,
         "3s",
         "How long the long command of the long-task scenario runs. On a cluster choose it "
         "longer than any request timeout between the suite and the sandbox (an ingress, a "
@@ -254,14 +255,54 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "fail_fast",
         "AGENTCUBE_FAIL_FAST",
-        _seconds,
+        parse_seconds,
         "5s",
         "How soon a call in a session whose sandbox died must be answered with an error.",
     ),
     Setting(
+        "answer_allowance",
+        "AGENTCUBE_ANSWER_ALLOWANCE",
+        parse_seconds,
+        "10s",
+        "How long past a call's own duration (a long command, a slow agent, a held call) to "
+        "wait for its answer.",
+    ),
+    Setting(
+        "clock_allowance",
+        "AGENTCUBE_CLOCK_ALLOWANCE",
+        parse_seconds,
+        "250ms",
+        "How much earlier than its idle timeout or hard lifetime a session may end: the "
+        "granularity of the target's clocks (upstream stores activity and expiry in whole "
+        "seconds).",
+    ),
+    Setting(
+        "warm_pool_timeout",
+        "AGENTCUBE_WARM_POOL_TIMEOUT",
+        parse_seconds,
+        "20s",
+        "How long a warm pool may take to be full and ready again after a claim.",
+    ),
+    Setting(
+        "burst_gather_timeout",
+        "AGENTCUBE_BURST_GATHER_TIMEOUT",
+        parse_seconds,
+        "30s",
+        "How long the callers of one concurrent burst wait for each other, so that they "
+        "call at the same moment.",
+    ),
+    Setting(
+        "overload_hold",
+        "AGENTCUBE_OVERLOAD_HOLD",
+        parse_seconds,
+        "2s",
+        "How long each call of the overload scenario holds its slot in the limited Router; "
+        "the refused calls must be answered sooner.",
+    ),
+    Setting(
         "max_concurrent_requests",
         "AGENTCUBE_MAX_CONCURRENT_REQUESTS",
-        _positive_int,
+        parse_positive_int,
         None,
         "The Router's `--max-concurrent-requests`, declared so that the overload scenario "
         "(`@requires.overload`) can exceed it; that scenario holds this many calls at once.",
@@ -271,7 +312,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "session_not_found_code",
         "AGENTCUBE_SESSION_NOT_FOUND_CODE",
-        _flag,
+        parse_flag,
         "true",
         "Whether the Router's 404 for an unknown or ended session must carry "
         "`code: SESSION_NOT_FOUND` (upstream since PR #460); `false` for older releases.",
@@ -279,7 +320,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "keep_on_failure",
         "AGENTCUBE_KEEP_ON_FAILURE",
-        _flag,
+        parse_flag,
         "false",
         "`true`: a failed scenario's sessions and runtimes are kept, not deleted, and the "
         "end of the run says how to reach them (a localcube the suite started keeps running).",
@@ -287,7 +328,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "reports_dir",
         "AGENTCUBE_REPORTS_DIR",
-        _directory,
+        parse_directory,
         "reports",
         "Where the run writes its files: the log of the localcube it starts, and the HTML "
         "and JUnit reports of `./dev report` and `./dev parallel`.",
@@ -295,7 +336,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "results_dir",
         "AGENTCUBE_RESULTS_DIR",
-        _directory,
+        parse_directory,
         None,
         "Set by `./dev parallel`: each behave process writes its results there as JSON "
         "instead of printing the end-of-run summary, which the parallel command prints once.",
@@ -328,6 +369,11 @@ class Settings:
     short_session_lifetime: float
     long_task_duration: float
     fail_fast: float
+    answer_allowance: float
+    clock_allowance: float
+    warm_pool_timeout: float
+    burst_gather_timeout: float
+    overload_hold: float
     max_concurrent_requests: int | None
     session_not_found_code: bool
     keep_on_failure: bool
@@ -345,11 +391,11 @@ def load_settings(userdata: Mapping[str, str], environ: Mapping[str, str]) -> Se
         raise ConfigError(
             f"unknown setting -D {unknown[0]}; the settings are: {', '.join(sorted(known))}"
         )
-    values = {setting.name: _read(setting, userdata, environ) for setting in SETTINGS}
+    values = {setting.name: read_setting(setting, userdata, environ) for setting in SETTINGS}
     return Settings(**values)
 
 
-def _read(setting: Setting, userdata: Mapping[str, str], environ: Mapping[str, str]) -> Any:
+def read_setting(setting: Setting, userdata: Mapping[str, str], environ: Mapping[str, str]) -> Any:
     if setting.secret and setting.name in userdata:
         raise ConfigError(
             f"setting {setting.name} is read from {setting.env} only: a -D value would show "

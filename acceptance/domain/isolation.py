@@ -17,7 +17,6 @@ from acceptance.domain.world import Session, World
 from acceptance.platforms.base import Sandbox
 
 # How long callers opening sessions together wait for each other before they start.
-_GATHER_TIMEOUT = 30.0
 
 
 class Isolation:
@@ -94,7 +93,7 @@ class Isolation:
         """`count` callers each open a session with a first call at the same moment; the
         call writes a file named after the caller."""
         runtime = self._world.runtime(role)
-        gate = threading.Barrier(count, timeout=_GATHER_TIMEOUT)
+        gate = threading.Barrier(count, timeout=self._world.settings.burst_gather_timeout)
 
         def first_call(number: int) -> requests.Response:
             gate.wait()

@@ -9,7 +9,7 @@ import shlex
 from hamcrest import assert_that
 
 from acceptance.core import matchers
-from acceptance.domain.world import ANSWER_ALLOWANCE, World
+from acceptance.domain.world import World
 
 # The long command prints at least this many lines, spread over its duration.
 MIN_LINES = 3
@@ -40,7 +40,7 @@ class LongTasks:
             ["python3", "-c", code],
             session.session_id,
             fields={"timeout": f"{timeout}s"},
-            wait=timeout + ANSWER_ALLOWANCE,
+            wait=timeout + self._world.settings.answer_allowance,
         )
 
     def expect_full_output(self) -> None:
@@ -69,7 +69,7 @@ class LongTasks:
                 "echo/sleep",
                 session_id=sid,
                 json={"seconds": seconds},
-                timeout=seconds + ANSWER_ALLOWANCE,
+                timeout=seconds + self._world.settings.answer_allowance,
             ),
         )
 

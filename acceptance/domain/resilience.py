@@ -15,14 +15,11 @@ from acceptance.core import matchers
 from acceptance.core.clients import Router
 from acceptance.core.runtimes import Role
 from acceptance.core.transport import NoAnswer
-from acceptance.domain.world import ANSWER_ALLOWANCE, TOUCH_TEXT, Session, World
+from acceptance.domain.world import TOUCH_TEXT, Session, World
 
 # The limit of the second localcube a localcube the suite started runs for the overload
 # scenario (a cluster declares its Router's limit with max_concurrent_requests).
 LOCAL_LIMIT = 4
-# How long each call within the limit keeps the agent busy: long enough for every call of
-# the burst to arrive while the first ones are still in flight.
-HOLD_SECONDS = 2.0
 
 
 class Resilience:
@@ -62,7 +59,7 @@ class Resilience:
         """As many slow calls as the limit, and `extra` more, all at the same moment."""
         session, router = self._world.session, self._limited_router
         count = self._limit + extra
-        gate = threading.Barrier(count, timeout=ANSWER_ALLOWANCE)
+        gate = threading.Barrier(count, timeout=self._settings.burst_gather_timeout)
 
         def slow_call(_: int) -> tuple[requests.Response, float]:
             gate.wait()
@@ -71,8 +68,8 @@ class Resilience:
                 session.runtime,
                 "echo/sleep",
                 session_id=session.session_id,
-                json={"seconds": HOLD_SECONDS},
-                timeout=HOLD_SECONDS + ANSWER_ALLOWANCE,
+                json={"seconds": self._settings.overload_hold},
+                timeout=self._settings.overload_hold + self._settings.answer_allowance,
             )
             return answer, time.perf_counter() - started
 
@@ -102,7 +99,7 @@ class Resilience:
         )
         for answer, seconds in refused:
             assert_that(answer, matchers.refused_as_overloaded())
-            assert seconds < HOLD_SECONDS, (
+            assert seconds < self._settings.overload_hold, (
                 f"a call over the limit was refused only after {seconds:.2f} s, not at once"
             )
 

@@ -39,7 +39,7 @@ class WarmPools:
         waiting = eventually(
             lambda: self._platform.warm_sandboxes(runtime),
             described_as(f"{size} sandboxes waiting in the pool", has_length(size)),
-            timeout=self._settings.ready_timeout,
+            timeout=self._settings.warm_pool_timeout,
             poll=self._settings.poll_interval,
             waiting_for=f"the warm pool of {runtime} to be full",
         )
@@ -88,7 +88,7 @@ class WarmPools:
                 f"{size} sandboxes waiting, none of them {claimed}",
                 all_of(has_length(size), is_not(has_item(claimed))),
             ),
-            timeout=self._settings.ready_timeout,
+            timeout=self._settings.warm_pool_timeout,
             poll=self._settings.poll_interval,
             waiting_for=f"the warm pool of {runtime} to refill after a session took {claimed}",
         )

@@ -35,8 +35,6 @@ RegisterCleanup = Callable[..., None]
 Part = TypeVar("Part")
 # What `touch` sends to an agent: a call that only keeps its session active.
 TOUCH_TEXT = "still there?"
-# How long past a call's own duration (a long command, a slow agent) to wait for its answer.
-ANSWER_ALLOWANCE = 10.0
 # A call that reaches a kept session of each kind (path under invocations/, JSON body).
 _EXAMPLE_CALL = {
     RuntimeKind.AGENT_RUNTIME: ("echo", '{"input": "hello"}'),

@@ -61,6 +61,7 @@ def test_userdata_wins_over_the_environment() -> None:
         ({"token_source": "kerberos"}, "setting token_source"),
         ({"system_namespace": "Agent_Cube"}, "setting system_namespace"),
         ({"cluster_timeout": "soon"}, "setting cluster_timeout"),
+        ({"api_timeout": "0s"}, "setting api_timeout"),
         ({"oidc_token_url": "keycloak:8080"}, "setting oidc_token_url"),
     ],
 )
@@ -127,3 +128,19 @@ def test_reading_the_settings_loads_no_kubernetes_client() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "False"
+
+
+def test_the_api_timeout_reaches_every_api_call() -> None:
+    """The read timeout of each Kubernetes call is the api_timeout setting, and its connect
+    timeout never exceeds 5 s."""
+    from kubernetes import client
+
+    from acceptance.platforms.kubernetes.api import KubeApi
+
+    short = KubeApi(client.Configuration(), timeout=2.0)
+    long = KubeApi(client.Configuration(), timeout=90.0)
+    try:
+        assert (short._timeout, long._timeout) == ((2.0, 2.0), (5.0, 90.0))
+    finally:
+        short.close()
+        long.close()

@@ -39,7 +39,7 @@ def connect(settings: KubernetesSettings, environ: Mapping[str, str]) -> KubeApi
     source = _load(configuration, settings, environ)
     # A blackholed address fails after three connect timeouts rather than the default four.
     configuration.retries = 2
-    api = KubeApi(configuration)
+    api = KubeApi(configuration, settings.api_timeout)
     try:
         _probe(api, source)
     except BaseException:

@@ -17,17 +17,16 @@ from pathlib import Path
 
 from acceptance.core.evidence import register_secret
 from acceptance.core.settings import (
-    _DNS_LABEL,
-    _DNS_SUBDOMAIN,
     SETTINGS,
     ConfigError,
     Setting,
-    _flag,
-    _matching,
-    _one_of,
-    _read,
-    _seconds,
-    _url,
+    namespace_name,
+    one_of,
+    parse_flag,
+    parse_seconds,
+    parse_url,
+    read_setting,
+    resource_name,
 )
 
 TOKEN_SOURCES = ("static", "service-account", "oidc")
@@ -59,6 +58,13 @@ CLUSTER_DEFAULTS: Mapping[str, tuple[str, str]] = {
         "longer than the Router's 30 s read timeout and the 60 s an NGINX ingress waits for "
         "an answer by default",
     ),
+    "clock_allowance": (
+        "1s",
+        "upstream stores a session's last activity and its expiry in whole seconds, so a "
+        "session may end up to a second early",
+    ),
+    "warm_pool_timeout": ("2m", "a claimed warm-pool pod is replaced by a new pod that must start"),
+    "answer_allowance": ("30s", "a call crosses the Router, the pod network and maybe an ingress"),
     "fail_fast": (
         "10s",
         "a call may cross the API server (port forwards), and the Router first dials the "
@@ -98,8 +104,6 @@ def _path(text: str) -> Path:
     return Path(text).expanduser()
 
 
-_name = _matching(_DNS_SUBDOMAIN, "Kubernetes resource name")
-
 KUBERNETES_SETTINGS: tuple[Setting, ...] = (
     Setting(
         "kubeconfig",
@@ -120,14 +124,14 @@ KUBERNETES_SETTINGS: tuple[Setting, ...] = (
     Setting(
         "system_namespace",
         "AGENTCUBE_SYSTEM_NAMESPACE",
-        _matching(_DNS_LABEL, "Kubernetes namespace"),
+        namespace_name,
         "agentcube",
         "Namespace where the Router and the WorkloadManager run (the Helm release's).",
     ),
     Setting(
         "port_forward",
         "AGENTCUBE_PORT_FORWARD",
-        _flag,
+        parse_flag,
         "false",
         "`true`: reach the Router and the WorkloadManager through port forwards that the "
         "suite opens via the Kubernetes API (leave `router_url` unset).",
@@ -149,14 +153,14 @@ KUBERNETES_SETTINGS: tuple[Setting, ...] = (
     Setting(
         "router_deployment",
         "AGENTCUBE_ROUTER_DEPLOYMENT",
-        _name,
+        resource_name,
         "agentcube-router",
         "Router Deployment that the `@disruptive` restart scenario restarts.",
     ),
     Setting(
         "token_source",
         "AGENTCUBE_TOKEN_SOURCE",
-        _one_of(TOKEN_SOURCES),
+        one_of(TOKEN_SOURCES),
         "static",
         "Where the bearer token comes from: `static` (`api_token` as given, or none), "
         "`service-account` (minted with the TokenRequest API), `oidc` (client credentials).",
@@ -164,7 +168,7 @@ KUBERNETES_SETTINGS: tuple[Setting, ...] = (
     Setting(
         "service_account",
         "AGENTCUBE_SERVICE_ACCOUNT",
-        _name,
+        resource_name,
         "e2e-test",
         "Service account in `system_namespace` that `token_source=service-account` mints a "
         "token for (upstream's Kind setup creates `e2e-test`).",
@@ -172,7 +176,7 @@ KUBERNETES_SETTINGS: tuple[Setting, ...] = (
     Setting(
         "oidc_token_url",
         "AGENTCUBE_OIDC_TOKEN_URL",
-        _url,
+        parse_url,
         None,
         "Token endpoint for `token_source=oidc`. An in-cluster URL "
         "(`http://keycloak.agentcube.svc.cluster.local:8080/...`) is reached through a port "
@@ -210,9 +214,17 @@ KUBERNETES_SETTINGS: tuple[Setting, ...] = (
         default_text="the fixture's (`picod:latest`, as upstream's Kind setup builds it)",
     ),
     Setting(
+        "api_timeout",
+        "AGENTCUBE_API_TIMEOUT",
+        parse_seconds,
+        "30s",
+        "Read timeout of one Kubernetes API call (its connect timeout is at most 5 s); "
+        "waits poll with many short calls.",
+    ),
+    Setting(
         "cluster_timeout",
         "AGENTCUBE_CLUSTER_TIMEOUT",
-        _seconds,
+        parse_seconds,
         "5m",
         "How long to wait for the cluster: fixtures usable (image pulls, warm pools), a "
         "rollout finished.",
@@ -242,6 +254,7 @@ class KubernetesSettings:
     oidc_client_secret: str | None = dataclasses.field(default=None, repr=False)
     agent_image: str | None = None
     interpreter_image: str | None = None
+    api_timeout: float = 30.0
     cluster_timeout: float = 300.0
 
 
@@ -255,7 +268,9 @@ def load_kubernetes_settings(
             f"setting {name} is read from {env} only: a -D value would show in shell "
             "history and process lists"
         )
-    values = {setting.name: _read(setting, userdata, environ) for setting in KUBERNETES_SETTINGS}
+    values = {
+        setting.name: read_setting(setting, userdata, environ) for setting in KUBERNETES_SETTINGS
+    }
     settings = KubernetesSettings(**values)
     register_secret(settings.oidc_client_secret)
     if settings.token_source == "oidc":
