@@ -19,7 +19,7 @@ Feature: Surviving disruptions
   @code-interpreter @requires.sandbox-observation @requires.sandbox-kill
   Scenario: When a session's sandbox dies, the next call fails fast and a new session works
     Given a session of the python interpreter
-    When the sandbox serving the session is killed
+    When the sandbox serving the session is killed and the platform shows it gone
     And I call the session again
     Then the call fails fast, with an error saying the sandbox is gone
     When I run the Python code "print(1+1)" in the python interpreter without a session

@@ -59,7 +59,7 @@ def step_file_survived(context: Context, runtime: Role, path: str) -> None:
     context.world.part(Resilience).expect_file_survived(runtime, path)
 
 
-@when("the sandbox serving the session is killed")
+@when("the sandbox serving the session is killed and the platform shows it gone")
 def step_kill_sandbox(context: Context) -> None:
     context.world.part(Resilience).kill_sandbox()
 

@@ -214,13 +214,41 @@ def refused_as_overloaded() -> Answer:
     )
 
 
+# What upstream's Router answers when it cannot reach a session's sandbox, by status
+# (pkg/router/handlers.go:246-257 at 939abb5): a refused connection, a dial or read that
+# timed out (a pod address that stops answering), and any other error.
+SANDBOX_GONE_ERRORS = {
+    502: "sandbox unreachable",
+    503: "sandbox unreachable",
+    504: "sandbox timeout",
+}
+
+
+class _SandboxGone(Answer):
+    """502, 503 or 504, each with the error words upstream gives that status."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the Router to answer 502 or 503 (sandbox unreachable) or 504 (sandbox timeout) "
+            "because the session's sandbox is gone",
+            status=SANDBOX_GONE_ERRORS,
+            body=has_key("error"),
+        )
+
+    def _problem(self, response: requests.Response) -> str | None:
+        problem = super()._problem(response)
+        if problem is not None:
+            return problem
+        words = SANDBOX_GONE_ERRORS[response.status_code]
+        error = _json(response).get("error")
+        if not isinstance(error, str) or words not in error.lower():
+            return f"a {response.status_code} must say {words!r}, but the error was {error!r}"
+        return None
+
+
 def failed_because_the_sandbox_died() -> Answer:
-    """What the Router answers when the session's sandbox is gone: 502 or 503."""
-    return Answer(
-        "the Router to answer 502 or 503 because the session's sandbox is gone",
-        status=(502, 503),
-        body=has_key("error"),
-    )
+    """What the Router answers when the session's sandbox is gone."""
+    return _SandboxGone()
 
 
 def refused_because_runtime_not_found(runtime: Runtime) -> Answer:

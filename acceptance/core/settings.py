@@ -260,6 +260,13 @@ SETTINGS: tuple[Setting, ...] = (
         "How soon a call in a session whose sandbox died must be answered with an error.",
     ),
     Setting(
+        "sandbox_gone_timeout",
+        "AGENTCUBE_SANDBOX_GONE_TIMEOUT",
+        parse_seconds,
+        "5s",
+        "How long a killed sandbox may take until the platform no longer shows it running.",
+    ),
+    Setting(
         "answer_allowance",
         "AGENTCUBE_ANSWER_ALLOWANCE",
         parse_seconds,
@@ -369,6 +376,7 @@ class Settings:
     short_session_lifetime: float
     long_task_duration: float
     fail_fast: float
+    sandbox_gone_timeout: float
     answer_allowance: float
     clock_allowance: float
     warm_pool_timeout: float

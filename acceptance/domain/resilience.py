@@ -13,6 +13,7 @@ from hamcrest import assert_that, described_as, equal_to
 
 from acceptance.core import matchers
 from acceptance.core.clients import Router
+from acceptance.core.polling import eventually
 from acceptance.core.runtimes import Role
 from acceptance.core.transport import NoAnswer
 from acceptance.domain.world import TOUCH_TEXT, Session, World
@@ -166,11 +167,20 @@ class Resilience:
     # A sandbox that dies.
 
     def kill_sandbox(self) -> None:
-        session = self._world.session
-        sandbox = self._world.platform.sandbox_of(session.session_id)
+        """Kill the session's sandbox and wait until the platform no longer shows it
+        running: a pod deleted without grace can still answer for a moment."""
+        session, platform = self._world.session, self._world.platform
+        sandbox = platform.sandbox_of(session.session_id)
         if sandbox is None:
             raise AssertionError(f"the platform shows no sandbox serving {session}")
-        self._world.platform.kill_sandbox(sandbox)
+        platform.kill_sandbox(sandbox)
+        eventually(
+            lambda: platform.is_running(sandbox),
+            described_as(f"{sandbox} no longer running", equal_to(False)),
+            timeout=self._settings.sandbox_gone_timeout,
+            poll=self._settings.poll_interval,
+            waiting_for=f"the platform to show the killed {sandbox} gone",
+        )
 
     def call_dead_session(self) -> None:
         """One call in the session, waiting no longer than fail_fast for an answer."""
@@ -193,7 +203,7 @@ class Resilience:
         if answer is None:
             raise AssertionError(
                 f"a call in a session whose sandbox died must fail within fail_fast "
-                f"({limit:g} s) with 502 or 503; it hung instead: {problem}"
+                f"({limit:g} s) with 502, 503 or 504; it hung instead: {problem}"
             )
         assert_that(answer, matchers.failed_because_the_sandbox_died())
         assert seconds <= limit, (

@@ -76,10 +76,26 @@ def test_the_agents_own_404_carries_the_session_and_never_the_routers_code(answe
     assert "it was missing" in failure(matcher, answer(404, {"error": "Not found"}))
 
 
-def test_a_status_may_be_one_of_several_or_a_range(answer) -> None:
-    assert_that(answer(503, {"error": "x"}), matchers.failed_because_the_sandbox_died())
-    message = failure(matchers.failed_because_the_sandbox_died(), answer(504, {"error": "x"}))
-    assert "the status was 504, not 502 or 503" in message
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [(502, "sandbox unreachable"), (503, "sandbox unreachable"), (504, "sandbox timeout")],
+)
+def test_a_dead_sandbox_may_be_any_of_upstreams_answers(answer, status, error) -> None:
+    """Upstream: pkg/router/handlers.go:246-257 (refused 502, timeout 504, other 503)."""
+    assert_that(answer(status, {"error": error}), matchers.failed_because_the_sandbox_died())
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "problem"),
+    [
+        (500, {"error": "sandbox unreachable"}, "the status was 500, not 502 or 503 or 504"),
+        (504, {"error": "sandbox unreachable"}, "a 504 must say 'sandbox timeout'"),
+        (502, {"error": "upstream exploded"}, "a 502 must say 'sandbox unreachable'"),
+        (503, {"message": "sandbox unreachable"}, "in the body"),
+    ],
+)
+def test_a_dead_sandbox_answer_must_say_what_upstream_says(answer, status, body, problem) -> None:
+    assert problem in failure(matchers.failed_because_the_sandbox_died(), answer(status, body))
 
 
 def test_a_refusal_explains_itself_in_any_case(answer) -> None:

@@ -23,6 +23,7 @@ BAD_VALUES = {
     "short_session_lifetime": "forever",
     "long_task_duration": "0ms",
     "fail_fast": "5",
+    "sandbox_gone_timeout": "never",
     "answer_allowance": "-3s",
     "clock_allowance": "a bit",
     "warm_pool_timeout": "0s",

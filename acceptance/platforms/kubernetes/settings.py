@@ -58,6 +58,10 @@ CLUSTER_DEFAULTS: Mapping[str, tuple[str, str]] = {
         "longer than the Router's 30 s read timeout and the 60 s an NGINX ingress waits for "
         "an answer by default",
     ),
+    "sandbox_gone_timeout": (
+        "60s",
+        "a pod deleted without grace is gone once its kubelet has stopped its containers",
+    ),
     "clock_allowance": (
         "1s",
         "upstream stores a session's last activity and its expiry in whole seconds, so a "
