@@ -2,10 +2,10 @@
 Feature: Telling errors apart
 
   A client must be able to tell why a call failed. A session that is unknown, closed or
-  expired is refused by the Router with "not found", naming the session and, since
-  AgentCube's PR #460, carrying the code SESSION_NOT_FOUND (session_not_found_code=false
-  relaxes this for older releases). A "not found" from the application inside the sandbox
-  is passed on as the application sent it: in the session, and never with that code. A
+  expired is refused by the Router with "not found", naming the session and, on current
+  releases, carrying a code that says so. A "not found" from the application inside the
+  sandbox is passed on as the application sent it: in the session, and never with that
+  code. A
   request a code interpreter cannot accept is refused with a status and an error that
   explains it.
 

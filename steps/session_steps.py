@@ -38,7 +38,7 @@ def step_refused_session_not_found(context: Context) -> None:
     assert_that(
         call.response,
         matchers.refused_because_session_not_found(
-            call.presented_session_id, code_required=world.settings.session_not_found_code
+            call.presented_session_id, code_required=world.settings.since_pr_460
         ),
     )
 

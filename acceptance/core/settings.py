@@ -22,6 +22,8 @@ from localcube.durations import parse_duration
 
 PLATFORMS = ("localcube", "kubernetes", "none")
 INTERPRETER_MODES = ("stateless", "stateful")
+# AgentCube releases the suite tells apart: upstream main, and releases before PR #460.
+RELEASES = ("main", "pre-460")
 # Userdata that belongs to the tools around the suite, not to it: behavex names each worker
 # (-D worker_id=N); behave's formatters read `behave.formatter.<name>.*` options.
 FOREIGN_USERDATA = ("worker_id", "behave.")
@@ -317,12 +319,14 @@ SETTINGS: tuple[Setting, ...] = (
         "second localcube with a limit of 4; other targets skip it",
     ),
     Setting(
-        "session_not_found_code",
-        "AGENTCUBE_SESSION_NOT_FOUND_CODE",
-        parse_flag,
-        "true",
-        "Whether the Router's 404 for an unknown or ended session must carry "
-        "`code: SESSION_NOT_FOUND` (upstream since PR #460); `false` for older releases.",
+        "agentcube_release",
+        "AGENTCUBE_RELEASE",
+        one_of(RELEASES),
+        "main",
+        "What the target's AgentCube release supports: `main` (upstream main: the Router's "
+        "404 for an unknown or ended session carries `code: SESSION_NOT_FOUND`, and a "
+        "session may ask for a `ttl`), or `pre-460` (releases before PR #460, without "
+        "either: the scenarios that need them are skipped with the reason).",
     ),
     Setting(
         "keep_on_failure",
@@ -383,10 +387,15 @@ class Settings:
     burst_gather_timeout: float
     overload_hold: float
     max_concurrent_requests: int | None
-    session_not_found_code: bool
+    agentcube_release: str
     keep_on_failure: bool
     reports_dir: str
     results_dir: str | None
+
+    @property
+    def since_pr_460(self) -> bool:
+        """Whether the target has upstream PR #460: SESSION_NOT_FOUND and per-session ttl."""
+        return self.agentcube_release != "pre-460"
 
 
 def load_settings(userdata: Mapping[str, str], environ: Mapping[str, str]) -> Settings:

@@ -103,7 +103,7 @@ class Lifetimes:
         eventually(
             lambda: self._world.touch(session.runtime, session.session_id),
             matchers.refused_because_session_not_found(
-                session.session_id, code_required=self._settings.session_not_found_code
+                session.session_id, code_required=self._settings.since_pr_460
             ),
             timeout=self._remaining(),
             poll=self._settings.poll_interval,

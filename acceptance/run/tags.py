@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 from behave.tag_matcher import ActiveTagMatcher
 
-from acceptance.core.settings import INTERPRETER_MODES
+from acceptance.core.settings import INTERPRETER_MODES, RELEASES
 from acceptance.platforms.base import CAPABILITIES, CAPABILITY_HINTS
 
 TAGS: dict[str, str] = {
@@ -37,7 +37,10 @@ TAGS: dict[str, str] = {
 }
 
 # Active-tag categories are settings: category -> the values the setting allows.
-ACTIVE_CATEGORIES: dict[str, tuple[str, ...]] = {"interpreter_mode": INTERPRETER_MODES}
+ACTIVE_CATEGORIES: dict[str, tuple[str, ...]] = {
+    "interpreter_mode": INTERPRETER_MODES,
+    "agentcube_release": RELEASES,
+}
 
 _ACTIVE = re.compile(r"^(use|not)\.with_(?P<category>\w+)=(?P<value>.+)$")
 _REQUIRES = re.compile(r"^requires\.(?P<capability>[\w-]+)$")

@@ -30,7 +30,7 @@ BAD_VALUES = {
     "burst_gather_timeout": "30",
     "overload_hold": "two seconds",
     "max_concurrent_requests": "0",
-    "session_not_found_code": "maybe",
+    "agentcube_release": "0.3",
     "keep_on_failure": "yes",
     "reports_dir": "/dev/null",
     "results_dir": "/dev/null",

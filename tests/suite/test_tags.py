@@ -69,6 +69,17 @@ def test_an_active_tag_for_the_other_mode_skips_with_the_setting_to_change() -> 
     assert gate("stateful").skip_reason(["not.with_interpreter_mode=stateful"]) is not None
 
 
+def test_a_release_before_pr_460_skips_what_needs_it_with_the_reason() -> None:
+    """Upstream's per-session ttl and SESSION_NOT_FOUND code came with PR #460."""
+    older = ScenarioGate({"agentcube_release": "pre-460"}, "none", ())
+    reason = older.skip_reason(["not.with_agentcube_release=pre-460"])
+    assert reason is not None and "agentcube_release=pre-460" in reason
+    current = ScenarioGate({"agentcube_release": "main"}, "none", ())
+    assert current.skip_reason(["not.with_agentcube_release=pre-460"]) is None
+    settings = load_settings({"agentcube_release": "pre-460"}, {})
+    assert not settings.since_pr_460 and load_settings({}, {}).since_pr_460
+
+
 def test_a_missing_capability_skips_and_names_the_platform() -> None:
     reason = gate(platform="none").skip_reason(["requires.runtime-admin"])
     assert reason is not None
