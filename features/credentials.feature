@@ -7,6 +7,9 @@ Feature: Credentials and authentication
   credentials. (The suite keeps tokens out of its own output too; the project's tests scan
   a run's output and reports for them.)
 
+  Background:
+    Given the Router requires a token
+
   Scenario: The caller's token never reaches the sandbox
     Given a session of the echo agent
     When I send "hello" to the echo agent in that session
@@ -23,6 +26,7 @@ Feature: Credentials and authentication
       | with a malformed authorization header | invalid authorization header format |
       | with a token the target does not know | invalid or expired token            |
 
+  @requires.second-subject
   Scenario: A session belongs to the subject that opened it
     Given a session of the echo agent
     When another subject calls the echo agent in that session

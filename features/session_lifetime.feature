@@ -19,7 +19,7 @@ Feature: Hard session lifetime
     And the call is refused because the session was not found
     And the sandbox that served the session is gone
 
-  @not.with_agentcube_release=pre-460
+  @not.with_agentcube_release=pre-460 @requires.workload-manager-sessions
   Scenario: A busy session ends when the ttl it asked for runs out
     Given an echo agent with a short idle timeout
     And a session of the echo agent with a short idle timeout that asks for a short ttl

@@ -1,9 +1,14 @@
 """Steps about credentials and authentication."""
 
-from behave import then, when
+from behave import given, then, when
 from behave.runner import Context
 
 from acceptance.domain.credentials import Authentication, Credentials
+
+
+@given("the Router requires a token")
+def step_tokens_required(context: Context) -> None:
+    context.world.part(Authentication).expect_tokens_required()
 
 
 @then("the sandbox received none of the callers' tokens")

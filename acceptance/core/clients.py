@@ -38,6 +38,10 @@ class Router:
         self._base_url = base_url
         self._measurements = measurements
 
+    def through(self, transport: Transport) -> Router:
+        """The same Router, called through another transport (another caller's token)."""
+        return Router(transport, self._base_url, self._measurements)
+
     def ready(self) -> requests.Response:
         return self._transport.request("GET", f"{self._base_url}/health/ready")
 
@@ -109,6 +113,10 @@ class WorkloadManager:
     def __init__(self, transport: Transport, base_url: str) -> None:
         self._transport = transport
         self._base_url = base_url
+
+    def through(self, transport: Transport) -> WorkloadManager:
+        """The same WorkloadManager, called through another transport."""
+        return WorkloadManager(transport, self._base_url)
 
     def healthy(self) -> requests.Response:
         return self._transport.request("GET", f"{self._base_url}/health")

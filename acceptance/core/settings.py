@@ -158,9 +158,20 @@ SETTINGS: tuple[Setting, ...] = (
         "AGENTCUBE_SECOND_API_TOKEN",
         parse_token,
         None,
-        "Bearer token of a second subject, for the ownership scenario (`@requires.auth`, "
-        "which also needs `api_token`). Never printed. A localcube the suite starts gets "
-        "both tokens, generated for the run when unset.",
+        "Bearer token of a second subject, for the ownership scenario "
+        "(`@requires.second-subject`, which also needs `api_token`). Never printed. A "
+        "localcube the suite starts gets both tokens, generated for the run when unset.",
+        secret=True,
+    ),
+    Setting(
+        "admin_api_token",
+        "AGENTCUBE_ADMIN_API_TOKEN",
+        parse_token,
+        None,
+        "Bearer token of a subject with the admin role, which upstream's Router lets use any "
+        "session: the scenarios that open sessions at the WorkloadManager (which records no "
+        "owner for them; `@requires.workload-manager-sessions`) call as this subject. "
+        "Never printed. A localcube the suite starts gets one, generated for the run.",
         secret=True,
     ),
     Setting(
@@ -367,6 +378,7 @@ class Settings:
     namespace: str
     api_token: str | None = dataclasses.field(repr=False)
     second_api_token: str | None = dataclasses.field(repr=False)
+    admin_api_token: str | None = dataclasses.field(repr=False)
     platform: str | None
     interpreter_mode: str
     echo_agent: str

@@ -52,6 +52,18 @@ class Authentication:
             ),
         )
 
+    def expect_tokens_required(self) -> None:
+        """Before anything about credentials is claimed: the target refuses a call that
+        carries no token. A token the target never checks proves nothing."""
+        self.call_agent_with(Credentials.NONE)
+        answer = self._world.last_answer
+        if answer.status_code != 401:
+            raise AssertionError(
+                "the target was given a token, but it does not require one: a call without "
+                f"a token was answered {answer.status_code}, not 401, so nothing about "
+                "credentials can be claimed for it"
+            )
+
     def call_as_other_subject(self) -> None:
         """The second subject calls the echo agent in the first subject's session."""
         session = self._world.session

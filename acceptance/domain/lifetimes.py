@@ -56,7 +56,7 @@ class Lifetimes:
 
     def open_session_with_short_ttl(self, role: Role) -> None:
         ttl = math.ceil(self._settings.short_session_lifetime)
-        self._ttls[self._world.open_session(role, ttl=ttl).session_id] = ttl
+        self._ttls[self._world.open_session_at_workload_manager(role, ttl=ttl).session_id] = ttl
 
     # The idle timeout.
 

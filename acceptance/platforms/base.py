@@ -10,9 +10,10 @@ Scenarios ask for capabilities with `@requires.<name>`. A platform adapter may o
 - ``sandbox-kill``: kill the sandbox that serves a session;
 - ``router-restart``: restart the Router, keeping its session store.
 
-Two more belong to the target as configured rather than to an adapter (see
-``acceptance.platforms.target``): ``auth`` (tokens of two subjects) and ``overload`` (a
-Router whose concurrency limit is known).
+Others belong to the target as configured rather than to an adapter (see
+``acceptance.platforms.target``): ``auth`` (a token), ``second-subject`` (tokens of two
+subjects), ``workload-manager-sessions`` (an admin token, or no authentication) and
+``overload`` (a Router whose concurrency limit is known).
 """
 
 from __future__ import annotations
@@ -30,19 +31,28 @@ SANDBOX_OBSERVATION = "sandbox-observation"
 SANDBOX_KILL = "sandbox-kill"
 ROUTER_RESTART = "router-restart"
 AUTH = "auth"
+SECOND_SUBJECT = "second-subject"
+WORKLOAD_MANAGER_SESSIONS = "workload-manager-sessions"
 OVERLOAD = "overload"
 CAPABILITIES = {
     RUNTIME_ADMIN: "apply and delete runtime resources",
     SANDBOX_OBSERVATION: "observe the sandbox that serves a session and the warm pools",
     SANDBOX_KILL: "kill the sandbox that serves a session",
     ROUTER_RESTART: "restart the Router, keeping its session store",
-    AUTH: "require bearer tokens, with the tokens of two subjects",
+    AUTH: "require a bearer token, with the token of a subject",
+    SECOND_SUBJECT: "tell two subjects apart, with the tokens of both",
+    WORKLOAD_MANAGER_SESSIONS: "open sessions at the WorkloadManager and use them through the "
+    "Router",
     OVERLOAD: "put a Router whose concurrency limit is known under load",
 }
 # How to obtain a capability that no platform choice alone gives.
 CAPABILITY_HINTS = {
     ROUTER_RESTART: "the suite can restart a localcube only when it started it itself",
-    AUTH: "set api_token and second_api_token for a target that requires tokens",
+    AUTH: "set api_token for a target that requires tokens",
+    SECOND_SUBJECT: "set api_token and second_api_token for a target that requires tokens",
+    WORKLOAD_MANAGER_SESSIONS: "upstream's Router refuses sessions opened at the "
+    "WorkloadManager (they have no owner) unless the caller has the admin role: set "
+    "admin_api_token",
     OVERLOAD: "declare the Router's limit with -D max_concurrent_requests=N",
 }
 
@@ -132,6 +142,7 @@ class Target:
     workload_manager_url: str
     api_token: str | None = field(repr=False)
     second_api_token: str | None = field(repr=False)
+    admin_api_token: str | None = field(repr=False)
     capabilities: frozenset[str]
 
     platform_name: ClassVar[str]

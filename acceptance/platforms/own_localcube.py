@@ -1,8 +1,9 @@
 """The localcube the suite starts when no Router is configured.
 
-It serves the fixture runtimes with authentication on, for two subjects: their tokens are
-api_token and second_api_token when given, else generated for the run, and reach localcube
-in a private file that is gone once read, never in its arguments. Its state directory is
+It serves the fixture runtimes with authentication on, for three subjects: two ordinary ones
+and one with the admin role. Their tokens are api_token, second_api_token and
+admin_api_token when given, else generated for the run, and reach localcube in a private
+file that is gone once read, never in its arguments. Its state directory is
 the suite's, so that the Router can be restarted with its sessions; and a second localcube
 with a low concurrency limit can be started beside it for the overload scenario.
 """
@@ -24,13 +25,21 @@ from localcube import embedded
 
 # A short garbage-collection interval lets the idle-timeout scenarios finish in seconds.
 GC_INTERVAL = "0.2s"
-# The subjects localcube gives the two tokens.
-SUBJECTS = ("acceptance-suite", "acceptance-suite-second")
+# The subjects localcube gives the three tokens, with their roles (localcube's token file).
+SUBJECTS = (
+    ("acceptance-suite", ""),
+    ("acceptance-suite-second", ""),
+    ("acceptance-suite-admin", "admin"),
+)
 
 
 class OwnLocalcube:
     def __init__(
-        self, tokens: tuple[str, str], state_dir: Path, log_path: Path, ready_timeout: float
+        self,
+        tokens: tuple[str, str, str],
+        state_dir: Path,
+        log_path: Path,
+        ready_timeout: float,
     ) -> None:
         self.tokens = tokens
         self.log_path = log_path
@@ -44,6 +53,7 @@ class OwnLocalcube:
         tokens = (
             settings.api_token or secrets.token_urlsafe(24),
             settings.second_api_token or secrets.token_urlsafe(24),
+            settings.admin_api_token or secrets.token_urlsafe(24),
         )
         for token in tokens:
             register_secret(token)
@@ -108,8 +118,8 @@ class OwnLocalcube:
             token_file = Path(private) / "tokens"
             token_file.write_text(
                 "".join(
-                    f"{subject}={token}\n"
-                    for subject, token in zip(SUBJECTS, self.tokens, strict=True)
+                    f"{subject}={token} {roles}".rstrip() + "\n"
+                    for (subject, roles), token in zip(SUBJECTS, self.tokens, strict=True)
                 )
             )
             return embedded.start(

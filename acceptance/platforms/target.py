@@ -12,7 +12,13 @@ from collections.abc import Mapping
 
 from acceptance.core.evidence import register_secret
 from acceptance.core.settings import ConfigError, Settings, load_settings
-from acceptance.platforms.base import AUTH, OVERLOAD, Target
+from acceptance.platforms.base import (
+    AUTH,
+    OVERLOAD,
+    SECOND_SUBJECT,
+    WORKLOAD_MANAGER_SESSIONS,
+    Target,
+)
 from acceptance.platforms.kubernetes.settings import (
     KUBERNETES_SETTING_NAMES,
     with_cluster_defaults,
@@ -46,8 +52,8 @@ def resolve_target(
     """The run's target; raises ConfigError (ClusterUnreachable among them) or
     LocalCubeStartError. What it started or opened is the Target's to close."""
     target = _platform_target(settings, userdata, environ)
-    register_secret(target.api_token)
-    register_secret(target.second_api_token)
+    for token in (target.api_token, target.second_api_token, target.admin_api_token):
+        register_secret(token)
     target.capabilities = target.capabilities | _configured_capabilities(settings, target)
     return target
 
@@ -55,7 +61,7 @@ def resolve_target(
 def _platform_target(
     settings: Settings, userdata: Mapping[str, str], environ: Mapping[str, str]
 ) -> Target:
-    tokens = (settings.api_token, settings.second_api_token)
+    tokens = (settings.api_token, settings.second_api_token, settings.admin_api_token)
     if settings.platform == "kubernetes":
         # Imported here: it loads the kubernetes client, which no other run needs.
         from acceptance.platforms.kubernetes.platform import ClusterTarget
@@ -81,11 +87,16 @@ def _platform_target(
 
 
 def _configured_capabilities(settings: Settings, target: Target) -> frozenset[str]:
-    """What the target as configured adds to its platform: tokens of two subjects, and a
-    Router whose concurrency limit is declared."""
+    """What the target as configured adds to its platform: the tokens it was given, and a
+    Router whose concurrency limit is declared. Sessions opened at the WorkloadManager can
+    be used through the Router by an admin, or by anyone where no token is required."""
     available = set()
-    if target.api_token and target.second_api_token:
+    if target.api_token:
         available.add(AUTH)
+        if target.second_api_token:
+            available.add(SECOND_SUBJECT)
+    if target.admin_api_token or not target.api_token:
+        available.add(WORKLOAD_MANAGER_SESSIONS)
     if settings.max_concurrent_requests:
         available.add(OVERLOAD)
     return frozenset(available)

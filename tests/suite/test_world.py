@@ -57,7 +57,7 @@ def scenario() -> Iterator[MakeScenario]:
     def make(url: str, own: OwnLocalcube | None = None, **userdata: str) -> Scenario:
         settings = load_settings({"platform": "localcube", **userdata}, {})
         target = LocalcubeTarget(
-            url, url, None, None, capabilities_of(url, own=own is not None), own=own
+            url, url, None, None, None, capabilities_of(url, own=own is not None), own=own
         )
         cleanups: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
         leaks: list[str] = []

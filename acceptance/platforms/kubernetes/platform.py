@@ -171,6 +171,7 @@ class ClusterTarget(Target):
             workload_manager_url,
             token,
             settings.second_api_token,
+            settings.admin_api_token,
             KubernetesPlatform.capabilities,
             cluster=cluster,
             settings=settings,
