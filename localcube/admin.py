@@ -86,7 +86,7 @@ class AdminRoutes:
             return _error(400, str(refused))
         if not runtimes:
             return _error(400, "request body: no AgentRuntime or CodeInterpreter resource")
-        self.workloads.apply(runtimes)
+        await self.workloads.apply(runtimes)
         applied = [{"kind": r.kind, "namespace": r.namespace, "name": r.name} for r in runtimes]
         return web.json_response({"applied": applied})
 
@@ -97,7 +97,7 @@ class AdminRoutes:
                 404, f"unknown resource kind {plural!r}: use agentruntimes or codeinterpreters"
             )
         try:
-            runtime = self.workloads.remove(
+            runtime = await self.workloads.remove(
                 _KIND_BY_PLURAL[plural], request.match_info["namespace"], request.match_info["name"]
             )
         except RuntimeNotFound as missing:

@@ -79,8 +79,8 @@ async def serve(settings: Settings) -> int:
         if temporary:
             shutil.rmtree(state_dir, ignore_errors=True)
         return 1
-    workloads.apply(settings.runtimes)
-    workloads.adopt()
+    await workloads.apply(settings.runtimes)
+    await workloads.adopt()
     collector = asyncio.create_task(workloads.run_gc(settings.gc_interval))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -17,7 +17,9 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import aiohttp
@@ -28,6 +30,7 @@ _PROJECT_ROOT = Path(__file__).resolve().parent.parent
 _INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
 _LOG_TAIL_BYTES = 2000
 _PROCESS_FILE = "process"  # "PID START_TIME" of the sandbox's session leader
+_ENDING_THREADS = 2
 
 
 class SandboxStartError(RuntimeError):
@@ -84,6 +87,7 @@ class SandboxLauncher:
         self.ready_timeout = ready_timeout
         self._children: dict[int, subprocess.Popen] = {}
         self._http: aiohttp.ClientSession | None = None
+        self._enders = ThreadPoolExecutor(_ENDING_THREADS, thread_name_prefix="sandbox-end")
 
     async def start(self, runtime: Runtime, sandbox_id: str) -> StartedProcess:
         """Start a sandbox for `runtime` and return once it serves requests."""
@@ -137,12 +141,20 @@ class SandboxLauncher:
         try:
             await self._wait_ready(child, first_port, readiness_path, directory / "sandbox.log")
         except BaseException:
-            self.end(child.pid, start, directory)
+            await self.end(child.pid, start, directory)
             raise
         return StartedProcess(child.pid, start, endpoints, workspace)
 
-    def end(self, pid: int, process_start: str, directory: Path) -> None:
-        """Kill every process of the sandbox's session and remove its directory.
+    async def end(self, pid: int, process_start: str, directory: Path) -> None:
+        """Kill every process of the sandbox's session and remove its directory; return once
+        they are gone. The scanning, waiting and removing run in a worker thread, so the
+        event loop keeps serving while sandboxes end. Few threads: more would only contend
+        with the event loop for the interpreter lock."""
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._enders, self._end_now, pid, process_start, directory)
+
+    def _end_now(self, pid: int, process_start: str, directory: Path) -> None:
+        """Blocking part of `end`.
 
         Linux never hands out a pid that is still some session's id, so while members of
         the session remain, the id is still ours even if its leader already died.
@@ -166,7 +178,7 @@ class SandboxLauncher:
     def directory_of(self, sandbox_id: str) -> Path:
         return self.root / sandbox_id
 
-    def sweep(self, known_sandbox_ids: set[str]) -> list[str]:
+    async def sweep(self, known_sandbox_ids: set[str]) -> list[str]:
         """End sandboxes on disk that no record knows (started when localcube crashed)."""
         swept = []
         for directory in self.root.iterdir():
@@ -177,8 +189,11 @@ class SandboxLauncher:
             except (OSError, ValueError):
                 pid, start = "0", ""
             if int(pid) > 0:
-                self.end(int(pid), start, directory)
-            shutil.rmtree(directory, ignore_errors=True)
+                await self.end(int(pid), start, directory)
+            else:
+                await asyncio.get_running_loop().run_in_executor(
+                    self._enders, partial(shutil.rmtree, directory, ignore_errors=True)
+                )
             swept.append(directory.name)
         return swept
 
@@ -190,6 +205,7 @@ class SandboxLauncher:
     async def close(self) -> None:
         if self._http is not None:
             await self._http.close()
+        self._enders.shutdown(wait=True)
 
     async def _wait_ready(
         self, child: subprocess.Popen, port: int, readiness_path: str | None, log: Path

@@ -89,5 +89,5 @@ class WorkloadManagerRoutes:
         refusal = owner_refusal(request, record.owner)
         if refusal is not None:
             return refusal
-        self.workloads.delete_session(session_id)
+        await self.workloads.delete_session(session_id)
         return web.json_response({"message": "Sandbox deleted successfully"})
