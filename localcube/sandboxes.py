@@ -13,10 +13,10 @@ import os
 import resource
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
@@ -25,6 +25,7 @@ from pathlib import Path
 import aiohttp
 
 from localcube.manifests import CODE_INTERPRETER, Runtime
+from localcube.ports import PortAllocator
 
 _PROJECT_ROOT = Path(__file__).resolve().parent.parent
 _INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
@@ -87,6 +88,7 @@ class SandboxLauncher:
         self.ready_timeout = ready_timeout
         self._children: dict[int, subprocess.Popen] = {}
         self._http: aiohttp.ClientSession | None = None
+        self.ports = PortAllocator()
         self._enders = ThreadPoolExecutor(_ENDING_THREADS, thread_name_prefix="sandbox-end")
 
     async def start(self, runtime: Runtime, sandbox_id: str) -> StartedProcess:
@@ -94,7 +96,7 @@ class SandboxLauncher:
         directory = self.root / sandbox_id
         workspace = directory / "workspace"
         workspace.mkdir(parents=True)
-        local_ports = {port.port: _free_port() for port in runtime.ports}
+        local_ports = {port.port: self.ports.allocate() for port in runtime.ports}
         endpoints = tuple((port.path_prefix, local_ports[port.port]) for port in runtime.ports)
         first_port = endpoints[0][1]
         env = {name: os.environ[name] for name in _INHERITED_ENV if name in os.environ}
@@ -123,6 +125,7 @@ class SandboxLauncher:
             )
         except OSError as error:
             shutil.rmtree(directory, ignore_errors=True)
+            self.ports.release(local_ports.values())
             raise SandboxStartError(f"cannot start {command[0]}: {error}") from error
         finally:
             log.close()
@@ -141,17 +144,20 @@ class SandboxLauncher:
         try:
             await self._wait_ready(child, first_port, readiness_path, directory / "sandbox.log")
         except BaseException:
-            await self.end(child.pid, start, directory)
+            await self.end(child.pid, start, directory, local_ports.values())
             raise
         return StartedProcess(child.pid, start, endpoints, workspace)
 
-    async def end(self, pid: int, process_start: str, directory: Path) -> None:
-        """Kill every process of the sandbox's session and remove its directory; return once
-        they are gone. The scanning, waiting and removing run in a worker thread, so the
-        event loop keeps serving while sandboxes end. Few threads: more would only contend
-        with the event loop for the interpreter lock."""
+    async def end(
+        self, pid: int, process_start: str, directory: Path, ports: Iterable[int] = ()
+    ) -> None:
+        """Kill every process of the sandbox's session, remove its directory and release its
+        ports; return once the processes are gone. The scanning, waiting and removing run in
+        a worker thread, so the event loop keeps serving while sandboxes end. Few threads:
+        more would only contend with the event loop for the interpreter lock."""
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._enders, self._end_now, pid, process_start, directory)
+        self.ports.release(ports)
 
     def _end_now(self, pid: int, process_start: str, directory: Path) -> None:
         """Blocking part of `end`.
@@ -249,9 +255,3 @@ def _tail(log: Path) -> str:
     except FileNotFoundError:
         return "(no output)"
     return data.decode(errors="replace").strip() or "(no output)"
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]

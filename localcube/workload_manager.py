@@ -126,6 +126,7 @@ class WorkloadManager:
             elif record.session_id is None and key not in self.runtimes:
                 await self._end(record, "its runtime is no longer configured")
             else:
+                self.launcher.ports.reserve(port for _, port in record.endpoints)
                 log.info("adopted sandbox %s (session %s)", record.sandbox_name, record.session_id)
         known = {record.sandbox_id for record in self.store.all()}
         for sandbox_id in await self.launcher.sweep(known):
@@ -248,6 +249,9 @@ class WorkloadManager:
         """Forget the sandbox at once (no caller finds it any more), then end its processes."""
         self.store.delete(record.sandbox_id)
         await self.launcher.end(
-            record.pid, record.process_start, self.launcher.directory_of(record.sandbox_id)
+            record.pid,
+            record.process_start,
+            self.launcher.directory_of(record.sandbox_id),
+            (port for _, port in record.endpoints),
         )
         log.info("sandbox %s ended: %s", record.sandbox_name, reason)

@@ -4,28 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import aiohttp
 
-from tests.localcube.support import Client, process_gone
+from tests.localcube.support import Client, open_sessions, process_gone
 
 SESSIONS = 20
 READY_BOUND = 0.050  # issue 9: /health/ready within 50 ms while 20 sessions are deleted
-
-
-def open_sessions(client: Client, count: int) -> list[dict]:
-    """`count` echo-agent sessions opened at once: (session id, sandbox pid, workspace)."""
-    with ThreadPoolExecutor(count) as openers:
-        answers = list(
-            openers.map(
-                lambda _: client.create_session("agent-runtime", "echo-agent"), range(count)
-            )
-        )
-    assert [answer.status_code for answer in answers] == [200] * count
-    sessions = [answer.json()["sessionId"] for answer in answers]
-    return [client.sandbox_of(session) for session in sessions]
 
 
 async def delete_all_while_probing(
