@@ -13,8 +13,9 @@ from aiohttp import web
 from localcube.auth import Handler
 from localcube.manifests import PLURALS, ManifestError, parse_documents
 from localcube.sandboxes import is_alive
+from localcube.session_errors import RuntimeNotFound
 from localcube.store import SandboxRecord
-from localcube.workload_manager import RuntimeNotFound, WorkloadManager
+from localcube.workload_manager import WorkloadManager
 
 PREFIX = "/localcube/v1"
 _KIND_BY_PLURAL = {plural: kind for kind, plural in PLURALS.items()}

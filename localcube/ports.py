@@ -31,15 +31,19 @@ class PortAllocator:
         self._reserved: set[int] = set()
         self._lock = threading.Lock()
 
-    def allocate(self) -> int:
-        """A free port, reserved until `release`; RuntimeError when none can be found."""
+    def allocate(self, count: int = 1) -> list[int]:
+        """`count` free ports, reserved until `release`; all or none: RuntimeError when
+        not enough can be found."""
         with self._lock:
+            ports: list[int] = []
             for _ in range(_ATTEMPTS):
                 port = self._probe()
-                if port not in self._reserved:
-                    self._reserved.add(port)
-                    return port
-        raise RuntimeError(f"no free loopback port after {_ATTEMPTS} attempts")
+                if port not in self._reserved and port not in ports:
+                    ports.append(port)
+                    if len(ports) == count:
+                        self._reserved.update(ports)
+                        return ports
+        raise RuntimeError(f"no {count} free loopback ports after {_ATTEMPTS} attempts")
 
     def reserve(self, ports: Iterable[int]) -> None:
         """Mark ports in use (a sandbox adopted after a restart)."""

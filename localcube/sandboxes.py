@@ -93,10 +93,16 @@ class SandboxLauncher:
 
     async def start(self, runtime: Runtime, sandbox_id: str) -> StartedProcess:
         """Start a sandbox for `runtime` and return once it serves requests."""
+        try:
+            allocated = self.ports.allocate(len(runtime.ports))
+        except RuntimeError as error:
+            raise SandboxStartError(str(error)) from error
+        local_ports = {
+            port.port: local for port, local in zip(runtime.ports, allocated, strict=True)
+        }
         directory = self.root / sandbox_id
         workspace = directory / "workspace"
         workspace.mkdir(parents=True)
-        local_ports = {port.port: self.ports.allocate() for port in runtime.ports}
         endpoints = tuple((port.path_prefix, local_ports[port.port]) for port in runtime.ports)
         first_port = endpoints[0][1]
         env = {name: os.environ[name] for name in _INHERITED_ENV if name in os.environ}

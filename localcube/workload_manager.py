@@ -14,15 +14,12 @@ import uuid
 from collections import Counter
 from collections.abc import Iterable
 
-from localcube.manifests import CODE_INTERPRETER, PLURALS, Runtime
+from localcube.manifests import Runtime
 from localcube.sandboxes import SandboxLauncher, is_alive
+from localcube.session_errors import RuntimeNotFound
 from localcube.store import SandboxRecord, Store
 
 log = logging.getLogger("localcube.workload_manager")
-
-
-class RuntimeNotFound(LookupError):
-    pass
 
 
 class WorkloadManager:
@@ -48,7 +45,7 @@ class WorkloadManager:
     async def remove(self, kind: str, namespace: str, name: str) -> Runtime:
         runtime = self.runtimes.pop((kind, namespace, name), None)
         if runtime is None:
-            raise RuntimeNotFound(f"{PLURALS[kind]} {namespace}/{name} not found")
+            raise RuntimeNotFound(kind, namespace, name)
         await self._end_warm(runtime.key)
         return runtime
 
@@ -57,14 +54,12 @@ class WorkloadManager:
     async def create_session(
         self, kind: str, namespace: str, name: str, owner: str | None, ttl: float | None
     ) -> SandboxRecord:
-        """A new session on a claimed warm sandbox, or on a sandbox started for it."""
+        """A new session on a claimed warm sandbox, or on a sandbox started for it.
+
+        Raises RuntimeNotFound or SandboxStartError (see localcube.session_errors)."""
         runtime = self.runtimes.get((kind, namespace, name))
         if runtime is None:
-            raise RuntimeNotFound(
-                "code interpreter not found"
-                if kind == CODE_INTERPRETER
-                else "agent runtime not found"
-            )
+            raise RuntimeNotFound(kind, namespace, name)
         warm, dead = self._take_warm(runtime)
         try:
             sandbox = warm or await self._start(runtime)

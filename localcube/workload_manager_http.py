@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import json
-import logging
 
 from aiohttp import web
 
 from localcube.auth import SUBJECT_KEY, owner_refusal
 from localcube.manifests import AGENT_RUNTIME, CODE_INTERPRETER
-from localcube.sandboxes import SandboxNotReady, SandboxStartError
-from localcube.workload_manager import RuntimeNotFound, WorkloadManager
+from localcube.sandboxes import SandboxStartError
+from localcube.session_errors import RuntimeNotFound, workload_manager_refusal
+from localcube.workload_manager import WorkloadManager
 
-log = logging.getLogger("localcube.workload_manager")
 _KINDS = {"agent-runtime": AGENT_RUNTIME, "code-interpreter": CODE_INTERPRETER}
 
 
@@ -56,16 +55,8 @@ class WorkloadManagerRoutes:
             record = await self.workloads.create_session(
                 kind, body["namespace"], body["name"], owner=request.get(SUBJECT_KEY), ttl=ttl
             )
-        except RuntimeNotFound as missing:
-            return message(404, str(missing))
-        except SandboxNotReady as failure:
-            log.error("sandbox for %s/%s: %s", body["namespace"], body["name"], failure)
-            return message(504, "sandbox was not ready in time")
-        except SandboxStartError as failure:
-            log.error(
-                "sandbox for %s/%s did not start: %s", body["namespace"], body["name"], failure
-            )
-            return message(500, "internal server error")
+        except (RuntimeNotFound, SandboxStartError) as failure:
+            return workload_manager_refusal(failure)
         runtime = self.workloads.runtimes.get((kind, body["namespace"], body["name"]))
         pooled = runtime is not None and runtime.warm_pool_size > 0
         return web.json_response(

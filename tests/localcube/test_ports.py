@@ -13,7 +13,7 @@ from tests.localcube.support import SESSION_HEADER, Client, open_sessions
 
 def test_a_port_the_kernel_hands_out_twice_is_given_to_one_sandbox_only() -> None:
     allocator = PortAllocator(probe=iter([5000, 5000, 5000, 5001]).__next__)
-    assert [allocator.allocate(), allocator.allocate()] == [5000, 5001]
+    assert [allocator.allocate(), allocator.allocate()] == [[5000], [5001]]
     assert allocator.reserved == {5000, 5001}
 
 
@@ -21,26 +21,35 @@ def test_a_released_port_can_be_handed_out_again() -> None:
     allocator = PortAllocator(probe=iter([5000, 5000]).__next__)
     allocator.allocate()
     allocator.release([5000])
-    assert allocator.allocate() == 5000
+    assert allocator.allocate() == [5000]
 
 
 def test_ports_of_adopted_sandboxes_are_never_handed_out() -> None:
     allocator = PortAllocator(probe=iter([5000, 5002, 5003]).__next__)
     allocator.reserve([5000, 5002])
-    assert allocator.allocate() == 5003
+    assert allocator.allocate() == [5003]
 
 
 def test_an_allocator_that_finds_only_reserved_ports_gives_up() -> None:
     allocator = PortAllocator(probe=lambda: 5000)
     allocator.reserve([5000])
-    with pytest.raises(RuntimeError, match="no free loopback port"):
+    with pytest.raises(RuntimeError, match="no 1 free loopback ports"):
         allocator.allocate()
+
+
+def test_ports_for_one_sandbox_are_distinct_and_reserved_all_or_none() -> None:
+    allocator = PortAllocator(probe=iter([5000, 5000, 5001]).__next__)
+    assert allocator.allocate(2) == [5000, 5001]
+    exhausted = PortAllocator(probe=lambda: 5000)
+    with pytest.raises(RuntimeError):
+        exhausted.allocate(2)
+    assert exhausted.reserved == frozenset()
 
 
 def test_concurrent_allocations_from_the_kernel_are_distinct_and_bindable() -> None:
     allocator = PortAllocator()
     with ThreadPoolExecutor(20) as threads:
-        ports = list(threads.map(lambda _: allocator.allocate(), range(200)))
+        ports = [port for ports in threads.map(allocator.allocate, [1] * 200) for port in ports]
     assert len(set(ports)) == 200
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", kernel_free_port()))
