@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 from aiohttp import web
 
-from localcube.auth import Handler
+from localcube.bearer_auth import Handler
 from localcube.manifests import PLURALS, ManifestError, parse_documents
 from localcube.sandboxes import is_alive
 from localcube.session_errors import RuntimeNotFound

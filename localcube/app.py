@@ -15,7 +15,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from localcube import auth
+from localcube import bearer_auth
 from localcube.admin import AdminRoutes, loopback_only
 from localcube.manifests import Runtime
 from localcube.router import Router
@@ -37,7 +37,7 @@ class Settings:
     state_dir: Path | None
     gc_interval: float
     max_concurrent_requests: int
-    tokens: auth.TokenTable
+    tokens: bearer_auth.TokenTable
     sandbox_ready_timeout: float
 
 
@@ -55,7 +55,7 @@ async def serve(settings: Settings) -> int:
     workloads = WorkloadManager(store, launcher)
     router = Router(workloads, signer, settings.max_concurrent_requests)
     app = web.Application(
-        middlewares=[loopback_only, auth.middleware(settings.tokens)],
+        middlewares=[loopback_only, bearer_auth.middleware(settings.tokens)],
         client_max_size=_MAX_CONTROL_BODY,
     )
     app.add_routes(

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from localcube.app import Settings, serve
-from localcube.auth import TokenTable
+from localcube.bearer_auth import TokenTable
 from localcube.durations import parse_duration
 from localcube.manifests import ManifestError, load_paths
 

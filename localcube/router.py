@@ -13,7 +13,7 @@ import aiohttp
 import yarl
 from aiohttp import web
 
-from localcube.auth import SUBJECT_KEY, owner_refusal
+from localcube.bearer_auth import SUBJECT_KEY, owner_refusal
 from localcube.manifests import AGENT_RUNTIME, CODE_INTERPRETER
 from localcube.sandboxes import SandboxStartError
 from localcube.session_errors import RuntimeNotFound, router_refusal, session_not_found
