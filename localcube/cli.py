@@ -11,8 +11,8 @@ from pathlib import Path
 
 from localcube.app import Settings, serve
 from localcube.bearer_auth import TokenTable
-from localcube.durations import parse_duration
 from localcube.manifests import ManifestError, load_paths
+from localcube.validation import parse_duration
 
 
 def _duration(text: str) -> float:
