@@ -106,12 +106,10 @@ class OwnLocalcube:
     ) -> embedded.RunningLocalCube:
         with tempfile.TemporaryDirectory(prefix="acceptance-tokens-") as private:
             token_file = Path(private) / "tokens"
-            token_file.write_text(
-                "".join(
-                    f"{subject}={token}\n"
-                    for subject, token in zip(SUBJECTS, self.tokens, strict=True)
-                )
-            )
+            # The first subject has the admin role: the suite opens sessions at the
+            # WorkloadManager, which records no owner, and uses them through the Router.
+            first, second = zip(SUBJECTS, self.tokens, strict=True)
+            token_file.write_text(f"{first[0]}={first[1]} admin\n{second[0]}={second[1]}\n")
             return embedded.start(
                 [FIXTURE_RUNTIMES],
                 log_path,

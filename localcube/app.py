@@ -60,7 +60,7 @@ async def serve(settings: Settings) -> int:
     )
     app.add_routes(
         router.routes()
-        + WorkloadManagerRoutes(workloads).routes()
+        + WorkloadManagerRoutes(workloads, signer).routes()
         + AdminRoutes(workloads).routes()
     )
     runner = web.AppRunner(app, handle_signals=False)

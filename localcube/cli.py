@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--token",
         action="append",
         default=[],
-        metavar="SUBJECT=TOKEN",
+        metavar="SUBJECT=TOKEN[ admin]",
         help="require bearer tokens on /v1/* (visible in ps: prefer --token-file)",
     )
     run.add_argument(
@@ -68,7 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         type=Path,
         metavar="FILE",
-        help="lines of SUBJECT=TOKEN",
+        help=(
+            "lines of SUBJECT=TOKEN, optionally followed by the role 'admin' "
+            "(SUBJECT=TOKEN admin): an admin may use every session, as upstream's admin role"
+        ),
     )
     run.add_argument("--sandbox-ready-timeout", type=_duration, default=120.0, metavar="DURATION")
     return parser

@@ -13,7 +13,7 @@ import aiohttp
 import yarl
 from aiohttp import web
 
-from localcube.bearer_auth import SUBJECT_KEY, owner_refusal
+from localcube.bearer_auth import caller, owner_refusal
 from localcube.manifests import AGENT_RUNTIME, CODE_INTERPRETER
 from localcube.sandboxes import SandboxStartError
 from localcube.session_errors import RuntimeNotFound, router_refusal, session_not_found
@@ -104,7 +104,7 @@ class Router:
         else:
             try:
                 sandbox = await self.workloads.create_session(
-                    kind, namespace, name, owner=request.get(SUBJECT_KEY), ttl=None
+                    kind, namespace, name, owner=_subject(request), ttl=None
                 )
             except (RuntimeNotFound, SandboxStartError) as failure:
                 return router_refusal(failure)
@@ -178,6 +178,11 @@ class Router:
                 skip_auto_headers=("User-Agent", "Accept-Encoding", "Content-Type"),
             )
         return self._upstream
+
+
+def _subject(request: web.Request) -> str | None:
+    who = caller(request)
+    return None if who is None else who.subject
 
 
 def _forwarded_path(request: web.Request) -> str:
