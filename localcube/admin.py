@@ -10,11 +10,12 @@ from datetime import UTC, datetime
 
 from aiohttp import web
 
-from localcube.auth import Handler
+from localcube.bearer_auth import Handler
 from localcube.manifests import PLURALS, ManifestError, parse_documents
 from localcube.sandboxes import is_alive
+from localcube.session_errors import RuntimeNotFound
 from localcube.store import SandboxRecord
-from localcube.workload_manager import RuntimeNotFound, WorkloadManager
+from localcube.workload_manager import WorkloadManager
 
 PREFIX = "/localcube/v1"
 _KIND_BY_PLURAL = {plural: kind for kind, plural in PLURALS.items()}
@@ -86,7 +87,7 @@ class AdminRoutes:
             return _error(400, str(refused))
         if not runtimes:
             return _error(400, "request body: no AgentRuntime or CodeInterpreter resource")
-        self.workloads.apply(runtimes)
+        await self.workloads.apply(runtimes)
         applied = [{"kind": r.kind, "namespace": r.namespace, "name": r.name} for r in runtimes]
         return web.json_response({"applied": applied})
 
@@ -97,7 +98,7 @@ class AdminRoutes:
                 404, f"unknown resource kind {plural!r}: use agentruntimes or codeinterpreters"
             )
         try:
-            runtime = self.workloads.remove(
+            runtime = await self.workloads.remove(
                 _KIND_BY_PLURAL[plural], request.match_info["namespace"], request.match_info["name"]
             )
         except RuntimeNotFound as missing:

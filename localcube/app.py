@@ -15,7 +15,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from localcube import auth
+from localcube import bearer_auth
 from localcube.admin import AdminRoutes, loopback_only
 from localcube.manifests import Runtime
 from localcube.router import Router
@@ -37,7 +37,7 @@ class Settings:
     state_dir: Path | None
     gc_interval: float
     max_concurrent_requests: int
-    tokens: auth.TokenTable
+    tokens: bearer_auth.TokenTable
     sandbox_ready_timeout: float
 
 
@@ -55,12 +55,12 @@ async def serve(settings: Settings) -> int:
     workloads = WorkloadManager(store, launcher)
     router = Router(workloads, signer, settings.max_concurrent_requests)
     app = web.Application(
-        middlewares=[loopback_only, auth.middleware(settings.tokens)],
+        middlewares=[loopback_only, bearer_auth.middleware(settings.tokens)],
         client_max_size=_MAX_CONTROL_BODY,
     )
     app.add_routes(
         router.routes()
-        + WorkloadManagerRoutes(workloads).routes()
+        + WorkloadManagerRoutes(workloads, signer).routes()
         + AdminRoutes(workloads).routes()
     )
     runner = web.AppRunner(app, handle_signals=False)
@@ -79,8 +79,8 @@ async def serve(settings: Settings) -> int:
         if temporary:
             shutil.rmtree(state_dir, ignore_errors=True)
         return 1
-    workloads.apply(settings.runtimes)
-    workloads.adopt()
+    await workloads.apply(settings.runtimes)
+    await workloads.adopt()
     collector = asyncio.create_task(workloads.run_gc(settings.gc_interval))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 from localcube.app import Settings, serve
-from localcube.auth import TokenTable
-from localcube.durations import parse_duration
+from localcube.bearer_auth import TokenTable
 from localcube.manifests import ManifestError, load_paths
+from localcube.validation import parse_duration
 
 
 def _duration(text: str) -> float:
@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--token",
         action="append",
         default=[],
-        metavar="SUBJECT=TOKEN",
+        metavar="SUBJECT=TOKEN[ admin]",
         help="require bearer tokens on /v1/* (visible in ps: prefer --token-file)",
     )
     run.add_argument(
@@ -68,7 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         type=Path,
         metavar="FILE",
-        help="lines of SUBJECT=TOKEN",
+        help=(
+            "lines of SUBJECT=TOKEN, optionally followed by the role 'admin' "
+            "(SUBJECT=TOKEN admin): an admin may use every session, as upstream's admin role"
+        ),
     )
     run.add_argument("--sandbox-ready-timeout", type=_duration, default=120.0, metavar="DURATION")
     return parser

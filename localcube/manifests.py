@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from localcube.durations import parse_duration
+from localcube.validation import is_dns_label, is_dns_subdomain, parse_duration
 
 log = logging.getLogger("localcube.manifests")
 API_GROUP = "runtime.agentcube.volcano.sh"
@@ -24,7 +24,6 @@ CODE_INTERPRETER = "CodeInterpreter"
 PLURALS = {AGENT_RUNTIME: "agentruntimes", CODE_INTERPRETER: "codeinterpreters"}
 DEFAULT_SESSION_TIMEOUT = 15 * 60.0
 DEFAULT_MAX_SESSION_DURATION = 8 * 3600.0
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)?$")
 _QUANTITY_FACTORS = {
     None: 1,
@@ -132,15 +131,15 @@ def _parse_resource(document: dict[str, Any], where: str) -> Runtime:
     resource = f"{kind} {metadata.get('namespace', 'default')}/{name}"
     check = _Checker(f"{where}: {resource}")
     check.that(
-        isinstance(name, str) and bool(_DNS_LABEL.match(name)),
+        is_dns_subdomain(name),
         "metadata.name",
-        "must be a DNS label (lower case letters, digits and '-')",
+        "must be a DNS subdomain (at most 253 lower case letters, digits, '-' and '.')",
     )
     namespace = metadata.get("namespace", "default")
     check.that(
-        isinstance(namespace, str) and bool(_DNS_LABEL.match(namespace)),
+        is_dns_label(namespace),
         "metadata.namespace",
-        "must be a DNS label",
+        "must be a DNS label (at most 63 lower case letters, digits and '-')",
     )
     api_version = document.get("apiVersion", "")
     check.that(

@@ -13,12 +13,13 @@ import aiohttp
 import yarl
 from aiohttp import web
 
-from localcube.auth import SUBJECT_KEY, owner_refusal
-from localcube.manifests import AGENT_RUNTIME, CODE_INTERPRETER, PLURALS
+from localcube.bearer_auth import caller, owner_refusal
+from localcube.manifests import AGENT_RUNTIME, CODE_INTERPRETER
 from localcube.sandboxes import SandboxStartError
+from localcube.session_errors import RuntimeNotFound, router_refusal, session_not_found
 from localcube.signing import RequestSigner
 from localcube.store import SandboxRecord
-from localcube.workload_manager import RuntimeNotFound, WorkloadManager
+from localcube.workload_manager import WorkloadManager
 
 SESSION_HEADER = "x-agentcube-session-id"
 log = logging.getLogger("localcube.router")
@@ -33,7 +34,6 @@ _HOP_BY_HOP = {
     "upgrade",
     "host",
 }
-_GROUP = "agentcube.volcano.sh"
 
 
 def error(status: int, message: str, code: str | None = None) -> web.Response:
@@ -97,22 +97,17 @@ class Router:
         if session_id:
             sandbox = self.workloads.session(session_id)
             if sandbox is None:
-                return error(
-                    404, f'sessions.{_GROUP} "{session_id}" not found', "SESSION_NOT_FOUND"
-                )
+                return session_not_found(session_id)
             refusal = owner_refusal(request, sandbox.owner)
             if refusal is not None:
                 return refusal
         else:
             try:
                 sandbox = await self.workloads.create_session(
-                    kind, namespace, name, owner=request.get(SUBJECT_KEY), ttl=None
+                    kind, namespace, name, owner=_subject(request), ttl=None
                 )
-            except RuntimeNotFound:
-                return error(404, f'{PLURALS[kind]}.{_GROUP} "{namespace}/{name}" not found')
-            except SandboxStartError as failure:
-                log.error("sandbox for %s/%s did not start: %s", namespace, name, failure)
-                return error(500, "internal server error")
+            except (RuntimeNotFound, SandboxStartError) as failure:
+                return router_refusal(failure)
         session = sandbox.session_id or ""
         self.workloads.request_started(session)
         try:
@@ -183,6 +178,11 @@ class Router:
                 skip_auto_headers=("User-Agent", "Accept-Encoding", "Content-Type"),
             )
         return self._upstream
+
+
+def _subject(request: web.Request) -> str | None:
+    who = caller(request)
+    return None if who is None else who.subject
 
 
 def _forwarded_path(request: web.Request) -> str:

@@ -13,21 +13,25 @@ import os
 import resource
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import aiohttp
 
 from localcube.manifests import CODE_INTERPRETER, Runtime
+from localcube.ports import PortAllocator
 
 _PROJECT_ROOT = Path(__file__).resolve().parent.parent
 _INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
 _LOG_TAIL_BYTES = 2000
 _PROCESS_FILE = "process"  # "PID START_TIME" of the sandbox's session leader
+_ENDING_THREADS = 2
 
 
 class SandboxStartError(RuntimeError):
@@ -84,13 +88,21 @@ class SandboxLauncher:
         self.ready_timeout = ready_timeout
         self._children: dict[int, subprocess.Popen] = {}
         self._http: aiohttp.ClientSession | None = None
+        self.ports = PortAllocator()
+        self._enders = ThreadPoolExecutor(_ENDING_THREADS, thread_name_prefix="sandbox-end")
 
     async def start(self, runtime: Runtime, sandbox_id: str) -> StartedProcess:
         """Start a sandbox for `runtime` and return once it serves requests."""
+        try:
+            allocated = self.ports.allocate(len(runtime.ports))
+        except RuntimeError as error:
+            raise SandboxStartError(str(error)) from error
+        local_ports = {
+            port.port: local for port, local in zip(runtime.ports, allocated, strict=True)
+        }
         directory = self.root / sandbox_id
         workspace = directory / "workspace"
         workspace.mkdir(parents=True)
-        local_ports = {port.port: _free_port() for port in runtime.ports}
         endpoints = tuple((port.path_prefix, local_ports[port.port]) for port in runtime.ports)
         first_port = endpoints[0][1]
         env = {name: os.environ[name] for name in _INHERITED_ENV if name in os.environ}
@@ -119,6 +131,7 @@ class SandboxLauncher:
             )
         except OSError as error:
             shutil.rmtree(directory, ignore_errors=True)
+            self.ports.release(local_ports.values())
             raise SandboxStartError(f"cannot start {command[0]}: {error}") from error
         finally:
             log.close()
@@ -137,12 +150,23 @@ class SandboxLauncher:
         try:
             await self._wait_ready(child, first_port, readiness_path, directory / "sandbox.log")
         except BaseException:
-            self.end(child.pid, start, directory)
+            await self.end(child.pid, start, directory, local_ports.values())
             raise
         return StartedProcess(child.pid, start, endpoints, workspace)
 
-    def end(self, pid: int, process_start: str, directory: Path) -> None:
-        """Kill every process of the sandbox's session and remove its directory.
+    async def end(
+        self, pid: int, process_start: str, directory: Path, ports: Iterable[int] = ()
+    ) -> None:
+        """Kill every process of the sandbox's session, remove its directory and release its
+        ports; return once the processes are gone. The scanning, waiting and removing run in
+        a worker thread, so the event loop keeps serving while sandboxes end. Few threads:
+        more would only contend with the event loop for the interpreter lock."""
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._enders, self._end_now, pid, process_start, directory)
+        self.ports.release(ports)
+
+    def _end_now(self, pid: int, process_start: str, directory: Path) -> None:
+        """Blocking part of `end`.
 
         Linux never hands out a pid that is still some session's id, so while members of
         the session remain, the id is still ours even if its leader already died.
@@ -166,7 +190,7 @@ class SandboxLauncher:
     def directory_of(self, sandbox_id: str) -> Path:
         return self.root / sandbox_id
 
-    def sweep(self, known_sandbox_ids: set[str]) -> list[str]:
+    async def sweep(self, known_sandbox_ids: set[str]) -> list[str]:
         """End sandboxes on disk that no record knows (started when localcube crashed)."""
         swept = []
         for directory in self.root.iterdir():
@@ -177,8 +201,11 @@ class SandboxLauncher:
             except (OSError, ValueError):
                 pid, start = "0", ""
             if int(pid) > 0:
-                self.end(int(pid), start, directory)
-            shutil.rmtree(directory, ignore_errors=True)
+                await self.end(int(pid), start, directory)
+            else:
+                await asyncio.get_running_loop().run_in_executor(
+                    self._enders, partial(shutil.rmtree, directory, ignore_errors=True)
+                )
             swept.append(directory.name)
         return swept
 
@@ -190,6 +217,7 @@ class SandboxLauncher:
     async def close(self) -> None:
         if self._http is not None:
             await self._http.close()
+        self._enders.shutdown(wait=True)
 
     async def _wait_ready(
         self, child: subprocess.Popen, port: int, readiness_path: str | None, log: Path
@@ -233,9 +261,3 @@ def _tail(log: Path) -> str:
     except FileNotFoundError:
         return "(no output)"
     return data.decode(errors="replace").strip() or "(no output)"
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]

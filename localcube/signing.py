@@ -15,8 +15,14 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 ISSUER = "agentcube-router"
+IDENTITY_HEADER = "X-AgentCube-User-Identity"
+IDENTITY_AUDIENCE = "workloadmanager"
 TOKEN_LIFETIME = 300.0
 _REUSE_FOR = 60.0  # a token is re-signed once a minute, not on every request
+
+
+class InvalidIdentity(ValueError):
+    """An identity token the WorkloadManager must refuse."""
 
 
 class RequestSigner:
@@ -42,6 +48,26 @@ class RequestSigner:
             .decode()
         )
         self._cache: dict[str, tuple[str, float]] = {}
+
+    def identity_subject(self, token: str) -> str:
+        """The caller a Router-signed identity token names, as upstream's WorkloadManager
+        checks it: RS256 by this key, `exp` required, `aud` exactly `workloadmanager`, a
+        `sub` (pkg/workloadmanager/identity.go:37-77)."""
+        try:
+            claims = jwt.decode(
+                token,
+                self._key.public_key(),
+                algorithms=["RS256"],
+                options={"require": ["exp"], "verify_aud": False},
+            )
+        except jwt.PyJWTError as error:
+            raise InvalidIdentity(str(error)) from error
+        if claims.get("aud") != IDENTITY_AUDIENCE:
+            raise InvalidIdentity(f"invalid audience: {claims.get('aud')!r}")
+        subject = claims.get("sub")
+        if not isinstance(subject, str) or not subject:
+            raise InvalidIdentity("missing sub claim")
+        return subject
 
     def token_for(self, session_id: str) -> str:
         """A valid token for requests of this session, re-signed when it is a minute old."""

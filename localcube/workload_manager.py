@@ -14,15 +14,12 @@ import uuid
 from collections import Counter
 from collections.abc import Iterable
 
-from localcube.manifests import CODE_INTERPRETER, PLURALS, Runtime
+from localcube.manifests import Runtime
 from localcube.sandboxes import SandboxLauncher, is_alive
+from localcube.session_errors import RuntimeNotFound
 from localcube.store import SandboxRecord, Store
 
 log = logging.getLogger("localcube.workload_manager")
-
-
-class RuntimeNotFound(LookupError):
-    pass
 
 
 class WorkloadManager:
@@ -36,20 +33,20 @@ class WorkloadManager:
 
     # runtimes -------------------------------------------------------------------------
 
-    def apply(self, runtimes: Iterable[Runtime]) -> None:
+    async def apply(self, runtimes: Iterable[Runtime]) -> None:
         """Create or replace runtimes; a replaced runtime's warm sandboxes start anew."""
         for runtime in runtimes:
             previous = self.runtimes.get(runtime.key)
             self.runtimes[runtime.key] = runtime
             if previous is not None and previous != runtime:
-                self._end_warm(runtime.key)
+                await self._end_warm(runtime.key)
             self._schedule_refill(runtime.key)
 
-    def remove(self, kind: str, namespace: str, name: str) -> Runtime:
+    async def remove(self, kind: str, namespace: str, name: str) -> Runtime:
         runtime = self.runtimes.pop((kind, namespace, name), None)
         if runtime is None:
-            raise RuntimeNotFound(f"{PLURALS[kind]} {namespace}/{name} not found")
-        self._end_warm(runtime.key)
+            raise RuntimeNotFound(kind, namespace, name)
+        await self._end_warm(runtime.key)
         return runtime
 
     # sessions -------------------------------------------------------------------------
@@ -57,28 +54,31 @@ class WorkloadManager:
     async def create_session(
         self, kind: str, namespace: str, name: str, owner: str | None, ttl: float | None
     ) -> SandboxRecord:
-        """A new session on a claimed warm sandbox, or on a sandbox started for it."""
+        """A new session on a claimed warm sandbox, or on a sandbox started for it.
+
+        Raises RuntimeNotFound or SandboxStartError (see localcube.session_errors)."""
         runtime = self.runtimes.get((kind, namespace, name))
         if runtime is None:
-            raise RuntimeNotFound(
-                "code interpreter not found"
-                if kind == CODE_INTERPRETER
-                else "agent runtime not found"
+            raise RuntimeNotFound(kind, namespace, name)
+        warm, dead = self._take_warm(runtime)
+        try:
+            sandbox = warm or await self._start(runtime)
+            now = time.time()
+            lifetime = (
+                runtime.max_session_duration
+                if ttl is None
+                else min(ttl, runtime.max_session_duration)
             )
-        warm = self._take_warm(runtime)
-        sandbox = warm or await self._start(runtime)
-        now = time.time()
-        lifetime = (
-            runtime.max_session_duration if ttl is None else min(ttl, runtime.max_session_duration)
-        )
-        record = sandbox.claimed(
-            session_id=str(uuid.uuid4()),
-            owner=owner,
-            now=now,
-            idle_timeout=runtime.session_timeout,
-            expires_at=now + lifetime,
-        )
-        self.store.put(record)
+            record = sandbox.claimed(
+                session_id=str(uuid.uuid4()),
+                owner=owner,
+                now=now,
+                idle_timeout=runtime.session_timeout,
+                expires_at=now + lifetime,
+            )
+            self.store.put(record)
+        finally:
+            await asyncio.gather(*(self._end(r, "warm sandbox died") for r in dead))
         self._schedule_refill(runtime.key)
         log.info(
             "session %s created on sandbox %s (%s)",
@@ -91,11 +91,12 @@ class WorkloadManager:
     def session(self, session_id: str) -> SandboxRecord | None:
         return self.store.by_session(session_id)
 
-    def delete_session(self, session_id: str) -> bool:
+    async def delete_session(self, session_id: str) -> bool:
+        """End the session's sandbox; True once its processes are gone, False if unknown."""
         record = self.store.by_session(session_id)
         if record is None:
             return False
-        self._end(record, "deleted")
+        await self._end(record, "deleted")
         return True
 
     def request_started(self, session_id: str) -> None:
@@ -110,38 +111,41 @@ class WorkloadManager:
 
     # lifecycle ------------------------------------------------------------------------
 
-    def adopt(self) -> None:
+    async def adopt(self) -> None:
         """After a restart: keep live sandboxes from the store, end dead ones and warm
         sandboxes of runtimes no longer configured. Call after `apply`."""
         for record in self.store.all():
             key = (record.kind, record.namespace, record.runtime)
             if not is_alive(record.pid, record.process_start):
-                self._end(record, "found dead after restart")
+                await self._end(record, "found dead after restart")
             elif record.session_id is None and key not in self.runtimes:
-                self._end(record, "its runtime is no longer configured")
+                await self._end(record, "its runtime is no longer configured")
             else:
+                self.launcher.ports.reserve(port for _, port in record.endpoints)
                 log.info("adopted sandbox %s (session %s)", record.sandbox_name, record.session_id)
         known = {record.sandbox_id for record in self.store.all()}
-        for sandbox_id in self.launcher.sweep(known):
+        for sandbox_id in await self.launcher.sweep(known):
             log.info("ended sandbox %s: it was still starting when localcube stopped", sandbox_id)
 
-    def collect_garbage(self) -> None:
+    async def collect_garbage(self) -> None:
         """One GC pass: idle and expired sessions, dead warm sandboxes, pools to refill."""
         self.launcher.reap()
         now = time.time()
+        endings = []
         for record in self.store.all():
             if record.session_id is None:
                 if not is_alive(record.pid, record.process_start):
-                    self._end(record, "warm sandbox died")
+                    endings.append(self._end(record, "warm sandbox died"))
             elif record.expires_at is not None and now >= record.expires_at:
-                self._end(record, "reached its maximum session duration")
+                endings.append(self._end(record, "reached its maximum session duration"))
             elif (
                 record.session_id not in self._in_flight
                 and record.last_activity_at is not None
                 and record.idle_timeout is not None
                 and now - record.last_activity_at > record.idle_timeout
             ):
-                self._end(record, "idle past its session timeout")
+                endings.append(self._end(record, "idle past its session timeout"))
+        await asyncio.gather(*endings)
         for key in self.runtimes:
             self._schedule_refill(key)
 
@@ -149,7 +153,7 @@ class WorkloadManager:
         while True:
             await asyncio.sleep(interval)
             try:
-                self.collect_garbage()
+                await self.collect_garbage()
             except Exception:
                 log.exception("garbage collection pass failed")
 
@@ -159,8 +163,7 @@ class WorkloadManager:
         for task in self._refills.values():
             task.cancel()
         await asyncio.gather(*self._refills.values(), return_exceptions=True)
-        for record in self.store.all():
-            self._end(record, "localcube stopped")
+        await asyncio.gather(*(self._end(r, "localcube stopped") for r in self.store.all()))
 
     def warm_count(self, key: tuple[str, str, str]) -> int:
         return sum(1 for record in self._warm(key))
@@ -176,12 +179,18 @@ class WorkloadManager:
             and (record.kind, record.namespace, record.runtime) == (kind, namespace, name)
         ]
 
-    def _take_warm(self, runtime: Runtime) -> SandboxRecord | None:
+    def _take_warm(self, runtime: Runtime) -> tuple[SandboxRecord | None, list[SandboxRecord]]:
+        """A live warm sandbox, if any, and the dead ones met on the way, already forgotten
+        and left for the caller to end.
+
+        Synchronous, so no other session can take the same sandbox before it is claimed."""
+        dead = []
         for record in self._warm(runtime.key):
             if is_alive(record.pid, record.process_start):
-                return record
-            self._end(record, "warm sandbox died")
-        return None
+                return record, dead
+            self.store.delete(record.sandbox_id)
+            dead.append(record)
+        return None, dead
 
     async def _start(self, runtime: Runtime) -> SandboxRecord:
         sandbox_id = str(uuid.uuid4())
@@ -223,18 +232,21 @@ class WorkloadManager:
                     self.store.put(result)
                     log.info("warm sandbox %s ready", result.sandbox_name)
                 else:  # the runtime changed or went while this sandbox started
-                    self._end(result, "runtime changed")
+                    await self._end(result, "runtime changed")
             if any(isinstance(result, BaseException) for result in started):
                 return  # the GC pass tries again
             runtime = self.runtimes.get(key)
 
-    def _end_warm(self, key: tuple[str, str, str]) -> None:
-        for record in self._warm(key):
-            self._end(record, "runtime changed")
+    async def _end_warm(self, key: tuple[str, str, str]) -> None:
+        await asyncio.gather(*(self._end(r, "runtime changed") for r in self._warm(key)))
 
-    def _end(self, record: SandboxRecord, reason: str) -> None:
+    async def _end(self, record: SandboxRecord, reason: str) -> None:
+        """Forget the sandbox at once (no caller finds it any more), then end its processes."""
         self.store.delete(record.sandbox_id)
-        self.launcher.end(
-            record.pid, record.process_start, self.launcher.directory_of(record.sandbox_id)
+        await self.launcher.end(
+            record.pid,
+            record.process_start,
+            self.launcher.directory_of(record.sandbox_id),
+            (port for _, port in record.endpoints),
         )
         log.info("sandbox %s ended: %s", record.sandbox_name, reason)

@@ -7,10 +7,11 @@ import logging
 
 from aiohttp import web
 
-from localcube.auth import SUBJECT_KEY, owner_refusal
 from localcube.manifests import AGENT_RUNTIME, CODE_INTERPRETER
-from localcube.sandboxes import SandboxNotReady, SandboxStartError
-from localcube.workload_manager import RuntimeNotFound, WorkloadManager
+from localcube.sandboxes import SandboxStartError
+from localcube.session_errors import RuntimeNotFound, workload_manager_refusal
+from localcube.signing import IDENTITY_HEADER, InvalidIdentity, RequestSigner
+from localcube.workload_manager import WorkloadManager
 
 log = logging.getLogger("localcube.workload_manager")
 _KINDS = {"agent-runtime": AGENT_RUNTIME, "code-interpreter": CODE_INTERPRETER}
@@ -21,8 +22,9 @@ def message(status: int, text: str) -> web.Response:
 
 
 class WorkloadManagerRoutes:
-    def __init__(self, workloads: WorkloadManager) -> None:
+    def __init__(self, workloads: WorkloadManager, signer: RequestSigner) -> None:
         self.workloads = workloads
+        self.signer = signer
 
     def routes(self) -> list[web.RouteDef]:
         return [
@@ -52,42 +54,42 @@ class WorkloadManagerRoutes:
             isinstance(ttl, bool) or not isinstance(ttl, int | float) or ttl <= 0
         ):
             return message(400, "ttl must be a positive number of seconds")
+        identity = request.headers.get(IDENTITY_HEADER)
+        try:
+            # The owner is only ever the caller the Router signed for, never the bearer of
+            # the token that authenticated this call (pkg/workloadmanager/handlers.go:227-241).
+            owner = self.signer.identity_subject(identity) if identity else None
+        except InvalidIdentity as refused:
+            log.warning("identity token refused: %s", refused)
+            return message(401, "invalid identity token")
         try:
             record = await self.workloads.create_session(
-                kind, body["namespace"], body["name"], owner=request.get(SUBJECT_KEY), ttl=ttl
+                kind, body["namespace"], body["name"], owner=owner, ttl=ttl
             )
-        except RuntimeNotFound as missing:
-            return message(404, str(missing))
-        except SandboxNotReady as failure:
-            log.error("sandbox for %s/%s: %s", body["namespace"], body["name"], failure)
-            return message(504, "sandbox was not ready in time")
-        except SandboxStartError as failure:
-            log.error(
-                "sandbox for %s/%s did not start: %s", body["namespace"], body["name"], failure
-            )
-            return message(500, "internal server error")
+        except (RuntimeNotFound, SandboxStartError) as failure:
+            return workload_manager_refusal(failure)
         runtime = self.workloads.runtimes.get((kind, body["namespace"], body["name"]))
         pooled = runtime is not None and runtime.warm_pool_size > 0
-        return web.json_response(
-            {
-                "kind": "SandboxClaim" if pooled else "Sandbox",
-                "sessionId": record.session_id,
-                "sandboxId": record.sandbox_id,
-                "sandboxName": record.sandbox_name,
-                "entryPoints": [
-                    {"path": prefix, "protocol": "HTTP", "endpoint": f"127.0.0.1:{port}"}
-                    for prefix, port in record.endpoints
-                ],
-            }
-        )
+        created = {
+            "kind": "SandboxClaim" if pooled else "Sandbox",
+            "sessionId": record.session_id,
+            "sandboxId": record.sandbox_id,
+            "sandboxName": record.sandbox_name,
+            "entryPoints": [
+                {"path": prefix, "protocol": "HTTP", "endpoint": f"127.0.0.1:{port}"}
+                for prefix, port in record.endpoints
+            ],
+        }
+        if owner:  # `ownerId,omitempty` (pkg/common/types/sandbox.go:60-67)
+            created["ownerId"] = owner
+        return web.json_response(created)
 
     async def delete(self, request: web.Request) -> web.Response:
         session_id = request.match_info["session_id"]
         record = self.workloads.session(session_id)
         if record is None:
             return message(404, f"Session ID {session_id} not found, maybe already deleted")
-        refusal = owner_refusal(request, record.owner)
-        if refusal is not None:
-            return refusal
-        self.workloads.delete_session(session_id)
+        # No ownership check: upstream deletes any session the caller's credentials may
+        # (pkg/workloadmanager/handlers.go:497-564).
+        await self.workloads.delete_session(session_id)
         return web.json_response({"message": "Sandbox deleted successfully"})

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from localcube.durations import parse_duration
+from localcube.validation import parse_duration
 
 PLATFORMS = ("localcube", "kubernetes", "none")
 INTERPRETER_MODES = ("stateless", "stateful")

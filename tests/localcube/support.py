@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,20 @@ class Client:
         return self.http.request(
             method, url, headers=headers, timeout=kwargs.pop("timeout", 60), **kwargs
         )
+
+
+def open_sessions(client: Client, count: int) -> list[dict]:
+    """`count` echo-agent sessions opened at the WorkloadManager at once; their sandboxes
+    as the admin API describes them."""
+    with ThreadPoolExecutor(count) as openers:
+        answers = list(
+            openers.map(
+                lambda _: client.create_session("agent-runtime", "echo-agent"), range(count)
+            )
+        )
+    assert [answer.status_code for answer in answers] == [200] * count
+    sessions = [answer.json()["sessionId"] for answer in answers]
+    return [client.sandbox_of(session) for session in sessions]
 
 
 def wait_until(condition: Callable[[], Any], timeout: float, what: str, poll: float = 0.05) -> Any:

@@ -54,7 +54,11 @@ NO_COMMAND = "{targetPort: [{port: 8080}], podTemplate: {spec: {containers: [{im
     [
         (
             resource("AgentRuntime", "Bad_Name", "{}"),
-            "AgentRuntime default/Bad_Name: metadata.name must be a DNS label",
+            "AgentRuntime default/Bad_Name: metadata.name must be a DNS subdomain",
+        ),
+        (
+            resource("AgentRuntime", "a", "{}").replace("{name: a}", "{name: a, namespace: a.b}"),
+            "AgentRuntime a.b/a: metadata.namespace must be a DNS label",
         ),
         (
             resource("CodeInterpreter", "ci", "{template: {image: x}, sessionTimeout: soon}"),

@@ -50,6 +50,7 @@ def test_sessions_without_the_header_get_distinct_sandboxes(client: Client) -> N
 
 
 def test_unknown_runtime_is_404_naming_the_resource(client: Client) -> None:
+    """Upstream: pkg/router/session_manager.go:206-208"""
     answer = client.agent("no-such-agent", json={})
     assert answer.status_code == 404
     assert answer.json() == {
@@ -63,6 +64,7 @@ def test_unknown_runtime_is_404_naming_the_resource(client: Client) -> None:
 
 
 def test_unknown_session_is_404_with_the_stable_code(client: Client) -> None:
+    """Upstream: pkg/router/session_manager.go:144-147 (the code since PR #460)"""
     unknown = str(uuid.uuid4())
     answer = client.agent("echo-agent", json={}, session=unknown)
     assert answer.status_code == 404

@@ -1,0 +1,148 @@
+"""Bearer-token authentication of `/v1/*` and session ownership, in upstream's words.
+
+Upstream's Router validates OIDC tokens and its WorkloadManager Kubernetes service-account
+tokens; localcube maps static tokens to callers (a subject and its roles). Tokens are
+compared in constant time and never logged. Each surface refuses in its own shape: the
+Router `{"error", "code"}` (pkg/router/auth.go:36-83), the WorkloadManager `{"message"}`
+(pkg/workloadmanager/auth.go:80-116).
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiohttp import web
+
+CALLER_KEY = "localcube.caller"  # the authenticated Caller, on the request
+ADMIN = "admin"
+ROLES = frozenset({ADMIN})
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+_WORKLOAD_MANAGER_PATHS = ("/v1/agent-runtime", "/v1/code-interpreter")
+
+
+@dataclass(frozen=True)
+class Caller:
+    subject: str
+    roles: frozenset[str] = frozenset()
+
+    @property
+    def is_admin(self) -> bool:
+        return ADMIN in self.roles
+
+
+class TokenTable:
+    """Callers by token; empty means authentication is off."""
+
+    def __init__(self, entries: list[tuple[str, Caller]]) -> None:
+        self._entries = [(token.encode(), caller) for token, caller in entries]
+
+    @classmethod
+    def parse(cls, specs: list[str], files: list[Path]) -> TokenTable:
+        """From `SUBJECT=TOKEN [ROLE...]` strings and files of such lines (blank lines and
+        `#` comments skipped); raise ValueError naming the entry's origin when one is bad."""
+        lines = [(spec, "--token") for spec in specs]
+        for file in files:
+            for number, line in enumerate(file.read_text().splitlines(), start=1):
+                if line.strip() and not line.lstrip().startswith("#"):
+                    lines.append((line, f"{file}:{number}"))
+        return cls([_entry(text, origin) for text, origin in lines])
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self._entries)
+
+    def caller_of(self, token: str) -> Caller | None:
+        candidate = token.encode()
+        found = None
+        for known, caller in self._entries:
+            if hmac.compare_digest(candidate, known):
+                found = caller
+        return found
+
+
+def _entry(text: str, origin: str) -> tuple[str, Caller]:
+    subject, separator, rest = text.strip().partition("=")
+    words = rest.split()
+    if not separator or not subject.strip() or not words:
+        raise ValueError(f"{origin}: expected SUBJECT=TOKEN [ROLE...]")
+    token, roles = words[0], frozenset(words[1:])
+    unknown = roles - ROLES
+    if unknown:
+        raise ValueError(
+            f"{origin}: unknown role {sorted(unknown)[0]!r} (known: {', '.join(sorted(ROLES))})"
+        )
+    return token, Caller(subject.strip(), roles)
+
+
+def caller(request: web.Request) -> Caller | None:
+    """The authenticated caller, or None when authentication is off."""
+    return request.get(CALLER_KEY)
+
+
+def _router_refusal(message: str) -> web.Response:
+    return web.json_response({"error": message, "code": "UNAUTHORIZED"}, status=401)
+
+
+def _workload_manager_refusal(message: str) -> web.Response:
+    return web.json_response({"message": message}, status=401)
+
+
+def _router_credential(header: str) -> str | web.Response:
+    """The token of a Router caller's header, or the refusal (pkg/router/auth.go:44-72)."""
+    if not header:
+        return _router_refusal("missing authorization header")
+    scheme, space, credential = header.partition(" ")
+    if scheme.lower() != "bearer" or not space:
+        return _router_refusal("invalid authorization header format")
+    if not credential.strip():
+        return _router_refusal("empty bearer token")
+    return credential.strip()
+
+
+def _workload_manager_credential(header: str) -> str | web.Response:
+    """The token of a WorkloadManager caller's header, or the refusal
+    (pkg/workloadmanager/auth.go:86-99)."""
+    if not header:
+        return _workload_manager_refusal("Missing authorization header")
+    parts = header.split()
+    if len(parts) != 2 or parts[0] != "Bearer":
+        return _workload_manager_refusal("Invalid authorization header format")
+    return parts[1]
+
+
+def middleware(tokens: TokenTable) -> Callable:
+    """Require a known bearer token on /v1/* when any token is configured."""
+
+    @web.middleware
+    async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if not tokens.enabled or not request.path.startswith("/v1/"):
+            return await handler(request)
+        header = request.headers.get("Authorization", "")
+        if request.path.startswith(_WORKLOAD_MANAGER_PATHS):
+            credential = _workload_manager_credential(header)
+            unknown = _workload_manager_refusal("Invalid or expired token")
+        else:
+            credential = _router_credential(header)
+            unknown = _router_refusal("invalid or expired token")
+        if isinstance(credential, web.Response):
+            return credential
+        known = tokens.caller_of(credential)
+        if known is None:
+            return unknown
+        request[CALLER_KEY] = known
+        return await handler(request)
+
+    return authenticate
+
+
+def owner_refusal(request: web.Request, owner: str | None) -> web.Response | None:
+    """The Router's 403 when an authenticated caller uses a session that is not theirs; the
+    admin role may use any (pkg/router/handlers.go:93-129)."""
+    who = caller(request)
+    if who is None or who.is_admin or who.subject == owner:
+        return None
+    message = "sandbox has no owner record" if owner is None else "you do not own this sandbox"
+    return web.json_response({"error": message, "code": "FORBIDDEN"}, status=403)
