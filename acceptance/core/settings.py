@@ -10,7 +10,6 @@ target is one ``-D`` away. The README's configuration table is generated from ``
 from __future__ import annotations
 
 import dataclasses
-import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from localcube.validation import parse_duration
+from localcube.validation import is_dns_label, is_dns_subdomain, parse_duration
 
 PLATFORMS = ("localcube", "kubernetes", "none")
 INTERPRETER_MODES = ("stateless", "stateful")
@@ -27,9 +26,6 @@ RELEASES = ("main", "pre-460")
 # Userdata that belongs to the tools around the suite, not to it: behavex names each worker
 # (-D worker_id=N); behave's formatters read `behave.formatter.<name>.*` options.
 FOREIGN_USERDATA = ("worker_id", "behave.")
-
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
 
 class ConfigError(Exception):
@@ -59,9 +55,11 @@ def parse_seconds(text: str) -> float:
     return seconds
 
 
-def matching(pattern: re.Pattern[str], what: str) -> Callable[[str], str]:
+def satisfying(valid: Callable[[str], bool], what: str) -> Callable[[str], str]:
+    """A parser accepting the texts `valid` accepts, and naming `what` it expects."""
+
     def parse(text: str) -> str:
-        if not pattern.match(text):
+        if not valid(text):
             raise ValueError(f"is not a valid {what}")
         return text
 
@@ -117,8 +115,9 @@ class Setting:
         return self.default_text or (f"`{self.default}`" if self.default is not None else "unset")
 
 
-resource_name = matching(DNS_SUBDOMAIN, "Kubernetes resource name")
-namespace_name = matching(DNS_LABEL, "Kubernetes namespace")
+# The same rules localcube applies to the manifests it serves (RFC 1123, as Kubernetes).
+resource_name = satisfying(is_dns_subdomain, "Kubernetes resource name")
+namespace_name = satisfying(is_dns_label, "Kubernetes namespace")
 
 SETTINGS: tuple[Setting, ...] = (
     Setting(

@@ -16,11 +16,13 @@ import yaml
 
 from acceptance.core.runtimes import Role
 from acceptance.platforms.base import (
+    AUTH,
     OVERLOAD,
     ROUTER_RESTART,
     RUNTIME_ADMIN,
     SANDBOX_KILL,
     SANDBOX_OBSERVATION,
+    WORKLOAD_MANAGER_SESSIONS,
 )
 from acceptance.platforms.kubernetes.platform import ClusterTarget, KubernetesPlatform
 from acceptance.run.suite import Suite, TargetNotReady
@@ -107,7 +109,9 @@ def test_a_run_on_a_cluster_from_start_to_finish(
     assert (settings.short_session_lifetime, settings.long_task_duration) == (60, 75)
     assert settings.fail_fast == 10
     assert settings.poll_interval == 0.02  # given
-    assert suite.gate.capabilities == CLUSTER_CAPABILITIES
+    # The minted token: auth scenarios run; sessions opened at the WorkloadManager need an
+    # admin token, which was not given.
+    assert suite.gate.capabilities == {*CLUSTER_CAPABILITIES, AUTH}
     assert fake.lines("POST") == [
         f"POST {SERVICE_ACCOUNTS}/e2e-test/token",
         f"POST {AGENT_RUNTIMES}",
@@ -195,7 +199,12 @@ def test_auth_and_overload_come_from_the_settings_as_on_any_target(
 ) -> None:
     suite = start_suite(max_concurrent_requests="8", token_source="")
     try:
-        assert suite.gate.capabilities == {*CLUSTER_CAPABILITIES, OVERLOAD}
+        # No token at all: the Router checks none, so its sessions are anyone's to use.
+        assert suite.gate.capabilities == {
+            *CLUSTER_CAPABILITIES,
+            OVERLOAD,
+            WORKLOAD_MANAGER_SESSIONS,
+        }
     finally:
         suite.stop()
 

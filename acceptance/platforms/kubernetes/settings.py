@@ -10,7 +10,6 @@ settings whose sensible value on a cluster differs from the one for localcube.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,9 +27,9 @@ from acceptance.core.settings import (
     read_setting,
     resource_name,
 )
+from localcube.validation import is_dns_label
 
 TOKEN_SOURCES = ("static", "service-account", "oidc")
-_SERVICE = re.compile(r"^(?P<name>[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)(:(?P<port>\d{1,5}))?$")
 
 # Suite-wide settings whose default does not fit a cluster: (value, why).
 CLUSTER_DEFAULTS: Mapping[str, tuple[str, str]] = {
@@ -89,13 +88,12 @@ class ServiceRef:
 
 
 def _service(text: str) -> ServiceRef:
-    match = _SERVICE.match(text)
-    if not match:
+    name, separator, port = text.partition(":")
+    if not is_dns_label(name) or (separator and not (port.isdigit() and len(port) <= 5)):
         raise ValueError("is not a Service name, optionally followed by :PORT")
-    port = match["port"]
-    if port is not None and not 0 < int(port) < 65536:
+    if separator and not 0 < int(port) < 65536:
         raise ValueError("has a port outside 1-65535")
-    return ServiceRef(match["name"], int(port) if port else None)
+    return ServiceRef(name, int(port) if separator else None)
 
 
 def _word(text: str) -> str:
