@@ -21,8 +21,8 @@ def test_it_requires_either_token_restarts_with_its_sessions_and_cleans_up(
     cube = OwnLocalcube.start(settings)
     state = cube.state_dir
     try:
-        first, second = cube.tokens
-        assert second == "given" and first and first != second
+        first, second, admin = cube.tokens
+        assert second == "given" and len({first, second, admin}) == 3
         assert not any(token in " ".join(cube.arguments) for token in cube.tokens)
         assert requests.post(f"{cube.url}/v1/agent-runtime", json={}, timeout=10).status_code == 401
         owner = Client(cube.url, first)
@@ -32,6 +32,15 @@ def test_it_requires_either_token_restarts_with_its_sessions_and_cleans_up(
         assert cube.url == url and cube.pid != pid
         assert owner.agent("echo-agent", json={"input": "y"}, session=session).status_code == 200
         assert Client(cube.url, second).agent("echo-agent", json={}).status_code == 200
+        # Only the admin may use a session opened at the WorkloadManager (it has no owner).
+        opened = (
+            Client(cube.url, admin)
+            .create_session("agent-runtime", "echo-agent")
+            .json()["sessionId"]
+        )
+        for caller, status in ((first, 403), (admin, 200)):
+            answer = Client(cube.url, caller).agent("echo-agent", json={}, session=opened)
+            assert answer.status_code == status, answer.text
     finally:
         assert cube.stop() == 0
     assert not state.exists()

@@ -10,6 +10,7 @@ BAD_VALUES = {
     "namespace": "Not_A_Namespace",
     "api_token": "two words",
     "second_api_token": "tab\tinside",
+    "admin_api_token": "new\nline",
     "platform": "docker",
     "interpreter_mode": "sometimes",
     "echo_agent": "Echo Agent",

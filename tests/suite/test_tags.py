@@ -12,6 +12,8 @@ from acceptance.platforms.base import (
     OVERLOAD,
     ROUTER_RESTART,
     SANDBOX_KILL,
+    SECOND_SUBJECT,
+    WORKLOAD_MANAGER_SESSIONS,
 )
 from acceptance.platforms.localcube import LocalcubePlatform, capabilities_of
 from acceptance.platforms.target import resolve_target
@@ -94,9 +96,11 @@ def test_a_missing_capability_skips_and_names_the_platform() -> None:
 
 def test_a_capability_of_the_target_skips_with_how_to_get_it() -> None:
     reason = gate(platform="localcube", capabilities={"runtime-admin"}).skip_reason(
-        ["requires.auth"]
+        ["requires.second-subject"]
     )
     assert reason is not None and "set api_token and second_api_token" in reason
+    reason = gate(platform="localcube").skip_reason(["requires.workload-manager-sessions"])
+    assert reason is not None and "set admin_api_token" in reason
     reason = gate(platform="localcube").skip_reason(["requires.overload"])
     assert reason is not None and "-D max_concurrent_requests=N" in reason
 
@@ -109,14 +113,21 @@ def test_a_localcube_offers_kills_on_this_machine_and_more_when_the_suite_starte
     assert {ROUTER_RESTART, OVERLOAD, SANDBOX_KILL} <= own and AUTH not in own
 
 
-def test_the_target_as_configured_adds_auth_and_overload() -> None:
-    environ = {
-        "AGENTCUBE_API_TOKEN": "a",
-        "AGENTCUBE_SECOND_API_TOKEN": "b",
-        "AGENTCUBE_MAX_CONCURRENT_REQUESTS": "50",
-    }
+def test_the_target_as_configured_adds_what_its_tokens_and_limit_allow() -> None:
     userdata = {"platform": "none", "router_url": "http://router.test"}
-    target = resolve_target(load_settings(userdata, environ), userdata, environ)
-    assert target.capabilities == {AUTH, OVERLOAD}
-    bare = resolve_target(load_settings(userdata, {}), userdata, {})
-    assert bare.capabilities == frozenset()
+
+    def capabilities(**environ: str) -> frozenset[str]:
+        return resolve_target(load_settings(userdata, environ), userdata, environ).capabilities
+
+    # No token: the Router checks none, so sessions opened at the WorkloadManager are usable.
+    assert capabilities() == {WORKLOAD_MANAGER_SESSIONS}
+    assert capabilities(AGENTCUBE_API_TOKEN="a") == {AUTH}
+    assert capabilities(AGENTCUBE_API_TOKEN="a", AGENTCUBE_SECOND_API_TOKEN="b") == {
+        AUTH,
+        SECOND_SUBJECT,
+    }
+    assert capabilities(AGENTCUBE_API_TOKEN="a", AGENTCUBE_ADMIN_API_TOKEN="c") == {
+        AUTH,
+        WORKLOAD_MANAGER_SESSIONS,
+    }
+    assert OVERLOAD in capabilities(AGENTCUBE_MAX_CONCURRENT_REQUESTS="50")

@@ -128,8 +128,11 @@ def test_a_failed_deletion_is_reported_with_the_answer(shared_cube, scenario) ->
 def test_a_refused_session_creation_fails_with_the_answer(shared_cube, scenario) -> None:
     run = scenario(shared_cube.url, python_interpreter="no-such-interpreter")
     registered = list(run.registered)
-    with pytest.raises(AssertionError, match="the WorkloadManager to create a session") as error:
+    with pytest.raises(AssertionError, match="the Router to open a session") as error:
         run.world.open_session(Role.PYTHON_INTERPRETER)
+    assert "the status was 404" in str(error.value)
+    with pytest.raises(AssertionError, match="the WorkloadManager to create a session") as error:
+        run.world.open_session_at_workload_manager(Role.PYTHON_INTERPRETER)
     assert "404 Not Found" in str(error.value)
     assert run.registered == registered, "nothing was registered for a session never opened"
 
