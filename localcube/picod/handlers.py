@@ -35,7 +35,7 @@ from localcube.picod.gocompat import (
     path_error,
     rfc3339,
 )
-from localcube.workspace import Workspace, WorkspaceEscape
+from localcube.picod.workspace import Workspace, WorkspaceEscape
 
 MAX_BODY_SIZE = 32 << 20
 DEFAULT_TIMEOUT = 60.0

@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives.asymmetric.rsa import RSAPublicKey
 from localcube.picod.auth import PUBLIC_KEY_ENV, check_authorization, load_public_key
 from localcube.picod.gocompat import errno_text, path_error
 from localcube.picod.handlers import MAX_BODY_SIZE, PicoD, json_response
-from localcube.workspace import Workspace
+from localcube.picod.workspace import Workspace
 
 _SHUTDOWN_TIMEOUT = 2.0
 

@@ -18,7 +18,7 @@ import requests
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from localcube.workspace import Workspace, WorkspaceEscape
+from localcube.picod.workspace import Workspace, WorkspaceEscape
 from tests.localcube.picod_process import (
     PICOD,
     ROOT,
