@@ -54,6 +54,14 @@ def error_response(status: int, message: str) -> web.Response:
     return json_response(status, {"code": status, "error": message})
 
 
+class _Refused(Exception):
+    """A request refused with upstream's error answer."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.response = error_response(status, message)
+
+
 class PicoD:
     """Upstream PicoD's handlers over one workspace."""
 
@@ -84,20 +92,39 @@ class PicoD:
         cwd = self.workspace.root
         if body["working_dir"]:
             try:
-                cwd = self.workspace.resolve(body["working_dir"])
-            except ValueError as error:
-                return error_response(400, f"Invalid working directory: {error}")
-            if not cwd.exists():
-                try:
-                    self.workspace.mkdirs(cwd)
-                except (OSError, WorkspaceEscape) as error:
-                    reason = (
-                        path_error("mkdir", cwd, error) if isinstance(error, OSError) else error
-                    )
-                    return error_response(500, f"Failed to create working directory: {reason}")
+                cwd = await asyncio.to_thread(self._working_directory, body["working_dir"])
+            except _Refused as refusal:
+                return refusal.response
         env = {**os.environ, **(body["env"] or {})}
         result = await run_command(body["command"], timeout, cwd, env, self.process_groups)
         return json_response(200, result.to_json())
+
+    def _working_directory(self, path: str) -> Path:
+        """Upstream's choice of working directory: refuse, create (mkdirSafe) or take as is.
+
+        Raises _Refused with upstream's answer. A path that exists but cannot be entered is
+        returned as is: the command then fails to start, as upstream's does.
+        """
+        try:
+            candidate = self.workspace.candidate(path)
+            candidate.stat()
+        except ValueError as error:
+            raise _Refused(400, f"Invalid working directory: {error}") from None
+        except FileNotFoundError:
+            try:
+                self.workspace.check_new_directory(candidate)
+                self.workspace.mkdirs(candidate)
+            except WorkspaceEscape as error:
+                raise _Refused(500, f"Failed to create working directory: {error}") from None
+            except OSError as error:
+                reason = path_error("mkdir", error.filename or candidate, error)
+                raise _Refused(500, f"Failed to create working directory: {reason}") from None
+        except OSError:
+            return candidate
+        try:
+            return self.workspace.resolve(path)
+        except ValueError as error:
+            raise _Refused(400, f"Invalid working directory: {error}") from None
 
     async def upload(self, request: web.Request) -> web.Response:
         content_type = re.split("[ ;]", request.headers.get("Content-Type", ""), maxsplit=1)[0]
@@ -164,8 +191,7 @@ class PicoD:
         except FileNotFoundError:
             return error_response(404, "Directory not found")
         except OSError as error:
-            operation = "readdirent" if directory.is_file() else "open"
-            reason = path_error(operation, directory, error)
+            reason = path_error("open", directory, error)  # os.ReadDir opens with O_DIRECTORY
             return error_response(500, f"Failed to read directory: {reason}")
         return json_response(200, {"files": files})
 

@@ -1,23 +1,57 @@
 """The workspace jail of the PicoD-compatible daemon: every client path lands inside one root.
 
-Upstream PicoD (pkg/picod/files.go, sanitizePath) resolves symlinks only when the whole path
-already exists, so with `link -> /elsewhere` inside the workspace, writing `link/newfile` passes
-its check and creates `/elsewhere/newfile`. Here the deepest existing ancestor (found with
-lstat, so a dangling symlink counts as existing) is resolved with realpath and must stay inside,
-and the path handed back contains no symlink at all.
+Where upstream PicoD (pkg/picod/files.go, sanitizePath and mkdirSafe) refuses a path, the
+refusal is worded as upstream words it. Upstream resolves symlinks only when the whole path
+already exists, so with `link -> /elsewhere` inside the workspace, writing `link/newfile`
+passes its check and creates `/elsewhere/newfile`. Here the deepest existing ancestor (found
+with lstat, so a dangling symlink counts as existing) is resolved too and must stay inside, and
+the path handed back contains no symlink at all.
 """
 
 import errno
 import os
+import stat
 from pathlib import Path
+
+from localcube.picod.gocompat import go_quote, path_error
+
+_MAX_LINKS = 255  # filepath.EvalSymlinks gives up after this many
 
 
 class WorkspaceEscape(ValueError):
     """A client path that resolves, lexically or through a symlink, outside the workspace."""
 
-    def __init__(self, path: str) -> None:
-        super().__init__(f"access denied: path '{path}' escapes workspace jail")
-        self.path = path
+
+def _jail_refusal(path: str) -> WorkspaceEscape:
+    """localcube's refusal where upstream has none (a symlink on the way to a new path)."""
+    return WorkspaceEscape(f"access denied: path '{path}' escapes workspace jail")
+
+
+def go_eval_symlinks(path: str) -> str:
+    """Go's filepath.EvalSymlinks of an absolute path; OSError carries Go's error text."""
+    pending = [part for part in path.split("/") if part]
+    dest, links = "/", 0
+    while pending:
+        part = pending.pop(0)
+        if part in (".", ".."):
+            dest = os.path.dirname(dest) if part == ".." else dest
+            continue
+        dest = os.path.join(dest, part)
+        try:
+            info = os.lstat(dest)
+        except OSError as error:
+            raise OSError(error.errno, path_error("lstat", dest, error)) from None
+        if not stat.S_ISLNK(info.st_mode):
+            if pending and not stat.S_ISDIR(info.st_mode):
+                raise OSError(errno.ENOTDIR, "not a directory")
+            continue
+        links += 1
+        if links > _MAX_LINKS:
+            raise OSError(errno.ELOOP, "EvalSymlinks: too many links")
+        target = os.readlink(dest)
+        pending[:0] = [part for part in target.split("/") if part]
+        dest = "/" if target.startswith("/") else os.path.dirname(dest)
+    return dest
 
 
 class Workspace:
@@ -31,28 +65,73 @@ class Workspace:
         """Whether the absolute, normalised `path` is the root or below it (lexically)."""
         return path == self.root or path.is_relative_to(self.root)
 
-    def resolve(self, path: str) -> Path:
-        """Map a client path to an absolute path inside the workspace.
+    def candidate(self, path: str) -> Path:
+        """The lexical place of a client path, refused as upstream does when it climbs out.
 
         An absolute path is taken relative to the root ("/a/b" -> root/a/b), as upstream does.
-        Existing components come back with their symlinks resolved; components that do not
-        exist yet are appended as given. Raises WorkspaceEscape when the result would be
-        outside the root, ValueError for a path with a NUL byte.
+        Raises WorkspaceEscape for `..` leading outside, ValueError for a NUL byte.
         """
         if "\0" in path:
             raise ValueError(f"invalid path {path!r}: contains a NUL byte")
         relative = os.path.normpath(path).lstrip("/")
         candidate = Path(os.path.normpath(os.path.join(self.root, relative)))
         if not self.contains(candidate):
-            raise WorkspaceEscape(path)
+            traversal = os.path.relpath(candidate, self.root)
+            raise WorkspaceEscape(
+                f"access denied: path '{path}' escapes workspace jail "
+                f"(relative path traversal: {traversal})"
+            )
+        return candidate
+
+    def resolve(self, path: str) -> Path:
+        """Map a client path to an absolute path inside the workspace, symlinks resolved.
+
+        A path that exists is resolved as upstream's sanitizePath does, with its refusal.
+        For one that does not exist yet, its deepest existing ancestor is resolved and must
+        be inside (upstream does not check: see the module's docstring); the missing
+        components are appended as given. Raises WorkspaceEscape or ValueError.
+        """
+        candidate = self.candidate(path)
+        try:
+            real = Path(os.path.realpath(candidate, strict=True))
+        except OSError:
+            return self._resolve_new(path, candidate)
+        if not self.contains(real):
+            raise WorkspaceEscape(
+                f"access denied: resolved path '{real}' (from '{path}') escapes workspace "
+                "jail via symlink"
+            )
+        return real
+
+    def _resolve_new(self, path: str, candidate: Path) -> Path:
         existing, missing = candidate, []
         while not os.path.lexists(existing):
             missing.append(existing.name)
             existing = existing.parent
         real = Path(os.path.realpath(existing))
         if not self.contains(real):
-            raise WorkspaceEscape(path)
+            raise _jail_refusal(path)
         return real.joinpath(*reversed(missing))
+
+    def check_new_directory(self, directory: Path) -> None:
+        """Upstream's mkdirSafe check before it creates a working directory, with its texts.
+
+        `directory` is a candidate() that does not exist: its deepest existing ancestor must
+        resolve, and inside the root. Raises WorkspaceEscape.
+        """
+        existing = directory
+        while not os.path.lexists(existing):
+            existing = existing.parent
+        try:
+            real = Path(go_eval_symlinks(str(existing)))
+        except OSError as error:
+            raise WorkspaceEscape(
+                f"failed to resolve path {go_quote(str(existing))}: {error.strerror}"
+            ) from None
+        if not self.contains(real):
+            raise WorkspaceEscape(
+                f"access denied: path {go_quote(str(directory))} escapes workspace jail via symlink"
+            )
 
     def mkdirs(self, directory: Path) -> None:
         """Create `directory` (a path inside the root, e.g. from resolve()) and its parents.
@@ -64,7 +143,7 @@ class Workspace:
         """
         directory = Path(os.path.normpath(directory))
         if not self.contains(directory):
-            raise WorkspaceEscape(str(directory))
+            raise _jail_refusal(str(directory))
         current = self.root
         for part in directory.relative_to(self.root).parts:
             current = current / part
@@ -73,6 +152,6 @@ class Workspace:
             except FileExistsError:
                 current = Path(os.path.realpath(current))
                 if not self.contains(current):
-                    raise WorkspaceEscape(str(directory)) from None
+                    raise _jail_refusal(str(directory)) from None
         if not current.is_dir():
             raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(directory))

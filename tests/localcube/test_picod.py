@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import os
 import re
 import socket
 import subprocess
@@ -39,7 +40,21 @@ RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z$")
 
 
 def jail(path: str) -> dict:
+    """localcube's refusal of a new path behind a symlink, where upstream has none."""
     return {"code": 400, "error": f"access denied: path '{path}' escapes workspace jail"}
+
+
+def traversal(path: str, relative: str) -> str:
+    return (
+        f"access denied: path '{path}' escapes workspace jail (relative path traversal: {relative})"
+    )
+
+
+def via_symlink(resolved: Path, path: str) -> str:
+    return (
+        f"access denied: resolved path '{resolved}' (from '{path}') escapes workspace jail "
+        "via symlink"
+    )
 
 
 def b64(data: bytes) -> str:
@@ -239,17 +254,6 @@ def test_execute_environment_and_working_dir(sandbox: Sandbox) -> None:
     assert sandbox.run("pwd")["stdout"] == f"{sandbox.workspace}\n"
 
 
-def test_execute_refuses_working_dir_outside(sandbox: Sandbox) -> None:
-    answer = sandbox.execute(["pwd"], working_dir="../elsewhere")
-    assert answer.status_code == 400
-    assert answer.json() == {
-        "code": 400,
-        "error": "Invalid working directory: access denied: path '../elsewhere' "
-        "escapes workspace jail",
-    }
-    assert not (sandbox.workspace.parent / "elsewhere").exists()
-
-
 @pytest.mark.parametrize(
     ("body", "error"),
     [
@@ -354,8 +358,11 @@ def test_upload_absolute_path_lands_in_workspace(sandbox: Sandbox) -> None:
             {"path": "bad.txt", "content": "aGk"},
             "Invalid base64 content: illegal base64 data at input byte 0",
         ),
-        ({"path": "../escape.txt", "content": "aGk="}, jail("../escape.txt")["error"]),
-        ({"path": "a/../../escape.txt", "content": "aGk="}, jail("a/../../escape.txt")["error"]),
+        ({"path": "../escape.txt", "content": "aGk="}, traversal("../escape.txt", "../escape.txt")),
+        (
+            {"path": "a/../../escape.txt", "content": "aGk="},
+            traversal("a/../../escape.txt", "../escape.txt"),
+        ),
     ],
     ids=["no-path", "bad-char", "no-padding", "dotdot", "nested-dotdot"],
 )
@@ -384,7 +391,11 @@ def test_upload_multipart(sandbox: Sandbox) -> None:
     [
         ({"file": ("f", b"x")}, {}, "Missing 'path' field"),
         (None, {"path": "multi/none.bin"}, "Failed to get file: http: no such file"),
-        ({"file": ("f", b"x")}, {"path": "../multi.bin"}, jail("../multi.bin")["error"]),
+        (
+            {"file": ("f", b"x")},
+            {"path": "../multi.bin"},
+            traversal("../multi.bin", "../multi.bin"),
+        ),
     ],
     ids=["no-path", "no-file", "escape"],
 )
@@ -427,7 +438,24 @@ def test_list_errors(sandbox: Sandbox) -> None:
         {"code": 404, "error": "Directory not found"},
     )
     answer = sandbox.listing("..")
-    assert (answer.status_code, answer.json()) == (400, jail(".."))
+    assert (answer.status_code, answer.json()) == (
+        400,
+        {"code": 400, "error": traversal("..", "..")},
+    )
+
+
+def test_listing_a_file_says_open_not_a_directory(sandbox: Sandbox) -> None:
+    """os.ReadDir opens its argument as a directory: a file fails at open.
+
+    Upstream: pkg/picod/files.go:335-347
+    """
+    sandbox.upload("listing-file.txt", b"x")
+    answer = sandbox.listing("listing-file.txt")
+    reason = f"open {sandbox.workspace / 'listing-file.txt'}: not a directory"
+    assert (answer.status_code, answer.json()) == (
+        500,
+        {"code": 500, "error": f"Failed to read directory: {reason}"},
+    )
 
 
 def test_download(sandbox: Sandbox) -> None:
@@ -462,43 +490,140 @@ def test_download_errors(sandbox: Sandbox) -> None:
         {"code": 400, "error": "Path is a directory, not a file"},
     )
     answer = sandbox.download("..%2F..%2Fetc%2Fpasswd")
-    assert (answer.status_code, answer.json()) == (400, jail("../../etc/passwd"))
+    error = traversal("../../etc/passwd", "../../etc/passwd")
+    assert (answer.status_code, answer.json()) == (400, {"code": 400, "error": error})
 
 
 # --- the jail ------------------------------------------------------------------------------
 
 
-def test_symlinks_cannot_lead_outside(sandbox: Sandbox) -> None:
-    outside = sandbox.outside
-    before = snapshot(outside)
-    sandbox.run("ln", "-s", str(outside), "link-out")
-    sandbox.run("ln", "-s", str(outside / "ghost.txt"), "dangling")
-    sandbox.run("mkdir", "inner")
-    sandbox.run("ln", "-s", "inner", "link-in")
+DOTDOT_PATHS = [
+    ("../elsewhere", "../elsewhere"),
+    ("a/../../escape.txt", "../escape.txt"),
+    ("../../etc/passwd", "../../etc/passwd"),
+    ("../workspace-twin/x", "../workspace-twin/x"),
+    ("..", ".."),
+]
 
-    # Writing a new name through a symlinked directory: the hole upstream has.
-    for path in ("link-out/new.txt", "link-out/deeper/new.txt", "link-out", "dangling"):
-        assert sandbox.upload(path, b"x").json() == jail(path)
+
+@pytest.mark.parametrize(("path", "relative"), DOTDOT_PATHS)
+def test_dotdot_refusals_name_the_traversal(sandbox: Sandbox, path: str, relative: str) -> None:
+    """Every path operation refuses `..` out of the workspace with upstream's words.
+
+    Upstream: pkg/picod/files.go:460-483
+    """
+    refusal = {"code": 400, "error": traversal(path, relative)}
+    assert sandbox.upload(path, b"x").json() == refusal
     answer = sandbox.http.post(
-        f"{sandbox.url}/api/files",
-        files={"file": ("f", b"x")},
-        data={"path": "link-out/multi.txt"},
+        f"{sandbox.url}/api/files", files={"file": ("f", b"x")}, data={"path": path}
     )
-    assert answer.json() == jail("link-out/multi.txt")
-    for working_dir in ("link-out", "link-out/newdir"):
-        answer = sandbox.execute(["pwd"], working_dir=working_dir)
-        assert answer.status_code == 400
-        assert answer.json()["error"] == f"Invalid working directory: {jail(working_dir)['error']}"
-    assert sandbox.listing("link-out").json() == jail("link-out")
-    assert sandbox.download("link-out/secret.txt").json() == jail("link-out/secret.txt")
-    assert snapshot(outside) == before
+    assert (answer.status_code, answer.json()) == (400, refusal)
+    assert (sandbox.listing(path).status_code, sandbox.listing(path).json()) == (400, refusal)
+    answer = sandbox.execute(["pwd"], working_dir=path)
+    assert answer.status_code == 400
+    assert answer.json()["error"] == f"Invalid working directory: {refusal['error']}"
+    assert not (sandbox.workspace.parent / "elsewhere").exists()
+    assert not (sandbox.workspace.parent / "workspace-twin").exists()
 
-    # Symlinks that stay inside work, and report where they lead, as upstream does.
-    answer = sandbox.upload("link-in/ok.txt", b"fine")
+
+@pytest.fixture(scope="module")
+def links(sandbox: Sandbox) -> Sandbox:
+    """Symlinks in the workspace: to the outside directory, dangling outside, and inside."""
+    sandbox.run("ln", "-sfn", str(sandbox.outside), "link-out")
+    sandbox.run("ln", "-sfn", str(sandbox.outside / "ghost.txt"), "dangling")
+    sandbox.run("mkdir", "-p", "inner")
+    sandbox.run("ln", "-sfn", "inner", "link-in")
+    return sandbox
+
+
+def test_existing_paths_through_a_symlink_outside_are_refused(links: Sandbox) -> None:
+    """A path that exists and resolves outside is refused, naming where it leads.
+
+    Upstream: pkg/picod/files.go:488-495
+    """
+    outside = Path(os.path.realpath(links.outside))
+    for path, resolved in (("link-out", outside), ("link-out/secret.txt", outside / "secret.txt")):
+        refusal = {"code": 400, "error": via_symlink(resolved, path)}
+        assert links.upload(path, b"x").json() == refusal
+        assert links.download(path).json() == refusal
+        assert links.listing(path).json() == refusal
+    answer = links.execute(["pwd"], working_dir="link-out")
+    assert (answer.status_code, answer.json()["error"]) == (
+        400,
+        f"Invalid working directory: {via_symlink(outside, 'link-out')}",
+    )
+    assert (links.outside / "secret.txt").read_text() == "outside secret"
+
+
+@pytest.mark.parametrize("path", ["link-out/x.txt", "link-out/newdir/x.txt", "dangling"])
+@pytest.mark.parametrize("form", ["json", "multipart"])
+def test_upload_through_a_symlink_to_a_new_path_is_refused(
+    links: Sandbox, path: str, form: str
+) -> None:
+    """Upstream writes these outside the workspace; localcube refuses them (a defect row).
+
+    Upstream: pkg/picod/files.go:444-501 (sanitizePath checks symlinks of existing paths
+    only), pkg/picod/files.go:95-118 and pkg/picod/files.go:187-201 (MkdirAll and the write
+    follow the link)
+    """
+    before = snapshot(links.outside)
+    if form == "json":
+        answer = links.upload(path, b"x")
+    else:
+        answer = links.http.post(
+            f"{links.url}/api/files", files={"file": ("f", b"x")}, data={"path": path}
+        )
+    assert (answer.status_code, answer.json()) == (400, jail(path))
+    assert snapshot(links.outside) == before
+
+
+def test_working_dir_that_must_be_created_under_a_symlink_outside_is_500(links: Sandbox) -> None:
+    """mkdirSafe refuses to create a working directory whose existing part leads outside.
+
+    Upstream: pkg/picod/execute.go:106-113, pkg/picod/files.go:397-425
+    """
+    answer = links.execute(["pwd"], working_dir="link-out/newdir")
+    candidate = links.workspace / "link-out/newdir"
+    assert (answer.status_code, answer.json()) == (
+        500,
+        {
+            "code": 500,
+            "error": f'Failed to create working directory: access denied: path "{candidate}" '
+            "escapes workspace jail via symlink",
+        },
+    )
+    answer = links.execute(["pwd"], working_dir="dangling")
+    ghost = Path(os.path.realpath(links.outside)) / "ghost.txt"
+    assert (answer.status_code, answer.json()) == (
+        500,
+        {
+            "code": 500,
+            "error": "Failed to create working directory: failed to resolve path "
+            f'"{links.workspace / "dangling"}": lstat {ghost}: no such file or directory',
+        },
+    )
+    assert snapshot(links.outside) == {"secret.txt"}
+
+
+def test_working_dir_that_is_not_a_directory_fails_to_start(sandbox: Sandbox) -> None:
+    """A working directory below a file is not created; the command cannot start (exit 1).
+
+    Upstream: pkg/picod/execute.go:106-115, pkg/picod/execute.go:140-151
+    """
+    sandbox.upload("plain-file", b"x")
+    body = sandbox.execute(["pwd"], working_dir="plain-file/sub").json()
+    assert (body["exit_code"], body["stdout"]) == (1, "")
+    assert body["stderr"] == f"chdir {sandbox.workspace / 'plain-file/sub'}: not a directory"
+
+
+def test_symlinks_inside_work_and_report_where_they_lead(links: Sandbox) -> None:
+    answer = links.upload("link-in/ok.txt", b"fine")
     assert (answer.status_code, answer.json()["path"]) == (200, "inner/ok.txt")
-    answer = sandbox.download("link-in/ok.txt")
+    answer = links.download("link-in/ok.txt")
     assert answer.content == b"fine"
     assert answer.headers["Content-Disposition"] == 'attachment; filename="ok.txt"'
+    body = links.execute(["pwd"], working_dir="link-in/made").json()
+    assert body["stdout"] == f"{links.workspace / 'inner/made'}\n"
 
 
 def test_workspace_mkdirs_refuses_a_symlink_planted_after_resolve(tmp_path: Path) -> None:
