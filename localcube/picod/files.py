@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from aiohttp import BodyPartReader, web
+from aiohttp.http_exceptions import BadHttpMessage
 
 from localcube.picod.gocompat import go_file_mode, go_text, os_text, rfc3339
 
@@ -63,12 +64,11 @@ def _content_type(path: Path) -> str:
 async def read_form(request: web.Request, limit: int) -> tuple[dict[str, str], dict[str, bytes]]:
     """(values, files) of a multipart body, first part of each name winning, as Go keeps them.
 
-    A malformed body gives an empty form (gin's PostForm ignores the parse error); content
-    beyond limit bytes raises HTTPRequestEntityTooLarge.
+    A body that is malformed or longer than limit bytes gives an empty form: gin's PostForm
+    ignores the error of ParseMultipartForm, which reads through http.MaxBytesReader.
     """
     values: dict[str, str] = {}
     files: dict[str, bytes] = {}
-    total = 0
     try:
         reader = await request.multipart()
         while (part := await reader.next()) is not None:
@@ -76,9 +76,8 @@ async def read_form(request: web.Request, limit: int) -> tuple[dict[str, str], d
                 continue
             chunks = []
             while chunk := await part.read_chunk(_CHUNK_SIZE):
-                total += len(chunk)
-                if total > limit:
-                    raise web.HTTPRequestEntityTooLarge(limit, total)
+                if request.content.total_bytes > limit:
+                    return {}, {}
                 chunks.append(chunk)
             if not part.name:
                 continue
@@ -86,7 +85,7 @@ async def read_form(request: web.Request, limit: int) -> tuple[dict[str, str], d
                 files.setdefault(part.name, b"".join(chunks))
             else:
                 values.setdefault(part.name, go_text(b"".join(chunks)))
-    except (ValueError, KeyError, AssertionError):
+    except (ValueError, KeyError, AssertionError, BadHttpMessage):
         return {}, {}
     return values, files
 

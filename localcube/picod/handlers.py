@@ -54,6 +54,18 @@ def error_response(status: int, message: str) -> web.Response:
     return json_response(status, {"code": status, "error": message})
 
 
+async def read_body(request: web.Request) -> bytes:
+    """The whole body; past MAX_BODY_SIZE, BadRequest as http.MaxBytesReader words it.
+
+    Only a declared Content-Length over the limit is answered 413 (by the server's
+    middleware); a chunked body fails here, while the JSON decoder reads it.
+    """
+    try:
+        return await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        raise BadRequest("http: request body too large") from None
+
+
 class _Refused(Exception):
     """A request refused with upstream's error answer."""
 
@@ -78,7 +90,7 @@ class PicoD:
 
     async def execute(self, request: web.Request) -> web.Response:
         try:
-            body = bind_json(await request.read(), EXECUTE_REQUEST)
+            body = bind_json(await read_body(request), EXECUTE_REQUEST)
         except BadRequest as error:
             return error_response(400, str(error))
         if not body["command"]:
@@ -140,8 +152,8 @@ class PicoD:
                 return error_response(400, str(error))
             mode = parse_file_mode(values.get("mode", ""))
             return await self._save(target, files["file"], mode, multipart=True)
-        raw = await request.read()
         try:  # up to 32 MiB to parse and decode: off the event loop
+            raw = await read_body(request)
             body = await asyncio.to_thread(bind_json, raw, UPLOAD_REQUEST)
             target = self.workspace.resolve(body["path"])
             data = await asyncio.to_thread(decode_base64, body["content"])

@@ -79,13 +79,13 @@ async def _log_requests(request: web.Request, handler: Handler) -> web.StreamRes
 
 @web.middleware
 async def _limit_body(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Upstream's maxBodySizeMiddleware, also applied to bodies without Content-Length."""
+    """Upstream's maxBodySizeMiddleware: 413 for a declared Content-Length over the limit.
+
+    A longer body without one is cut where it is read (handlers.read_body, files.read_form).
+    """
     if (request.content_length or 0) > MAX_BODY_SIZE:
         return _too_large()
-    try:
-        return await handler(request)
-    except web.HTTPRequestEntityTooLarge:
-        return _too_large()
+    return await handler(request)
 
 
 @web.middleware

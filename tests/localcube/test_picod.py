@@ -32,10 +32,6 @@ from tests.localcube.picod_process import (
 )
 
 MAX_BODY = 32 << 20
-TOO_LARGE = {
-    "detail": "maximum allowed size is 33554432 bytes",
-    "error": "request body too large",
-}
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z$")
 
 
@@ -562,9 +558,9 @@ def test_upload_through_a_symlink_to_a_new_path_is_refused(
 ) -> None:
     """Upstream writes these outside the workspace; localcube refuses them (a defect row).
 
-    Upstream: pkg/picod/files.go:444-501 (sanitizePath checks symlinks of existing paths
-    only), pkg/picod/files.go:95-118 and pkg/picod/files.go:187-201 (MkdirAll and the write
-    follow the link)
+    sanitizePath checks the symlinks of existing paths only; MkdirAll and the write then
+    follow the link.
+    Upstream: pkg/picod/files.go:486-501, pkg/picod/files.go:95-118, pkg/picod/files.go:187-201
     """
     before = snapshot(links.outside)
     if form == "json":
@@ -657,11 +653,15 @@ def _raw_request(url: str, head: str) -> tuple[int, bytes]:
 
 
 def test_declared_body_over_32_mib_is_413(sandbox: Sandbox) -> None:
+    """Only a Content-Length over the limit is refused up front, before authentication.
+
+    Upstream: pkg/picod/server.go:108-121
+    """
     head = (
         "POST /api/files HTTP/1.1\r\nHost: picod\r\nContent-Type: application/json\r\n"
         f"Content-Length: {MAX_BODY + 1}\r\nConnection: close\r\n\r\n"
     )
-    status, body = _raw_request(sandbox.url, head)  # before authentication, as upstream
+    status, body = _raw_request(sandbox.url, head)
     assert status == 413
     assert (
         body
@@ -669,31 +669,87 @@ def test_declared_body_over_32_mib_is_413(sandbox: Sandbox) -> None:
     )
 
 
-def test_streamed_body_over_32_mib_is_413(sandbox: Sandbox) -> None:
-    def chunks(prefix: bytes, filler: bytes, suffix: bytes) -> Iterator[bytes]:
-        yield prefix
-        for _ in range(33):
-            yield filler * (1 << 20)
-        yield suffix
+def _chunks(prefix: bytes, filler: bytes, suffix: bytes) -> Iterator[bytes]:
+    """A body of 33 MiB and more, sent chunked (no Content-Length)."""
+    yield prefix
+    for _ in range(33):
+        yield filler * (1 << 20)
+    yield suffix
 
-    json_body = chunks(b'{"path": "big.txt", "content": "', b"A", b'"}')
-    answer = sandbox.http.post(f"{sandbox.url}/api/files", data=json_body)
-    assert (answer.status_code, answer.json()) == (413, TOO_LARGE)
 
-    boundary = "picodboundary"
-    head = (
-        f'--{boundary}\r\nContent-Disposition: form-data; name="path"\r\n\r\nbig.bin\r\n'
-        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="b"\r\n\r\n'
-    )
-    multipart = chunks(head.encode(), b"\0", f"\r\n--{boundary}--\r\n".encode())
-    answer = sandbox.http.post(
-        f"{sandbox.url}/api/files",
-        data=multipart,
-        headers={"Content-Type": f"multipart/form-data; boundary={boundary}"},
-    )
-    assert (answer.status_code, answer.json()) == (413, TOO_LARGE)
+def test_chunked_json_body_over_32_mib_is_400(sandbox: Sandbox) -> None:
+    """http.MaxBytesReader fails the JSON decoder: gin's binding error, 400.
+
+    Upstream: pkg/picod/server.go:118, pkg/picod/files.go:158-165, pkg/picod/execute.go:56-63
+    """
+    too_large = {"code": 400, "error": "http: request body too large"}
+    body = _chunks(b'{"path": "big.txt", "content": "', b"A", b'"}')
+    answer = sandbox.http.post(f"{sandbox.url}/api/files", data=body)
+    assert (answer.status_code, answer.json()) == (400, too_large)
+    body = _chunks(b'{"command": ["true"], "env": {"A": "', b"A", b'"}}')
+    answer = sandbox.http.post(f"{sandbox.url}/api/execute", data=body)
+    assert (answer.status_code, answer.json()) == (400, too_large)
     assert not (sandbox.workspace / "big.txt").exists()
+
+
+MULTIPART = "multipart/form-data; boundary=picodboundary"
+
+
+def test_chunked_multipart_body_over_32_mib_has_no_path(sandbox: Sandbox) -> None:
+    """ParseMultipartForm fails at the limit; gin ignores that and finds no `path`.
+
+    Upstream: pkg/picod/server.go:118, pkg/picod/files.go:66-74
+    """
+    head = (
+        '--picodboundary\r\nContent-Disposition: form-data; name="path"\r\n\r\nbig.bin\r\n'
+        '--picodboundary\r\nContent-Disposition: form-data; name="file"; filename="b"\r\n\r\n'
+    )
+    body = _chunks(head.encode(), b"\0", b"\r\n--picodboundary--\r\n")
+    answer = sandbox.http.post(
+        f"{sandbox.url}/api/files", data=body, headers={"Content-Type": MULTIPART}
+    )
+    assert (answer.status_code, answer.json()) == (
+        400,
+        {"code": 400, "error": "Missing 'path' field"},
+    )
     assert not (sandbox.workspace / "big.bin").exists()
+
+
+_PATH_PART = '--picodboundary\r\nContent-Disposition: form-data; name="path"\r\n'
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [
+        (MULTIPART, f"{_PATH_PART}no colon here\r\n\r\nm.txt\r\n--picodboundary--\r\n"),
+        # Go reads header lines of any length; aiohttp stops at 8190 bytes: a form holding
+        # only such a part is empty to both.
+        (MULTIPART, f"--picodboundary\r\nX-Long: {'a' * 9000}\r\n\r\nx\r\n--picodboundary--\r\n"),
+        (MULTIPART, f"{_PATH_PART}\r\nm.txt\r\n--picodboundary\r\nContent-Disposition: form"),
+        (MULTIPART, "--otherboundary\r\n\r\nx\r\n--otherboundary--\r\n"),
+        ("multipart/form-data", f"{_PATH_PART}\r\nm.txt\r\n--picodboundary--\r\n"),
+    ],
+    ids=[
+        "header-without-colon",
+        "header-line-too-long",
+        "truncated",
+        "wrong-boundary",
+        "no-boundary",
+    ],
+)
+def test_malformed_multipart_has_no_path(sandbox: Sandbox, content_type: str, body: str) -> None:
+    """A multipart body that does not parse is an empty form to gin: 400, never a 500.
+
+    Upstream: pkg/picod/files.go:66-74
+    """
+    answer = sandbox.http.post(
+        f"{sandbox.url}/api/files", data=body.encode(), headers={"Content-Type": content_type}
+    )
+    assert (answer.status_code, answer.json()) == (
+        400,
+        {"code": 400, "error": "Missing 'path' field"},
+    )
+    assert not (sandbox.workspace / "m.txt").exists()
 
 
 # --- logging -------------------------------------------------------------------------------
