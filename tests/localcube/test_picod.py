@@ -303,6 +303,24 @@ def test_execute_timeout_kills_the_whole_group(sandbox: Sandbox) -> None:
     wait_for(lambda: is_dead(background))
 
 
+def test_execute_timeout_does_not_wait_for_a_child_holding_the_output(sandbox: Sandbox) -> None:
+    """Upstream kills only the shell; its `sleep` keeps stdout open and the answer waits 4 s.
+
+    localcube ends the whole process group at the timeout and answers at once (a defect row);
+    the bound (well before the sleep would end) is part of the contract.
+    Upstream: pkg/picod/execute.go:87-93, pkg/picod/execute.go:127-139
+    """
+    started = time.monotonic()
+    answer = sandbox.execute(["sh", "-c", "sleep 4; echo x"], timeout="1s")
+    elapsed = time.monotonic() - started
+    body = answer.json()
+    assert (answer.status_code, body["exit_code"], body["stdout"]) == (200, 124, "")
+    assert body["stderr"] == "Command timed out after 1 seconds"
+    assert 1 <= elapsed < 3, elapsed
+    daemon = sandbox.daemon.process.pid
+    wait_for(lambda: session_members(daemon) == [daemon])
+
+
 def test_execute_zero_timeout_never_starts(sandbox: Sandbox) -> None:
     body = sandbox.execute(["touch", "zero-timeout"], timeout="0s").json()
     assert (body["exit_code"], body["stderr"]) == (124, "Command timed out after 0 seconds")
