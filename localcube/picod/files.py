@@ -1,6 +1,5 @@
 """Upstream's file transfers: multipart uploads, writing files, listings, downloads."""
 
-import asyncio
 import mimetypes
 import os
 import stat
@@ -10,7 +9,9 @@ from typing import Any, BinaryIO
 from aiohttp import BodyPartReader, web
 from aiohttp.http_exceptions import BadHttpMessage
 
+from localcube.picod.compression import COMPRESSED
 from localcube.picod.gocompat import go_file_mode, go_text, os_text, rfc3339
+from localcube.picod.servecontent import serve_content
 
 _CHUNK_SIZE = 256 << 10
 _WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -94,23 +95,17 @@ async def stream_file(request: web.Request, path: Path, file: BinaryIO) -> web.S
     """Send the open file as upstream's download does: an attachment named after path."""
     info = os.fstat(file.fileno())
     filename = os_text(path.name).replace("\r", " ").replace("\n", " ")
-    response = web.StreamResponse(
-        headers={
-            "Content-Description": "File Transfer",
-            "Content-Transfer-Encoding": "binary",
-            "Content-Disposition": f'attachment; filename="{filename}"',
-            "Content-Type": _content_type(path),
-        }
+    headers = {
+        "Content-Description": "File Transfer",
+        "Content-Transfer-Encoding": "binary",
+        "Content-Disposition": f'attachment; filename="{filename}"',
+        "Content-Type": _content_type(path),
+    }
+    return await serve_content(
+        request,
+        file,
+        info.st_size,
+        info.st_mtime,
+        headers,
+        compressed=bool(request.get(COMPRESSED)),
     )
-    response.content_length = info.st_size
-    response.last_modified = info.st_mtime
-    await response.prepare(request)
-    remaining = info.st_size
-    while remaining > 0:
-        chunk = await asyncio.to_thread(file.read, min(_CHUNK_SIZE, remaining))
-        if not chunk:
-            break
-        await response.write(chunk)
-        remaining -= len(chunk)
-    await response.write_eof()
-    return response

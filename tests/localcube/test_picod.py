@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import gzip
+import json
 import os
 import re
 import socket
@@ -133,8 +135,14 @@ def test_health_needs_no_token(sandbox: Sandbox) -> None:
     assert re.fullmatch(r"(\d+h)?(\d+m)?\d+(\.\d+)?(s|ms|µs|ns)", body["uptime"]), body
 
 
+PLAIN = {"Accept-Encoding": "identity"}
+
+
 def test_unknown_route_is_gin_404(sandbox: Sandbox) -> None:
-    for answer in (requests.get(f"{sandbox.url}/nope"), requests.post(f"{sandbox.url}/health")):
+    for answer in (
+        requests.get(f"{sandbox.url}/nope", headers=PLAIN),
+        requests.post(f"{sandbox.url}/health", headers=PLAIN),
+    ):
         assert (answer.status_code, answer.text) == (404, "404 page not found")
 
 
@@ -489,9 +497,9 @@ def test_download_ignores_precompressed_siblings(sandbox: Sandbox) -> None:
     """aiohttp's FileResponse would serve data.txt.gz for data.txt to a gzip client."""
     sandbox.upload("gz/data.txt", b"plain")
     sandbox.upload("gz/data.txt.gz", b"not the same file")
-    answer = sandbox.download("gz/data.txt", headers={"Accept-Encoding": "gzip"})
-    assert answer.content == b"plain"
-    assert "Content-Encoding" not in answer.headers
+    for encoding in ("gzip", "identity"):
+        answer = sandbox.download("gz/data.txt", headers={"Accept-Encoding": encoding})
+        assert answer.content == b"plain"
 
 
 def test_download_errors(sandbox: Sandbox) -> None:
@@ -768,6 +776,247 @@ def test_malformed_multipart_has_no_path(sandbox: Sandbox, content_type: str, bo
         {"code": 400, "error": "Missing 'path' field"},
     )
     assert not (sandbox.workspace / "m.txt").exists()
+
+
+# --- gzip ---------------------------------------------------------------------------------
+
+
+def _get_raw(url: str, method: str = "GET", **kwargs) -> tuple[requests.Response, bytes]:
+    """The answer and its body as sent, still compressed."""
+    answer = requests.request(method, url, stream=True, **kwargs)
+    with answer:
+        return answer, answer.raw.read(decode_content=False)
+
+
+def _is_gzipped(answer: requests.Response, raw: bytes) -> bool:
+    headers = answer.headers
+    if headers.get("Content-Encoding") != "gzip":
+        assert "Vary" not in headers, headers
+        return False
+    assert headers["Vary"] == "Accept-Encoding", headers
+    assert raw[:2] == b"\x1f\x8b"
+    return True
+
+
+def test_gzip_compresses_every_answer_but_health(sandbox: Sandbox) -> None:
+    """gin-contrib/gzip answers a gzip client compressed, /health and its prefix excepted.
+
+    Upstream: pkg/picod/server.go:79-84
+    """
+    gzip_client = {
+        "Accept-Encoding": "gzip",
+        "Authorization": sandbox.http.headers["Authorization"],
+    }
+    answer, raw = _get_raw(f"{sandbox.url}/health", headers=gzip_client)
+    assert not _is_gzipped(answer, raw) and json.loads(raw)["status"] == "ok"
+    answer, raw = _get_raw(f"{sandbox.url}/health/x", headers=gzip_client)
+    assert not _is_gzipped(answer, raw) and raw == b"404 page not found"
+
+    sandbox.upload("gz-list/a.txt", b"a")
+    calls = [
+        ("POST", "/api/execute", {"json": {"command": ["echo", "hi"]}}, 200),
+        ("POST", "/api/execute", {"data": b"{"}, 400),
+        ("GET", "/api/files", {"params": {"path": "gz-list"}}, 200),
+        ("GET", "/api/files/no-such-file", {}, 404),
+    ]
+    for method, path, kwargs, status in calls:
+        answer, raw = _get_raw(f"{sandbox.url}{path}", method, headers=gzip_client, **kwargs)
+        assert answer.status_code == status
+        assert _is_gzipped(answer, raw), (path, answer.headers)
+        assert answer.headers["Content-Length"] == str(len(raw))  # fits net/http's buffer
+        json.loads(gzip.decompress(raw))
+        plain, raw = _get_raw(
+            f"{sandbox.url}{path}", method, headers={**gzip_client, **PLAIN}, **kwargs
+        )
+        assert plain.status_code == status and not _is_gzipped(plain, raw)
+    answer, raw = _get_raw(
+        f"{sandbox.url}/api/execute", "POST", headers={"Accept-Encoding": "gzip"}
+    )
+    assert answer.status_code == 401 and _is_gzipped(answer, raw)  # before authentication
+
+
+def test_gzip_unknown_route_has_an_empty_body(sandbox: Sandbox) -> None:
+    """Under gzip gin's 404 text is never written: the body is an empty gzip stream.
+
+    Upstream: pkg/picod/server.go:84
+    """
+    for method, path in (("GET", "/nope"), ("DELETE", "/api/files")):
+        answer, raw = _get_raw(f"{sandbox.url}{path}", method, headers={"Accept-Encoding": "gzip"})
+        assert answer.status_code == 404 and _is_gzipped(answer, raw)
+        assert gzip.decompress(raw) == b""
+    # gin-contrib/gzip's default excluded extensions: .png .gif .jpeg .jpg
+    answer, raw = _get_raw(f"{sandbox.url}/nope.png", headers={"Accept-Encoding": "gzip"})
+    assert not _is_gzipped(answer, raw) and raw == b"404 page not found"
+
+
+def test_gzip_download_is_chunked_beyond_two_kib(sandbox: Sandbox) -> None:
+    """The gzip writer drops Content-Length; net/http chunks what outgrows its 2 KiB buffer.
+
+    Upstream: pkg/picod/server.go:84, pkg/picod/files.go:287-297
+    """
+    gzip_client = {"Accept-Encoding": "gzip"}
+    data = os.urandom(64 << 10)
+    sandbox.upload("gz-down/random.bin", data)
+    answer, raw = _get_raw(
+        f"{sandbox.url}/api/files/gz-down/random.bin",
+        headers={**gzip_client, "Authorization": sandbox.http.headers["Authorization"]},
+    )
+    assert answer.status_code == 200 and _is_gzipped(answer, raw)
+    assert answer.headers["Transfer-Encoding"] == "chunked"
+    assert "Content-Length" not in answer.headers
+    assert answer.headers["Accept-Ranges"] == "bytes"
+    assert "Last-Modified" in answer.headers
+    assert gzip.decompress(raw) == data
+
+    sandbox.upload("gz-down/small.txt", b"small")
+    answer, raw = _get_raw(
+        f"{sandbox.url}/api/files/gz-down/small.txt",
+        headers={**gzip_client, "Authorization": sandbox.http.headers["Authorization"]},
+    )
+    assert _is_gzipped(answer, raw) and answer.headers["Content-Length"] == str(len(raw))
+    assert gzip.decompress(raw) == b"small"
+
+    sandbox.upload("gz-down/picture.png", data[:100])
+    answer, raw = _get_raw(
+        f"{sandbox.url}/api/files/gz-down/picture.png",
+        headers={**gzip_client, "Authorization": sandbox.http.headers["Authorization"]},
+    )
+    assert not _is_gzipped(answer, raw) and raw == data[:100]
+    assert answer.headers["Content-Length"] == "100"
+
+
+def test_gzip_does_not_reach_the_413(sandbox: Sandbox) -> None:
+    """The body-size check runs before the gzip middleware.
+
+    Upstream: pkg/picod/server.go:82-84
+    """
+    head = (
+        "POST /api/execute HTTP/1.1\r\nHost: picod\r\nAccept-Encoding: gzip\r\n"
+        f"Content-Length: {MAX_BODY + 1}\r\nConnection: close\r\n\r\n"
+    )
+    status, body = _raw_request(sandbox.url, head)
+    assert status == 413 and json.loads(body)["error"] == "request body too large"
+
+
+# --- ranges --------------------------------------------------------------------------------
+
+RANGE_DATA = bytes(range(100))
+
+
+@pytest.fixture(scope="module")
+def ranged(sandbox: Sandbox) -> str:
+    sandbox.upload("ranges/data.txt", RANGE_DATA)
+    sandbox.run("touch", "ranges/empty.txt")
+    return "ranges/data.txt"
+
+
+@pytest.mark.parametrize(
+    ("header", "start", "end"),
+    [("bytes=0-4", 0, 4), ("bytes=-3", 97, 99), ("bytes=95-", 95, 99), ("bytes=90-1000", 90, 99)],
+)
+def test_download_single_range_is_206(
+    sandbox: Sandbox, ranged: str, header: str, start: int, end: int
+) -> None:
+    """http.ServeFile honours one byte range: 206, Content-Range, Accept-Ranges.
+
+    Upstream: pkg/picod/files.go:297
+    """
+    answer = sandbox.download(ranged, headers={"Range": header, **PLAIN})
+    assert answer.status_code == 206
+    assert answer.content == RANGE_DATA[start : end + 1]
+    assert answer.headers["Content-Range"] == f"bytes {start}-{end}/100"
+    assert answer.headers["Content-Length"] == str(end + 1 - start)
+    assert answer.headers["Accept-Ranges"] == "bytes"
+    assert answer.headers["Content-Disposition"] == 'attachment; filename="data.txt"'
+
+
+@pytest.mark.parametrize(
+    ("header", "text", "content_range"),
+    [
+        ("bytes=100-", "invalid range: failed to overlap", "bytes */100"),
+        ("bytes=200-300,150-", "invalid range: failed to overlap", "bytes */100"),
+        ("bytes=abc", "invalid range", None),
+        ("items=0-1", "invalid range", None),
+        ("bytes=5-1", "invalid range", None),
+    ],
+)
+def test_download_unsatisfiable_range_is_416(
+    sandbox: Sandbox, ranged: str, header: str, text: str, content_range: str | None
+) -> None:
+    """Go's http.Error text, and `bytes */SIZE` when no range overlaps the file.
+
+    Upstream: pkg/picod/files.go:297
+    """
+    answer = sandbox.download(ranged, headers={"Range": header, **PLAIN})
+    assert (answer.status_code, answer.text) == (416, text + "\n")
+    assert answer.headers["Content-Type"] == "text/plain; charset=utf-8"
+    assert answer.headers["X-Content-Type-Options"] == "nosniff"
+    assert answer.headers.get("Content-Range") == content_range
+    assert "Last-Modified" not in answer.headers
+
+
+def test_download_ranges_go_ignores(sandbox: Sandbox, ranged: str) -> None:
+    """More bytes asked than the file has, an empty file, a stale If-Range: all 200.
+
+    Upstream: pkg/picod/files.go:297
+    """
+    answer = sandbox.download(ranged, headers={"Range": "bytes=0-,0-", **PLAIN})
+    assert (answer.status_code, answer.content) == (200, RANGE_DATA)
+    assert answer.headers["Accept-Ranges"] == "bytes"
+    answer = sandbox.download("ranges/empty.txt", headers={"Range": "bytes=5-", **PLAIN})
+    assert (answer.status_code, answer.content) == (200, b"")
+    modified = sandbox.download(ranged).headers["Last-Modified"]
+    stale = "Mon, 02 Jan 2006 15:04:05 GMT"
+    answer = sandbox.download(ranged, headers={"Range": "bytes=0-1", "If-Range": stale, **PLAIN})
+    assert (answer.status_code, answer.content) == (200, RANGE_DATA)
+    answer = sandbox.download(ranged, headers={"Range": "bytes=0-1", "If-Range": modified, **PLAIN})
+    assert (answer.status_code, answer.content) == (206, RANGE_DATA[:2])
+
+
+def test_download_several_ranges_are_multipart(sandbox: Sandbox, ranged: str) -> None:
+    """Several ranges: one multipart/byteranges body, each part with its Content-Range.
+
+    Upstream: pkg/picod/files.go:297
+    """
+    answer = sandbox.download(ranged, headers={"Range": "bytes=0-1, 10-12", **PLAIN})
+    assert answer.status_code == 206
+    content_type, _, boundary = answer.headers["Content-Type"].partition("; boundary=")
+    assert content_type == "multipart/byteranges" and re.fullmatch("[0-9a-f]{60}", boundary)
+    assert answer.headers["Content-Length"] == str(len(answer.content))
+    part_type = "Content-Type: text/plain; charset=utf-8"
+    assert answer.content == (
+        f"--{boundary}\r\nContent-Range: bytes 0-1/100\r\n{part_type}\r\n\r\n".encode()
+        + RANGE_DATA[0:2]
+        + f"\r\n--{boundary}\r\nContent-Range: bytes 10-12/100\r\n{part_type}\r\n\r\n".encode()
+        + RANGE_DATA[10:13]
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
+
+
+def test_download_range_under_gzip(sandbox: Sandbox, ranged: str) -> None:
+    """A gzip client gets the range compressed, without Content-Length.
+
+    Upstream: pkg/picod/server.go:84, pkg/picod/files.go:297
+    """
+    headers = {"Range": "bytes=10-19", "Accept-Encoding": "gzip"}
+    headers["Authorization"] = sandbox.http.headers["Authorization"]
+    answer, raw = _get_raw(f"{sandbox.url}/api/files/{ranged}", headers=headers)
+    assert answer.status_code == 206 and _is_gzipped(answer, raw)
+    assert answer.headers["Content-Range"] == "bytes 10-19/100"
+    assert gzip.decompress(raw) == RANGE_DATA[10:20]
+
+
+def test_download_416_under_gzip_says_it_is_gzipped(sandbox: Sandbox, ranged: str) -> None:
+    """Upstream's serveError deletes Content-Encoding but the gzip writer still compresses
+    its text: the client gets gzip bytes it is told are plain. localcube says gzip.
+
+    Upstream: pkg/picod/server.go:84, pkg/picod/files.go:297
+    """
+    headers = {"Range": "bytes=500-", "Accept-Encoding": "gzip"}
+    headers["Authorization"] = sandbox.http.headers["Authorization"]
+    answer, raw = _get_raw(f"{sandbox.url}/api/files/{ranged}", headers=headers)
+    assert answer.status_code == 416 and _is_gzipped(answer, raw)
+    assert gzip.decompress(raw) == b"invalid range: failed to overlap\n"
 
 
 # --- logging -------------------------------------------------------------------------------
