@@ -105,6 +105,11 @@ class Sandbox:
     def download(self, path: str, **kwargs) -> requests.Response:
         return self.http.get(f"{self.url}/api/files/{path}", **kwargs)
 
+    def raw(self, path: str, method: str = "GET", **kwargs) -> tuple[requests.Response, bytes]:
+        """The answer and its body as sent, still compressed."""
+        with self.http.request(method, f"{self.url}{path}", stream=True, **kwargs) as answer:
+            return answer, answer.raw.read(decode_content=False)
+
 
 @pytest.fixture(scope="module")
 def key() -> SigningKey:
@@ -136,6 +141,7 @@ def test_health_needs_no_token(sandbox: Sandbox) -> None:
 
 
 PLAIN = {"Accept-Encoding": "identity"}
+GZIP = {"Accept-Encoding": "gzip"}
 
 
 def test_unknown_route_is_gin_404(sandbox: Sandbox) -> None:
@@ -781,13 +787,6 @@ def test_malformed_multipart_has_no_path(sandbox: Sandbox, content_type: str, bo
 # --- gzip ---------------------------------------------------------------------------------
 
 
-def _get_raw(url: str, method: str = "GET", **kwargs) -> tuple[requests.Response, bytes]:
-    """The answer and its body as sent, still compressed."""
-    answer = requests.request(method, url, stream=True, **kwargs)
-    with answer:
-        return answer, answer.raw.read(decode_content=False)
-
-
 def _is_gzipped(answer: requests.Response, raw: bytes) -> bool:
     headers = answer.headers
     if headers.get("Content-Encoding") != "gzip":
@@ -803,13 +802,9 @@ def test_gzip_compresses_every_answer_but_health(sandbox: Sandbox) -> None:
 
     Upstream: pkg/picod/server.go:79-84
     """
-    gzip_client = {
-        "Accept-Encoding": "gzip",
-        "Authorization": sandbox.http.headers["Authorization"],
-    }
-    answer, raw = _get_raw(f"{sandbox.url}/health", headers=gzip_client)
+    answer, raw = sandbox.raw("/health", headers=GZIP)
     assert not _is_gzipped(answer, raw) and json.loads(raw)["status"] == "ok"
-    answer, raw = _get_raw(f"{sandbox.url}/health/x", headers=gzip_client)
+    answer, raw = sandbox.raw("/health/x", headers=GZIP)
     assert not _is_gzipped(answer, raw) and raw == b"404 page not found"
 
     sandbox.upload("gz-list/a.txt", b"a")
@@ -820,18 +815,14 @@ def test_gzip_compresses_every_answer_but_health(sandbox: Sandbox) -> None:
         ("GET", "/api/files/no-such-file", {}, 404),
     ]
     for method, path, kwargs, status in calls:
-        answer, raw = _get_raw(f"{sandbox.url}{path}", method, headers=gzip_client, **kwargs)
+        answer, raw = sandbox.raw(path, method, headers=GZIP, **kwargs)
         assert answer.status_code == status
         assert _is_gzipped(answer, raw), (path, answer.headers)
         assert answer.headers["Content-Length"] == str(len(raw))  # fits net/http's buffer
         json.loads(gzip.decompress(raw))
-        plain, raw = _get_raw(
-            f"{sandbox.url}{path}", method, headers={**gzip_client, **PLAIN}, **kwargs
-        )
+        plain, raw = sandbox.raw(path, method, headers=PLAIN, **kwargs)
         assert plain.status_code == status and not _is_gzipped(plain, raw)
-    answer, raw = _get_raw(
-        f"{sandbox.url}/api/execute", "POST", headers={"Accept-Encoding": "gzip"}
-    )
+    answer, raw = sandbox.raw("/api/execute", "POST", headers={**GZIP, "Authorization": None})
     assert answer.status_code == 401 and _is_gzipped(answer, raw)  # before authentication
 
 
@@ -841,11 +832,11 @@ def test_gzip_unknown_route_has_an_empty_body(sandbox: Sandbox) -> None:
     Upstream: pkg/picod/server.go:84
     """
     for method, path in (("GET", "/nope"), ("DELETE", "/api/files")):
-        answer, raw = _get_raw(f"{sandbox.url}{path}", method, headers={"Accept-Encoding": "gzip"})
+        answer, raw = sandbox.raw(path, method, headers=GZIP)
         assert answer.status_code == 404 and _is_gzipped(answer, raw)
         assert gzip.decompress(raw) == b""
     # gin-contrib/gzip's default excluded extensions: .png .gif .jpeg .jpg
-    answer, raw = _get_raw(f"{sandbox.url}/nope.png", headers={"Accept-Encoding": "gzip"})
+    answer, raw = sandbox.raw("/nope.png", headers=GZIP)
     assert not _is_gzipped(answer, raw) and raw == b"404 page not found"
 
 
@@ -854,13 +845,9 @@ def test_gzip_download_is_chunked_beyond_two_kib(sandbox: Sandbox) -> None:
 
     Upstream: pkg/picod/server.go:84, pkg/picod/files.go:287-297
     """
-    gzip_client = {"Accept-Encoding": "gzip"}
     data = os.urandom(64 << 10)
     sandbox.upload("gz-down/random.bin", data)
-    answer, raw = _get_raw(
-        f"{sandbox.url}/api/files/gz-down/random.bin",
-        headers={**gzip_client, "Authorization": sandbox.http.headers["Authorization"]},
-    )
+    answer, raw = sandbox.raw("/api/files/gz-down/random.bin", headers=GZIP)
     assert answer.status_code == 200 and _is_gzipped(answer, raw)
     assert answer.headers["Transfer-Encoding"] == "chunked"
     assert "Content-Length" not in answer.headers
@@ -869,18 +856,12 @@ def test_gzip_download_is_chunked_beyond_two_kib(sandbox: Sandbox) -> None:
     assert gzip.decompress(raw) == data
 
     sandbox.upload("gz-down/small.txt", b"small")
-    answer, raw = _get_raw(
-        f"{sandbox.url}/api/files/gz-down/small.txt",
-        headers={**gzip_client, "Authorization": sandbox.http.headers["Authorization"]},
-    )
+    answer, raw = sandbox.raw("/api/files/gz-down/small.txt", headers=GZIP)
     assert _is_gzipped(answer, raw) and answer.headers["Content-Length"] == str(len(raw))
     assert gzip.decompress(raw) == b"small"
 
     sandbox.upload("gz-down/picture.png", data[:100])
-    answer, raw = _get_raw(
-        f"{sandbox.url}/api/files/gz-down/picture.png",
-        headers={**gzip_client, "Authorization": sandbox.http.headers["Authorization"]},
-    )
+    answer, raw = sandbox.raw("/api/files/gz-down/picture.png", headers=GZIP)
     assert not _is_gzipped(answer, raw) and raw == data[:100]
     assert answer.headers["Content-Length"] == "100"
 
@@ -998,9 +979,7 @@ def test_download_range_under_gzip(sandbox: Sandbox, ranged: str) -> None:
 
     Upstream: pkg/picod/server.go:84, pkg/picod/files.go:297
     """
-    headers = {"Range": "bytes=10-19", "Accept-Encoding": "gzip"}
-    headers["Authorization"] = sandbox.http.headers["Authorization"]
-    answer, raw = _get_raw(f"{sandbox.url}/api/files/{ranged}", headers=headers)
+    answer, raw = sandbox.raw(f"/api/files/{ranged}", headers={"Range": "bytes=10-19", **GZIP})
     assert answer.status_code == 206 and _is_gzipped(answer, raw)
     assert answer.headers["Content-Range"] == "bytes 10-19/100"
     assert gzip.decompress(raw) == RANGE_DATA[10:20]
@@ -1012,9 +991,7 @@ def test_download_416_under_gzip_says_it_is_gzipped(sandbox: Sandbox, ranged: st
 
     Upstream: pkg/picod/server.go:84, pkg/picod/files.go:297
     """
-    headers = {"Range": "bytes=500-", "Accept-Encoding": "gzip"}
-    headers["Authorization"] = sandbox.http.headers["Authorization"]
-    answer, raw = _get_raw(f"{sandbox.url}/api/files/{ranged}", headers=headers)
+    answer, raw = sandbox.raw(f"/api/files/{ranged}", headers={"Range": "bytes=500-", **GZIP})
     assert answer.status_code == 416 and _is_gzipped(answer, raw)
     assert gzip.decompress(raw) == b"invalid range: failed to overlap\n"
 
