@@ -16,5 +16,7 @@ default, every /api request needs `Authorization: Bearer <JWT>` signed with RS25
 the key whose PEM public half is in PICOD_AUTH_PUBLIC_KEY.
 
 Modules: gocompat (Go's texts), binding (request bodies), auth (JWT), commands (execution),
-files (file operations), handlers (the API), server (app, middlewares, serve, command line).
+workspace (the path jail), files (file operations), servecontent (downloads: ranges),
+compression (the gzip middleware's rules), handlers (the API), server (app, middlewares,
+serve, command line).
 """

@@ -7,7 +7,7 @@ import string
 from dataclasses import dataclass
 from typing import Any
 
-from localcube.picod.gocompat import go_text
+from localcube.picod.gocompat import GO_CHAR_ESCAPES, go_text
 
 
 class BadRequest(ValueError):
@@ -68,13 +68,12 @@ _SYNTAX_CONTEXTS = (
     ("Expecting ':'", "after object key"),
     ("Invalid control character", "in string literal"),
 )
-_GO_CHAR_ESCAPES = {"\a": "a", "\b": "b", "\f": "f", "\n": "n", "\r": "r", "\t": "t", "\v": "v"}
 
 
 def _go_quote_char(char: str) -> str:
     """Go's quoteChar, as its JSON syntax errors print the offending character."""
-    if char in "\\'" or char in _GO_CHAR_ESCAPES:
-        return "'\\" + _GO_CHAR_ESCAPES.get(char, char) + "'"
+    if char in "\\'" or char in GO_CHAR_ESCAPES:
+        return "'\\" + GO_CHAR_ESCAPES.get(char, char) + "'"
     if char.isprintable():
         return f"'{char}'"
     return f"'\\x{ord(char):02x}'" if ord(char) < 0x80 else f"'\\u{ord(char):04x}'"

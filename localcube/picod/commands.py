@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from localcube.picod.gocompat import errno_text, go_text, rfc3339
+from localcube.picod.gocompat import errno_text, go_text, path_error, rfc3339
 
 TIMEOUT_EXIT_CODE = 124
 _KILL_GRACE = 2.0  # seconds to wait for a killed group's output pipes to close
@@ -113,6 +113,10 @@ async def _run(
         executable = _look_path(argv[0])
     except _NotStarted as error:
         return "", str(error), 1
+    try:  # os.StartProcess checks the directory first, to say what is wrong with it
+        os.stat(cwd)
+    except OSError as error:
+        return "", path_error("chdir", cwd, error), 1
     try:
         process = await asyncio.create_subprocess_exec(
             *argv,

@@ -1,6 +1,5 @@
 """Upstream's file transfers: multipart uploads, writing files, listings, downloads."""
 
-import asyncio
 import mimetypes
 import os
 import stat
@@ -8,8 +7,11 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from aiohttp import BodyPartReader, web
+from aiohttp.http_exceptions import BadHttpMessage
 
+from localcube.picod.compression import COMPRESSED
 from localcube.picod.gocompat import go_file_mode, go_text, os_text, rfc3339
+from localcube.picod.servecontent import serve_content
 
 _CHUNK_SIZE = 256 << 10
 _WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -63,12 +65,11 @@ def _content_type(path: Path) -> str:
 async def read_form(request: web.Request, limit: int) -> tuple[dict[str, str], dict[str, bytes]]:
     """(values, files) of a multipart body, first part of each name winning, as Go keeps them.
 
-    A malformed body gives an empty form (gin's PostForm ignores the parse error); content
-    beyond limit bytes raises HTTPRequestEntityTooLarge.
+    A body that is malformed or longer than limit bytes gives an empty form: gin's PostForm
+    ignores the error of ParseMultipartForm, which reads through http.MaxBytesReader.
     """
     values: dict[str, str] = {}
     files: dict[str, bytes] = {}
-    total = 0
     try:
         reader = await request.multipart()
         while (part := await reader.next()) is not None:
@@ -76,9 +77,8 @@ async def read_form(request: web.Request, limit: int) -> tuple[dict[str, str], d
                 continue
             chunks = []
             while chunk := await part.read_chunk(_CHUNK_SIZE):
-                total += len(chunk)
-                if total > limit:
-                    raise web.HTTPRequestEntityTooLarge(limit, total)
+                if request.content.total_bytes > limit:
+                    return {}, {}
                 chunks.append(chunk)
             if not part.name:
                 continue
@@ -86,7 +86,7 @@ async def read_form(request: web.Request, limit: int) -> tuple[dict[str, str], d
                 files.setdefault(part.name, b"".join(chunks))
             else:
                 values.setdefault(part.name, go_text(b"".join(chunks)))
-    except (ValueError, KeyError, AssertionError):
+    except (ValueError, KeyError, AssertionError, BadHttpMessage):
         return {}, {}
     return values, files
 
@@ -95,23 +95,17 @@ async def stream_file(request: web.Request, path: Path, file: BinaryIO) -> web.S
     """Send the open file as upstream's download does: an attachment named after path."""
     info = os.fstat(file.fileno())
     filename = os_text(path.name).replace("\r", " ").replace("\n", " ")
-    response = web.StreamResponse(
-        headers={
-            "Content-Description": "File Transfer",
-            "Content-Transfer-Encoding": "binary",
-            "Content-Disposition": f'attachment; filename="{filename}"',
-            "Content-Type": _content_type(path),
-        }
+    headers = {
+        "Content-Description": "File Transfer",
+        "Content-Transfer-Encoding": "binary",
+        "Content-Disposition": f'attachment; filename="{filename}"',
+        "Content-Type": _content_type(path),
+    }
+    return await serve_content(
+        request,
+        file,
+        info.st_size,
+        info.st_mtime,
+        headers,
+        compressed=bool(request.get(COMPRESSED)),
     )
-    response.content_length = info.st_size
-    response.last_modified = info.st_mtime
-    await response.prepare(request)
-    remaining = info.st_size
-    while remaining > 0:
-        chunk = await asyncio.to_thread(file.read, min(_CHUNK_SIZE, remaining))
-        if not chunk:
-            break
-        await response.write(chunk)
-        remaining -= len(chunk)
-    await response.write_eof()
-    return response

@@ -40,6 +40,37 @@ def path_error(op: str, path: str | os.PathLike[str], error: OSError) -> str:
     return f"{op} {os_text(path)}: {errno_text(error)}"
 
 
+GO_CHAR_ESCAPES = {  # the escapes Go quotes a control character with
+    "\a": "a",
+    "\b": "b",
+    "\f": "f",
+    "\n": "n",
+    "\r": "r",
+    "\t": "t",
+    "\v": "v",
+}
+
+
+def go_quote(text: str) -> str:
+    """Go's strconv.Quote (the %q verb) of a string; undecodable file-name bytes as \\xNN."""
+    quoted = []
+    for char in text:
+        code = ord(char)
+        if char in '"\\':
+            quoted.append("\\" + char)
+        elif char in GO_CHAR_ESCAPES:
+            quoted.append("\\" + GO_CHAR_ESCAPES[char])
+        elif 0xDC80 <= code <= 0xDCFF:  # os.fsdecode's surrogate for an invalid UTF-8 byte
+            quoted.append(f"\\x{code - 0xDC00:02x}")
+        elif char.isprintable():
+            quoted.append(char)
+        elif code < 0x80:
+            quoted.append(f"\\x{code:02x}")
+        else:
+            quoted.append(f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+    return '"' + "".join(quoted) + '"'
+
+
 def go_json(body: dict[str, Any]) -> str:
     """body encoded like Go's json.Marshal (compact, HTML characters escaped).
 

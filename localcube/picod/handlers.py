@@ -34,8 +34,8 @@ from localcube.picod.gocompat import (
     path_error,
     rfc3339,
 )
+from localcube.picod.workspace import Workspace, WorkspaceEscape
 from localcube.validation import parse_duration
-from localcube.workspace import Workspace, WorkspaceEscape
 
 MAX_BODY_SIZE = 32 << 20
 DEFAULT_TIMEOUT = 60.0
@@ -54,6 +54,26 @@ def error_response(status: int, message: str) -> web.Response:
     return json_response(status, {"code": status, "error": message})
 
 
+async def read_body(request: web.Request) -> bytes:
+    """The whole body; past MAX_BODY_SIZE, BadRequest as http.MaxBytesReader words it.
+
+    Only a declared Content-Length over the limit is answered 413 (by the server's
+    middleware); a chunked body fails here, while the JSON decoder reads it.
+    """
+    try:
+        return await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        raise BadRequest("http: request body too large") from None
+
+
+class _Refused(Exception):
+    """A request refused with upstream's error answer."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.response = error_response(status, message)
+
+
 class PicoD:
     """Upstream PicoD's handlers over one workspace."""
 
@@ -70,7 +90,7 @@ class PicoD:
 
     async def execute(self, request: web.Request) -> web.Response:
         try:
-            body = bind_json(await request.read(), EXECUTE_REQUEST)
+            body = bind_json(await read_body(request), EXECUTE_REQUEST)
         except BadRequest as error:
             return error_response(400, str(error))
         if not body["command"]:
@@ -84,20 +104,39 @@ class PicoD:
         cwd = self.workspace.root
         if body["working_dir"]:
             try:
-                cwd = self.workspace.resolve(body["working_dir"])
-            except ValueError as error:
-                return error_response(400, f"Invalid working directory: {error}")
-            if not cwd.exists():
-                try:
-                    self.workspace.mkdirs(cwd)
-                except (OSError, WorkspaceEscape) as error:
-                    reason = (
-                        path_error("mkdir", cwd, error) if isinstance(error, OSError) else error
-                    )
-                    return error_response(500, f"Failed to create working directory: {reason}")
+                cwd = await asyncio.to_thread(self._working_directory, body["working_dir"])
+            except _Refused as refusal:
+                return refusal.response
         env = {**os.environ, **(body["env"] or {})}
         result = await run_command(body["command"], timeout, cwd, env, self.process_groups)
         return json_response(200, result.to_json())
+
+    def _working_directory(self, path: str) -> Path:
+        """Upstream's choice of working directory: refuse, create (mkdirSafe) or take as is.
+
+        Raises _Refused with upstream's answer. A path that exists but cannot be entered is
+        returned as is: the command then fails to start, as upstream's does.
+        """
+        try:
+            candidate = self.workspace.candidate(path)
+            candidate.stat()
+        except ValueError as error:
+            raise _Refused(400, f"Invalid working directory: {error}") from None
+        except FileNotFoundError:
+            try:
+                self.workspace.check_new_directory(candidate)
+                self.workspace.mkdirs(candidate)
+            except WorkspaceEscape as error:
+                raise _Refused(500, f"Failed to create working directory: {error}") from None
+            except OSError as error:
+                reason = path_error("mkdir", error.filename or candidate, error)
+                raise _Refused(500, f"Failed to create working directory: {reason}") from None
+        except OSError:
+            return candidate
+        try:
+            return self.workspace.resolve(path)
+        except ValueError as error:
+            raise _Refused(400, f"Invalid working directory: {error}") from None
 
     async def upload(self, request: web.Request) -> web.Response:
         content_type = re.split("[ ;]", request.headers.get("Content-Type", ""), maxsplit=1)[0]
@@ -113,8 +152,8 @@ class PicoD:
                 return error_response(400, str(error))
             mode = parse_file_mode(values.get("mode", ""))
             return await self._save(target, files["file"], mode, multipart=True)
-        raw = await request.read()
         try:  # up to 32 MiB to parse and decode: off the event loop
+            raw = await read_body(request)
             body = await asyncio.to_thread(bind_json, raw, UPLOAD_REQUEST)
             target = self.workspace.resolve(body["path"])
             data = await asyncio.to_thread(decode_base64, body["content"])
@@ -164,8 +203,7 @@ class PicoD:
         except FileNotFoundError:
             return error_response(404, "Directory not found")
         except OSError as error:
-            operation = "readdirent" if directory.is_file() else "open"
-            reason = path_error(operation, directory, error)
+            reason = path_error("open", directory, error)  # os.ReadDir opens with O_DIRECTORY
             return error_response(500, f"Failed to read directory: {reason}")
         return json_response(200, {"files": files})
 

@@ -13,9 +13,10 @@ from aiohttp import web
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPublicKey
 
 from localcube.picod.auth import PUBLIC_KEY_ENV, check_authorization, load_public_key
+from localcube.picod.compression import COMPRESSED, accepts_gzip, compress_answer
 from localcube.picod.gocompat import errno_text, path_error
 from localcube.picod.handlers import MAX_BODY_SIZE, PicoD, json_response
-from localcube.workspace import Workspace
+from localcube.picod.workspace import Workspace
 
 _SHUTDOWN_TIMEOUT = 2.0
 
@@ -27,7 +28,7 @@ def make_app(picod: PicoD, public_key: RSAPublicKey | None) -> web.Application:
     """Upstream's routes; public_key None disables authentication (--auth none)."""
     app = web.Application(
         client_max_size=MAX_BODY_SIZE,
-        middlewares=[_log_requests, _limit_body, _gin_not_found],
+        middlewares=[_log_requests, _limit_body, _gzip, _gin_not_found],
     )
 
     def authenticated(handler: Handler) -> Handler:
@@ -79,21 +80,39 @@ async def _log_requests(request: web.Request, handler: Handler) -> web.StreamRes
 
 @web.middleware
 async def _limit_body(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Upstream's maxBodySizeMiddleware, also applied to bodies without Content-Length."""
+    """Upstream's maxBodySizeMiddleware: 413 for a declared Content-Length over the limit.
+
+    A longer body without one is cut where it is read (handlers.read_body, files.read_form).
+    """
     if (request.content_length or 0) > MAX_BODY_SIZE:
         return _too_large()
-    try:
+    return await handler(request)
+
+
+@web.middleware
+async def _gzip(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """gin-contrib/gzip where upstream has it; a streamed download compresses itself."""
+    if not accepts_gzip(request):
         return await handler(request)
-    except web.HTTPRequestEntityTooLarge:
-        return _too_large()
+    request[COMPRESSED] = True
+    response = await handler(request)
+    if response.prepared:
+        return response
+    assert isinstance(response, web.Response)
+    return await compress_answer(request, response)
 
 
 @web.middleware
 async def _gin_not_found(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """gin answers unknown routes and wrong methods alike with a plain-text 404."""
+    """gin answers unknown routes and wrong methods alike with a plain-text 404.
+
+    Under gzip its text is never written: the gzip writer's output counts as the body.
+    """
     try:
         return await handler(request)
     except (web.HTTPNotFound, web.HTTPMethodNotAllowed):
+        if request.get(COMPRESSED):
+            return web.Response(status=404)
         return web.Response(status=404, text="404 page not found")
 
 
