@@ -463,9 +463,13 @@ class ServedByOneSandbox(BaseMatcher[Sequence[Mapping[str, Any]]]):
     def describe_mismatch(
         self, item: Sequence[Mapping[str, Any]], mismatch_description: Description
     ) -> None:
-        mismatch_description.append_text(
-            "the sandboxes reported " + json.dumps(list(item), sort_keys=True)
-        )
+        shown = [
+            {key: report.get(key) for key in (*self._IDENTITY, "calls")}
+            if isinstance(report, Mapping)
+            else report
+            for report in item
+        ]
+        mismatch_description.append_text("the sandboxes reported " + json.dumps(shown))
 
 
 def served_by_one_sandbox() -> ServedByOneSandbox:

@@ -13,7 +13,7 @@ from hamcrest import all_of, assert_that, described_as, equal_to, is_not, none
 from acceptance.core import matchers
 from acceptance.core.polling import consistently, eventually
 from acceptance.core.runtimes import Role, RuntimeKind, derive_manifest, fixture_manifest
-from acceptance.domain.world import TOUCH_TEXT, Session, World, sandbox_report
+from acceptance.domain.world import TOUCH_TEXT, Session, World
 from acceptance.platforms.base import Sandbox
 
 # The fixture the derived agents come from (fixtures/runtimes/echo-agent.yaml).
@@ -72,8 +72,13 @@ class Lifetimes:
             poll=timeout / 3,
             holding=f"session {session.session_id} is served while called every {timeout / 3:g} s",
         )
-        reports = [sandbox_report(answer) for answer in answers]
-        assert_that(reports, matchers.served_by_one_sandbox(), f"{session} changed sandbox")
+        assert answers, "the session was not called while it was kept alive"
+        # Every echo of the scenario, from the call that opened the session on.
+        assert_that(
+            self._world.sandbox_reports(),
+            matchers.served_by_one_sandbox(),
+            f"{session} changed sandbox",
+        )
 
     def leave_session_idle_until_it_ends(self) -> None:
         """Watch the platform, without touching the session, until its sandbox is released;
