@@ -63,7 +63,9 @@ async def serve(settings: Settings) -> int:
         + WorkloadManagerRoutes(workloads, signer).routes()
         + AdminRoutes(workloads).routes()
     )
-    runner = web.AppRunner(app, handle_signals=False)
+    # A client that goes away cancels its handler, so a forwarded call ends with it and
+    # frees its concurrency slot (upstream cancels the proxied request with its context).
+    runner = web.AppRunner(app, handle_signals=False, handler_cancellation=True)
     await runner.setup()
     site = web.TCPSite(runner, settings.host, settings.port)
     try:

@@ -7,6 +7,7 @@ here use upstream's status codes and bodies.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import aiohttp
@@ -34,6 +35,9 @@ _HOP_BY_HOP = {
     "upgrade",
     "host",
 }
+
+
+PREFLIGHT_TIMEOUT = 0.2  # one dial, no retry (pkg/router/server.go:55-60, handlers.go:204-245)
 
 
 def error(status: int, message: str, code: str | None = None) -> web.Response:
@@ -144,15 +148,17 @@ class Router:
         prior = request.headers.get("X-Forwarded-For")
         client = request.remote or ""
         headers["X-Forwarded-For"] = f"{prior}, {client}" if prior else client
+        try:
+            await _preflight(port)
+        except OSError as failure:
+            log.error("sandbox preflight failed (session %s): %r", session_id, failure)
+            return _unavailable(failure)
         body = request.content if request.body_exists else None
         try:
             upstream = await self._client().request(request.method, url, headers=headers, data=body)
-        except aiohttp.ClientConnectorError:
-            return error(502, "sandbox unreachable")
-        except (TimeoutError, aiohttp.ServerTimeoutError):
-            return error(504, "sandbox timeout")
-        except aiohttp.ClientError:
-            return error(503, "sandbox unreachable")
+        except (OSError, aiohttp.ClientError) as failure:
+            log.error("proxy error (session %s): %r", session_id, failure)
+            return _unavailable(failure)
         async with upstream:
             response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
             for key, value in upstream.headers.items():
@@ -173,11 +179,36 @@ class Router:
         if self._upstream is None:
             self._upstream = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=30),
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=5),
+                # No timeout once the dial succeeded: a call is waited for until its client
+                # gives up, which cancels it (upstream's transport has none either).
+                timeout=aiohttp.ClientTimeout(total=None),
                 auto_decompress=False,
                 skip_auto_headers=("User-Agent", "Accept-Encoding", "Content-Type"),
             )
         return self._upstream
+
+
+async def _preflight(port: int) -> None:
+    """Dial the sandbox once, as upstream does before proxying; raise OSError (TimeoutError
+    for a dial that does not complete in time)."""
+    try:
+        _, writer = await asyncio.wait_for(
+            asyncio.open_connection("127.0.0.1", port), PREFLIGHT_TIMEOUT
+        )
+    except TimeoutError as failure:
+        raise TimeoutError(f"dial 127.0.0.1:{port}: i/o timeout") from failure
+    writer.close()
+
+
+def _unavailable(failure: BaseException) -> web.Response:
+    """Upstream's answer for a sandbox it cannot reach (pkg/router/handlers.go:247-257):
+    refused 502, timed out 504, any other error (reset, EOF) 503."""
+    cause = getattr(failure, "os_error", failure)  # aiohttp wraps the connector's OSError
+    if isinstance(cause, ConnectionRefusedError):
+        return error(502, "sandbox unreachable")
+    if isinstance(cause, TimeoutError | aiohttp.ServerTimeoutError):
+        return error(504, "sandbox timeout")
+    return error(503, "sandbox unreachable")
 
 
 def _subject(request: web.Request) -> str | None:
