@@ -10,7 +10,6 @@ from typing import Any
 
 from aiohttp import web
 
-from localcube.durations import parse_duration
 from localcube.picod.binding import (
     EXECUTE_REQUEST,
     UPLOAD_REQUEST,
@@ -35,6 +34,7 @@ from localcube.picod.gocompat import (
     path_error,
     rfc3339,
 )
+from localcube.validation import parse_duration
 from localcube.workspace import Workspace, WorkspaceEscape
 
 MAX_BODY_SIZE = 32 << 20
