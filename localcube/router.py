@@ -14,7 +14,8 @@ import aiohttp
 import yarl
 from aiohttp import web
 
-from localcube.bearer_auth import caller, owner_refusal
+from localcube.bearer_auth import Handler, caller, owner_refusal
+from localcube.forwarding import escaped, invocation_path, request_headers, response_headers
 from localcube.manifests import AGENT_RUNTIME, CODE_INTERPRETER
 from localcube.sandboxes import SandboxStartError
 from localcube.session_errors import RuntimeNotFound, router_refusal, session_not_found
@@ -24,20 +25,18 @@ from localcube.workload_manager import WorkloadManager
 
 SESSION_HEADER = "x-agentcube-session-id"
 log = logging.getLogger("localcube.router")
-_HOP_BY_HOP = {
-    "connection",
-    "keep-alive",
-    "proxy-authenticate",
-    "proxy-authorization",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
-    "host",
-}
 
 
 PREFLIGHT_TIMEOUT = 0.2  # one dial, no retry (pkg/router/server.go:55-60, handlers.go:204-245)
+
+
+@web.middleware
+async def gin_no_route(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """A /v1 path or method no route serves: Gin's plain 404, before any authentication
+    (gin.New() has no method-not-allowed answer; pkg/router/server.go:154-181)."""
+    if request.path.startswith("/v1/") and request.match_info.http_exception is not None:
+        return web.Response(status=404, body=b"404 page not found", content_type="text/plain")
+    return await handler(request)
 
 
 def error(status: int, message: str, code: str | None = None) -> web.Response:
@@ -115,7 +114,7 @@ class Router:
         session = sandbox.session_id or ""
         self.workloads.request_started(session)
         try:
-            return await self._forward(request, sandbox, _forwarded_path(request))
+            return await self._forward(request, sandbox, invocation_path(request))
         finally:
             self.workloads.request_finished(session)
 
@@ -127,27 +126,16 @@ class Router:
             (port for prefix, port in sandbox.endpoints if path.startswith(prefix)),
             sandbox.endpoints[0][1],
         )
-        # Built from the raw path, as upstream forwards it: ".." segments reach the sandbox,
-        # whose jail must refuse them, instead of being resolved here.
+        # `encoded`: yarl would resolve ".." segments, which must reach the sandbox.
         url = yarl.URL.build(
             scheme="http",
             host="127.0.0.1",
             port=port,
-            path=path,
+            path=escaped(path),
             query_string=request.rel_url.raw_query_string,
             encoded=True,
         )
-        headers = {
-            key: value
-            for key, value in request.headers.items()
-            if key.lower() not in _HOP_BY_HOP and key.lower() != "authorization"
-        }
-        headers["Authorization"] = f"Bearer {self.signer.token_for(session_id)}"
-        headers["X-Forwarded-Host"] = request.host
-        headers["X-Forwarded-Proto"] = request.scheme
-        prior = request.headers.get("X-Forwarded-For")
-        client = request.remote or ""
-        headers["X-Forwarded-For"] = f"{prior}, {client}" if prior else client
+        headers = request_headers(request, self.signer.token_for(session_id))
         try:
             await _preflight(port)
         except OSError as failure:
@@ -161,9 +149,7 @@ class Router:
             return _unavailable(failure)
         async with upstream:
             response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
-            for key, value in upstream.headers.items():
-                if key.lower() not in _HOP_BY_HOP:
-                    response.headers.add(key, value)
+            response.headers.extend(response_headers(upstream.headers.items()))
             response.headers[SESSION_HEADER] = session_id
             await response.prepare(request)
             try:
@@ -214,9 +200,3 @@ def _unavailable(failure: BaseException) -> web.Response:
 def _subject(request: web.Request) -> str | None:
     who = caller(request)
     return None if who is None else who.subject
-
-
-def _forwarded_path(request: web.Request) -> str:
-    """Everything after `/invocations`, still percent-encoded and with any `..` kept."""
-    raw = request.rel_url.raw_path
-    return raw[raw.index("/invocations") + len("/invocations") :] or "/"

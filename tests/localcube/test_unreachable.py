@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 import requests
-import yaml
 
-from tests.localcube.support import SESSION_HEADER, Client, derived_manifest
+from tests.localcube.support import SESSION_HEADER, Client, agent_running
 
 # Accepts every connection and closes it at once: reachable, but never answers.
 HANGS_UP = (
@@ -48,18 +47,6 @@ def fill_backlog(port: int, stack: ExitStack) -> None:
     raise AssertionError(f"the backlog of port {port} never filled")
 
 
-def hanging_up_agent(directory: Path) -> Path:
-    """The echo agent's manifest, named `hangs-up`, running HANGS_UP without a readiness
-    probe (localcube then waits for the port to accept)."""
-    document = yaml.safe_load(derived_manifest(directory, "echo-agent", "hangs-up").read_text())
-    container = document["spec"]["podTemplate"]["spec"]["containers"][0]
-    container.update(command=["python3", "-c"], args=[HANGS_UP])
-    del container["readinessProbe"]
-    manifest = directory / "hangs-up.yaml"
-    manifest.write_text(yaml.safe_dump(document))
-    return manifest
-
-
 def sandbox_port(client: Client, session: str) -> int:
     return int(client.sandbox_of(session)["endpoint"].rsplit(":", 1)[1])
 
@@ -81,7 +68,7 @@ def test_a_dial_that_does_not_complete_in_200ms_answers_504(client: Client) -> N
 
 def test_an_error_after_connecting_answers_503(tmp_path: Path, start_localcube) -> None:
     """Upstream: pkg/router/handlers.go:346-352"""
-    client = Client(start_localcube([hanging_up_agent(tmp_path)]).url)
+    client = Client(start_localcube([agent_running(tmp_path, "hangs-up", HANGS_UP)]).url)
     answer = client.agent("hangs-up", json={})
     assert answer.status_code == 503
     assert answer.json() == {"error": "sandbox unreachable"}
