@@ -135,7 +135,8 @@ class Router:
             query_string=request.rel_url.raw_query_string,
             encoded=True,
         )
-        headers = request_headers(request, self.signer.token_for(session_id))
+        token = self.signer.token_for(session_id, _subject(request))
+        headers = request_headers(request, token)
         try:
             await _preflight(port)
         except OSError as failure:

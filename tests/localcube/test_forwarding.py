@@ -5,8 +5,10 @@ from __future__ import annotations
 import http.client
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import urlsplit
 
+import jwt
 import pytest
 
 from localcube import embedded
@@ -117,3 +119,28 @@ def test_x_forwarded_for_as_gin_and_gos_reverse_proxy_build_it(
     assert header(seen, "x-forwarded-for") == [forwarded_for]
     assert header(seen, "x-forwarded-proto") == ["http"]
     assert len(header(seen, "authorization")) == 1
+
+
+def sandbox_token_claims(seen: dict) -> dict:
+    (authorization,) = header(seen, "authorization")
+    return jwt.decode(authorization.removeprefix("Bearer "), options={"verify_signature": False})
+
+
+def test_the_sandbox_token_carries_upstreams_claims(mirror_url: str) -> None:
+    """Upstream: pkg/router/jwt.go:81-94"""
+    claims = sandbox_token_claims(received(mirror_url, "/"))
+    assert set(claims) == {"iss", "iat", "exp", "session_id"}
+    assert claims["iss"] == "agentcube-router"
+    assert claims["exp"] - claims["iat"] == 300
+
+
+def test_the_sandbox_token_names_the_authenticated_caller(tmp_path: Path, start_localcube) -> None:
+    """Upstream: pkg/router/handlers.go:285-294"""
+    tokens = tmp_path / "tokens"
+    tokens.write_text("alice=alice-token-0123456789\n")
+    manifest = agent_running(tmp_path, "mirror", MIRROR)
+    url = start_localcube([manifest], extra_arguments=["--token-file", str(tokens)]).url
+    seen = received(url, "/", [("Authorization", "Bearer alice-token-0123456789")])
+    claims = sandbox_token_claims(seen)
+    assert claims["user_sub"] == "alice"
+    assert set(claims) == {"iss", "iat", "exp", "session_id", "user_sub"}
