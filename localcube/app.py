@@ -18,7 +18,7 @@ from aiohttp import web
 from localcube import bearer_auth
 from localcube.admin import AdminRoutes, loopback_only
 from localcube.manifests import Runtime
-from localcube.router import Router
+from localcube.router import Router, gin_no_route
 from localcube.sandboxes import SandboxLauncher
 from localcube.signing import RequestSigner
 from localcube.store import Store
@@ -55,7 +55,7 @@ async def serve(settings: Settings) -> int:
     workloads = WorkloadManager(store, launcher)
     router = Router(workloads, signer, settings.max_concurrent_requests)
     app = web.Application(
-        middlewares=[loopback_only, bearer_auth.middleware(settings.tokens)],
+        middlewares=[loopback_only, gin_no_route, bearer_auth.middleware(settings.tokens)],
         client_max_size=_MAX_CONTROL_BODY,
     )
     app.add_routes(
@@ -63,7 +63,9 @@ async def serve(settings: Settings) -> int:
         + WorkloadManagerRoutes(workloads, signer).routes()
         + AdminRoutes(workloads).routes()
     )
-    runner = web.AppRunner(app, handle_signals=False)
+    # A client that goes away cancels its handler, so a forwarded call ends with it and
+    # frees its concurrency slot (upstream cancels the proxied request with its context).
+    runner = web.AppRunner(app, handle_signals=False, handler_cancellation=True)
     await runner.setup()
     site = web.TCPSite(runner, settings.host, settings.port)
     try:

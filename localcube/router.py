@@ -7,13 +7,15 @@ here use upstream's status codes and bodies.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import aiohttp
 import yarl
 from aiohttp import web
 
-from localcube.bearer_auth import caller, owner_refusal
+from localcube.bearer_auth import Handler, caller, owner_refusal
+from localcube.forwarding import escaped, invocation_path, request_headers, response_headers
 from localcube.manifests import AGENT_RUNTIME, CODE_INTERPRETER
 from localcube.sandboxes import SandboxStartError
 from localcube.session_errors import RuntimeNotFound, router_refusal, session_not_found
@@ -23,17 +25,18 @@ from localcube.workload_manager import WorkloadManager
 
 SESSION_HEADER = "x-agentcube-session-id"
 log = logging.getLogger("localcube.router")
-_HOP_BY_HOP = {
-    "connection",
-    "keep-alive",
-    "proxy-authenticate",
-    "proxy-authorization",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
-    "host",
-}
+
+
+PREFLIGHT_TIMEOUT = 0.2  # one dial, no retry (pkg/router/server.go:55-60, handlers.go:204-245)
+
+
+@web.middleware
+async def gin_no_route(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """A /v1 path or method no route serves: Gin's plain 404, before any authentication
+    (gin.New() has no method-not-allowed answer; pkg/router/server.go:154-181)."""
+    if request.path.startswith("/v1/") and request.match_info.http_exception is not None:
+        return web.Response(status=404, body=b"404 page not found", content_type="text/plain")
+    return await handler(request)
 
 
 def error(status: int, message: str, code: str | None = None) -> web.Response:
@@ -111,7 +114,7 @@ class Router:
         session = sandbox.session_id or ""
         self.workloads.request_started(session)
         try:
-            return await self._forward(request, sandbox, _forwarded_path(request))
+            return await self._forward(request, sandbox, invocation_path(request))
         finally:
             self.workloads.request_finished(session)
 
@@ -123,41 +126,31 @@ class Router:
             (port for prefix, port in sandbox.endpoints if path.startswith(prefix)),
             sandbox.endpoints[0][1],
         )
-        # Built from the raw path, as upstream forwards it: ".." segments reach the sandbox,
-        # whose jail must refuse them, instead of being resolved here.
+        # `encoded`: yarl would resolve ".." segments, which must reach the sandbox.
         url = yarl.URL.build(
             scheme="http",
             host="127.0.0.1",
             port=port,
-            path=path,
+            path=escaped(path),
             query_string=request.rel_url.raw_query_string,
             encoded=True,
         )
-        headers = {
-            key: value
-            for key, value in request.headers.items()
-            if key.lower() not in _HOP_BY_HOP and key.lower() != "authorization"
-        }
-        headers["Authorization"] = f"Bearer {self.signer.token_for(session_id)}"
-        headers["X-Forwarded-Host"] = request.host
-        headers["X-Forwarded-Proto"] = request.scheme
-        prior = request.headers.get("X-Forwarded-For")
-        client = request.remote or ""
-        headers["X-Forwarded-For"] = f"{prior}, {client}" if prior else client
+        token = self.signer.token_for(session_id, _subject(request))
+        headers = request_headers(request, token)
+        try:
+            await _preflight(port)
+        except OSError as failure:
+            log.error("sandbox preflight failed (session %s): %r", session_id, failure)
+            return _unavailable(failure)
         body = request.content if request.body_exists else None
         try:
             upstream = await self._client().request(request.method, url, headers=headers, data=body)
-        except aiohttp.ClientConnectorError:
-            return error(502, "sandbox unreachable")
-        except (TimeoutError, aiohttp.ServerTimeoutError):
-            return error(504, "sandbox timeout")
-        except aiohttp.ClientError:
-            return error(503, "sandbox unreachable")
+        except (OSError, aiohttp.ClientError) as failure:
+            log.error("proxy error (session %s): %r", session_id, failure)
+            return _unavailable(failure)
         async with upstream:
             response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
-            for key, value in upstream.headers.items():
-                if key.lower() not in _HOP_BY_HOP:
-                    response.headers.add(key, value)
+            response.headers.extend(response_headers(upstream.headers.items()))
             response.headers[SESSION_HEADER] = session_id
             await response.prepare(request)
             try:
@@ -173,19 +166,38 @@ class Router:
         if self._upstream is None:
             self._upstream = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=30),
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=5),
+                # No timeout once the dial succeeded: a call is waited for until its client
+                # gives up, which cancels it (upstream's transport has none either).
+                timeout=aiohttp.ClientTimeout(total=None),
                 auto_decompress=False,
                 skip_auto_headers=("User-Agent", "Accept-Encoding", "Content-Type"),
             )
         return self._upstream
 
 
+async def _preflight(port: int) -> None:
+    """Dial the sandbox once, as upstream does before proxying; raise OSError (TimeoutError
+    for a dial that does not complete in time)."""
+    try:
+        _, writer = await asyncio.wait_for(
+            asyncio.open_connection("127.0.0.1", port), PREFLIGHT_TIMEOUT
+        )
+    except TimeoutError as failure:
+        raise TimeoutError(f"dial 127.0.0.1:{port}: i/o timeout") from failure
+    writer.close()
+
+
+def _unavailable(failure: BaseException) -> web.Response:
+    """Upstream's answer for a sandbox it cannot reach (pkg/router/handlers.go:247-257):
+    refused 502, timed out 504, any other error (reset, EOF) 503."""
+    cause = getattr(failure, "os_error", failure)  # aiohttp wraps the connector's OSError
+    if isinstance(cause, ConnectionRefusedError):
+        return error(502, "sandbox unreachable")
+    if isinstance(cause, TimeoutError | aiohttp.ServerTimeoutError):
+        return error(504, "sandbox timeout")
+    return error(503, "sandbox unreachable")
+
+
 def _subject(request: web.Request) -> str | None:
     who = caller(request)
     return None if who is None else who.subject
-
-
-def _forwarded_path(request: web.Request) -> str:
-    """Everything after `/invocations`, still percent-encoded and with any `..` kept."""
-    raw = request.rel_url.raw_path
-    return raw[raw.index("/invocations") + len("/invocations") :] or "/"

@@ -160,7 +160,13 @@ class SandboxLauncher:
         """Kill every process of the sandbox's session, remove its directory and release its
         ports; return once the processes are gone. The scanning, waiting and removing run in
         a worker thread, so the event loop keeps serving while sandboxes end. Few threads:
-        more would only contend with the event loop for the interpreter lock."""
+        more would only contend with the event loop for the interpreter lock. A caller that
+        is cancelled (its client went away) stops waiting; the ending still completes."""
+        await asyncio.shield(self._ending(pid, process_start, directory, tuple(ports)))
+
+    async def _ending(
+        self, pid: int, process_start: str, directory: Path, ports: tuple[int, ...]
+    ) -> None:
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._enders, self._end_now, pid, process_start, directory)
         self.ports.release(ports)

@@ -47,7 +47,7 @@ class RequestSigner:
             )
             .decode()
         )
-        self._cache: dict[str, tuple[str, float]] = {}
+        self._cache: dict[tuple[str, str | None], tuple[str, float]] = {}
 
     def identity_subject(self, token: str) -> str:
         """The caller a Router-signed identity token names, as upstream's WorkloadManager
@@ -69,10 +69,13 @@ class RequestSigner:
             raise InvalidIdentity("missing sub claim")
         return subject
 
-    def token_for(self, session_id: str) -> str:
-        """A valid token for requests of this session, re-signed when it is a minute old."""
+    def token_for(self, session_id: str, user_sub: str | None = None) -> str:
+        """A token for requests of this session, with upstream's claims (`iss`, `iat`,
+        `exp` in 5 minutes, `session_id`, and `user_sub` for an authenticated caller;
+        pkg/router/jwt.go:81-94, handlers.go:285-294); re-signed when a minute old."""
         now = time.time()
-        cached = self._cache.get(session_id)
+        key = (session_id, user_sub)
+        cached = self._cache.get(key)
         if cached and now - cached[1] < _REUSE_FOR:
             return cached[0]
         claims = {
@@ -81,10 +84,12 @@ class RequestSigner:
             "iat": int(now),
             "exp": int(now + TOKEN_LIFETIME),
         }
+        if user_sub is not None:
+            claims["user_sub"] = user_sub
         token = jwt.encode(claims, self._key, algorithm="RS256")
         if len(self._cache) > 1024:
             self._cache = {
                 key: entry for key, entry in self._cache.items() if now - entry[1] < _REUSE_FOR
             }
-        self._cache[session_id] = (token, now)
+        self._cache[key] = (token, now)
         return token

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 
 from aiohttp import web
 
@@ -51,7 +52,10 @@ class WorkloadManagerRoutes:
                 return message(400, f"{field} is required")
         ttl = body.get("ttl")
         if ttl is not None and (
-            isinstance(ttl, bool) or not isinstance(ttl, int | float) or ttl <= 0
+            isinstance(ttl, bool)
+            or not isinstance(ttl, int | float)
+            or not math.isfinite(ttl)  # json accepts NaN and Infinity
+            or ttl <= 0
         ):
             return message(400, "ttl must be a positive number of seconds")
         identity = request.headers.get(IDENTITY_HEADER)

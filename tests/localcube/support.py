@@ -30,6 +30,18 @@ def derived_manifest(directory: Path, base: str, name: str, **spec: Any) -> Path
     raise LookupError(base)
 
 
+def agent_running(directory: Path, name: str, program: str) -> Path:
+    """The echo agent's manifest, named `name`, running the Python `program` instead (it
+    serves $HOST:$PORT); without a readiness probe, so localcube waits for the port."""
+    document = yaml.safe_load(derived_manifest(directory, "echo-agent", name).read_text())
+    container = document["spec"]["podTemplate"]["spec"]["containers"][0]
+    container.update(command=["python3", "-c"], args=[program])
+    del container["readinessProbe"]
+    manifest = directory / f"{name}.yaml"
+    manifest.write_text(yaml.safe_dump(document))
+    return manifest
+
+
 def fixture_documents() -> list[dict]:
     return [
         doc

@@ -110,6 +110,7 @@ def test_a_deleted_session_is_refused_and_its_sandbox_ends(client: Client) -> No
 
 
 def test_a_dead_sandbox_answers_502_quickly(client: Client) -> None:
+    """Upstream: pkg/router/handlers.go:247-251"""
     session = client.agent("echo-agent", json={}).headers[SESSION_HEADER]
     pid = client.sandbox_of(session)["pid"]
     os.killpg(pid, signal.SIGKILL)

@@ -33,6 +33,18 @@ def test_create_answers_the_session_and_its_entry_points(client: Client) -> None
             '{"name": "echo-agent", "namespace": "default", "ttl": "1h"}',
             "ttl must be a positive number of seconds",
         ),
+        (
+            '{"name": "echo-agent", "namespace": "default", "ttl": NaN}',
+            "ttl must be a positive number of seconds",
+        ),
+        (
+            '{"name": "echo-agent", "namespace": "default", "ttl": Infinity}',
+            "ttl must be a positive number of seconds",
+        ),
+        (
+            '{"name": "echo-agent", "namespace": "default", "ttl": -Infinity}',
+            "ttl must be a positive number of seconds",
+        ),
     ],
 )
 def test_create_refuses_bad_bodies(client: Client, body: str, expected: str) -> None:

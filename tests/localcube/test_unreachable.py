@@ -1,0 +1,89 @@
+"""A sandbox the Router cannot reach: dial first, classify as upstream, wait for the rest."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+import pytest
+import requests
+
+from tests.localcube.support import SESSION_HEADER, Client, agent_running
+
+# Accepts every connection and closes it at once: reachable, but never answers.
+HANGS_UP = (
+    "import os, socket\n"
+    "server = socket.create_server((os.environ['HOST'], int(os.environ['PORT'])))\n"
+    "while True:\n"
+    "    server.accept()[0].close()\n"
+)
+
+
+@contextmanager
+def stopped(pid: int) -> Iterator[None]:
+    """The sandbox's process group stopped (SIGSTOP) while in the block: the kernel still
+    accepts connections into its backlog, nobody answers them."""
+    os.killpg(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.killpg(pid, signal.SIGCONT)
+
+
+def fill_backlog(port: int, stack: ExitStack) -> None:
+    """Connect until the listener's accept queue is full and a dial no longer completes."""
+    for _ in range(64):
+        probe = stack.enter_context(socket.socket())
+        probe.settimeout(0.3)
+        try:
+            probe.connect(("127.0.0.1", port))
+        except TimeoutError:
+            return
+    raise AssertionError(f"the backlog of port {port} never filled")
+
+
+def sandbox_port(client: Client, session: str) -> int:
+    return int(client.sandbox_of(session)["endpoint"].rsplit(":", 1)[1])
+
+
+def test_a_dial_that_does_not_complete_in_200ms_answers_504(client: Client) -> None:
+    """Upstream: pkg/router/handlers.go:204-257"""
+    session = client.agent("echo-agent", json={}).headers[SESSION_HEADER]
+    sandbox = client.sandbox_of(session)
+    with stopped(sandbox["pid"]), ExitStack() as connections:
+        fill_backlog(sandbox_port(client, session), connections)
+        started = time.monotonic()
+        answer = client.agent("echo-agent", json={}, session=session, timeout=10)
+        waited = time.monotonic() - started
+    assert answer.status_code == 504
+    assert answer.json() == {"error": "sandbox timeout"}
+    assert waited < 2, "one dial of 200 ms, no retry"
+    assert client.agent("echo-agent", json={}, session=session).status_code == 200
+
+
+def test_an_error_after_connecting_answers_503(tmp_path: Path, start_localcube) -> None:
+    """Upstream: pkg/router/handlers.go:346-352"""
+    client = Client(start_localcube([agent_running(tmp_path, "hangs-up", HANGS_UP)]).url)
+    answer = client.agent("hangs-up", json={})
+    assert answer.status_code == 503
+    assert answer.json() == {"error": "sandbox unreachable"}
+    assert answer.headers.get(SESSION_HEADER) is None, "the error is the Router's own"
+
+
+def test_a_silent_sandbox_is_waited_for_until_the_client_gives_up(start_localcube) -> None:
+    """Upstream: pkg/router/handlers.go:398-399, pkg/router/server.go:129-150"""
+    client = Client(start_localcube(extra_arguments=["--max-concurrent-requests", "2"]).url)
+    hung = client.agent("echo-agent", json={}).headers[SESSION_HEADER]
+    healthy = client.agent("echo-agent", json={}).headers[SESSION_HEADER]
+    with stopped(client.sandbox_of(hung)["pid"]):
+        for _ in range(3):  # more calls than slots: each slot is freed when its client leaves
+            with pytest.raises(requests.ReadTimeout):
+                client.agent("echo-agent", json={}, session=hung, timeout=1.5)
+        time.sleep(0.2)
+        served = client.agent("echo-agent", json={}, session=healthy, timeout=10)
+    assert served.status_code == 200, served.text
