@@ -136,17 +136,17 @@ class Lifetimes:
                 f"({lifetime:g} s) within ttl_grace ({grace:g} s)"
             ),
         )
-        self._lasted = time.monotonic() - session.opened_at
+        self._lasted = time.monotonic() - session.confirmed_at
 
     def expect_session_lasted_its_lifetime(self) -> None:
-        """A call answered at most `lasted` after the session was asked for found it ended:
+        """A call answered at most `lasted` after the session was confirmed found it ended:
         had it ended before its lifetime, that span would be shorter than the lifetime."""
         session, lasted = self._world.session, self._lasted
         if lasted is None:
             raise AssertionError("the scenario has not kept the session busy until it ended")
         lifetime = self._lifetime(session)
         assert lasted >= lifetime - self._settings.clock_allowance, (
-            f"{session} was no longer served {lasted:.2f} s after it was asked for, "
+            f"{session} was no longer served {lasted:.2f} s after it was opened, "
             f"before its hard lifetime of {lifetime:g} s"
         )
 

@@ -139,6 +139,7 @@ def _shared_target(target: Target) -> tuple[list[str], dict[str, str]]:
     tokens = {
         "api_token": target.api_token,
         "second_api_token": target.second_api_token,
+        "admin_api_token": target.admin_api_token,
     }
     secrets = {
         setting.env: tokens[setting.name] for setting in SETTINGS if tokens.get(setting.name)

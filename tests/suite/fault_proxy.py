@@ -258,20 +258,24 @@ class SharedSandbox(Fault):
 
 
 class RecycledSessionIds(Fault):
-    """The WorkloadManager hands out the first session id it ever issued, again and again."""
+    """The first session id ever issued, handed out again and again: by the WorkloadManager
+    and by the Router to calls that open a session."""
 
     def __init__(self) -> None:
         self._first: str | None = None
 
     async def rewrite_answer(self, proxy: FaultProxy, request: Request, answer: Answer) -> None:
+        if answer.status != 200:
+            return
         body = answer.json()
-        if (
-            _SESSION_CREATION.match(request.path)
-            and isinstance(body, dict)
-            and answer.status == 200
-        ):
+        if _SESSION_CREATION.match(request.path) and isinstance(body, dict):
             self._first = self._first or body["sessionId"]
             answer.set_json({**body, "sessionId": self._first})
+        elif request.invocation and request.session_id is None:
+            for name, value in list(answer.headers.items()):
+                if name.lower() == SESSION_HEADER:
+                    self._first = self._first or value
+                    answer.headers[name] = self._first
 
 
 class TokenInAnotherHeader(Fault):

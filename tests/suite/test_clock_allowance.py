@@ -24,7 +24,8 @@ def world_whose_session_ends_early(answer, **userdata: str) -> SimpleNamespace:
     settings = load_settings(
         {"short_session_lifetime": f"{LIFETIME:g}s", "poll_interval": "20ms", **userdata}, {}
     )
-    session = SimpleNamespace(session_id="s-1", runtime=None, opened_at=time.monotonic())
+    now = time.monotonic()
+    session = SimpleNamespace(session_id="s-1", runtime=None, opened_at=now, confirmed_at=now)
 
     def touch(runtime: object, session_id: str):
         if time.monotonic() - session.opened_at < LIFETIME - EARLY:

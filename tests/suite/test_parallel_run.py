@@ -3,11 +3,10 @@ with one summary for the whole run; and what the workers are given on a cluster.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from pathlib import Path
 
-from acceptance.core.settings import load_settings
+from acceptance.platforms.kubernetes.platform import ClusterTarget
 from acceptance.run.parallel_run import _shared_target
 from acceptance.run.report_run import reports_dir
 from tests.suite.commands import run_module
@@ -33,13 +32,15 @@ def test_the_smoke_scenarios_pass_over_two_processes_with_one_summary(tmp_path: 
 
 
 def test_workers_on_a_cluster_share_the_forwards_and_the_token_of_the_run() -> None:
-    settings = dataclasses.replace(
-        load_settings({"platform": "kubernetes"}, {}),
-        router_url="http://127.0.0.1:41001",
-        workload_manager_url="http://127.0.0.1:41002",
-        api_token="minted-token",
+    target = ClusterTarget(
+        "http://127.0.0.1:41001",
+        "http://127.0.0.1:41002",
+        "minted-token",
+        None,
+        "admin-token",
+        frozenset(),
     )
-    defines, secrets = _shared_target(settings)
+    defines, secrets = _shared_target(target)
     assert defines == [
         "--define=router_url=http://127.0.0.1:41001",
         "--define=workload_manager_url=http://127.0.0.1:41002",
@@ -47,7 +48,10 @@ def test_workers_on_a_cluster_share_the_forwards_and_the_token_of_the_run() -> N
         "--define=port_forward=false",
         "--define=token_source=static",
     ]
-    assert secrets == {"AGENTCUBE_API_TOKEN": "minted-token"}
+    assert secrets == {
+        "AGENTCUBE_API_TOKEN": "minted-token",
+        "AGENTCUBE_ADMIN_API_TOKEN": "admin-token",
+    }
 
 
 def test_the_reports_directory_is_read_with_the_cluster_settings_given() -> None:
