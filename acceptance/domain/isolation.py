@@ -73,11 +73,15 @@ class Isolation:
     # Session ids.
 
     def open_and_close_in_turn(self, count: int, role: Role) -> None:
-        """Open sessions one after another, closing each before the next; whether the
-        closes succeed is not this series' concern."""
+        """Open sessions one after another with a first call each, closing each before the
+        next; the ids the Router returns are judged afterwards, whether the closes succeed
+        is not this series' concern."""
+        runtime = self._world.runtime(role)
         self._issued_before = [session.session_id for session in self._world.run_sessions]
         for _ in range(count):
-            session = self._world.open_session(role)
+            answer = self._world.touch(runtime, None)
+            assert_that(answer, matchers.succeeded(f"the Router to open a session of {runtime}"))
+            session = Session(session_id_of(answer) or "", runtime)
             self._series.append(session)
             self._world.close_session(session)
 
