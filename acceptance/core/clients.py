@@ -15,11 +15,10 @@ from urllib.parse import quote
 
 import requests
 
+from acceptance.core.evidence import SESSION_HEADER
 from acceptance.core.measurements import Measurements
 from acceptance.core.runtimes import Runtime, RuntimeKind
 from acceptance.core.transport import Transport
-
-SESSION_HEADER = "x-agentcube-session-id"
 
 
 def session_id_of(response: requests.Response) -> str | None:
