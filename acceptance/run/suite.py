@@ -15,6 +15,7 @@ from acceptance.core.evidence import ExchangeLog
 from acceptance.core.matchers import holds_json
 from acceptance.core.measurements import Measurements
 from acceptance.core.polling import eventually
+from acceptance.core.runtimes import Role, configured_runtime
 from acceptance.core.settings import Settings
 from acceptance.core.transport import NoAnswer, Transport
 from acceptance.domain.world import RegisterCleanup, Session, World
@@ -78,7 +79,12 @@ class Suite:
         return World(
             self.settings,
             self.target,
-            router=Router(transport, self.target.router_url, self.measurements),
+            router=Router(
+                transport,
+                self.target.router_url,
+                self.measurements,
+                warm_pooled=[configured_runtime(Role.WARM_INTERPRETER, self.settings)],
+            ),
             workload_manager=WorkloadManager(transport, self.target.workload_manager_url),
             platform=self.target.platform(transport),
             register_cleanup=register_cleanup,
