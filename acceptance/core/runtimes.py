@@ -91,9 +91,9 @@ def configured_runtime(role: Role, settings: Settings) -> Runtime:
     return Runtime(role.kind, settings.namespace, getattr(settings, role.setting))
 
 
-def configured_runtimes(settings: Settings) -> list[Runtime]:
+def configured_runtimes(settings: Settings) -> dict[Role, Runtime]:
     """Every runtime the features call by a setting's name: the ones the target must serve."""
-    return [configured_runtime(role, settings) for role in Role if role.setting is not None]
+    return {role: configured_runtime(role, settings) for role in Role if role.setting is not None}
 
 
 def fixture_manifest(kind: RuntimeKind, name: str) -> dict[str, Any]:
