@@ -113,12 +113,14 @@ def run(processes: int, behave_arguments: list[str]) -> int:
     if concurrent:
         phase = Phase(out / "concurrent", processes, f"{chosen}not ({only_alone})")
         suite = Suite.start({**config.userdata, "reports_dir": str(out)}, os.environ)
+        print(suite.preflight, flush=True)
         target, secrets = _shared_target(suite.target)
         status = max(status, phase.run([*arguments, *target], secrets))
         phase_results = phase.results()
         suite.kept.extend(phase_results.notes.pop(KEPT, []))  # then its localcube stays
         phase_results.merge(suite.finish())
         results.merge(phase_results)
+    results.deselected = sum(len(list(f.walk_scenarios())) for f in features) - len(selected)
     summary = summarize(results, time.monotonic() - started)
     sys.stderr.write(f"\n{closing_report(results.notes, summary)}\n")
     print(f"behavex reports (HTML, JUnit XML under behave/): {out}/alone, {out}/concurrent")

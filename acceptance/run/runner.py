@@ -25,14 +25,15 @@ from acceptance.run.tag_check import check_tags
 
 def start_suite(features: list[Feature], config: Configuration) -> Suite:
     """Check the run's tags, start the suite (its preflight included) and tell what the
-    preflight found."""
+    preflight found. Raises what Suite.start raises, and UnknownTagError."""
     check_tags(
         features,
         config.tag_expression,
         "the tag expression (--tags, or default_tags in behave.ini)",
     )
     suite = Suite.start(config.userdata, os.environ)
-    sys.__stderr__.write(f"{suite.preflight}\n")
+    if not suite.settings.results_dir:  # a parallel run's worker: its command told it once
+        sys.__stderr__.write(f"{suite.preflight}\n")
     return suite
 
 
