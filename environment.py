@@ -1,5 +1,5 @@
-"""behave hooks: check the run's tags and start it, gate scenarios by their tags, give each
-scenario a World, attach each step's HTTP exchanges to the HTML report and print the
+"""behave hooks: start the run unless the suite's runner did, gate scenarios by their tags,
+give each scenario a World, attach each step's HTTP exchanges to the HTML report and print the
 evidence of a failed step, keep a failed scenario's sessions when asked, and close the run
 with its report and summary.
 
@@ -8,7 +8,6 @@ The work is in the support package `acceptance`; this file only wires it to beha
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -18,23 +17,21 @@ from behave.runner import Context
 
 from acceptance.domain.step_types import STEP_TYPES
 from acceptance.run.html_report import add_run_summary, attach_text
+from acceptance.run.results import count_deselected
+from acceptance.run.runner import start_suite
 from acceptance.run.suite import Suite
 from acceptance.run.summary import closing_report, summarize
-from acceptance.run.tag_check import check_tags
 
 register_type(**STEP_TYPES)
 
 
 def before_all(context: Context) -> None:
-    # A tag outside the vocabulary, a bad setting or an unreachable target raises here:
-    # behave reports the hook error, with the message naming the problem, and runs no
-    # scenario.
-    check_tags(
-        context._runner.features,
-        context.config.tag_expression,
-        "the tag expression (--tags, or default_tags in behave.ini)",
-    )
-    context.suite = Suite.start(context.config.userdata, os.environ)
+    # The suite's runner (behave.ini) has started the run already, or stopped it cleanly.
+    # Under behave's own runner (behavex's workers) it starts here: a tag outside the
+    # vocabulary, a bad setting or a failed preflight is then a hook error, and behave runs
+    # no scenario.
+    if "suite" not in context:
+        context.suite = start_suite(context._runner.features, context.config)
 
 
 def before_scenario(context: Context, scenario: Scenario) -> None:
@@ -80,6 +77,7 @@ def after_all(context: Context) -> None:
     if suite is None:
         return
     results = suite.finish()
+    results.deselected = count_deselected(context._runner.features, context.config)
     if suite.settings.results_dir:  # a parallel run: its command prints one summary for all
         results.save(Path(suite.settings.results_dir))
     else:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 from acceptance.core import evidence
 from localcube import embedded
 from tests.localcube.support import FIXTURES
+
+StartLocalCube = Callable[..., embedded.RunningLocalCube]
 
 
 @pytest.fixture(autouse=True)
@@ -25,3 +28,20 @@ def shared_cube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded.R
     cube = embedded.start([FIXTURES], log, gc_interval="100ms")
     yield cube
     cube.stop()
+
+
+@pytest.fixture
+def start_localcube(tmp_path: Path) -> Iterator[StartLocalCube]:
+    """Start localcube servers for one test; each is stopped gracefully at its end."""
+    running: list[embedded.RunningLocalCube] = []
+
+    def start(manifests: list[Path] | None = None, **options) -> embedded.RunningLocalCube:
+        options.setdefault("gc_interval", "100ms")
+        log = tmp_path / f"localcube-{len(running)}.log"
+        cube = embedded.start(manifests or [FIXTURES], log, **options)
+        running.append(cube)
+        return cube
+
+    yield start
+    for cube in running:
+        cube.stop()

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import base64
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import quote
 
 import requests
 
+from acceptance.core.evidence import SESSION_HEADER
 from acceptance.core.measurements import Measurements
 from acceptance.core.runtimes import Runtime, RuntimeKind
 from acceptance.core.transport import Transport
-
-SESSION_HEADER = "x-agentcube-session-id"
 
 
 def session_id_of(response: requests.Response) -> str | None:
@@ -27,16 +27,38 @@ def session_id_of(response: requests.Response) -> str | None:
     return response.headers.get(SESSION_HEADER)
 
 
-# The latencies every successful call through the Router records (Measurements names).
-INVOCATION_IN_SESSION = "invocation in a session"
-INVOCATION_OPENING_SESSION = "invocation opening a session"
+# The latencies every successful call through the Router records (Measurements names): a
+# call in a session, and a first call (which opens a session) by how its sandbox starts. A
+# call made by many callers at once is measured apart, with their number.
+CALL_IN_SESSION = "call in a session"
+FIRST_CALL_COLD = "first call (cold start)"
+FIRST_CALL_WARM = "first call (warm pool)"
 
 
 class Router:
-    def __init__(self, transport: Transport, base_url: str, measurements: Measurements) -> None:
+    def __init__(
+        self,
+        transport: Transport,
+        base_url: str,
+        measurements: Measurements,
+        warm_pooled: Collection[Runtime] = (),
+    ) -> None:
+        """`warm_pooled`: the runtimes with a warm pool, whose first calls are warm starts."""
         self._transport = transport
         self._base_url = base_url
         self._measurements = measurements
+        self._warm_pooled = frozenset(warm_pooled)
+        self._callers_at_once = 1
+
+    @contextmanager
+    def at_once(self, callers: int) -> Iterator[None]:
+        """The calls of the block are made by `callers` callers at the same moment: their
+        latencies are a loaded start, measured apart from those of a lone call."""
+        self._callers_at_once = callers
+        try:
+            yield
+        finally:
+            self._callers_at_once = 1
 
     def through(self, transport: Transport) -> Router:
         """The same Router, called through another transport (another caller's token)."""
@@ -65,10 +87,18 @@ class Router:
         )
         if response.ok:
             self._measurements.record(
-                INVOCATION_IN_SESSION if session_id else INVOCATION_OPENING_SESSION,
-                time.perf_counter() - started,
+                self._measurement(runtime, session_id), time.perf_counter() - started
             )
         return response
+
+    def _measurement(self, runtime: Runtime, session_id: str | None) -> str:
+        if session_id:
+            name = CALL_IN_SESSION
+        else:
+            name = FIRST_CALL_WARM if runtime in self._warm_pooled else FIRST_CALL_COLD
+        if self._callers_at_once > 1:
+            name += f", {self._callers_at_once} at once"
+        return name
 
     def invocation_url(self, runtime: Runtime, path: str) -> str:
         return (

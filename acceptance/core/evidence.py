@@ -16,6 +16,8 @@ import requests
 
 REDACTED = "<redacted>"
 BODY_EXCERPT = 600
+# The header that names the session of a call and of its answer (AgentCube's wire contract).
+SESSION_HEADER = "x-agentcube-session-id"
 
 _SECRET_HEADERS = {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key"}
 # What requests adds to every call; it says nothing about the exchange.
@@ -99,6 +101,31 @@ class Exchange:
             elapsed=response.elapsed.total_seconds(),
         )
 
+    def _shown_request_headers(self) -> dict[str, str]:
+        return {
+            name: value
+            for name, value in redact_headers(self.request_headers).items()
+            if name.lower() not in _ROUTINE_REQUEST_HEADERS
+        }
+
+    def _session_answered(self) -> str | None:
+        return next(
+            (v for k, v in self.response_headers.items() if k.lower() == SESSION_HEADER), None
+        )
+
+    def alike(self) -> tuple[object, ...]:
+        """What two exchanges share when one stands for the other in the evidence: the same
+        request (line, headers as shown, body), the same status and the same session id in
+        the answer; two calls of different sessions are never alike."""
+        return (
+            self.method,
+            self.url,
+            tuple(sorted(self._shown_request_headers().items())),
+            excerpt(self.request_body),
+            self.status,
+            self._session_answered(),
+        )
+
     def format(self) -> str:
         outcome = (
             f"no answer: {redact(self.error)}"
@@ -106,11 +133,7 @@ class Exchange:
             else f"{self.status} {self.reason} in {self.elapsed:.2f} s"
         )
         lines = [f"{self.method} {redact(self.url)} -> {outcome}"]
-        lines += [
-            f"  > {name}: {value}"
-            for name, value in redact_headers(self.request_headers).items()
-            if name.lower() not in _ROUTINE_REQUEST_HEADERS
-        ]
+        lines += [f"  > {name}: {value}" for name, value in self._shown_request_headers().items()]
         if self.request_body:
             lines.append(f"  > {excerpt(self.request_body)}")
         if self.error is None:
@@ -129,15 +152,15 @@ class ExchangeLog:
         self.exchanges.append(exchange)
 
     def format(self, start: int = 0, whose: str = "this scenario") -> str:
-        """Numbered exchanges from the `start`-th on; a run of polls with the same request
-        and status is shown once, by its last exchange, with its count."""
+        """Numbered exchanges from the `start`-th on; a run of alike exchanges (polls: same
+        request, status and session) is shown once, by its last exchange, with its count."""
         exchanges = self.exchanges[start:]
         if not exchanges:
             return f"HTTP exchanges of {whose}: none"
         lines = [f"HTTP exchanges of {whose} ({len(exchanges)}):"]
         runs = itertools.groupby(
             enumerate(exchanges, start=start + 1),
-            key=lambda numbered: (numbered[1].method, numbered[1].url, numbered[1].status),
+            key=lambda numbered: numbered[1].alike(),
         )
         for _, run in runs:
             numbered = list(run)

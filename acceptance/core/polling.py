@@ -4,7 +4,7 @@ the progress report of one blocking call.
 Both probe a value repeatedly and judge it with a PyHamcrest matcher. When they give up they
 report the expectation and the last value seen, in the matcher's own words. Waits longer
 than a couple of seconds print progress (what, elapsed, deadline) to the terminal, past
-behave's output capture.
+behave's output capture; many threads waiting for the same answer print one line.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from typing import IO, TypeVar
 
 from hamcrest.core.matcher import Matcher
@@ -50,11 +51,14 @@ class Progress:
         self._next = PROGRESS_EVERY
         self._shown = False
 
-    def tick(self, elapsed: float) -> None:
+    def tick(self, elapsed: float, waiters: int = 1) -> None:
+        """Report the wait if it is time; `waiters`: how many calls wait for the same."""
         if elapsed < self._next:
             return
         self._next = elapsed + PROGRESS_EVERY
         line = f"      ... {elapsed:.1f} s elapsed, deadline {self._deadline:.1f} s: {self._what}"
+        if waiters > 1:
+            line += f" ({waiters} calls at once)"
         if self._live:  # one line, cut to the terminal's width: a wrapped line cannot be erased
             width = shutil.get_terminal_size().columns - 1
             if len(line) > width:
@@ -71,26 +75,67 @@ class Progress:
             self._stream.flush()
 
 
-@contextmanager
-def waiting(what: str, deadline: float, stream: IO[str] | None = None) -> Iterator[None]:
+@dataclass
+class _Waiters:
+    """The calls waiting now for one same thing, reported together by one Progress."""
+
+    progress: Progress
+    started: float
+    count: int = 0
+
+
+class _BlockingWaits:
+    """Every blocking call waiting now, by what it waits for. Calls made at once for the
+    same thing (a burst of first calls from many threads) are reported as one line with
+    their count, by one ticking thread that runs while any call waits."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._waiting: dict[tuple[str, float, int], _Waiters] = {}
+        self._ticking = False
+
+    @contextmanager
+    def waiting(self, what: str, deadline: float, stream: IO[str] | None) -> Iterator[None]:
+        key = (what, deadline, id(stream))
+        with self._lock:
+            waiters = self._waiting.get(key)
+            if waiters is None:
+                waiters = _Waiters(Progress(what, deadline, stream), time.monotonic())
+                self._waiting[key] = waiters
+            waiters.count += 1
+            if not self._ticking:
+                self._ticking = True
+                threading.Thread(target=self._tick, name="progress", daemon=True).start()
+        try:
+            yield
+        finally:
+            with self._lock:
+                waiters.count -= 1
+                if waiters.count == 0:
+                    del self._waiting[key]
+                    waiters.progress.close()
+
+    def _tick(self) -> None:
+        while True:
+            time.sleep(PROGRESS_EVERY / 4)
+            with self._lock:
+                if not self._waiting:
+                    self._ticking = False
+                    return
+                now = time.monotonic()
+                for waiters in self._waiting.values():
+                    waiters.progress.tick(now - waiters.started, waiters.count)
+
+
+_BLOCKING_WAITS = _BlockingWaits()
+
+
+def waiting(
+    what: str, deadline: float, stream: IO[str] | None = None
+) -> AbstractContextManager[None]:
     """Report progress while the block waits in one blocking call (an HTTP request, a
-    process start), from a thread that ticks every PROGRESS_EVERY seconds."""
-    progress = Progress(f"waiting for {what}", deadline, stream)
-    started = time.monotonic()
-    done = threading.Event()
-
-    def tick() -> None:
-        while not done.wait(PROGRESS_EVERY):
-            progress.tick(time.monotonic() - started)
-
-    ticker = threading.Thread(target=tick, name="progress", daemon=True)
-    ticker.start()
-    try:
-        yield
-    finally:
-        done.set()
-        ticker.join()
-        progress.close()
+    process start); calls from many threads that wait for the same thing share one line."""
+    return _BLOCKING_WAITS.waiting(f"waiting for {what}", deadline, stream)
 
 
 def _mismatch(matcher: Matcher[T], value: T) -> str:

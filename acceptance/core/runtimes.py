@@ -12,6 +12,8 @@ from typing import Any
 
 import yaml
 
+from acceptance.core.settings import Settings
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FIXTURE_RUNTIMES = REPO_ROOT / "fixtures" / "runtimes"
 FIXTURE_SCRIPTS = REPO_ROOT / "fixtures" / "scripts"
@@ -81,6 +83,17 @@ class Role(enum.Enum):
         self.phrase = phrase
         self.kind = kind
         self.setting = setting
+
+
+def configured_runtime(role: Role, settings: Settings) -> Runtime:
+    """The runtime the settings name for a role that has a setting (a fixture runtime)."""
+    assert role.setting is not None, f"the {role.phrase} is applied by its scenario"
+    return Runtime(role.kind, settings.namespace, getattr(settings, role.setting))
+
+
+def configured_runtimes(settings: Settings) -> dict[Role, Runtime]:
+    """Every runtime the features call by a setting's name: the ones the target must serve."""
+    return {role: configured_runtime(role, settings) for role in Role if role.setting is not None}
 
 
 def fixture_manifest(kind: RuntimeKind, name: str) -> dict[str, Any]:

@@ -104,7 +104,7 @@ class Isolation:
             code = f"open('mine-{number}.txt', 'w').write('{number}')"
             return self._world.execute(runtime, ["python3", "-c", code], None)
 
-        with ThreadPoolExecutor(count) as callers:
+        with self._world.router.at_once(count), ThreadPoolExecutor(count) as callers:
             self._first_answers = list(callers.map(first_call, range(count)))
 
     def expect_each_got_a_session(self) -> None:

@@ -14,9 +14,6 @@ from acceptance.core.runtimes import Role
 from acceptance.domain.world import World
 from acceptance.platforms.base import Sandbox
 
-# The first-call latencies the run reports (Measurements names).
-FIRST_CALL_WARM = "first call, warm pool"
-FIRST_CALL_COLD = "first call, no pool (cold start)"
 # A warm first call may take at most this share of a cold one: generous on purpose, since
 # only the direction is promised (on localcube the ratio is nearer 0.1).
 WARM_TO_COLD_BOUND = 1.0
@@ -101,8 +98,6 @@ class WarmPools:
         elapsed = time.perf_counter() - started
         assert_that(answer, matchers.prints_line("2"), f"the first call to {runtime} failed")
         self._first_calls[role] = elapsed
-        warm = self._platform.warm_pool_size(runtime) > 0
-        self._world.measurements.record(FIRST_CALL_WARM if warm else FIRST_CALL_COLD, elapsed)
 
     def expect_warm_faster(self, warm: Role, cold: Role) -> None:
         """Print the ratio seen (in the scenario's output and report), then bound it."""

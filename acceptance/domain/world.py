@@ -26,7 +26,13 @@ from acceptance.core import matchers
 from acceptance.core.clients import SESSION_HEADER, Router, WorkloadManager, session_id_of
 from acceptance.core.evidence import ExchangeLog, describe_response
 from acceptance.core.measurements import Measurements
-from acceptance.core.runtimes import FIXTURE_SCRIPTS, Role, Runtime, RuntimeKind
+from acceptance.core.runtimes import (
+    FIXTURE_SCRIPTS,
+    Role,
+    Runtime,
+    RuntimeKind,
+    configured_runtime,
+)
 from acceptance.core.settings import Settings
 from acceptance.core.transport import NoAnswer, Transport
 from acceptance.platforms.base import Platform, Target
@@ -173,9 +179,7 @@ class World:
 
     def runtime(self, role: Role) -> Runtime:
         if role.setting is not None:
-            return Runtime(
-                role.kind, self._settings.namespace, getattr(self._settings, role.setting)
-            )
+            return configured_runtime(role, self._settings)
         if role not in self._applied:
             raise AssertionError(f"the scenario has not applied the {role.phrase} yet")
         return self._applied[role]

@@ -88,6 +88,11 @@ class Platform:
     def delete_runtime(self, runtime: Runtime) -> None:
         raise self._missing(RUNTIME_ADMIN)
 
+    def has_runtime(self, runtime: Runtime) -> bool | None:
+        """Whether the target serves this runtime; None when the platform cannot tell
+        without starting a sandbox (HTTP alone cannot)."""
+        return None
+
     def sandbox_of(self, session_id: str) -> Sandbox | None:
         """The sandbox serving this session, or None when the platform knows of none."""
         raise self._missing(SANDBOX_OBSERVATION)

@@ -90,17 +90,27 @@ class LocalcubePlatform(Platform):
         lines += [f"  {redact(json.dumps(entry, sort_keys=True))}" for entry in entries]
         return "\n".join(lines)
 
-    def warm_pool_size(self, runtime: Runtime) -> int:
+    def _runtime_entry(self, runtime: Runtime) -> dict[str, Any] | None:
         response = self._transport.request("GET", f"{self._admin}/runtimes", authenticated=False)
         assert_that(response, succeeded("localcube to list its runtimes"))
-        for entry in response.json()["runtimes"]:
-            if (entry["kind"], entry["namespace"], entry["name"]) == (
-                runtime.kind.kind,
-                runtime.namespace,
-                runtime.name,
-            ):
-                return int(entry["warmPoolSize"])
-        raise AssertionError(f"localcube does not serve {runtime}")
+        wanted = (runtime.kind.kind, runtime.namespace, runtime.name)
+        return next(
+            (
+                entry
+                for entry in response.json()["runtimes"]
+                if (entry["kind"], entry["namespace"], entry["name"]) == wanted
+            ),
+            None,
+        )
+
+    def has_runtime(self, runtime: Runtime) -> bool:
+        return self._runtime_entry(runtime) is not None
+
+    def warm_pool_size(self, runtime: Runtime) -> int:
+        entry = self._runtime_entry(runtime)
+        if entry is None:
+            raise AssertionError(f"localcube does not serve {runtime}")
+        return int(entry["warmPoolSize"])
 
     def warm_sandboxes(self, runtime: Runtime) -> frozenset[Sandbox]:
         return frozenset(

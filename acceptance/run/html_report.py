@@ -1,6 +1,7 @@
 """The HTML report for product review: behave-html-pretty-formatter's page, where each step
 carries its HTTP exchanges (redacted) and a failed step the platform's evidence, opened by
-the run summary and a chart of the latencies the scenarios measured.
+the run summary and a chart of the latencies the scenarios measured; or, for a run that
+stopped before any scenario, by why it stopped.
 
 Use it as ``behave -f html-review -o reports/report.html`` (behave.ini registers the name);
 ``./dev report`` does. Hooks attach to it through `attach_text` and `add_run_summary`,
@@ -10,14 +11,15 @@ which do nothing when the run has no such report.
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from behave.configuration import Configuration
-from behave.formatter.base import StreamOpener
+from behave.formatter.base import Formatter, StreamOpener
 from behave.runner import Context
 from behave_html_pretty_formatter import PrettyHTMLFormatter
-from dominate.tags import div, h3, h4, img, p, section, table, tbody, td, th, thead, tr
+from dominate.tags import div, h3, h4, img, p, pre, section, table, tbody, td, th, thead, tr
 
+from acceptance.run.early_stop import TITLE, EarlyStop
 from acceptance.run.summary import RunSummary
 
 _STYLE = """<style>
@@ -28,6 +30,9 @@ _STYLE = """<style>
 .run-summary-table { display: inline-block; vertical-align: top; margin-right: 1.5em; }
 .run-summary-table h4 { margin: 0.6em 0 0.2em; }
 .run-summary img { max-width: 100%; }
+.run-stopped { margin: 0.5em 1em 1.5em; padding: 0.5em 1em; border: 2px solid #c0392b; }
+.run-stopped h3 { color: #c0392b; }
+.run-stopped pre { white-space: pre-wrap; }
 </style>"""
 
 
@@ -41,19 +46,32 @@ class ReviewReport(PrettyHTMLFormatter):
         super().__init__(stream, config)
         self._run_summary: RunSummary | None = None
         self._chart_png: bytes | None = None
+        self._early_stop: EarlyStop | None = None
         self.add_html_head_element(_STYLE)
 
     def set_run_summary(self, summary: RunSummary, chart_png: bytes | None) -> None:
         self._run_summary, self._chart_png = summary, chart_png
+
+    def set_early_stop(self, stop: EarlyStop) -> None:
+        self._early_stop = stop
 
     def _generate_global_summary(self) -> bool:
         # The formatter (pinned) offers no public hook for content at the top of the page:
         # the run summary follows the global summary it renders there. test_reports.py
         # checks that the summary reaches the page.
         shown = super()._generate_global_summary()
+        if self._early_stop is not None:
+            _render_early_stop(self._early_stop)
         if self._run_summary is not None:
             _render_summary(self._run_summary, self._chart_png)
         return shown
+
+
+def _render_early_stop(stop: EarlyStop) -> None:
+    with section(cls="run-stopped", id="run-stopped"):
+        h3(f"{TITLE}: error")
+        for problem in stop.problems:
+            pre(problem)
 
 
 def _render_summary(summary: RunSummary, chart_png: bytes | None) -> None:
@@ -83,9 +101,19 @@ def _render_summary(summary: RunSummary, chart_png: bytes | None) -> None:
 
 def _review_reports(context: Context) -> Iterator[ReviewReport]:
     # behave keeps its formatters on the runner; the pretty formatter documents this access.
-    for formatter in context._runner.formatters:
+    return _among(context._runner.formatters)
+
+
+def _among(formatters: Iterable[Formatter]) -> Iterator[ReviewReport]:
+    for formatter in formatters:
         if isinstance(formatter, ReviewReport):
             yield formatter
+
+
+def show_early_stop(formatters: Iterable[Formatter], stop: EarlyStop) -> None:
+    """Have every review report among these formatters show why the run stopped."""
+    for report in _among(formatters):
+        report.set_early_stop(stop)
 
 
 def attach_text(context: Context, caption: str, text: str) -> None:

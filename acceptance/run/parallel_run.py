@@ -32,8 +32,9 @@ from behave.runner_util import collect_feature_locations, parse_features
 from acceptance.core.settings import SETTINGS, ConfigError
 from acceptance.platforms.base import Target
 from acceptance.platforms.target import read_settings
+from acceptance.run.preflight import PreflightFailed
 from acceptance.run.results import RunResults
-from acceptance.run.suite import KEPT, Suite, TargetNotReady
+from acceptance.run.suite import KEPT, Suite
 from acceptance.run.summary import closing_report, summarize
 from acceptance.run.tag_check import UnknownTagError, check_tags
 from localcube.embedded import LocalCubeStartError
@@ -73,7 +74,7 @@ def _runs_alone(scenario: Scenario) -> bool:
 def main(arguments: list[str]) -> int:
     try:
         return run(*_parse(arguments))
-    except (UnknownTagError, ConfigError, TargetNotReady, LocalCubeStartError) as error:
+    except (UnknownTagError, ConfigError, PreflightFailed, LocalCubeStartError) as error:
         print(f"./dev parallel: nothing was run: {error}", file=sys.stderr)
         return 2
 
@@ -112,12 +113,14 @@ def run(processes: int, behave_arguments: list[str]) -> int:
     if concurrent:
         phase = Phase(out / "concurrent", processes, f"{chosen}not ({only_alone})")
         suite = Suite.start({**config.userdata, "reports_dir": str(out)}, os.environ)
+        print(suite.preflight, flush=True)
         target, secrets = _shared_target(suite.target)
         status = max(status, phase.run([*arguments, *target], secrets))
         phase_results = phase.results()
         suite.kept.extend(phase_results.notes.pop(KEPT, []))  # then its localcube stays
         phase_results.merge(suite.finish())
         results.merge(phase_results)
+    results.deselected = sum(len(list(f.walk_scenarios())) for f in features) - len(selected)
     summary = summarize(results, time.monotonic() - started)
     sys.stderr.write(f"\n{closing_report(results.notes, summary)}\n")
     print(f"behavex reports (HTML, JUnit XML under behave/): {out}/alone, {out}/concurrent")

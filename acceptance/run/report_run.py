@@ -1,6 +1,6 @@
 """`./dev report`: one behave run that writes the HTML report for review
 (`<reports_dir>/report.html`) and the JUnit XML for CI (`<reports_dir>/junit/`), and shows
-its progress on the console (behave's pretty format, unless other formats are given).
+its progress on the console (behave.ini's default format, unless other formats are given).
 
 Every other argument is behave's, as for `./dev suite`.
 """
@@ -26,7 +26,8 @@ def reports_dir(arguments: list[str]) -> Path:
 def report_arguments(arguments: list[str], reports: Path) -> list[str]:
     """behave's arguments for a run that writes both reports into `reports`. The HTML
     report comes first, so that behave pairs it with its -o whatever formats follow."""
-    console = [] if Configuration(arguments).format else ["-f", "pretty"]
+    config = Configuration(arguments)
+    console = [] if config.format else ["-f", config.default_format]
     return [
         *("-f", "html-review", "-o", str(reports / "report.html")),
         *console,

@@ -13,7 +13,8 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from behave.model import Scenario
+from behave.configuration import Configuration
+from behave.model import Feature, Scenario
 
 from acceptance.core.measurements import Measurements
 
@@ -27,6 +28,8 @@ class ScenarioResult:
     tags: tuple[str, ...]
     outcome: str
     duration: float
+    failed_step: str = ""  # a failed scenario's: the step, and the first line of why
+    failure: str = ""
 
     @property
     def title(self) -> str:
@@ -38,6 +41,32 @@ class StepResult:
     scenario: str
     text: str
     duration: float
+
+
+def failure_of(scenario: Scenario) -> tuple[str, str]:
+    """The step that failed (or "" for a hook) and the first line of its error."""
+    for step in scenario.all_steps:
+        if step.status.has_failed():
+            why = str(step.exception) if step.exception else step.error_message
+            return f"{step.keyword} {step.name}", _first_line(why or step.status.name)
+    return "", _first_line(scenario.error_message or "failed in a hook")
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), text)
+
+
+def count_deselected(features: list[Feature], config: Configuration) -> int:
+    """The scenarios the run's tag expression or names leave out (behave counts them as
+    skipped)."""
+    return sum(
+        not (
+            scenario.should_run_with_tags(config.tag_expression)
+            and scenario.should_run_with_name_select(config)
+        )
+        for feature in features
+        for scenario in feature.walk_scenarios()
+    )
 
 
 def outcome_of(scenario: Scenario) -> str:
@@ -53,15 +82,21 @@ class RunResults:
     steps: list[StepResult] = field(default_factory=list)
     latencies: dict[str, list[float]] = field(default_factory=dict)
     notes: dict[str, list[str]] = field(default_factory=dict)
+    # Scenarios the tags or names left out: the command that chose them counts them, once.
+    deselected: int = 0
 
     def add_scenario(self, scenario: Scenario) -> None:
         """Record a scenario that has ended (its steps included)."""
+        outcome = outcome_of(scenario)
+        failed_step, failure = failure_of(scenario) if outcome == FAILED else ("", "")
         result = ScenarioResult(
             feature=scenario.feature.name,
             name=scenario.name,
             tags=tuple(sorted(str(tag) for tag in scenario.effective_tags)),  # not behave's Tag
-            outcome=outcome_of(scenario),
+            outcome=outcome,
             duration=scenario.duration,
+            failed_step=failed_step,
+            failure=failure,
         )
         self.scenarios.append(result)
         self.steps += [

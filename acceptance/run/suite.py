@@ -1,5 +1,5 @@
-"""The test run: its settings and target, the readiness check before any scenario, one World
-per scenario, and the closing report."""
+"""The test run: its settings and target, the preflight before any scenario, one World per
+scenario, and the closing report."""
 
 from __future__ import annotations
 
@@ -8,27 +8,24 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from hamcrest import described_as, empty, has_entries
+from hamcrest import described_as, empty
 
 from acceptance.core.clients import Router, WorkloadManager
 from acceptance.core.evidence import ExchangeLog
-from acceptance.core.matchers import holds_json
 from acceptance.core.measurements import Measurements
 from acceptance.core.polling import eventually
+from acceptance.core.runtimes import Role, configured_runtime
 from acceptance.core.settings import Settings
-from acceptance.core.transport import NoAnswer, Transport
+from acceptance.core.transport import Transport
 from acceptance.domain.world import RegisterCleanup, Session, World
 from acceptance.platforms.base import SANDBOX_OBSERVATION, Target
 from acceptance.platforms.target import read_settings, resolve_target
+from acceptance.run.preflight import Preflight
 from acceptance.run.results import RunResults
 from acceptance.run.tags import ACTIVE_CATEGORIES, ScenarioGate
 
 # The title of the closing note on what keep_on_failure kept.
 KEPT = "Kept for inspection"
-
-
-class TargetNotReady(RuntimeError):
-    """The Router or the WorkloadManager is unreachable or not ready."""
 
 
 @dataclass
@@ -45,14 +42,15 @@ class Suite:
     measurements: Measurements = field(default_factory=Measurements)
     results: RunResults = field(default_factory=RunResults)
     started: float = field(default_factory=time.monotonic)
+    preflight: str = ""
     _closed: bool = False
 
     @classmethod
     def start(cls, userdata: Mapping[str, str], environ: Mapping[str, str]) -> Suite:
         """Read the settings, resolve the target (connecting to a cluster or starting
-        localcube), wait until it reports ready, and let it prepare (a cluster's fixtures).
-        Raises ConfigError (ClusterUnreachable among them), LocalCubeStartError,
-        TargetNotReady or, for fixtures never usable, AssertionError."""
+        localcube), check it (acceptance.run.preflight) and let it prepare (a cluster's
+        fixtures). Raises ConfigError (ClusterUnreachable among them), LocalCubeStartError,
+        PreflightFailed or, for fixtures never usable, AssertionError."""
         settings, userdata = read_settings(userdata, environ)
         target = resolve_target(settings, userdata, environ)
         gate = ScenarioGate(
@@ -64,8 +62,11 @@ class Suite:
         # behave may never reach after_all (a broken pipe, an internal error): stop anyway.
         atexit.register(suite.stop)
         try:
-            _await_ready(settings, target)
-            target.prepare()
+            with Preflight(settings, target) as preflight:
+                preflight.check_target()
+                target.prepare()
+                preflight.check_runtimes()
+                suite.preflight = preflight.account()
         except BaseException:
             suite.stop()
             raise
@@ -78,7 +79,12 @@ class Suite:
         return World(
             self.settings,
             self.target,
-            router=Router(transport, self.target.router_url, self.measurements),
+            router=Router(
+                transport,
+                self.target.router_url,
+                self.measurements,
+                warm_pooled=[configured_runtime(Role.WARM_INTERPRETER, self.settings)],
+            ),
             workload_manager=WorkloadManager(transport, self.target.workload_manager_url),
             platform=self.target.platform(transport),
             register_cleanup=register_cleanup,
@@ -162,45 +168,3 @@ class Suite:
 
 def _transport(target: Target, timeout: float) -> Transport:
     return Transport(timeout=timeout, token=target.api_token, log=ExchangeLog())
-
-
-def _await_ready(settings: Settings, target: Target) -> None:
-    """Poll the Router's /health/ready and the WorkloadManager's /health."""
-    transport = _transport(target, min(settings.request_timeout, settings.ready_timeout))
-    router = Router(transport, target.router_url, Measurements())
-    workload_manager = WorkloadManager(transport, target.workload_manager_url)
-    checks = [
-        (
-            f"the Router at {target.router_url}",
-            "router_url / AGENTCUBE_ROUTER_URL",
-            router.ready,
-            holds_json(
-                "GET /health/ready to answer 200 {status: ready}", has_entries(status="ready")
-            ),
-        ),
-        (
-            f"the WorkloadManager at {target.workload_manager_url}",
-            "workload_manager_url / AGENTCUBE_WORKLOAD_MANAGER_URL",
-            workload_manager.healthy,
-            holds_json(
-                "GET /health to answer 200 {status: healthy}", has_entries(status="healthy")
-            ),
-        ),
-    ]
-    try:
-        for what, setting, probe, matcher in checks:
-            try:
-                eventually(
-                    probe,
-                    matcher,
-                    timeout=settings.ready_timeout,
-                    poll=settings.poll_interval,
-                    waiting_for=f"{what} to report ready",
-                    ignoring=(NoAnswer,),
-                )
-            except AssertionError as error:
-                raise TargetNotReady(
-                    f"{what} is unreachable or not ready (check {setting}).\n{error}"
-                ) from None
-    finally:
-        transport.close()

@@ -1,6 +1,7 @@
-"""The end-of-run summary: scenarios by tag, durations, the slowest scenarios and steps, and
-the latencies the scenarios measured; as tables, which the console prints as text and the
-HTML report renders, and the closing notes (skipped scenarios, leaks, kept sessions...).
+"""The end-of-run summary: scenarios by tag, durations, the slowest scenarios and steps, the
+latencies the scenarios measured and each failed scenario with why; as tables, which the
+console prints as text and the HTML report renders, and the closing notes (skipped
+scenarios, leaks, kept sessions...).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from acceptance.core.measurements import Summary
-from acceptance.run.results import FAILED, PASSED, SKIPPED, RunResults
+from acceptance.run.results import FAILED, PASSED, SKIPPED, RunResults, ScenarioResult
 
 SLOWEST = 5
 
@@ -30,11 +31,20 @@ class RunSummary:
 
 
 def summarize(results: RunResults, wall_time: float) -> RunSummary:
+    """The summary; its totals are behave's: a scenario left out by the tags is skipped."""
     scenarios = results.scenarios
     counts = {outcome: sum(s.outcome == outcome for s in scenarios) for outcome in _OUTCOMES}
+    skipped_here = counts[SKIPPED]
+    counts[SKIPPED] += results.deselected
     headline = (
-        f"{len(scenarios)} scenarios: "
+        f"{len(scenarios) + results.deselected} scenarios: "
         + ", ".join(f"{counts[outcome]} {outcome}" for outcome in _OUTCOMES)
+        + (
+            f" ({results.deselected} not selected by the tags or names, {skipped_here} not "
+            "for this target)"
+            if results.deselected
+            else ""
+        )
         + f"; {wall_time:.1f} s wall time, {sum(s.duration for s in scenarios):.1f} s "
         "in scenarios"
     )
@@ -42,7 +52,15 @@ def summarize(results: RunResults, wall_time: float) -> RunSummary:
     tables = [_by_tag(results), _slowest_scenarios(results), _slowest_steps(results)]
     if latencies:
         tables.append(_latency_table(latencies))
+    failed = [s for s in scenarios if s.outcome == FAILED]
+    if failed:
+        tables.append(_failures(failed))
     return RunSummary(headline, tables, latencies)
+
+
+def _failures(failed: list[ScenarioResult]) -> Table:
+    rows = [(s.title, s.failed_step or "(a hook)", s.failure) for s in failed]
+    return Table("Failed scenarios", ("scenario", "failed step", "why"), rows)
 
 
 _OUTCOMES = (PASSED, FAILED, SKIPPED)

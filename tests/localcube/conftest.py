@@ -1,31 +1,9 @@
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
-
 import pytest
 
 from localcube import embedded
-from tests.localcube.support import FIXTURES, Client
-
-StartLocalCube = Callable[..., embedded.RunningLocalCube]
-
-
-@pytest.fixture
-def start_localcube(tmp_path: Path) -> Iterator[StartLocalCube]:
-    """Start localcube servers for one test; each is stopped gracefully at its end."""
-    running: list[embedded.RunningLocalCube] = []
-
-    def start(manifests: list[Path] | None = None, **options) -> embedded.RunningLocalCube:
-        options.setdefault("gc_interval", "100ms")
-        log = tmp_path / f"localcube-{len(running)}.log"
-        cube = embedded.start(manifests or [FIXTURES], log, **options)
-        running.append(cube)
-        return cube
-
-    yield start
-    for cube in running:
-        cube.stop()
+from tests.localcube.support import Client
 
 
 @pytest.fixture

@@ -360,6 +360,18 @@ class FakeDeletion(Fault):
         return None
 
 
+class NotReadyFor(Fault):
+    """A Router still starting: /health/ready answers 503 for its first `seconds`."""
+
+    def __init__(self, seconds: float) -> None:
+        self._ready_at = time.monotonic() + seconds
+
+    async def answer_instead(self, proxy: FaultProxy, request: Request) -> Answer | None:
+        if request.path == "/health/ready" and time.monotonic() < self._ready_at:
+            return json_answer(503, {"status": "not ready", "error": "starting"})
+        return None
+
+
 FAULTS = {
     "drop-session-header": lambda: HeaderAndStatus(response_header_dropped=SESSION_HEADER),
     "ignore-session-id": lambda: HeaderAndStatus(request_header_dropped=SESSION_HEADER),
@@ -382,6 +394,8 @@ FAULTS = {
     "slow-warm-pool": SlowWarmPool,
     "deletion-not-done": lambda: FakeDeletion(200, {"message": "Sandbox deleted successfully"}),
     "deletion-fails": lambda: FakeDeletion(500, {"error": "internal server error"}),
+    "starting-router": lambda: NotReadyFor(1.0),
+    "never-ready": lambda: NotReadyFor(float("inf")),
 }
 
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from acceptance.core.evidence import (
     REDACTED,
+    SESSION_HEADER,
     Exchange,
     ExchangeLog,
     describe_response,
@@ -78,3 +79,33 @@ def test_a_run_of_alike_polls_is_shown_once_with_its_count() -> None:
     lines = [line for line in log.format().splitlines() if line.startswith("[")]
     assert lines[0].startswith("[1-3, 3 alike] GET http://lc.test/localcube/v1/sandboxes")
     assert lines[1].startswith("[4] GET")
+
+
+def _call(session: str | None = None, answered: str | None = None, body: bytes = b"{}") -> Exchange:
+    return Exchange(
+        "POST",
+        "http://router.test/v1/namespaces/default/agent-runtimes/echo-agent/invocations/echo",
+        {SESSION_HEADER: session} if session else {},
+        body,
+        200,
+        "OK",
+        {SESSION_HEADER: answered} if answered else {},
+    )
+
+
+def test_calls_that_carried_different_session_ids_are_never_folded() -> None:
+    log = ExchangeLog([_call("s-1"), _call("s-2"), _call("s-2")])
+    lines = [line for line in log.format().splitlines() if line.startswith("[")]
+    assert [line.split(" ")[0] for line in lines] == ["[1]", "[2-3,"]
+    assert f"{SESSION_HEADER}: s-1" in log.format()
+
+
+def test_answers_that_opened_different_sessions_are_never_folded() -> None:
+    log = ExchangeLog([_call(answered="s-1"), _call(answered="s-2")])
+    assert "alike" not in log.format()
+    assert f"{SESSION_HEADER}: s-1" in log.format()
+
+
+def test_calls_with_different_bodies_are_never_folded() -> None:
+    log = ExchangeLog([_call("s-1", body=b'{"input": "x = 10"}'), _call("s-1", body=b"print(x)")])
+    assert "alike" not in log.format() and "x = 10" in log.format()

@@ -2,7 +2,9 @@ from __future__ import annotations
 
 import io
 import itertools
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from hamcrest import equal_to, greater_than
@@ -153,3 +155,25 @@ def test_on_a_terminal_progress_is_one_line_erased_at_the_end(monkeypatch) -> No
     assert output.startswith("\r\x1b[K      ... ")
     assert "deadline 5.0 s: waiting for one" in output
     assert output.endswith("\r\x1b[K")
+
+
+def test_calls_waiting_at_once_for_the_same_answer_share_one_progress_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(polling, "PROGRESS_EVERY", 0.05)
+    stream = io.StringIO()
+    callers = 20
+    gate = threading.Barrier(callers)
+
+    def call() -> None:
+        gate.wait()
+        with waiting("the answer to POST /v1/code-interpreter", 30, stream):
+            time.sleep(0.3)
+
+    with ThreadPoolExecutor(callers) as pool:
+        list(pool.map(lambda _: call(), range(callers)))
+    lines = stream.getvalue().splitlines()
+    assert lines, "no progress was printed"
+    assert len(lines) <= 0.3 / 0.05 + 2, f"one line per tick, not per caller: {lines}"
+    assert f"({callers} calls at once)" in lines[0]
+    assert "waiting for the answer to POST /v1/code-interpreter" in lines[0]

@@ -3,8 +3,9 @@ token: one run writes the HTML report (steps, their HTTP exchanges, the platform
 a failure, the run summary and its latency chart) and the JUnit XML, prints the summary, and
 leaves the token nowhere: not in the reports, not in localcube's log, not on the console.
 
-The echo agent is pointed at a runtime that does not exist, so that some scenarios fail and
-their evidence is written too.
+The run declares a stateful interpreter, which localcube's is not, and adds the scenario
+that relies on it to the smoke scenarios: that scenario fails and its evidence is written
+too.
 """
 
 from __future__ import annotations
@@ -31,14 +32,14 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     reports = tmp_path_factory.mktemp("reports")
     status, output = run_module(
         "acceptance.run.report_run",
-        "--tags=@smoke",
+        "--tags=@smoke or @use.with_interpreter_mode=stateful",
         "--format=plain",
         f"--define=reports_dir={reports}",
-        "--define=echo_agent=no-such-echo-agent",
+        "--define=interpreter_mode=stateful",
         timeout=300,
         AGENTCUBE_API_TOKEN=TOKEN,
     )
-    assert status == 1, output  # the echo-agent scenarios fail, as arranged
+    assert status == 1, output  # the stateful scenario fails, as arranged
     return reports, output
 
 
@@ -83,7 +84,7 @@ def test_the_run_prints_its_summary(run) -> None:
     _, output = run
     assert "Run summary: " in output
     assert "Scenarios by tag:" in output and "@smoke" in output
-    assert "Latencies measured:" in output and "invocation opening a session" in output
+    assert "Latencies measured:" in output and "first call (cold start)" in output
 
 
 def test_the_token_is_nowhere_in_the_reports_nor_on_the_console(run) -> None:

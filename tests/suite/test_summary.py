@@ -107,3 +107,26 @@ def test_the_chart_is_a_png() -> None:
     png = latency_chart_png(summarize(results(), 12.0).latencies)
     assert png.startswith(b"\x89PNG\r\n\x1a\n")
     assert len(png) > 5000
+
+
+def test_scenarios_left_out_by_the_tags_count_as_skipped_as_behave_counts_them() -> None:
+    run = results()
+    run.deselected = 10
+    assert summarize(run, 12.0).headline.startswith(
+        "14 scenarios: 2 passed, 1 failed, 11 skipped (10 not selected by the tags or names, "
+        "1 not for this target); "
+    )
+
+
+def test_each_failed_scenario_is_named_with_its_step_and_why() -> None:
+    run = results()
+    run.scenarios.append(
+        ScenarioResult(
+            "Feature", "odd", (), "failed", 1.0, 'Then the command prints "10"', "Expected: 10"
+        )
+    )
+    failures = table(summarize(run, 12.0), "Failed scenarios")
+    assert failures.rows == [
+        ("Feature: broken", "(a hook)", ""),
+        ("Feature: odd", 'Then the command prints "10"', "Expected: 10"),
+    ]

@@ -27,6 +27,7 @@ from acceptance.platforms.base import (
 from acceptance.platforms.kubernetes.api import Resource
 from acceptance.platforms.kubernetes.cluster import Cluster
 from acceptance.platforms.kubernetes.evidence import describe_sessions
+from acceptance.platforms.kubernetes.fixtures import RESOURCE_OF_KIND
 from acceptance.platforms.kubernetes.objects import ObjectRef, pod_ready
 from acceptance.platforms.kubernetes.observation import SessionObjects
 from acceptance.platforms.kubernetes.rollout import restart_deployment
@@ -95,6 +96,10 @@ class KubernetesPlatform(Platform):
             pod.resource, pod.namespace, pod.name, pod.uid, grace_seconds=0
         ):
             raise AssertionError(f"{sandbox} has no pod left to kill")
+
+    def has_runtime(self, runtime: Runtime) -> bool:
+        resource = RESOURCE_OF_KIND[runtime.kind]
+        return self._cluster.api.get(resource, runtime.namespace, runtime.name) is not None
 
     def warm_pool_size(self, runtime: Runtime) -> int:
         """The CodeInterpreter's spec.warmPoolSize (0 without a pool)."""

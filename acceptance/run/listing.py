@@ -1,0 +1,47 @@
+"""`./dev list`: the scenarios a run would select, with their tags, without running any (no
+target is needed). Takes behave's selection arguments: paths, --tags, --name, -D..."""
+
+from __future__ import annotations
+
+import sys
+
+from behave.configuration import Configuration
+from behave.model import Feature, Scenario
+from behave.runner_util import collect_feature_locations, parse_features
+
+
+def _selected(scenario: Scenario, config: Configuration) -> bool:
+    return bool(
+        scenario.should_run_with_tags(config.tag_expression)
+        and scenario.should_run_with_name_select(config)
+    )
+
+
+def listing(features: list[Feature], config: Configuration) -> str:
+    """One line per selected scenario (its line, name and tags) under its feature file, and
+    how many the selection left out."""
+    lines, total, chosen = [], 0, 0
+    for feature in features:
+        scenarios = list(feature.walk_scenarios())
+        total += len(scenarios)
+        selected = [scenario for scenario in scenarios if _selected(scenario, config)]
+        chosen += len(selected)
+        if selected:
+            lines.append(f"{feature.filename}: {feature.name}")
+        for scenario in selected:
+            tags = " ".join(f"@{tag}" for tag in sorted(scenario.effective_tags))
+            lines.append(f"  :{scenario.line:<4} {scenario.name.strip()}  {tags}")
+    expression = " and ".join(f"({tags})" for tags in config.tags) or "none"
+    lines.append(f"{chosen} of {total} scenarios selected (tags: {expression})")
+    return "\n".join(lines)
+
+
+def main(arguments: list[str]) -> int:
+    config = Configuration(arguments)
+    features = parse_features(collect_feature_locations(config.paths))
+    print(listing(features, config))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,254 @@
+"""The checks before any scenario, each problem told in one line that names what to fix:
+the Router and the WorkloadManager answer and are ready, they accept the tokens, and the
+runtimes the features call exist in the namespace.
+
+A connection refused fails at once: only a service that answers "not ready" yet (a
+Router still starting) is waited for, up to ready_timeout. A localcube the suite starts is
+ready before the target is resolved. The token is tried with a call that starts nothing: a
+session id never issued, for a runtime that does not exist. Upstream authenticates every
+/v1 call before it looks the session up (pkg/router/server.go:162-180,
+pkg/router/session_manager.go:137-150), so the answer is 401 for a refused token and 404
+for an accepted one, whether or not the target requires tokens at all. The WorkloadManager
+is asked to delete a session it never issued, which likewise answers 401 or 404
+(pkg/workloadmanager/server.go:123-133, pkg/workloadmanager/handlers.go:497-503).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from types import TracebackType
+
+import requests
+from hamcrest import has_entries
+from hamcrest.core.matcher import Matcher
+
+from acceptance.core.clients import Router, WorkloadManager
+from acceptance.core.evidence import ExchangeLog, excerpt
+from acceptance.core.matchers import holds_json
+from acceptance.core.measurements import Measurements
+from acceptance.core.polling import eventually
+from acceptance.core.runtimes import Runtime, RuntimeKind, configured_runtimes
+from acceptance.core.settings import SETTINGS, Setting, Settings
+from acceptance.core.transport import NoAnswer, Transport
+from acceptance.platforms.base import Target
+
+# The name of the runtime the token check calls: none has it, so no sandbox can start.
+PROBE_RUNTIME = "agentcube-preflight-probe"
+
+
+class PreflightFailed(Exception):
+    """The target cannot run the suite: one line per problem, each naming what to fix."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+def _setting(name: str) -> Setting:
+    return next(setting for setting in SETTINGS if setting.name == name)
+
+
+def setting_names(name: str) -> str:
+    """A setting as the user gives it: `-D name` and its environment variable."""
+    return f"{name} / {_setting(name).env}"
+
+
+class Preflight:
+    """The checks, in the order the run needs them: `check_target` before the target
+    prepares (a cluster's fixtures), `check_runtimes` after; `account` says what passed."""
+
+    def __init__(self, settings: Settings, target: Target) -> None:
+        self._settings = settings
+        self._target = target
+        self._transport = self._transport_with(target.api_token)
+        self._checked: list[str] = []
+
+    def __enter__(self) -> Preflight:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._transport.close()
+
+    def account(self) -> str:
+        """What the checks found, in one line."""
+        return "Preflight: " + "; ".join(self._checked) + "."
+
+    def check_target(self) -> None:
+        """Both services answer and are ready, and the tokens are accepted; raises
+        PreflightFailed."""
+        target = self._target
+        router = Router(self._transport, target.router_url, Measurements())
+        workload_manager = WorkloadManager(self._transport, target.workload_manager_url)
+        same_url = target.workload_manager_url == target.router_url
+        problems = self._readiness(
+            "the Router",
+            target.router_url,
+            "router_url",
+            router.ready,
+            holds_json("GET /health/ready to answer {status: ready}", has_entries(status="ready")),
+        )
+        if not (problems and same_url):  # one service behind one URL: one problem is enough
+            problems += self._readiness(
+                "the WorkloadManager",
+                target.workload_manager_url,
+                "workload_manager_url",
+                workload_manager.healthy,
+                holds_json(
+                    "GET /health to answer {status: healthy}", has_entries(status="healthy")
+                ),
+            )
+        if problems:
+            raise PreflightFailed(problems)
+        self._checked.append(
+            f"Router and WorkloadManager ready at {target.router_url}"
+            if same_url
+            else f"Router ready at {target.router_url}, WorkloadManager at "
+            f"{target.workload_manager_url}"
+        )
+        problems = self._router_refusal("api_token", target.api_token)
+        if target.second_api_token:
+            problems += self._router_refusal("second_api_token", target.second_api_token)
+        if not same_url:
+            problems += self._workload_manager_refusal(workload_manager)
+        if problems:
+            raise PreflightFailed(problems)
+        self._checked.append("token accepted" if target.api_token else "no token needed")
+
+    def check_runtimes(self) -> None:
+        """The runtimes the features call by name exist in the namespace, when the platform
+        can tell; raises PreflightFailed naming each one missing and its setting."""
+        platform = self._target.platform(self._transport)
+        namespace = self._settings.namespace
+        runtimes = configured_runtimes(self._settings)
+        problems = []
+        for role, runtime in runtimes.items():
+            try:
+                found = platform.has_runtime(runtime)
+            except AssertionError as error:
+                raise PreflightFailed(
+                    [f"platform {platform.name} could not list the runtimes: {_first_line(error)}"]
+                ) from None
+            if found is None:
+                self._checked.append(
+                    f"runtimes not checked: platform {platform.name} cannot list them without "
+                    "starting a sandbox (a missing one fails its scenarios with 404)"
+                )
+                return
+            if not found:
+                assert role.setting is not None
+                problems.append(
+                    f"{runtime} does not exist (the {role.phrase}): check "
+                    f"{setting_names(role.setting)} and {setting_names('namespace')}"
+                )
+        if problems and len(problems) == len(runtimes):  # rather the namespace than each name
+            names = ", ".join(
+                f"{runtime.kind.kind} {runtime.name}" for runtime in runtimes.values()
+            )
+            problems = [
+                f"none of the runtimes the suite calls exists in namespace {namespace} "
+                f"({names}): check {setting_names('namespace')}"
+            ]
+        if problems:
+            raise PreflightFailed(problems)
+        self._checked.append(
+            f"{len(runtimes)} runtimes found in namespace {namespace} (platform {platform.name})"
+        )
+
+    def _transport_with(self, token: str | None) -> Transport:
+        timeout = min(self._settings.request_timeout, self._settings.ready_timeout)
+        return Transport(timeout=timeout, token=token, log=ExchangeLog())
+
+    def _readiness(
+        self,
+        service: str,
+        url: str,
+        setting: str,
+        probe: Callable[[], requests.Response],
+        ready: Matcher[requests.Response],
+    ) -> list[str]:
+        """No problem once the service reports ready; one when it does not answer (at once)
+        or is still not ready after ready_timeout."""
+        seen: list[requests.Response] = []
+
+        def probe_and_keep() -> requests.Response:
+            seen.append(probe())
+            return seen[-1]
+
+        try:
+            eventually(
+                probe_and_keep,
+                ready,
+                timeout=self._settings.ready_timeout,
+                poll=self._settings.poll_interval,
+                waiting_for=f"{service} at {url} to report ready",
+            )
+        except NoAnswer as error:
+            return [f"{service} at {url} {_unanswered(error)}: check {setting_names(setting)}"]
+        except AssertionError:
+            last = seen[-1]
+            return [
+                f"{service} at {url} is not ready after {self._settings.ready_timeout:g} s "
+                f"({last.request.method} {last.request.path_url} answered {last.status_code} "
+                f"{excerpt(last.content, 120)}): check {setting_names(setting)}, or allow a "
+                f"slower start with {setting_names('ready_timeout')}"
+            ]
+        return []
+
+    def _router_refusal(self, setting: str, token: str | None) -> list[str]:
+        """A problem when the Router refuses a call with this token (or without any)."""
+        transport = self._transport_with(token)
+        probe = Runtime(RuntimeKind.AGENT_RUNTIME, self._settings.namespace, PROBE_RUNTIME)
+        try:
+            router = Router(transport, self._target.router_url, Measurements())
+            answer = router.invoke(probe, "", session_id=str(uuid.uuid4()), json={})
+        except NoAnswer as error:
+            return [f"the Router at {self._target.router_url} {_unanswered(error)}"]
+        finally:
+            transport.close()
+        return _refusal("the Router", answer, setting, token)
+
+    def _workload_manager_refusal(self, workload_manager: WorkloadManager) -> list[str]:
+        """A problem when the WorkloadManager refuses the token: deleting a session it never
+        issued answers 404 once the caller is authenticated."""
+        try:
+            answer = workload_manager.delete_session(RuntimeKind.AGENT_RUNTIME, str(uuid.uuid4()))
+        except NoAnswer as error:
+            return [f"the WorkloadManager {_unanswered(error)}"]
+        return _refusal("the WorkloadManager", answer, "api_token", self._target.api_token)
+
+
+def _refusal(service: str, answer: requests.Response, setting: str, token: str | None) -> list[str]:
+    shown = f"{answer.status_code} {excerpt(answer.content, 120)}"
+    variable = _setting(setting).env
+    if answer.status_code == 401 and token:
+        return [f"{service} refused the token in {variable} ({shown}): set a valid token"]
+    if answer.status_code == 401:
+        return [f"{service} requires a bearer token ({shown}): set {variable}"]
+    if answer.status_code == 403:
+        return [
+            f"{service} accepted the token in {variable} but refused its permissions ({shown}): "
+            "use a token of a subject with the role the Router requires"
+        ]
+    return []
+
+
+def _unanswered(error: NoAnswer) -> str:
+    """Why a service gave no answer, in a few words (the transport's full message else)."""
+    message = str(error)
+    if "Connection refused" in message:
+        return "refused the connection"
+    if "Failed to resolve" in message or "Name or service not known" in message:
+        return "has a host name that does not resolve"
+    if "timed out" in message:
+        return "did not answer in time"
+    return f"did not answer ({message})"
+
+
+def _first_line(error: BaseException) -> str:
+    return next((line for line in str(error).splitlines() if line.strip()), type(error).__name__)

@@ -1,0 +1,44 @@
+"""What a run prints, as a user sees it: a passing smoke run fits one screen with one set of
+totals, and a failure is named with why at the end whatever the formatter."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tests.suite.commands import run_module
+
+
+def test_a_passing_smoke_run_prints_at_most_60_lines_with_behaves_totals(tmp_path: Path) -> None:
+    status, output = run_module(
+        "behave", "--tags=@smoke", f"--define=reports_dir={tmp_path}", timeout=120
+    )
+    assert status == 0, output
+    lines = output.splitlines()
+    assert len(lines) <= 60, output
+    ours = re.search(
+        r"Run summary: \d+ scenarios: (\d+) passed, (\d+) failed, (\d+) skipped", output
+    )
+    behaves = re.search(r"^(\d+) scenarios passed, (\d+) failed, (\d+) skipped", output, re.M)
+    assert ours and behaves, output
+    assert ours.groups() == behaves.groups()
+    assert "not selected by the tags or names" in output
+    assert "workspace" not in output.lower(), "a scenario the tags leave out was printed"
+
+
+def test_a_failure_is_named_with_why_even_by_a_formatter_that_shows_no_reason(
+    tmp_path: Path,
+) -> None:
+    status, output = run_module(
+        "behave",
+        "--format=progress",
+        "--tags=@use.with_interpreter_mode=stateful",
+        "--define=interpreter_mode=stateful",  # localcube's interpreter is stateless
+        f"--define=reports_dir={tmp_path}",
+        timeout=120,
+    )
+    assert status == 1, output
+    failures = output[output.index("Failed scenarios:") :]
+    assert "A variable defined by one command is still defined in the next" in failures
+    assert 'Then the command prints "10"' in failures
+    assert "Expected: the command to print '10' and nothing else" in failures

@@ -1,0 +1,43 @@
+"""`./dev`, as a newcomer meets it: a usage text, the scenarios listed with their tags, and
+a first install that says what it does and shows pip's own progress."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def dev(*arguments: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(cwd / "dev"), *arguments], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_dev_alone_prints_a_usage_text_and_fails() -> None:
+    result = dev()
+    assert result.returncode == 2
+    assert result.stderr.startswith("usage: ./dev COMMAND [arguments...]\n")
+    assert "#" not in result.stderr and "set -e" not in result.stderr
+    assert "  list [behave args...]" in result.stderr
+
+
+def test_dev_list_shows_the_selected_scenarios_with_their_tags() -> None:
+    result = dev("list", "--tags=@smoke")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "features/agent_invocation.feature: Invoking an agent through the Router" in lines
+    assert any(line.endswith("  @agent-runtime @smoke") for line in lines)
+    assert lines[-1].startswith("7 of ") and lines[-1].endswith("(tags: (@smoke))")
+
+
+def test_the_first_install_says_so_and_shows_pip_at_work(tmp_path: Path) -> None:
+    shutil.copy(ROOT / "dev", tmp_path / "dev")
+    (tmp_path / "requirements.txt").write_text("")
+    (tmp_path / "requirements-dev.txt").write_text("pip\n")  # in every new venv: no download
+    (tmp_path / "constraints.txt").write_text("")
+    result = dev("list", cwd=tmp_path)
+    announced = result.stderr.index("dev: installing the pinned requirements into .venv")
+    assert result.stderr.index("Requirement already satisfied: pip") > announced, result.stderr
