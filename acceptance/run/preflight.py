@@ -112,8 +112,9 @@ class Preflight:
             f"{target.workload_manager_url}"
         )
         problems = self._router_refusal("api_token", target.api_token)
-        if target.second_api_token:
-            problems += self._router_refusal("second_api_token", target.second_api_token)
+        for setting in ("second_api_token", "admin_api_token"):
+            if token := getattr(target, setting):
+                problems += self._router_refusal(setting, token)
         if not same_url:
             problems += self._workload_manager_refusal(workload_manager)
         if problems:

@@ -25,7 +25,8 @@ from acceptance.platforms.base import (
     WORKLOAD_MANAGER_SESSIONS,
 )
 from acceptance.platforms.kubernetes.platform import ClusterTarget, KubernetesPlatform
-from acceptance.run.suite import Suite, TargetNotReady
+from acceptance.run.preflight import PreflightFailed
+from acceptance.run.suite import Suite
 from tests.kubernetes.conftest import (
     AGENT_RUNTIMES,
     CODE_INTERPRETERS,
@@ -169,7 +170,7 @@ def test_a_target_not_ready_stops_the_run_before_any_fixture(
     start_suite: StartSuite, fake: FakeKubernetes
 ) -> None:
     url = f"http://127.0.0.1:{closed_port()}"
-    with pytest.raises(TargetNotReady, match=r"the Router at .* is unreachable or not ready"):
+    with pytest.raises(PreflightFailed, match=r"the Router at .* refused the connection"):
         start_suite(
             port_forward="false",
             token_source="",
@@ -225,13 +226,11 @@ def test_behave_refuses_a_cluster_that_does_not_answer_in_one_line(tmp_path: Pat
     )
     assert status != 0, output
     [line] = [line for line in output.splitlines() if "is unreachable" in line]
-    assert line.startswith(
-        f"HOOK-ERROR in before_all: ClusterUnreachable: the Kubernetes API at {server} "
-        f"(kubeconfig {kubeconfig})"
-    ), output
+    assert line.startswith(f"  - the Kubernetes API at {server} (kubeconfig {kubeconfig})"), output
     assert line.endswith(FIX_CONNECTION), output
-    assert "Traceback" not in output
-    assert "0 scenarios passed, 0 failed" in output
+    assert "The run stopped before any scenario (1 problem to fix)" in output
+    assert "Traceback" not in output and "HOOK-ERROR" not in output
+    assert "scenarios passed" not in output, "no behave totals after a run that never began"
 
 
 def test_a_dry_run_on_the_cluster_platform_finds_every_step() -> None:
