@@ -43,9 +43,14 @@ def step_refused_session_not_found(context: Context) -> None:
     )
 
 
-@then("the session stays alive while it is called more often than its idle timeout")
-def step_session_kept_alive(context: Context) -> None:
-    context.world.part(Lifetimes).expect_session_kept_alive()
+@when("the session is called more often than its idle timeout, for twice that timeout")
+def step_call_session_often(context: Context) -> None:
+    context.world.part(Lifetimes).call_often_for_twice_the_timeout()
+
+
+@then("every call is served in the session, by the same sandbox")
+def step_served_throughout(context: Context) -> None:
+    context.world.part(Lifetimes).expect_served_throughout()
 
 
 @when("the session is left idle for longer than its idle timeout")

@@ -199,8 +199,10 @@ def consistently(
     poll: float,
     holding: str,
     progress_stream: IO[str] | None = None,
+    raising: bool = True,
 ) -> list[T]:
-    """Probe for `duration` seconds; every value must match. Returns the values seen."""
+    """Probe for `duration` seconds; every value must match. Returns the values seen, up
+    to the first that did not match; `raising`: fail with that value instead."""
     seen: list[T] = []
     progress = Progress(f"checking that {holding}", duration, progress_stream)
     started = time.monotonic()
@@ -221,7 +223,7 @@ def consistently(
         last = retrying(probe_and_keep)
     finally:
         progress.close()
-    if not matcher.matches(last):
+    if raising and not matcher.matches(last):
         raise AssertionError(
             f"After {time.monotonic() - started:.1f} s of {duration:.1f} s "
             f"(probe {len(seen)}), it no longer held that {holding}.\n"

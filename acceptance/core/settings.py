@@ -212,6 +212,18 @@ SETTINGS: tuple[Setting, ...] = (
         "CodeInterpreter with a warm pool.",
     ),
     Setting(
+        "short_timeout_agent",
+        "AGENTCUBE_SHORT_TIMEOUT_AGENT",
+        resource_name,
+        None,
+        "An AgentRuntime already deployed in `namespace` whose sessionTimeout is "
+        "`short_session_timeout` (upstream's e2e deploys one). The idle-timeout scenario then "
+        "uses it instead of applying its own copy of the echo agent, so it runs on any target; "
+        "where sandboxes cannot be observed it is judged by the Router's refusal alone, and "
+        "the end of the run says that the sandbox's removal was not observed.",
+        default_text="unset: the scenario applies its own (`@requires.runtime-admin`)",
+    ),
+    Setting(
         "request_timeout",
         "AGENTCUBE_REQUEST_TIMEOUT",
         parse_seconds,
@@ -383,6 +395,7 @@ class Settings:
     echo_agent: str
     python_interpreter: str
     warm_interpreter: str
+    short_timeout_agent: str | None
     request_timeout: float
     ready_timeout: float
     short_session_timeout: float

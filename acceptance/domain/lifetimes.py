@@ -8,13 +8,14 @@ import math
 import time
 import uuid
 
+import requests
 from hamcrest import all_of, assert_that, described_as, equal_to, is_not, none
 
 from acceptance.core import matchers
-from acceptance.core.polling import consistently, eventually
+from acceptance.core.polling import consistently, eventually, waiting
 from acceptance.core.runtimes import Role, RuntimeKind, derive_manifest, fixture_manifest
 from acceptance.domain.world import TOUCH_TEXT, Session, World
-from acceptance.platforms.base import Sandbox
+from acceptance.platforms.base import SANDBOX_OBSERVATION, Sandbox
 
 # The fixture the derived agents come from (fixtures/runtimes/echo-agent.yaml).
 ECHO_AGENT_FIXTURE = "echo-agent"
@@ -28,12 +29,18 @@ class Lifetimes:
         self._deadline: float | None = None  # when (time.monotonic) it must have ended
         self._lasted: float | None = None  # from opening to the first call it did not serve
         self._ttls: dict[str, int] = {}  # the ttl each session asked for, by session id
+        self._kept_alive: list[requests.Response] = []  # answers to the calls keeping it alive
 
     # Runtimes with short limits, derived from the echo agent.
 
     def apply_short_timeout_agent(self) -> None:
-        """A uniquely named copy of the echo agent whose sessionTimeout is short."""
-        self._apply(Role.SHORT_TIMEOUT_AGENT, "idle", max_session_duration=None)
+        """The deployed runtime short_timeout_agent names, else a uniquely named copy of the
+        echo agent whose sessionTimeout is short."""
+        deployed = self._settings.short_timeout_agent
+        if deployed:
+            self._world.use_deployed_runtime(Role.SHORT_TIMEOUT_AGENT, deployed)
+        else:
+            self._apply(Role.SHORT_TIMEOUT_AGENT, "idle", max_session_duration=None)
 
     def apply_short_lifetime_agent(self) -> None:
         """A copy of the echo agent whose maxSessionDuration is short (and longer than its
@@ -60,19 +67,31 @@ class Lifetimes:
 
     # The idle timeout.
 
-    def expect_session_kept_alive(self) -> None:
+    def call_often_for_twice_the_timeout(self) -> None:
         """Call the session every third of its timeout for twice its timeout: had the calls
-        not counted as activity, it would have expired half-way."""
+        not counted as activity, it would have expired half-way. Stops at the first call
+        not served."""
         timeout = self._settings.short_session_timeout
         session = self._world.session
-        answers = consistently(
+        self._kept_alive = consistently(
             lambda: self._world.touch(session.runtime, session.session_id),
             all_of(matchers.echoes(TOUCH_TEXT), matchers.carries_session_id(session.session_id)),
             duration=2 * timeout,
             poll=timeout / 3,
             holding=f"session {session.session_id} is served while called every {timeout / 3:g} s",
+            raising=False,
         )
-        assert answers, "the session was not called while it was kept alive"
+
+    def expect_served_throughout(self) -> None:
+        """Every call was served in the session, by the sandbox that served its first."""
+        session = self._world.session
+        served = all_of(
+            matchers.echoes(TOUCH_TEXT), matchers.carries_session_id(session.session_id)
+        )
+        if not self._kept_alive:
+            raise AssertionError("the scenario has not called the session to keep it alive")
+        for answer in self._kept_alive:
+            assert_that(answer, served, f"{session} was not kept alive by calls")
         # Every echo of the scenario, from the call that opened the session on.
         assert_that(
             self._world.sandbox_reports(),
@@ -82,12 +101,22 @@ class Lifetimes:
 
     def leave_session_idle_until_it_ends(self) -> None:
         """Watch the platform, without touching the session, until its sandbox is released;
-        this must happen after the timeout and within the grace period that follows it."""
+        this must happen after the timeout and within the grace period that follows it.
+        Where sandboxes cannot be observed, only wait out the timeout and the grace period:
+        the Router's refusal afterwards is then the only evidence."""
         timeout, grace = self._settings.short_session_timeout, self._settings.ttl_grace
         session = self._world.session
-        self._ending = self._sandbox_serving(session)
         idle_since = self._world.last_activity(session)
         self._deadline = idle_since + timeout + grace
+        if SANDBOX_OBSERVATION not in self._world.target.capabilities:
+            self._world.note_unobserved(
+                f"{session}: idle expiry judged by the Router's refusal alone; the removal of "
+                f"its sandbox was not observed (platform {self._world.platform.name!r})"
+            )
+            with waiting(f"{timeout + grace:g} s of idleness to pass", self._deadline):
+                time.sleep(max(self._deadline - time.monotonic(), 0.0))
+            return
+        self._ending = self._sandbox_serving(session)
         eventually(
             lambda: self._world.platform.sandbox_of(session.session_id),
             described_as("no sandbox serving the session", none()),
@@ -156,6 +185,11 @@ class Lifetimes:
     # Both.
 
     def expect_sandbox_gone(self) -> None:
+        """The sandbox seen serving the session is gone within ttl_grace; where sandboxes
+        cannot be observed, the end of the run says so (leave_session_idle_until_it_ends
+        noted it) and the Router's refusal stands alone."""
+        if SANDBOX_OBSERVATION not in self._world.target.capabilities:
+            return
         sandbox = self._ending
         if sandbox is None:
             raise AssertionError("no sandbox was observed before the session ended")

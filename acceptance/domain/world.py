@@ -83,6 +83,18 @@ class Call:
         return self.sent_session_id
 
 
+@dataclass
+class RunLedger:
+    """What the scenarios of one run add to, for its end: the sessions they opened, the
+    latencies of their calls, what could not be cleaned up, and what the target did not let
+    them observe."""
+
+    sessions: list[Session] = field(default_factory=list)
+    measurements: Measurements = field(default_factory=Measurements)
+    leaks: list[str] = field(default_factory=list)
+    unobserved: list[str] = field(default_factory=list)
+
+
 class World:
     def __init__(
         self,
@@ -94,9 +106,7 @@ class World:
         platform: Platform,
         register_cleanup: RegisterCleanup,
         log: ExchangeLog,
-        leaks: list[str],
-        measurements: Measurements,
-        run_sessions: list[Session],
+        ledger: RunLedger,
     ) -> None:
         self._settings = settings
         self._target = target
@@ -105,9 +115,7 @@ class World:
         self._wm = workload_manager
         self._platform = platform
         self._register_cleanup = register_cleanup
-        self._leaks = leaks
-        self._measurements = measurements
-        self._run_sessions = run_sessions
+        self._ledger = ledger
         self._calls: list[Call] = []
         self._sessions: list[Session] = []
         self._last_activity: dict[str, float] = {}
@@ -146,12 +154,16 @@ class World:
 
     @property
     def measurements(self) -> Measurements:
-        return self._measurements
+        return self._ledger.measurements
 
     @property
     def run_sessions(self) -> list[Session]:
         """Every session the run has opened so far, in order."""
-        return self._run_sessions
+        return self._ledger.sessions
+
+    def note_unobserved(self, what: str) -> None:
+        """Tell at the end of the run that the target did not let this be observed."""
+        self._ledger.unobserved.append(what)
 
     def transport_with_token(self, token: str | None) -> Transport:
         """A transport presenting another bearer token (None: none), logged with the rest
@@ -356,7 +368,7 @@ class World:
 
     def _adopt(self, session: Session) -> None:
         self._sessions.append(session)
-        self._run_sessions.append(session)
+        self._ledger.sessions.append(session)
         self._register_cleanup(self._delete_session, session)
 
     def keep_for_inspection(self, kept: list[str]) -> None:
@@ -384,10 +396,10 @@ class World:
         try:
             response = self._wm.delete_session(session.runtime.kind, session.session_id)
         except NoAnswer as error:
-            self._leaks.append(f"{session}: {error}")
+            self._ledger.leaks.append(f"{session}: {error}")
             return
         if response.status_code not in (200, 404):
-            self._leaks.append(f"{session}: {describe_response(response)}")
+            self._ledger.leaks.append(f"{session}: {describe_response(response)}")
 
     # Code-interpreter workspace.
 
@@ -424,6 +436,11 @@ class World:
         self._applied[role] = self._platform.apply_runtime(manifest)
         return self._applied[role]
 
+    def use_deployed_runtime(self, role: Role, name: str) -> Runtime:
+        """Play this role with a runtime already deployed in the namespace (not deleted)."""
+        self._applied[role] = Runtime(role.kind, self._settings.namespace, name)
+        return self._applied[role]
+
     def _delete_runtime(self, runtime: Runtime) -> None:
         if self._kept is not None:
             self._kept.append(f"{runtime}: kept on platform {self._platform.name!r}")
@@ -431,7 +448,7 @@ class World:
         try:
             self._platform.delete_runtime(runtime)
         except AssertionError as error:
-            self._leaks.append(f"{runtime}: {error}")
+            self._ledger.leaks.append(f"{runtime}: {error}")
 
 
 def sandbox_report(response: requests.Response) -> Any:

@@ -12,7 +12,8 @@ Scenarios ask for capabilities with `@requires.<name>`. A platform adapter may o
 
 Others belong to the target as configured rather than to an adapter (see
 ``acceptance.platforms.target``): ``auth`` (a token), ``second-subject`` (tokens of two
-subjects), ``workload-manager-sessions`` (an admin token, or no authentication) and
+subjects), ``workload-manager-sessions`` (an admin token, or no authentication),
+``short-timeout-agent`` (a runtime applied for the scenario, or one already deployed) and
 ``overload`` (a Router whose concurrency limit is known).
 """
 
@@ -33,6 +34,7 @@ ROUTER_RESTART = "router-restart"
 AUTH = "auth"
 SECOND_SUBJECT = "second-subject"
 WORKLOAD_MANAGER_SESSIONS = "workload-manager-sessions"
+SHORT_TIMEOUT_AGENT = "short-timeout-agent"
 OVERLOAD = "overload"
 CAPABILITIES = {
     RUNTIME_ADMIN: "apply and delete runtime resources",
@@ -43,6 +45,7 @@ CAPABILITIES = {
     SECOND_SUBJECT: "tell two subjects apart, with the tokens of both",
     WORKLOAD_MANAGER_SESSIONS: "open sessions at the WorkloadManager and use them through the "
     "Router",
+    SHORT_TIMEOUT_AGENT: "provide an echo agent with a short idle timeout",
     OVERLOAD: "put a Router whose concurrency limit is known under load",
 }
 # How to obtain a capability that no platform choice alone gives.
@@ -50,6 +53,8 @@ CAPABILITY_HINTS = {
     ROUTER_RESTART: "the suite can restart a localcube only when it started it itself",
     AUTH: "set api_token for a target that requires tokens",
     SECOND_SUBJECT: "set api_token and second_api_token for a target that requires tokens",
+    SHORT_TIMEOUT_AGENT: "set short_timeout_agent to a deployed AgentRuntime with a short "
+    "sessionTimeout, or use a platform that can apply runtimes",
     WORKLOAD_MANAGER_SESSIONS: "upstream's Router refuses sessions opened at the "
     "WorkloadManager (they have no owner) unless the caller has the admin role: set "
     "admin_api_token",

@@ -15,7 +15,9 @@ from acceptance.core.settings import ConfigError, Settings, load_settings
 from acceptance.platforms.base import (
     AUTH,
     OVERLOAD,
+    RUNTIME_ADMIN,
     SECOND_SUBJECT,
+    SHORT_TIMEOUT_AGENT,
     WORKLOAD_MANAGER_SESSIONS,
     Target,
 )
@@ -87,8 +89,9 @@ def _platform_target(
 
 
 def _configured_capabilities(settings: Settings, target: Target) -> frozenset[str]:
-    """What the target as configured adds to its platform: the tokens it was given, and a
-    Router whose concurrency limit is declared. Sessions opened at the WorkloadManager can
+    """What the target as configured adds to its platform: the tokens it was given, a
+    Router whose concurrency limit is declared, and a runtime with a short idle timeout
+    (deployed, or applied for the scenario). Sessions opened at the WorkloadManager can
     be used through the Router by an admin, or by anyone where no token is required."""
     available = set()
     if target.api_token:
@@ -99,4 +102,6 @@ def _configured_capabilities(settings: Settings, target: Target) -> frozenset[st
         available.add(WORKLOAD_MANAGER_SESSIONS)
     if settings.max_concurrent_requests:
         available.add(OVERLOAD)
+    if settings.short_timeout_agent or RUNTIME_ADMIN in target.capabilities:
+        available.add(SHORT_TIMEOUT_AGENT)
     return frozenset(available)

@@ -12,12 +12,11 @@ from hamcrest import described_as, empty
 
 from acceptance.core.clients import Router, WorkloadManager
 from acceptance.core.evidence import ExchangeLog
-from acceptance.core.measurements import Measurements
 from acceptance.core.polling import eventually
 from acceptance.core.runtimes import Role, configured_runtime
 from acceptance.core.settings import Settings
 from acceptance.core.transport import Transport
-from acceptance.domain.world import RegisterCleanup, Session, World
+from acceptance.domain.world import RegisterCleanup, RunLedger, World
 from acceptance.platforms.base import SANDBOX_OBSERVATION, Target
 from acceptance.platforms.target import read_settings, resolve_target
 from acceptance.run.preflight import Preflight
@@ -33,13 +32,11 @@ class Suite:
     settings: Settings
     target: Target
     gate: ScenarioGate
-    leaks: list[str] = field(default_factory=list)
+    ledger: RunLedger = field(default_factory=RunLedger)
     skipped: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
     left: list[str] = field(default_factory=list)
-    sessions: list[Session] = field(default_factory=list)
-    measurements: Measurements = field(default_factory=Measurements)
     results: RunResults = field(default_factory=RunResults)
     started: float = field(default_factory=time.monotonic)
     preflight: str = ""
@@ -82,16 +79,14 @@ class Suite:
             router=Router(
                 transport,
                 self.target.router_url,
-                self.measurements,
+                self.ledger.measurements,
                 warm_pooled=[configured_runtime(Role.WARM_INTERPRETER, self.settings)],
             ),
             workload_manager=WorkloadManager(transport, self.target.workload_manager_url),
             platform=self.target.platform(transport),
             register_cleanup=register_cleanup,
             log=transport.log,
-            leaks=self.leaks,
-            measurements=self.measurements,
-            run_sessions=self.sessions,
+            ledger=self.ledger,
         )
 
     def stop(self) -> None:
@@ -110,7 +105,7 @@ class Suite:
         its notes and latencies included."""
         self.left = self._sandboxes_left()
         self.stop()
-        self.results.close(self.measurements, self.notes())
+        self.results.close(self.ledger.measurements, self.notes())
         return self.results
 
     def elapsed(self) -> float:
@@ -121,7 +116,8 @@ class Suite:
         """What the run must tell beside behave's summary, by title."""
         return {
             "Skipped for this target": self.skipped,
-            "Could not clean up": self.leaks,
+            "Could not clean up": self.ledger.leaks,
+            "Not observed on this target": self.ledger.unobserved,
             "Sandboxes left on the target": self.left,
             KEPT: self.kept,
             "Problems stopping the target": self.problems,
@@ -139,7 +135,11 @@ class Suite:
         """The run's sessions the platform still shows a sandbox for, once ttl_grace has
         passed; nothing when the platform cannot observe sandboxes or sessions were kept
         for inspection on purpose."""
-        if self.kept or SANDBOX_OBSERVATION not in self.target.capabilities or not self.sessions:
+        if (
+            self.kept
+            or SANDBOX_OBSERVATION not in self.target.capabilities
+            or not self.ledger.sessions
+        ):
             return []
         transport = _transport(self.target, self.settings.request_timeout)
         platform = self.target.platform(transport)
@@ -147,7 +147,7 @@ class Suite:
         def served() -> list[str]:
             return [
                 f"{session}: {sandbox}"
-                for session in self.sessions
+                for session in self.ledger.sessions
                 if (sandbox := platform.sandbox_of(session.session_id)) is not None
             ]
 

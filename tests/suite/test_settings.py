@@ -16,6 +16,7 @@ BAD_VALUES = {
     "echo_agent": "Echo Agent",
     "python_interpreter": "-leading-dash",
     "warm_interpreter": "under_score",
+    "short_timeout_agent": "Short TTL",
     "request_timeout": "30",
     "ready_timeout": "-1s",
     "short_session_timeout": "0s",

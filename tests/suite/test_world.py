@@ -16,12 +16,11 @@ import pytest
 
 from acceptance.core.clients import Router, WorkloadManager
 from acceptance.core.evidence import ExchangeLog
-from acceptance.core.measurements import Measurements
 from acceptance.core.runtimes import FIXTURE_RUNTIMES, Role, RuntimeKind
 from acceptance.core.settings import load_settings
 from acceptance.core.transport import Transport
 from acceptance.domain.resilience import Resilience
-from acceptance.domain.world import World
+from acceptance.domain.world import RunLedger, World
 from acceptance.platforms.localcube import LocalcubeTarget, capabilities_of
 from acceptance.platforms.own_localcube import OwnLocalcube
 from localcube import embedded
@@ -60,23 +59,20 @@ def scenario() -> Iterator[MakeScenario]:
             url, url, None, None, None, capabilities_of(url, own=own is not None), own=own
         )
         cleanups: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
-        leaks: list[str] = []
+        ledger = RunLedger()
         transport = Transport(timeout=30, token=None, log=ExchangeLog())
-        measurements = Measurements()
         world = World(
             settings,
             target,
-            router=Router(transport, url, measurements),
+            router=Router(transport, url, ledger.measurements),
             workload_manager=WorkloadManager(transport, url),
             platform=target.platform(transport),
             register_cleanup=lambda cleanup, *args: cleanups.append((cleanup, args)),
             log=transport.log,
-            leaks=leaks,
-            measurements=measurements,
-            run_sessions=[],
+            ledger=ledger,
         )
         cleanups.append((transport.close, ()))
-        started.append(Scenario(world, cleanups, leaks))
+        started.append(Scenario(world, cleanups, ledger.leaks))
         return started[-1]
 
     yield make
