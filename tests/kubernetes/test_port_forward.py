@@ -3,6 +3,7 @@ ready pod per connection (so a restart is survived), and clear failures."""
 
 from __future__ import annotations
 
+import re
 import socket
 import threading
 from pathlib import Path
@@ -13,7 +14,7 @@ import requests
 from acceptance.core.settings import ConfigError, load_settings
 from acceptance.platforms.kubernetes.api import KubeError
 from acceptance.platforms.kubernetes.platform import ClusterTarget
-from acceptance.platforms.kubernetes.port_forward import in_cluster_service
+from acceptance.platforms.kubernetes.port_forward import PortForwardFailed, in_cluster_service
 from acceptance.platforms.kubernetes.settings import ServiceRef, with_cluster_defaults
 from tests.kubernetes.conftest import (
     NS,
@@ -109,12 +110,21 @@ def test_a_forbidden_port_forward_stops_the_run_at_its_start(
     make_cluster: MakeCluster, fake: FakeKubernetes
 ) -> None:
     fake.fail("GET", f"{PODS}/router-a/portforward", 403, "pods/portforward is forbidden")
-    with pytest.raises(KubeError) as raised:
+    with pytest.raises(PortForwardFailed) as raised:
         make_cluster(port_forward=True).endpoints(None, None)
     assert raised.value.status == 403
-    assert str(raised.value).startswith(
-        f"the Kubernetes API answered 403 to port-forward to Pod {NS}/router-a port 8080"
+    message = str(raised.value)
+    assert message.startswith(
+        f"port forward to svc/agentcube-router in {NS}: the Kubernetes API answered 403 to "
+        f"port-forward to Pod {NS}/router-a port 8080"
     )
+    # The API's own error, and the way around the suite's forward.
+    assert "pods/portforward is forbidden" in message
+    assert re.search(
+        rf"kubectl -n {NS} port-forward svc/agentcube-router (\d+):8080, then run with "
+        r"-D port_forward=false -D router_url=http://127.0.0.1:\1 ",
+        message,
+    ), message
 
 
 def test_given_urls_are_used_as_they_are(make_cluster: MakeCluster) -> None:

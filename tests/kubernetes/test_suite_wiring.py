@@ -22,6 +22,7 @@ from acceptance.platforms.base import (
     RUNTIME_ADMIN,
     SANDBOX_KILL,
     SANDBOX_OBSERVATION,
+    SHORT_TIMEOUT_AGENT,
     WORKLOAD_MANAGER_SESSIONS,
 )
 from acceptance.platforms.kubernetes.platform import ClusterTarget, KubernetesPlatform
@@ -39,7 +40,14 @@ from tests.kubernetes.conftest import (
 from tests.kubernetes.fake_api import FakeKubernetes
 from tests.suite.commands import run_module
 
-CLUSTER_CAPABILITIES = {RUNTIME_ADMIN, SANDBOX_OBSERVATION, SANDBOX_KILL, ROUTER_RESTART}
+# The adapter's, and the short-timeout agent it can apply.
+CLUSTER_CAPABILITIES = {
+    RUNTIME_ADMIN,
+    SANDBOX_OBSERVATION,
+    SANDBOX_KILL,
+    ROUTER_RESTART,
+    SHORT_TIMEOUT_AGENT,
+}
 FIXTURE_DELETES = [
     f"DELETE {CODE_INTERPRETERS}/python-interpreter-warm",
     f"DELETE {CODE_INTERPRETERS}/python-interpreter",

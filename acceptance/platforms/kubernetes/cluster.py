@@ -68,8 +68,10 @@ class Cluster:
                     "and workload_manager_url unset, or set port_forward=false"
                 )
             namespace = self.settings.system_namespace
-            router = self._forward(namespace, self.settings.router_service)
-            workload_manager = self._forward(namespace, self.settings.workload_manager_service)
+            router = self._forward(namespace, self.settings.router_service, "router_url")
+            workload_manager = self._forward(
+                namespace, self.settings.workload_manager_service, "workload_manager_url"
+            )
             return router.url, workload_manager.url
         if not (router_url and workload_manager_url):
             raise ConfigError(
@@ -101,7 +103,7 @@ class Cluster:
         url, host = settings.oidc_token_url, None
         service = in_cluster_service(url)
         if service is not None and settings.port_forward:
-            forward = self._forward(service[1], service[0])
+            forward = self._forward(service[1], service[0], "oidc_token_url")
             url, host = local_url(url, forward), urlsplit(settings.oidc_token_url).netloc
         return client_credentials_token(
             url, settings.oidc_client_id, settings.oidc_client_secret, host=host, timeout=timeout
@@ -114,10 +116,10 @@ class Cluster:
             {role: getattr(suite_settings, str(role.setting)) for role in FIXTURE_OF_ROLE}
         )
 
-    def _forward(self, namespace: str, service: ServiceRef) -> ServiceForward:
+    def _forward(self, namespace: str, service: ServiceRef, setting: str) -> ServiceForward:
         forward = ServiceForward(self.api, namespace, service)
         self._forwards.append(forward)
-        forward.check()
+        forward.check(setting)
         return forward
 
     def kept_notes(self) -> list[str]:

@@ -28,6 +28,18 @@ _IN_CLUSTER_HOST = re.compile(
 )
 
 
+class PortForwardFailed(ConfigError):
+    """A port forward could not be opened: which Service, pod and port, the API's own
+    error, and how to forward without the suite (kubectl, then -D router_url=...)."""
+
+    def __init__(self, forward: ServiceForward, error: KubeError, setting: str) -> None:
+        self.status = error.status
+        super().__init__(
+            f"{forward}: {error}. To forward without the suite: {forward.kubectl}, then run "
+            f"with -D port_forward=false -D {setting}={forward.url} (docs/kubernetes.md)"
+        )
+
+
 class ServiceForward:
     """A local port forwarding to a Service's pods; ``url`` is where to reach it."""
 
@@ -57,11 +69,15 @@ class ServiceForward:
     def __str__(self) -> str:
         return f"port forward to {self._service} in {self._namespace}"
 
-    def check(self) -> None:
+    def check(self, setting: str) -> None:
         """Open and close one stream now, so that a Service without a ready pod or a
-        forbidden port-forward stops the run at its start, not in its first scenario."""
+        forbidden port-forward stops the run at its start, not in its first scenario;
+        `setting` names the URL setting a person would give instead."""
         pod, port = self._pick_pod()
-        self._api.open_port_forward(self._namespace, pod, port).close()
+        try:
+            self._api.open_port_forward(self._namespace, pod, port).close()
+        except KubeError as error:
+            raise PortForwardFailed(self, error, setting) from None
 
     def close(self) -> None:
         """Stop accepting, end the open connections, wait for the threads."""
