@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 
 import aiohttp
 import yarl
@@ -177,14 +178,24 @@ class Router:
 
 async def _preflight(port: int) -> None:
     """Dial the sandbox once, as upstream does before proxying; raise OSError (TimeoutError
-    for a dial that does not complete in time)."""
+    for a dial that did not complete in time). The socket, not this event loop, says whether
+    it completed: a loop that got round to it late must not turn a done dial into a 504."""
+    loop = asyncio.get_running_loop()
+    with socket.socket() as dial:
+        dial.setblocking(False)
+        try:
+            await asyncio.wait_for(loop.sock_connect(dial, ("127.0.0.1", port)), PREFLIGHT_TIMEOUT)
+        except TimeoutError as failure:
+            if not _connected(dial):
+                raise TimeoutError(f"dial 127.0.0.1:{port}: i/o timeout") from failure
+
+
+def _connected(dial: socket.socket) -> bool:
     try:
-        _, writer = await asyncio.wait_for(
-            asyncio.open_connection("127.0.0.1", port), PREFLIGHT_TIMEOUT
-        )
-    except TimeoutError as failure:
-        raise TimeoutError(f"dial 127.0.0.1:{port}: i/o timeout") from failure
-    writer.close()
+        dial.getpeername()
+    except OSError:  # ENOTCONN: the handshake has not completed
+        return False
+    return dial.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0
 
 
 def _unavailable(failure: BaseException) -> web.Response:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from localcube.router import _preflight
 from tests.localcube.support import SESSION_HEADER, Client, agent_running
 
 # Accepts every connection and closes it at once: reachable, but never answers.
@@ -87,3 +89,17 @@ def test_a_silent_sandbox_is_waited_for_until_the_client_gives_up(start_localcub
         time.sleep(0.2)
         served = client.agent("echo-agent", json={}, session=healthy, timeout=10)
     assert served.status_code == 200, served.text
+
+
+def test_a_dial_the_kernel_completed_is_no_timeout_however_late_the_loop_looks() -> None:
+    """On a loaded machine localcube's event loop may get round to a completed dial after
+    the 200 ms have passed; the socket, not the loop, decides (a false 504 otherwise)."""
+
+    async def dial_while_the_loop_is_blocked(port: int) -> None:
+        dialing = asyncio.create_task(_preflight(port))
+        await asyncio.sleep(0)  # the dial starts
+        time.sleep(0.4)  # the loop is busy past the dial's deadline
+        await dialing
+
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        asyncio.run(dial_while_the_loop_is_blocked(listener.getsockname()[1]))
