@@ -38,8 +38,9 @@ def stopped(pid: int) -> Iterator[None]:
 
 
 def fill_backlog(port: int, stack: ExitStack) -> None:
-    """Connect until the listener's accept queue is full and a dial no longer completes."""
-    for _ in range(64):
+    """Connect until the listener's accept queue (128 for the echo agent) is full and a dial
+    no longer completes."""
+    for _ in range(512):
         probe = stack.enter_context(socket.socket())
         probe.settimeout(0.3)
         try:
