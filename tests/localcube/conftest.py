@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from localcube import embedded
+from tests.localcube import redis_process
 from tests.localcube.support import FIXTURES, Client
 
 StartLocalCube = Callable[..., embedded.RunningLocalCube]
@@ -31,3 +32,11 @@ def start_localcube(tmp_path: Path) -> Iterator[StartLocalCube]:
 @pytest.fixture
 def client(shared_cube: embedded.RunningLocalCube) -> Client:
     return Client(shared_cube.url)
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[redis_process.RedisServer]:
+    """A real redis-server for one test, stopped at its end."""
+    server = redis_process.start(tmp_path / "redis")
+    yield server
+    server.stop()
