@@ -77,9 +77,10 @@ class RouterIdentity:
 
     @web.middleware
     async def _authenticate(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        # The scheme in any case, as the API server takes it (Python's client sends "bearer").
         scheme, _, token = request.headers.get("Authorization", "").partition(" ")
         expected = self.credentials.token.encode()
-        if scheme != "Bearer" or not hmac.compare_digest(token.encode(), expected):
+        if scheme.lower() != "bearer" or not hmac.compare_digest(token.encode(), expected):
             return status(401, "Unauthorized", "Unauthorized")
         return await handler(request)
 
