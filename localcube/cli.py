@@ -115,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         runtimes = load_paths(arguments.manifests)
         tokens = TokenTable.parse(arguments.token, arguments.token_file)
+        if arguments.router_identity is not None:
+            arguments.router_identity.mkdir(mode=0o700, parents=True, exist_ok=True)
     except (ManifestError, ValueError, OSError) as error:
         print(f"localcube: {error}", file=sys.stderr)
         return 2

@@ -273,3 +273,12 @@ def test_a_store_url_localcube_cannot_use_is_refused(url: str, reason: str) -> N
     assert result.returncode == 2
     assert f"argument --store: {reason}" in result.stderr
     assert "hunter2" not in result.stderr
+
+
+def test_a_valkey_url_speaks_the_same_protocol(redis_server: RedisServer, start_localcube) -> None:
+    """Valkey speaks Redis's protocol: `valkey://` reaches the same server (STORE_TYPE=valkey
+    upstream)."""
+    cube = start_localcube(extra_arguments=["--store", f"valkey://127.0.0.1:{redis_server.port}"])
+    created = Client(cube.url).create_session("agent-runtime", "echo-agent")
+    assert created.status_code == 200
+    assert redis_server.client().exists(f"session:{created.json()['sessionId']}") == 1

@@ -18,7 +18,8 @@ from kubernetes.config.incluster_config import InClusterConfigLoader
 
 from localcube.router_identity import SECRET_NAME
 from tests.localcube.picod_process import SigningKey
-from tests.localcube.support import Client
+from tests.localcube.support import FIXTURES, Client
+from tests.localcube.test_cli import run_cli
 
 SECRET = {"metadata": {"name": SECRET_NAME}, "type": "Opaque", "data": {}}
 
@@ -143,3 +144,12 @@ def test_with_tokens_on_the_service_account_token_may_open_sessions(
     assert Client(cube.url, "nobody").create_session("agent-runtime", "echo-agent").status_code == (
         401
     )
+
+
+def test_an_identity_directory_that_cannot_be_made_is_refused(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    wanted = blocker / "serviceaccount"
+    result = run_cli("serve", "--manifests", str(FIXTURES), "--router-identity", str(wanted))
+    assert result.returncode == 2
+    assert result.stderr.startswith("localcube: ") and str(wanted) in result.stderr
