@@ -21,12 +21,7 @@ from localcube.manifests import Runtime
 from localcube.mirrored_store import MirroredStore
 from localcube.redis_records import RedisRecords
 from localcube.router import Router, gin_no_route
-from localcube.router_identity import (
-    SERVICE_ACCOUNT,
-    RouterIdentity,
-    new_credentials,
-    write_service_account,
-)
+from localcube.router_identity import SERVICE_ACCOUNT, serve_identity
 from localcube.sandboxes import SandboxLauncher
 from localcube.session_errors import StoreError
 from localcube.signing import RequestSigner
@@ -78,17 +73,14 @@ async def serve(settings: Settings) -> int:
     tokens = settings.tokens
     identity = None
     if settings.router_identity_dir is not None:
-        credentials = new_credentials(state_dir)
+        identity, router_token = await serve_identity(
+            signer, state_dir, settings.router_identity_dir
+        )
         if tokens.enabled:  # the Router presents its service-account token to the WM
-            tokens = tokens.including(credentials.token, bearer_auth.Caller(SERVICE_ACCOUNT))
-        identity = web.AppRunner(RouterIdentity(signer, credentials).app())
-        await identity.setup()
-        await web.TCPSite(identity, "127.0.0.1", 0, ssl_context=credentials.server_context).start()
-        identity_port = identity.addresses[0][1]
-        write_service_account(settings.router_identity_dir, credentials, identity_port)
+            tokens = tokens.including(router_token, bearer_auth.Caller(SERVICE_ACCOUNT))
         log.info(
             "Router identity on https://127.0.0.1:%d, service account in %s",
-            identity_port,
+            identity.addresses[0][1],
             settings.router_identity_dir,
         )
     launcher = SandboxLauncher(

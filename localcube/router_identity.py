@@ -118,6 +118,19 @@ class RouterIdentity:
         )
 
 
+async def serve_identity(
+    signer: RequestSigner, state_dir: Path, directory: Path
+) -> tuple[web.AppRunner, str]:
+    """Serve the identity on a free loopback port and write the service-account files to
+    `directory`; the runner (clean it up to stop) and the service-account token."""
+    credentials = new_credentials(state_dir)
+    runner = web.AppRunner(RouterIdentity(signer, credentials).app())
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0, ssl_context=credentials.server_context).start()
+    write_service_account(directory, credentials, runner.addresses[0][1])
+    return runner, credentials.token
+
+
 def new_credentials(state_dir: Path) -> IdentityCredentials:
     """A fresh token, and a CA with a server certificate for 127.0.0.1 (the key file lives
     only while the TLS context loads it)."""
