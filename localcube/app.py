@@ -18,10 +18,14 @@ from aiohttp import web
 from localcube import bearer_auth
 from localcube.admin import AdminRoutes, loopback_only
 from localcube.manifests import Runtime
+from localcube.mirrored_store import MirroredStore
+from localcube.redis_records import RedisRecords
 from localcube.router import Router, gin_no_route
+from localcube.router_identity import SERVICE_ACCOUNT, serve_identity
 from localcube.sandboxes import SandboxLauncher
+from localcube.session_errors import StoreError
 from localcube.signing import RequestSigner
-from localcube.store import Store
+from localcube.store import SandboxRecord, Store
 from localcube.workload_manager import WorkloadManager
 from localcube.workload_manager_http import WorkloadManagerRoutes
 
@@ -39,6 +43,8 @@ class Settings:
     max_concurrent_requests: int
     tokens: bearer_auth.TokenTable
     sandbox_ready_timeout: float
+    store_url: str | None = None  # upstream's records in Redis or Valkey besides SQLite
+    router_identity_dir: Path | None = None  # serve the Router's identity Secret
 
 
 async def serve(settings: Settings) -> int:
@@ -47,15 +53,43 @@ async def serve(settings: Settings) -> int:
     state_dir = Path(tempfile.mkdtemp(prefix="localcube-")) if temporary else settings.state_dir
     state_dir.mkdir(parents=True, exist_ok=True)
     (state_dir / "sandboxes").mkdir(exist_ok=True)
-    store = Store(state_dir / "localcube.db")
+    records = None if settings.store_url is None else RedisRecords(settings.store_url)
+    if records is not None:
+        try:
+            records.ping()
+        except StoreError as failure:
+            print(f"localcube: cannot reach the store: {failure}", file=sys.stderr)
+            records.close()
+            if temporary:
+                shutil.rmtree(state_dir, ignore_errors=True)
+            return 1
+    database = state_dir / "localcube.db"
+    store = (
+        Store(database)
+        if records is None
+        else MirroredStore(database, records, lambda record: _sandbox_kind(workloads, record))
+    )
     signer = RequestSigner(state_dir)
+    tokens = settings.tokens
+    identity = None
+    if settings.router_identity_dir is not None:
+        identity, router_token = await serve_identity(
+            signer, state_dir, settings.router_identity_dir
+        )
+        if tokens.enabled:  # the Router presents its service-account token to the WM
+            tokens = tokens.including(router_token, bearer_auth.Caller(SERVICE_ACCOUNT))
+        log.info(
+            "Router identity on https://127.0.0.1:%d, service account in %s",
+            identity.addresses[0][1],
+            settings.router_identity_dir,
+        )
     launcher = SandboxLauncher(
         state_dir / "sandboxes", signer.public_key_pem, settings.sandbox_ready_timeout
     )
     workloads = WorkloadManager(store, launcher)
     router = Router(workloads, signer, settings.max_concurrent_requests)
     app = web.Application(
-        middlewares=[loopback_only, gin_no_route, bearer_auth.middleware(settings.tokens)],
+        middlewares=[loopback_only, gin_no_route, bearer_auth.middleware(tokens)],
         client_max_size=_MAX_CONTROL_BODY,
     )
     app.add_routes(
@@ -77,6 +111,8 @@ async def serve(settings: Settings) -> int:
             file=sys.stderr,
         )
         await runner.cleanup()
+        if identity is not None:
+            await identity.cleanup()
         store.close()
         if temporary:
             shutil.rmtree(state_dir, ignore_errors=True)
@@ -96,9 +132,16 @@ async def serve(settings: Settings) -> int:
     collector.cancel()
     await workloads.shutdown()
     await runner.cleanup()
+    if identity is not None:
+        await identity.cleanup()
     await router.close()
     await launcher.close()
     store.close()
     if temporary:
         shutil.rmtree(state_dir, ignore_errors=True)
     return 0
+
+
+def _sandbox_kind(workloads: WorkloadManager, record: SandboxRecord) -> str:
+    runtime = workloads.runtimes.get((record.kind, record.namespace, record.runtime))
+    return "Sandbox" if runtime is None else runtime.sandbox_kind

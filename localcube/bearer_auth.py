@@ -50,6 +50,12 @@ class TokenTable:
                     lines.append((line, f"{file}:{number}"))
         return cls([_entry(text, origin) for text, origin in lines])
 
+    def including(self, token: str, caller: Caller) -> TokenTable:
+        """This table with one more caller."""
+        table = TokenTable([])
+        table._entries = [*self._entries, (token.encode(), caller)]
+        return table
+
     @property
     def enabled(self) -> bool:
         return bool(self._entries)

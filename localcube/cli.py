@@ -12,6 +12,7 @@ from pathlib import Path
 from localcube.app import Settings, serve
 from localcube.bearer_auth import TokenTable
 from localcube.manifests import ManifestError, load_paths
+from localcube.redis_records import check_url
 from localcube.validation import parse_duration
 
 
@@ -35,6 +36,13 @@ def _port(text: str) -> int:
     if not text.isdigit() or int(text) > 65535:
         raise argparse.ArgumentTypeError(f"{text!r} must be a port number from 0 to 65535")
     return int(text)
+
+
+def _store_url(text: str) -> str:
+    try:
+        return check_url(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -74,6 +82,25 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     run.add_argument("--sandbox-ready-timeout", type=_duration, default=120.0, metavar="DURATION")
+    run.add_argument(
+        "--store",
+        type=_store_url,
+        metavar="URL",
+        help=(
+            "also keep upstream's session records in Redis or Valkey (redis://HOST:PORT, "
+            "valkey://HOST:PORT; password from REDIS_PASSWORD): upstream's Router then "
+            "serves localcube's sessions (docs/own-router.md)"
+        ),
+    )
+    run.add_argument(
+        "--router-identity",
+        type=Path,
+        metavar="DIR",
+        help=(
+            "serve upstream's Router its identity Secret (localcube's signing key) on "
+            "loopback HTTPS; write its service-account files and kubernetes.env to DIR"
+        ),
+    )
     return parser
 
 
@@ -88,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         runtimes = load_paths(arguments.manifests)
         tokens = TokenTable.parse(arguments.token, arguments.token_file)
+        if arguments.router_identity is not None:
+            arguments.router_identity.mkdir(mode=0o700, parents=True, exist_ok=True)
     except (ManifestError, ValueError, OSError) as error:
         print(f"localcube: {error}", file=sys.stderr)
         return 2
@@ -102,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         max_concurrent_requests=arguments.max_concurrent_requests,
         tokens=tokens,
         sandbox_ready_timeout=arguments.sandbox_ready_timeout,
+        store_url=arguments.store,
+        router_identity_dir=arguments.router_identity,
     )
     return asyncio.run(serve(settings))
 

@@ -71,6 +71,12 @@ class Runtime:
     def key(self) -> tuple[str, str, str]:
         return (self.kind, self.namespace, self.name)
 
+    @property
+    def sandbox_kind(self) -> str:
+        """What upstream creates for a session: a SandboxClaim on a warm pool, else a
+        Sandbox (pkg/workloadmanager/workload_builder.go:365-394)."""
+        return "SandboxClaim" if self.warm_pool_size > 0 else "Sandbox"
+
     def describe(self) -> dict[str, Any]:
         return {
             "kind": self.kind,

@@ -37,7 +37,14 @@ class RuntimeNotFound(LookupError):
         return "agent runtime not found"
 
 
-CreationFailure = RuntimeNotFound | SandboxStartError
+class StoreError(RuntimeError):
+    """The session store (Redis or Valkey) did not answer, or answered what it cannot
+    hold: upstream answers 500 `internal server error` (pkg/workloadmanager/handlers.go:391-398,
+    pkg/router/session_manager.go:143-150)."""
+
+
+CreationFailure = RuntimeNotFound | SandboxStartError | StoreError
+CREATION_FAILURES = (RuntimeNotFound, SandboxStartError, StoreError)
 
 
 def workload_manager_status(failure: CreationFailure) -> tuple[int, str]:
@@ -76,5 +83,5 @@ def session_not_found(session_id: str) -> web.Response:
 
 
 def _log(failure: CreationFailure) -> None:
-    if isinstance(failure, SandboxStartError):
+    if isinstance(failure, SandboxStartError | StoreError):
         log.error("session not opened: %s", failure)

@@ -49,6 +49,15 @@ class RequestSigner:
         )
         self._cache: dict[tuple[str, str | None], tuple[str, float]] = {}
 
+    def private_key_pkcs1_pem(self) -> bytes:
+        """The signing key as upstream's Router keeps it in its identity Secret: PKCS#1 PEM
+        (pkg/router/jwt.go:121-131, 207-222)."""
+        return self._key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.TraditionalOpenSSL,
+            serialization.NoEncryption(),
+        )
+
     def identity_subject(self, token: str) -> str:
         """The caller a Router-signed identity token names, as upstream's WorkloadManager
         checks it: RS256 by this key, `exp` required, `aud` exactly `workloadmanager`, a

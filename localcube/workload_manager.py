@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 from localcube.manifests import Runtime
 from localcube.sandboxes import SandboxLauncher, is_alive
-from localcube.session_errors import RuntimeNotFound
+from localcube.session_errors import RuntimeNotFound, StoreError
 from localcube.store import SandboxRecord, Store
 
 log = logging.getLogger("localcube.workload_manager")
@@ -56,7 +56,7 @@ class WorkloadManager:
     ) -> SandboxRecord:
         """A new session on a claimed warm sandbox, or on a sandbox started for it.
 
-        Raises RuntimeNotFound or SandboxStartError (see localcube.session_errors)."""
+        Raises RuntimeNotFound, SandboxStartError or StoreError (localcube.session_errors)."""
         runtime = self.runtimes.get((kind, namespace, name))
         if runtime is None:
             raise RuntimeNotFound(kind, namespace, name)
@@ -76,7 +76,11 @@ class WorkloadManager:
                 idle_timeout=runtime.session_timeout,
                 expires_at=now + lifetime,
             )
-            self.store.put(record)
+            try:
+                self.store.put(record)
+            except StoreError:
+                await self._end(record, "its session could not be stored")
+                raise
         finally:
             await asyncio.gather(*(self._end(r, "warm sandbox died") for r in dead))
         self._schedule_refill(runtime.key)

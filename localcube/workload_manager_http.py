@@ -9,8 +9,7 @@ import math
 from aiohttp import web
 
 from localcube.manifests import AGENT_RUNTIME, CODE_INTERPRETER
-from localcube.sandboxes import SandboxStartError
-from localcube.session_errors import RuntimeNotFound, workload_manager_refusal
+from localcube.session_errors import CREATION_FAILURES, StoreError, workload_manager_refusal
 from localcube.signing import IDENTITY_HEADER, InvalidIdentity, RequestSigner
 from localcube.workload_manager import WorkloadManager
 
@@ -70,12 +69,11 @@ class WorkloadManagerRoutes:
             record = await self.workloads.create_session(
                 kind, body["namespace"], body["name"], owner=owner, ttl=ttl
             )
-        except (RuntimeNotFound, SandboxStartError) as failure:
+        except CREATION_FAILURES as failure:
             return workload_manager_refusal(failure)
         runtime = self.workloads.runtimes.get((kind, body["namespace"], body["name"]))
-        pooled = runtime is not None and runtime.warm_pool_size > 0
         created = {
-            "kind": "SandboxClaim" if pooled else "Sandbox",
+            "kind": "Sandbox" if runtime is None else runtime.sandbox_kind,
             "sessionId": record.session_id,
             "sandboxId": record.sandbox_id,
             "sandboxName": record.sandbox_name,
@@ -90,10 +88,13 @@ class WorkloadManagerRoutes:
 
     async def delete(self, request: web.Request) -> web.Response:
         session_id = request.match_info["session_id"]
-        record = self.workloads.session(session_id)
-        if record is None:
-            return message(404, f"Session ID {session_id} not found, maybe already deleted")
-        # No ownership check: upstream deletes any session the caller's credentials may
-        # (pkg/workloadmanager/handlers.go:497-564).
-        await self.workloads.delete_session(session_id)
+        try:
+            record = self.workloads.session(session_id)
+            if record is None:
+                return message(404, f"Session ID {session_id} not found, maybe already deleted")
+            # No ownership check: upstream deletes any session the caller's credentials may
+            # (pkg/workloadmanager/handlers.go:497-564).
+            await self.workloads.delete_session(session_id)
+        except StoreError as failure:
+            return workload_manager_refusal(failure)
         return web.json_response({"message": "Sandbox deleted successfully"})

@@ -1,0 +1,148 @@
+"""Upstream's session records, byte for byte as its WorkloadManager writes them.
+
+`session:<id>` holds a types.SandboxInfo marshalled by Go's encoding/json
+(pkg/common/types/sandbox.go:26-52); the sorted sets `session:expiry` and
+`session:last_activity` hold each session's expiry and last activity in unix seconds
+(pkg/store/store_redis.go:47-52). Times are written in UTC, as in upstream's pods.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import UTC, datetime
+from typing import Any
+
+from localcube.store import SandboxRecord
+
+SESSION_PREFIX = "session:"
+EXPIRY_INDEX = "session:expiry"
+ACTIVITY_INDEX = "session:last_activity"
+SANDBOX_CLAIM = "SandboxClaim"
+# Besides what Python's json escapes, Go's encoding/json escapes these (HTMLEscape, JS).
+_GO_ESCAPES = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
+
+
+def session_key(session_id: str) -> str:
+    return SESSION_PREFIX + session_id
+
+
+def go_json(value: Any) -> bytes:
+    """`value` as Go's json.Marshal writes it: compact, UTF-8, HTML characters escaped."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    for character, escape in _GO_ESCAPES.items():
+        text = text.replace(character, escape)
+    return text.encode()
+
+
+def go_time(seconds: float) -> str:
+    """A UTC instant as Go's time.Time marshals it: RFC 3339 with the fraction's trailing
+    zeros dropped (localcube keeps microseconds)."""
+    moment = datetime.fromtimestamp(seconds, UTC)
+    fraction = f"{moment.microsecond:06d}".rstrip("0")
+    return moment.strftime("%Y-%m-%dT%H:%M:%S") + (f".{fraction}" if fraction else "") + "Z"
+
+
+def go_duration(seconds: float) -> str:
+    """A duration as Go's time.Duration.String writes it (`15m0s`, `1h0m0s`, `1.5s`,
+    `250ms`), as metav1.Duration marshals it."""
+    nanos = round(seconds * 1_000_000_000)
+    sign, nanos = ("-", -nanos) if nanos < 0 else ("", nanos)
+    if nanos == 0:
+        return "0s"
+    if nanos < 1_000_000_000:
+        for unit, size in (("ms", 1_000_000), ("µs", 1_000), ("ns", 1)):
+            if nanos >= size:
+                return sign + _decimal(nanos, size) + unit
+    whole, fraction = divmod(nanos, 1_000_000_000)
+    text = _decimal(whole % 60 * 1_000_000_000 + fraction, 1_000_000_000) + "s"
+    minutes, hours = whole // 60 % 60, whole // 3600
+    if whole >= 60:
+        text = f"{minutes}m{text}"
+    if hours:
+        text = f"{hours}h{text}"
+    return sign + text
+
+
+def _decimal(value: int, unit: int) -> str:
+    whole, fraction = divmod(value, unit)
+    digits = f"{fraction:0{len(str(unit)) - 1}d}".rstrip("0") if fraction else ""
+    return f"{whole}.{digits}" if digits else str(whole)
+
+
+def placeholder(record: SandboxRecord, kind: str) -> bytes:
+    """What the WorkloadManager stores before the sandbox exists: no sandbox id, no entry
+    points, the times as taken, status `creating` (pkg/workloadmanager/sandbox_helper.go:50-76)."""
+    return _record(
+        record,
+        kind,
+        sandbox_id="",
+        entry_points=None,
+        created_at=record.claimed_at or record.created_at,
+        expires_at=record.expires_at or 0.0,
+        status="creating",
+    )
+
+
+def ready(record: SandboxRecord, kind: str) -> bytes:
+    """The record that replaces the placeholder once the sandbox serves
+    (pkg/workloadmanager/sandbox_helper.go:78-109, handlers.go:442-448): a Sandbox's times
+    as the API server hands them back (whole seconds), a SandboxClaim's the placeholder's."""
+    created_at = record.claimed_at or record.created_at
+    expires_at = record.expires_at or 0.0
+    if kind != SANDBOX_CLAIM:
+        created_at, expires_at = math.floor(created_at), math.floor(expires_at)
+    entry_points = [
+        {"path": prefix, "protocol": "HTTP", "endpoint": f"127.0.0.1:{port}"}
+        for prefix, port in record.endpoints
+    ]
+    return _record(
+        record,
+        kind,
+        sandbox_id=record.sandbox_id,
+        entry_points=entry_points,
+        created_at=created_at,
+        expires_at=expires_at,
+        status="ready",
+    )
+
+
+def _record(
+    record: SandboxRecord,
+    kind: str,
+    *,
+    sandbox_id: str,
+    entry_points: list[dict[str, str]] | None,
+    created_at: float,
+    expires_at: float,
+    status: str,
+) -> bytes:
+    fields: dict[str, Any] = {
+        "kind": kind,
+        "sandboxId": sandbox_id,
+        "sandboxNamespace": record.namespace,
+        "name": record.sandbox_name,
+        "entryPoints": entry_points,
+        "sessionId": record.session_id or "",
+    }
+    if record.owner:  # `ownerId,omitempty`
+        fields["ownerId"] = record.owner
+    fields["createdAt"] = go_time(created_at)
+    fields["expiresAt"] = go_time(expires_at)
+    fields["idleTimeout"] = go_duration(record.idle_timeout or 0.0)
+    fields["status"] = status
+    return go_json(fields)
+
+
+def entry_point_ports(document: dict[str, Any]) -> tuple[tuple[str, int], ...]:
+    """The (path prefix, port) pairs of a stored record's entry points on this machine."""
+    return tuple(
+        (point["path"], int(point["endpoint"].rpartition(":")[2]))
+        for point in document.get("entryPoints") or ()
+    )
