@@ -179,7 +179,7 @@ SETTINGS: tuple[Setting, ...] = (
         one_of(PLATFORMS),
         None,
         "What the suite may do beside HTTP calls: `localcube` (admin API), "
-        "`kubernetes` (the cluster's API; README: Running against a real cluster), "
+        "`kubernetes` (the cluster's API; docs/kubernetes.md), "
         "`none` (HTTP only).",
         default_text="`localcube` when the suite starts localcube, else `none`",
     ),

@@ -115,7 +115,7 @@ def test_a_run_on_a_cluster_from_start_to_finish(
     # The cluster's defaults, for what was not given.
     assert settings.namespace == NS
     assert (settings.short_session_timeout, settings.ttl_grace) == (30, 90)
-    assert (settings.short_session_lifetime, settings.long_task_duration) == (60, 75)
+    assert (settings.short_session_lifetime, settings.long_task_duration) == (60, 120)
     assert settings.fail_fast == 10
     assert settings.poll_interval == 0.02  # given
     # The minted token: auth scenarios run; sessions opened at the WorkloadManager need an

@@ -53,9 +53,10 @@ CLUSTER_DEFAULTS: Mapping[str, tuple[str, str]] = {
         "the lifetime includes; the GC, every 15 s, then ends the session within `ttl_grace`",
     ),
     "long_task_duration": (
-        "75s",
-        "longer than the Router's 30 s read timeout and the 60 s an NGINX ingress waits for "
-        "an answer by default",
+        "120s",
+        "longer than the 30 s `short_session_timeout` plus the 60 s the WorkloadManager's GC "
+        "looks back and its 15 s interval, so a GC that ends a busy session is caught; longer "
+        "than the 60 s an NGINX ingress waits for an answer by default",
     ),
     "sandbox_gone_timeout": (
         "60s",
