@@ -17,8 +17,7 @@ from aiohttp import web
 from localcube.bearer_auth import Handler, caller, owner_refusal
 from localcube.forwarding import escaped, invocation_path, request_headers, response_headers
 from localcube.manifests import AGENT_RUNTIME, CODE_INTERPRETER
-from localcube.sandboxes import SandboxStartError
-from localcube.session_errors import RuntimeNotFound, router_refusal, session_not_found
+from localcube.session_errors import CREATION_FAILURES, router_refusal, session_not_found
 from localcube.signing import RequestSigner
 from localcube.store import SandboxRecord
 from localcube.workload_manager import WorkloadManager
@@ -109,7 +108,7 @@ class Router:
                 sandbox = await self.workloads.create_session(
                     kind, namespace, name, owner=_subject(request), ttl=None
                 )
-            except (RuntimeNotFound, SandboxStartError) as failure:
+            except CREATION_FAILURES as failure:
                 return router_refusal(failure)
         session = sandbox.session_id or ""
         self.workloads.request_started(session)

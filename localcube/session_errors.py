@@ -2,8 +2,9 @@
 
 The WorkloadManager answers `{"message": ...}` (pkg/workloadmanager/utils.go:36-41):
 runtime missing 404 `agent runtime not found` / `code interpreter not found`, sandbox not
-ready in time 504 `sandbox creation timed out`, any other failure 500 `internal server
-error` (pkg/workloadmanager/handlers.go:179-186, 243-266). The Router opens sessions
+ready in time 504 `sandbox creation timed out`, any other failure (a store that cannot
+record the session among them) 500 `internal server error`
+(pkg/workloadmanager/handlers.go:179-186, 243-266, 392-398). The Router opens sessions
 through the WorkloadManager and answers `{"error": ...}`: the WorkloadManager's 404 becomes
 404 naming the resource as Kubernetes does, any other status 500 `internal server error`
 (pkg/router/session_manager.go:205-215, pkg/router/handlers.go:131-151).
@@ -17,6 +18,7 @@ from aiohttp import web
 
 from localcube.manifests import CODE_INTERPRETER, PLURALS
 from localcube.sandboxes import SandboxNotReady, SandboxStartError
+from localcube.store import StoreError
 
 RESOURCE_GROUP = "agentcube.volcano.sh"
 log = logging.getLogger("localcube.sessions")
@@ -37,7 +39,8 @@ class RuntimeNotFound(LookupError):
         return "agent runtime not found"
 
 
-CreationFailure = RuntimeNotFound | SandboxStartError
+CreationFailure = RuntimeNotFound | SandboxStartError | StoreError
+CREATION_FAILURES = (RuntimeNotFound, SandboxStartError, StoreError)
 
 
 def workload_manager_status(failure: CreationFailure) -> tuple[int, str]:
@@ -76,5 +79,5 @@ def session_not_found(session_id: str) -> web.Response:
 
 
 def _log(failure: CreationFailure) -> None:
-    if isinstance(failure, SandboxStartError):
+    if isinstance(failure, SandboxStartError | StoreError):
         log.error("session not opened: %s", failure)

@@ -9,9 +9,9 @@ import math
 from aiohttp import web
 
 from localcube.manifests import AGENT_RUNTIME, CODE_INTERPRETER
-from localcube.sandboxes import SandboxStartError
-from localcube.session_errors import RuntimeNotFound, workload_manager_refusal
+from localcube.session_errors import CREATION_FAILURES, workload_manager_refusal
 from localcube.signing import IDENTITY_HEADER, InvalidIdentity, RequestSigner
+from localcube.store import StoreError
 from localcube.workload_manager import WorkloadManager
 
 log = logging.getLogger("localcube.workload_manager")
@@ -70,7 +70,7 @@ class WorkloadManagerRoutes:
             record = await self.workloads.create_session(
                 kind, body["namespace"], body["name"], owner=owner, ttl=ttl
             )
-        except (RuntimeNotFound, SandboxStartError) as failure:
+        except CREATION_FAILURES as failure:
             return workload_manager_refusal(failure)
         runtime = self.workloads.runtimes.get((kind, body["namespace"], body["name"]))
         pooled = runtime is not None and runtime.warm_pool_size > 0
@@ -95,5 +95,9 @@ class WorkloadManagerRoutes:
             return message(404, f"Session ID {session_id} not found, maybe already deleted")
         # No ownership check: upstream deletes any session the caller's credentials may
         # (pkg/workloadmanager/handlers.go:497-564).
-        await self.workloads.delete_session(session_id)
+        try:
+            await self.workloads.delete_session(session_id)
+        except StoreError as failure:  # the session is kept whole (handlers.go:552-558)
+            log.error("session %s not deleted: %s", session_id, failure)
+            return message(500, "internal server error")
         return web.json_response({"message": "Sandbox deleted successfully"})

@@ -446,10 +446,7 @@ FAULTS = [
     client_disconnects_mid_upload,
     client_disconnects_mid_call,
     full_workspace_disk,
-    pytest.param(
-        read_only_store,
-        marks=pytest.mark.xfail(strict=True, reason="localcube fails where the store is read-only"),
-    ),
+    read_only_store,
     crash_during_create,
     crash_during_delete,
     crash_during_gc,
