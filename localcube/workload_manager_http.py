@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 
@@ -43,7 +42,7 @@ class WorkloadManagerRoutes:
         kind = _KINDS[request.match_info["kind"]]
         try:
             body = await request.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, too deep, too many digits
             return message(400, "Invalid request body")
         if not isinstance(body, dict):
             return message(400, "Invalid request body")
