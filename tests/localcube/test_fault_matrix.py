@@ -455,6 +455,12 @@ FAULTS = [
 
 @pytest.mark.parametrize("fault", FAULTS, ids=lambda fault: fault.__name__)
 def test_localcube_recovers_from(fault: Callable[[Scene], None], scene: Scene) -> None:
+    """Each fault's docstring names the answers it requires and the upstream lines behind
+    them; the checks after it are localcube's own.
+
+    Upstream: pkg/router/handlers.go:204-257, pkg/router/handlers.go:346-352,
+    pkg/picod/execute.go:131-160, pkg/picod/files.go:126-128, pkg/picod/files.go:201-206,
+    pkg/workloadmanager/handlers.go:392-398, pkg/workloadmanager/handlers.go:552-558"""
     fault(scene)
     assert_ready_quickly(scene)
     assert_no_unowned_process(scene)
