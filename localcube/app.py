@@ -23,9 +23,8 @@ from localcube.redis_records import RedisRecords
 from localcube.router import Router, gin_no_route
 from localcube.router_identity import SERVICE_ACCOUNT, serve_identity
 from localcube.sandboxes import SandboxLauncher
-from localcube.session_errors import StoreError
 from localcube.signing import RequestSigner
-from localcube.store import SandboxRecord, Store
+from localcube.store import SandboxRecord, Store, StoreError
 from localcube.workload_manager import WorkloadManager
 from localcube.workload_manager_http import WorkloadManagerRoutes
 

@@ -15,8 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from localcube.redis_records import RedisRecords
-from localcube.session_errors import StoreError
-from localcube.store import SandboxRecord, Store
+from localcube.store import SandboxRecord, Store, StoreError
 from localcube.upstream_records import entry_point_ports, placeholder, ready
 
 log = logging.getLogger("localcube.store")

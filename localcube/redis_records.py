@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import redis
 
-from localcube.session_errors import StoreError
+from localcube.store import StoreError
 from localcube.upstream_records import ACTIVITY_INDEX, EXPIRY_INDEX, session_key
 
 SCHEMES = {"redis": "redis", "valkey": "redis", "rediss": "rediss", "valkeys": "rediss"}

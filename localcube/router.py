@@ -18,14 +18,9 @@ from aiohttp import web
 from localcube.bearer_auth import Handler, caller, owner_refusal
 from localcube.forwarding import escaped, invocation_path, request_headers, response_headers
 from localcube.manifests import AGENT_RUNTIME, CODE_INTERPRETER
-from localcube.session_errors import (
-    CREATION_FAILURES,
-    StoreError,
-    router_refusal,
-    session_not_found,
-)
+from localcube.session_errors import CREATION_FAILURES, router_refusal, session_not_found
 from localcube.signing import RequestSigner
-from localcube.store import SandboxRecord
+from localcube.store import SandboxRecord, StoreError
 from localcube.workload_manager import WorkloadManager
 
 SESSION_HEADER = "x-agentcube-session-id"

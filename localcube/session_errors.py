@@ -2,8 +2,9 @@
 
 The WorkloadManager answers `{"message": ...}` (pkg/workloadmanager/utils.go:36-41):
 runtime missing 404 `agent runtime not found` / `code interpreter not found`, sandbox not
-ready in time 504 `sandbox creation timed out`, any other failure 500 `internal server
-error` (pkg/workloadmanager/handlers.go:179-186, 243-266). The Router opens sessions
+ready in time 504 `sandbox creation timed out`, any other failure (a store that cannot
+record the session among them) 500 `internal server error`
+(pkg/workloadmanager/handlers.go:179-186, 243-266, 392-398). The Router opens sessions
 through the WorkloadManager and answers `{"error": ...}`: the WorkloadManager's 404 becomes
 404 naming the resource as Kubernetes does, any other status 500 `internal server error`
 (pkg/router/session_manager.go:205-215, pkg/router/handlers.go:131-151).
@@ -17,6 +18,7 @@ from aiohttp import web
 
 from localcube.manifests import CODE_INTERPRETER, PLURALS
 from localcube.sandboxes import SandboxNotReady, SandboxStartError
+from localcube.store import StoreError
 
 RESOURCE_GROUP = "agentcube.volcano.sh"
 log = logging.getLogger("localcube.sessions")
@@ -35,12 +37,6 @@ class RuntimeNotFound(LookupError):
         if self.kind == CODE_INTERPRETER:
             return "code interpreter not found"
         return "agent runtime not found"
-
-
-class StoreError(RuntimeError):
-    """The session store (Redis or Valkey) did not answer, or answered what it cannot
-    hold: upstream answers 500 `internal server error` (pkg/workloadmanager/handlers.go:391-398,
-    pkg/router/session_manager.go:143-150)."""
 
 
 CreationFailure = RuntimeNotFound | SandboxStartError | StoreError

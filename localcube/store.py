@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -31,6 +33,21 @@ CREATE TABLE IF NOT EXISTS sandboxes (
     expires_at REAL
 )
 """
+
+
+class StoreError(RuntimeError):
+    """The store could not do what was asked: a write failed (a read-only or full file
+    system, a broken file), or the Redis or Valkey that mirrors it did not answer. Upstream
+    answers 500 `internal server error` (pkg/workloadmanager/handlers.go:391-398,
+    pkg/router/session_manager.go:143-150)."""
+
+
+@contextmanager
+def _writing(what: str) -> Iterator[None]:
+    try:
+        yield
+    except sqlite3.Error as failure:
+        raise StoreError(f"cannot {what}: {failure}") from failure
 
 
 @dataclass(frozen=True)
@@ -73,7 +90,8 @@ class SandboxRecord:
 
 
 class Store:
-    """A thin, synchronous SQLite store; each call is one short transaction."""
+    """A thin, synchronous SQLite store; each call is one short transaction. A write that
+    fails raises StoreError and changes nothing."""
 
     def __init__(self, path: Path) -> None:
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
@@ -89,7 +107,8 @@ class Store:
         row["endpoints"] = json.dumps(record.endpoints)
         columns = ", ".join(row)
         marks = ", ".join(f":{name}" for name in row)
-        self._db.execute(f"INSERT OR REPLACE INTO sandboxes ({columns}) VALUES ({marks})", row)
+        with _writing(f"record sandbox {record.sandbox_id}"):
+            self._db.execute(f"INSERT OR REPLACE INTO sandboxes ({columns}) VALUES ({marks})", row)
 
     def by_session(self, session_id: str) -> SandboxRecord | None:
         rows = self._select("WHERE session_id = ?", (session_id,))
@@ -99,12 +118,14 @@ class Store:
         return self._select("ORDER BY created_at", ())
 
     def touch(self, session_id: str, now: float) -> None:
-        self._db.execute(
-            "UPDATE sandboxes SET last_activity_at = ? WHERE session_id = ?", (now, session_id)
-        )
+        with _writing(f"record the activity of session {session_id}"):
+            self._db.execute(
+                "UPDATE sandboxes SET last_activity_at = ? WHERE session_id = ?", (now, session_id)
+            )
 
     def delete(self, sandbox_id: str) -> None:
-        self._db.execute("DELETE FROM sandboxes WHERE sandbox_id = ?", (sandbox_id,))
+        with _writing(f"forget sandbox {sandbox_id}"):
+            self._db.execute("DELETE FROM sandboxes WHERE sandbox_id = ?", (sandbox_id,))
 
     def _select(self, clause: str, params: tuple) -> list[SandboxRecord]:
         cursor = self._db.execute(f"SELECT * FROM sandboxes {clause}", params)

@@ -16,8 +16,8 @@ from collections.abc import Iterable
 
 from localcube.manifests import Runtime
 from localcube.sandboxes import SandboxLauncher, is_alive
-from localcube.session_errors import RuntimeNotFound, StoreError
-from localcube.store import SandboxRecord, Store
+from localcube.session_errors import RuntimeNotFound
+from localcube.store import SandboxRecord, Store, StoreError
 
 log = logging.getLogger("localcube.workload_manager")
 
@@ -56,7 +56,9 @@ class WorkloadManager:
     ) -> SandboxRecord:
         """A new session on a claimed warm sandbox, or on a sandbox started for it.
 
-        Raises RuntimeNotFound, SandboxStartError or StoreError (localcube.session_errors)."""
+        Raises RuntimeNotFound, SandboxStartError or StoreError (see
+        localcube.session_errors); a sandbox started for a session the store cannot record
+        is ended, a warm one stays warm."""
         runtime = self.runtimes.get((kind, namespace, name))
         if runtime is None:
             raise RuntimeNotFound(kind, namespace, name)
@@ -79,7 +81,8 @@ class WorkloadManager:
             try:
                 self.store.put(record)
             except StoreError:
-                await self._end(record, "its session could not be stored")
+                if warm is None:
+                    await self._end_unrecorded(sandbox, "its session could not be recorded")
                 raise
         finally:
             await asyncio.gather(*(self._end(r, "warm sandbox died") for r in dead))
@@ -105,13 +108,21 @@ class WorkloadManager:
 
     def request_started(self, session_id: str) -> None:
         self._in_flight[session_id] += 1
-        self.store.touch(session_id, time.time())
+        self._record_activity(session_id)
 
     def request_finished(self, session_id: str) -> None:
         self._in_flight[session_id] -= 1
         if self._in_flight[session_id] <= 0:
             del self._in_flight[session_id]
-        self.store.touch(session_id, time.time())
+        self._record_activity(session_id)
+
+    def _record_activity(self, session_id: str) -> None:
+        """A call is served even when its activity cannot be recorded, as upstream's Router
+        only logs that (pkg/router/handlers.go:78-81)."""
+        try:
+            self.store.touch(session_id, time.time())
+        except StoreError as failure:
+            log.warning("%s", failure)
 
     # lifecycle ------------------------------------------------------------------------
 
@@ -232,11 +243,16 @@ class WorkloadManager:
             for result in started:
                 if isinstance(result, BaseException):
                     log.error("warm pool of %s/%s: %s", key[1], key[2], result)
-                elif self.runtimes.get(key) == runtime:
-                    self.store.put(result)
-                    log.info("warm sandbox %s ready", result.sandbox_name)
-                else:  # the runtime changed or went while this sandbox started
+                elif self.runtimes.get(key) != runtime:  # changed or went while it started
                     await self._end(result, "runtime changed")
+                else:
+                    try:
+                        self.store.put(result)
+                    except StoreError as failure:
+                        log.error("warm pool of %s/%s: %s", key[1], key[2], failure)
+                        await self._end_unrecorded(result, "it could not be recorded")
+                        return  # the GC pass tries again
+                    log.info("warm sandbox %s ready", result.sandbox_name)
             if any(isinstance(result, BaseException) for result in started):
                 return  # the GC pass tries again
             runtime = self.runtimes.get(key)
@@ -245,8 +261,13 @@ class WorkloadManager:
         await asyncio.gather(*(self._end(r, "runtime changed") for r in self._warm(key)))
 
     async def _end(self, record: SandboxRecord, reason: str) -> None:
-        """Forget the sandbox at once (no caller finds it any more), then end its processes."""
+        """Forget the sandbox at once (no caller finds it any more), then end its processes.
+        If the store cannot forget it (StoreError), the sandbox is left whole."""
         self.store.delete(record.sandbox_id)
+        await self._end_unrecorded(record, reason)
+
+    async def _end_unrecorded(self, record: SandboxRecord, reason: str) -> None:
+        """End the processes of a sandbox the store does not (or no longer) hold."""
         await self.launcher.end(
             record.pid,
             record.process_start,

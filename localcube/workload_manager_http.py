@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 
 from aiohttp import web
 
 from localcube.manifests import AGENT_RUNTIME, CODE_INTERPRETER
-from localcube.session_errors import CREATION_FAILURES, StoreError, workload_manager_refusal
+from localcube.session_errors import CREATION_FAILURES, workload_manager_refusal
 from localcube.signing import IDENTITY_HEADER, InvalidIdentity, RequestSigner
+from localcube.store import StoreError
 from localcube.workload_manager import WorkloadManager
 
 log = logging.getLogger("localcube.workload_manager")
@@ -42,7 +42,7 @@ class WorkloadManagerRoutes:
         kind = _KINDS[request.match_info["kind"]]
         try:
             body = await request.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, too deep, too many digits
             return message(400, "Invalid request body")
         if not isinstance(body, dict):
             return message(400, "Invalid request body")

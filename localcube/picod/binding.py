@@ -61,7 +61,8 @@ def _reject_constant(name: str) -> Any:
     raise BadRequest(f"invalid character '{name.lstrip('-')[0]}' {where}")
 
 
-_JSON_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+# Numbers are only ever told apart by kind here; float() never refuses a long one.
+_JSON_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_int=float)
 _SYNTAX_CONTEXTS = (
     ("Expecting value", "looking for beginning of value"),
     ("Expecting property name", "looking for beginning of object key string"),
@@ -126,6 +127,8 @@ def _first_json_value(body: bytes) -> Any:
         return _JSON_DECODER.raw_decode(text, start)[0]
     except json.JSONDecodeError as error:
         raise BadRequest(_go_syntax_error(error)) from None
+    except RecursionError:  # Go's limit is 10000 levels, Python's near 1000
+        raise BadRequest("exceeded max depth") from None
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -150,3 +153,42 @@ def processes_under(directory: Path) -> list[int]:
         if cwd.is_relative_to(directory) and not process_gone(int(entry.name)):
             found.append(int(entry.name))
     return found
+
+
+def session_leader_of(pid: int) -> int | None:
+    """The session id of a live process (field 6 of /proc/PID/stat), or None if it is gone."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[3])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def unowned_processes(directory: Path, sandboxes: list[dict]) -> list[int]:
+    """Live processes under `directory` whose session leader is no sandbox localcube lists:
+    every process a sandbox started has the sandbox as its session leader."""
+    owners = {box["pid"] for box in sandboxes}
+    return [pid for pid in processes_under(directory) if session_leader_of(pid) not in owners]
+
+
+def ready_latencies(url: str, probes: int = 3) -> list[float]:
+    """Seconds each of `probes` GET /health/ready took on an open connection; each must be 200."""
+    with requests.Session() as http:
+        http.get(f"{url}/health/ready", timeout=5).raise_for_status()  # open the connection
+        latencies = []
+        for _ in range(probes):
+            started = time.perf_counter()
+            answer = http.get(f"{url}/health/ready", timeout=5)
+            latencies.append(time.perf_counter() - started)
+            assert answer.status_code == 200, answer.text
+    return latencies
+
+
+@contextmanager
+def stopped(pid: int) -> Iterator[None]:
+    """The sandbox's process group stopped (SIGSTOP) while in the block: the kernel still
+    accepts connections into its backlog, nobody answers them."""
+    os.killpg(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.killpg(pid, signal.SIGCONT)

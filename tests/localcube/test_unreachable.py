@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import socket
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 import requests
 
 from localcube.router import _preflight
-from tests.localcube.support import SESSION_HEADER, Client, agent_running
+from tests.localcube.support import SESSION_HEADER, Client, agent_running, stopped
 
 # Accepts every connection and closes it at once: reachable, but never answers.
 HANGS_UP = (
@@ -24,17 +21,6 @@ HANGS_UP = (
     "while True:\n"
     "    server.accept()[0].close()\n"
 )
-
-
-@contextmanager
-def stopped(pid: int) -> Iterator[None]:
-    """The sandbox's process group stopped (SIGSTOP) while in the block: the kernel still
-    accepts connections into its backlog, nobody answers them."""
-    os.killpg(pid, signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        os.killpg(pid, signal.SIGCONT)
 
 
 def fill_backlog(port: int, stack: ExitStack) -> None:
