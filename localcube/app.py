@@ -17,6 +17,7 @@ from aiohttp import web
 
 from localcube import bearer_auth
 from localcube.admin import AdminRoutes, loopback_only
+from localcube.collection_rules import CollectionRules
 from localcube.manifests import Runtime
 from localcube.router import Router, gin_no_route
 from localcube.sandboxes import SandboxLauncher
@@ -36,6 +37,7 @@ class Settings:
     port: int
     state_dir: Path | None
     gc_interval: float
+    gc_min_idle_lookback: float
     max_concurrent_requests: int
     tokens: bearer_auth.TokenTable
     sandbox_ready_timeout: float
@@ -52,7 +54,7 @@ async def serve(settings: Settings) -> int:
     launcher = SandboxLauncher(
         state_dir / "sandboxes", signer.public_key_pem, settings.sandbox_ready_timeout
     )
-    workloads = WorkloadManager(store, launcher)
+    workloads = WorkloadManager(store, launcher, CollectionRules(settings.gc_min_idle_lookback))
     router = Router(workloads, signer, settings.max_concurrent_requests)
     app = web.Application(
         middlewares=[loopback_only, gin_no_route, bearer_auth.middleware(settings.tokens)],

@@ -11,6 +11,8 @@ import sqlite3
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from localcube.collection_rules import whole_seconds
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sandboxes (
     sandbox_id TEXT PRIMARY KEY,
@@ -26,7 +28,7 @@ CREATE TABLE IF NOT EXISTS sandboxes (
     owner TEXT,
     created_at REAL NOT NULL,
     claimed_at REAL,
-    last_activity_at REAL,
+    last_activity_at INTEGER,
     idle_timeout REAL,
     expires_at REAL
 )
@@ -50,7 +52,7 @@ class SandboxRecord:
     session_id: str | None = None
     owner: str | None = None
     claimed_at: float | None = None
-    last_activity_at: float | None = None
+    last_activity_at: int | None = None  # whole seconds, as upstream's store keeps it
     idle_timeout: float | None = None
     expires_at: float | None = None
 
@@ -66,7 +68,7 @@ class SandboxRecord:
             session_id=session_id,
             owner=owner,
             claimed_at=now,
-            last_activity_at=now,
+            last_activity_at=whole_seconds(now),
             idle_timeout=idle_timeout,
             expires_at=expires_at,
         )
@@ -98,7 +100,7 @@ class Store:
     def all(self) -> list[SandboxRecord]:
         return self._select("ORDER BY created_at", ())
 
-    def touch(self, session_id: str, now: float) -> None:
+    def touch(self, session_id: str, now: int) -> None:
         self._db.execute(
             "UPDATE sandboxes SET last_activity_at = ? WHERE session_id = ?", (now, session_id)
         )
@@ -113,5 +115,7 @@ class Store:
         for values in cursor.fetchall():
             row = dict(zip(names, values, strict=True))
             row["endpoints"] = tuple((path, port) for path, port in json.loads(row["endpoints"]))
+            if row["last_activity_at"] is not None:  # REAL in stores of older localcubes
+                row["last_activity_at"] = int(row["last_activity_at"])
             records.append(SandboxRecord(**row))
         return records

@@ -2,7 +2,9 @@
 
 It owns the mapping session -> sandbox. The Router asks it for sessions and reports
 activity; the GC loop ends sandboxes idle past `sessionTimeout` or older than their hard
-lifetime. A request still in flight counts as activity, so a long task keeps its session.
+lifetime, by upstream's rules and clocks (localcube.collection_rules). A request still in
+flight counts as activity, so a long task keeps its session: upstream's GC has no such check
+and ends a session whose call outlasts its idle timeout and the GC's lookback.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterable
 
+from localcube.collection_rules import CollectionRules, whole_seconds
 from localcube.manifests import Runtime
 from localcube.sandboxes import SandboxLauncher, is_alive
 from localcube.session_errors import RuntimeNotFound
@@ -23,9 +26,12 @@ log = logging.getLogger("localcube.workload_manager")
 
 
 class WorkloadManager:
-    def __init__(self, store: Store, launcher: SandboxLauncher) -> None:
+    def __init__(
+        self, store: Store, launcher: SandboxLauncher, rules: CollectionRules | None = None
+    ) -> None:
         self.store = store
         self.launcher = launcher
+        self.rules = rules or CollectionRules()
         self.runtimes: dict[tuple[str, str, str], Runtime] = {}
         self._in_flight: Counter[str] = Counter()
         self._refills: dict[tuple[str, str, str], asyncio.Task] = {}
@@ -101,13 +107,16 @@ class WorkloadManager:
 
     def request_started(self, session_id: str) -> None:
         self._in_flight[session_id] += 1
-        self.store.touch(session_id, time.time())
+        self.store.touch(session_id, whole_seconds(time.time()))
 
     def request_finished(self, session_id: str) -> None:
         self._in_flight[session_id] -= 1
         if self._in_flight[session_id] <= 0:
             del self._in_flight[session_id]
-        self.store.touch(session_id, time.time())
+        self.store.touch(session_id, whole_seconds(time.time()))
+
+    def calls_in_flight(self, session_id: str) -> int:
+        return self._in_flight.get(session_id, 0)
 
     # lifecycle ------------------------------------------------------------------------
 
@@ -136,13 +145,13 @@ class WorkloadManager:
             if record.session_id is None:
                 if not is_alive(record.pid, record.process_start):
                     endings.append(self._end(record, "warm sandbox died"))
-            elif record.expires_at is not None and now >= record.expires_at:
+            elif record.expires_at is not None and self.rules.is_expired(record.expires_at, now):
                 endings.append(self._end(record, "reached its maximum session duration"))
             elif (
                 record.session_id not in self._in_flight
                 and record.last_activity_at is not None
                 and record.idle_timeout is not None
-                and now - record.last_activity_at > record.idle_timeout
+                and self.rules.is_idle(record.last_activity_at, record.idle_timeout, now)
             ):
                 endings.append(self._end(record, "idle past its session timeout"))
         await asyncio.gather(*endings)

@@ -94,7 +94,14 @@ def test_a_missing_manifest_path_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("option", "value"),
-    [("--gc-interval", "soon"), ("--port", "70000"), ("--max-concurrent-requests", "0")],
+    [
+        ("--gc-interval", "soon"),
+        ("--gc-interval", "0s"),
+        ("--gc-min-idle-lookback", "-1s"),
+        ("--gc-min-idle-lookback", "a minute"),
+        ("--port", "70000"),
+        ("--max-concurrent-requests", "0"),
+    ],
 )
 def test_bad_options_are_refused(option: str, value: str) -> None:
     result = run_cli("serve", "--manifests", str(FIXTURES), option, value)
