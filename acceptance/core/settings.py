@@ -290,10 +290,10 @@ SETTINGS: tuple[Setting, ...] = (
         "clock_allowance",
         "AGENTCUBE_CLOCK_ALLOWANCE",
         parse_seconds,
-        "250ms",
+        "1s",
         "How much earlier than its idle timeout or hard lifetime a session may end: the "
-        "granularity of the target's clocks (upstream stores activity and expiry in whole "
-        "seconds).",
+        "granularity of the target's clocks (upstream, and localcube as it, store activity "
+        "and expiry in whole seconds).",
     ),
     Setting(
         "warm_pool_timeout",
