@@ -19,6 +19,7 @@ from localcube import bearer_auth
 from localcube.admin import AdminRoutes, loopback_only
 from localcube.collection_rules import CollectionRules
 from localcube.manifests import Runtime
+from localcube.picod_command import PicodCommand
 from localcube.router import Router, gin_no_route
 from localcube.sandboxes import SandboxLauncher
 from localcube.signing import RequestSigner
@@ -41,6 +42,7 @@ class Settings:
     max_concurrent_requests: int
     tokens: bearer_auth.TokenTable
     sandbox_ready_timeout: float
+    picod_command: PicodCommand | None
 
 
 async def serve(settings: Settings) -> int:
@@ -52,7 +54,10 @@ async def serve(settings: Settings) -> int:
     store = Store(state_dir / "localcube.db")
     signer = RequestSigner(state_dir)
     launcher = SandboxLauncher(
-        state_dir / "sandboxes", signer.public_key_pem, settings.sandbox_ready_timeout
+        state_dir / "sandboxes",
+        signer.public_key_pem,
+        settings.sandbox_ready_timeout,
+        settings.picod_command,
     )
     workloads = WorkloadManager(store, launcher, CollectionRules(settings.gc_min_idle_lookback))
     router = Router(workloads, signer, settings.max_concurrent_requests)

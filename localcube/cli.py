@@ -12,6 +12,7 @@ from pathlib import Path
 from localcube.app import Settings, serve
 from localcube.bearer_auth import TokenTable
 from localcube.manifests import ManifestError, load_paths
+from localcube.picod_command import PicodCommand, PicodCommandError
 from localcube.validation import parse_duration
 
 
@@ -40,6 +41,13 @@ def _positive_int(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be a whole number of at least 1")
     return int(text)
+
+
+def _picod_command(text: str) -> PicodCommand:
+    try:
+        return PicodCommand.parse(text)
+    except PicodCommandError as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
 
 
 def _port(text: str) -> int:
@@ -101,6 +109,16 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     run.add_argument("--sandbox-ready-timeout", type=_duration, default=120.0, metavar="DURATION")
+    run.add_argument(
+        "--picod-command",
+        type=_picod_command,
+        metavar="COMMAND",
+        help=(
+            "run every code-interpreter sandbox with this command instead of localcube's "
+            "PicoD-compatible daemon, e.g. 'PATH/picod --port {port} --workspace {workspace}'; "
+            "it gets PICOD_AUTH_PUBLIC_KEY in its environment as upstream's PicoD does"
+        ),
+    )
     return parser
 
 
@@ -130,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         max_concurrent_requests=arguments.max_concurrent_requests,
         tokens=tokens,
         sandbox_ready_timeout=arguments.sandbox_ready_timeout,
+        picod_command=arguments.picod_command,
     )
     return asyncio.run(serve(settings))
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from localcube.picod_command import PicodCommand, PicodCommandError
 from localcube.validation import is_dns_label, is_dns_subdomain, parse_duration
 
 PLATFORMS = ("localcube", "kubernetes", "none")
@@ -91,6 +92,14 @@ def parse_positive_int(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise ValueError("must be a whole number of at least 1")
     return int(text)
+
+
+def parse_picod_command(text: str) -> str:
+    try:
+        PicodCommand.parse(text)
+    except PicodCommandError as error:
+        raise ValueError(f"is not a command localcube can run: {error}") from None
+    return text
 
 
 def parse_directory(text: str) -> str:
@@ -329,6 +338,17 @@ SETTINGS: tuple[Setting, ...] = (
         "second localcube with a limit of 4; other targets skip it",
     ),
     Setting(
+        "picod_command",
+        "AGENTCUBE_PICOD_COMMAND",
+        parse_picod_command,
+        None,
+        "The command a localcube the suite starts runs every code-interpreter sandbox with "
+        "(its `--picod-command`), e.g. `/path/to/picod --port {port} --workspace {workspace}`: "
+        "the whole suite against your own PicoD build (docs/own-picod.md). Not with "
+        "`router_url`.",
+        default_text="unset: localcube's own PicoD-compatible daemon",
+    ),
+    Setting(
         "agentcube_release",
         "AGENTCUBE_RELEASE",
         one_of(RELEASES),
@@ -398,6 +418,7 @@ class Settings:
     burst_gather_timeout: float
     overload_hold: float
     max_concurrent_requests: int | None
+    picod_command: str | None
     agentcube_release: str
     keep_on_failure: bool
     reports_dir: str
@@ -420,6 +441,11 @@ def load_settings(userdata: Mapping[str, str], environ: Mapping[str, str]) -> Se
             f"unknown setting -D {unknown[0]}; the settings are: {', '.join(sorted(known))}"
         )
     values = {setting.name: read_setting(setting, userdata, environ) for setting in SETTINGS}
+    if values["picod_command"] and values["router_url"]:
+        raise ConfigError(
+            "setting picod_command applies only to the localcube the suite starts: "
+            "leave router_url unset to use it"
+        )
     return Settings(**values)
 
 
