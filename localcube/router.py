@@ -141,13 +141,13 @@ class Router:
             await _preflight(port)
         except OSError as failure:
             log.error("sandbox preflight failed (session %s): %r", session_id, failure)
-            return _unavailable(failure)
+            return self._failed(session_id, failure)
         body = request.content if request.body_exists else None
         try:
             upstream = await self._client().request(request.method, url, headers=headers, data=body)
         except (OSError, aiohttp.ClientError) as failure:
             log.error("proxy error (session %s): %r", session_id, failure)
-            return _unavailable(failure)
+            return self._failed(session_id, failure)
         async with upstream:
             response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
             response.headers.extend(response_headers(upstream.headers.items()))
@@ -161,6 +161,14 @@ class Router:
                 return response
             await response.write_eof()
             return response
+
+    def _failed(self, session_id: str, failure: BaseException) -> web.Response:
+        """The answer to a call its sandbox did not serve. A session that ended meanwhile
+        (its lifetime ran out, it was deleted) lost its sandbox on purpose: the caller
+        learns that it ended, as its next call would."""
+        if self.workloads.session(session_id) is None:
+            return session_not_found(session_id)
+        return _unavailable(failure)
 
     def _client(self) -> aiohttp.ClientSession:
         if self._upstream is None:

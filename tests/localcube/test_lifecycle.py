@@ -129,3 +129,20 @@ def test_a_graceful_stop_ends_every_sandbox_and_what_it_started(start_localcube)
     assert cube.stop() == 0
     for pid in pids:
         assert process_gone(pid), f"process {pid} outlived the graceful stop"
+
+
+def test_a_call_in_flight_when_the_lifetime_ends_learns_that_the_session_ended(
+    client: Client,
+) -> None:
+    """The sandbox was ended on purpose: the call is answered as the next call would be.
+    Upstream's GC deletes the pod, and the proxied call, cut off, answers 503 `sandbox
+    unreachable` (the ErrorHandler's last case).
+
+    Upstream: pkg/router/handlers.go:246-257, pkg/router/handlers.go:368-373"""
+    session = client.create_session("agent-runtime", "echo-agent", ttl=2).json()["sessionId"]
+    answer = client.agent("echo-agent", "/echo/sleep", json={"seconds": 4}, session=session)
+    assert answer.status_code == 404, answer.text
+    assert answer.json() == {
+        "error": f'sessions.agentcube.volcano.sh "{session}" not found',
+        "code": "SESSION_NOT_FOUND",
+    }
