@@ -111,6 +111,8 @@ class Router:
                 )
             except (RuntimeNotFound, SandboxStartError) as failure:
                 return router_refusal(failure)
+        if sandbox.lost_at is not None:  # its sandbox died: nothing to forward to
+            return error(502, "sandbox unreachable")
         session = sandbox.session_id or ""
         self.workloads.request_started(session)
         try:

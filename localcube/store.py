@@ -30,14 +30,16 @@ CREATE TABLE IF NOT EXISTS sandboxes (
     claimed_at REAL,
     last_activity_at INTEGER,
     idle_timeout REAL,
-    expires_at REAL
+    expires_at REAL,
+    lost_at REAL
 )
 """
 
 
 @dataclass(frozen=True)
 class SandboxRecord:
-    """One sandbox process; `session_id` is None while it is warm in a pool."""
+    """One sandbox process; `session_id` is None while it is warm in a pool, `lost_at` set
+    once its session's sandbox was found dead and reaped."""
 
     sandbox_id: str
     sandbox_name: str
@@ -55,10 +57,13 @@ class SandboxRecord:
     last_activity_at: int | None = None  # whole seconds, as upstream's store keeps it
     idle_timeout: float | None = None
     expires_at: float | None = None
+    lost_at: float | None = None
 
     @property
     def state(self) -> str:
-        return "warm" if self.session_id is None else "claimed"
+        if self.session_id is None:
+            return "warm"
+        return "claimed" if self.lost_at is None else "lost"
 
     def claimed(
         self, session_id: str, owner: str | None, now: float, idle_timeout: float, expires_at: float
@@ -82,6 +87,9 @@ class Store:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute(_SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(sandboxes)")}
+        if "lost_at" not in columns:  # a store of an older localcube
+            self._db.execute("ALTER TABLE sandboxes ADD COLUMN lost_at REAL")
 
     def close(self) -> None:
         self._db.close()
@@ -105,8 +113,18 @@ class Store:
             "UPDATE sandboxes SET last_activity_at = ? WHERE session_id = ?", (now, session_id)
         )
 
-    def delete(self, sandbox_id: str) -> None:
-        self._db.execute("DELETE FROM sandboxes WHERE sandbox_id = ?", (sandbox_id,))
+    def mark_lost(self, sandbox_id: str, now: float) -> bool:
+        """Mark a claimed sandbox lost; False if it is no longer stored."""
+        cursor = self._db.execute(
+            "UPDATE sandboxes SET lost_at = ? WHERE sandbox_id = ? AND session_id IS NOT NULL",
+            (now, sandbox_id),
+        )
+        return cursor.rowcount == 1
+
+    def delete(self, sandbox_id: str) -> bool:
+        """Forget a sandbox; False if it was already forgotten."""
+        cursor = self._db.execute("DELETE FROM sandboxes WHERE sandbox_id = ?", (sandbox_id,))
+        return cursor.rowcount == 1
 
     def _select(self, clause: str, params: tuple) -> list[SandboxRecord]:
         cursor = self._db.execute(f"SELECT * FROM sandboxes {clause}", params)

@@ -84,7 +84,7 @@ class WorkloadManager:
             )
             self.store.put(record)
         finally:
-            await asyncio.gather(*(self._end(r, "warm sandbox died") for r in dead))
+            await asyncio.gather(*(self._end_processes(r, "warm sandbox died") for r in dead))
         self._schedule_refill(runtime.key)
         log.info(
             "session %s created on sandbox %s (%s)",
@@ -123,21 +123,26 @@ class WorkloadManager:
     async def adopt(self) -> None:
         """After a restart: keep live sandboxes from the store, end dead ones and warm
         sandboxes of runtimes no longer configured. Call after `apply`."""
-        for record in self.store.all():
+        records = [record for record in self.store.all() if record.lost_at is None]
+        for record in records:  # before anything ends: no new sandbox may take these ports
+            self.launcher.ports.reserve(port for _, port in record.endpoints)
+        for record in records:
             key = (record.kind, record.namespace, record.runtime)
             if not is_alive(record.pid, record.process_start):
-                await self._end(record, "found dead after restart")
+                if record.session_id is None:
+                    await self._end(record, "found dead after restart")
+                else:
+                    await self._lose(record)
             elif record.session_id is None and key not in self.runtimes:
                 await self._end(record, "its runtime is no longer configured")
             else:
-                self.launcher.ports.reserve(port for _, port in record.endpoints)
                 log.info("adopted sandbox %s (session %s)", record.sandbox_name, record.session_id)
         known = {record.sandbox_id for record in self.store.all()}
         for sandbox_id in await self.launcher.sweep(known):
             log.info("ended sandbox %s: it was still starting when localcube stopped", sandbox_id)
 
     async def collect_garbage(self) -> None:
-        """One GC pass: idle and expired sessions, dead warm sandboxes, pools to refill."""
+        """One GC pass: idle and expired sessions, dead sandboxes, pools to refill."""
         self.launcher.reap()
         now = time.time()
         endings = []
@@ -147,6 +152,8 @@ class WorkloadManager:
                     endings.append(self._end(record, "warm sandbox died"))
             elif record.expires_at is not None and self.rules.is_expired(record.expires_at, now):
                 endings.append(self._end(record, "reached its maximum session duration"))
+            elif record.lost_at is None and not is_alive(record.pid, record.process_start):
+                endings.append(self._lose(record))
             elif (
                 record.session_id not in self._in_flight
                 and record.last_activity_at is not None
@@ -250,8 +257,24 @@ class WorkloadManager:
         await asyncio.gather(*(self._end(r, "runtime changed") for r in self._warm(key)))
 
     async def _end(self, record: SandboxRecord, reason: str) -> None:
-        """Forget the sandbox at once (no caller finds it any more), then end its processes."""
-        self.store.delete(record.sandbox_id)
+        """Forget the sandbox at once (no caller finds it any more), then end its processes,
+        unless another ending forgot it first or it was lost (its processes already ended)."""
+        if not self.store.delete(record.sandbox_id):
+            return
+        if record.lost_at is None:
+            await self._end_processes(record, reason)
+        else:
+            log.info("session %s of a lost sandbox ended: %s", record.session_id, reason)
+
+    async def _lose(self, record: SandboxRecord) -> None:
+        """The sandbox of a session died (kill -9, a crash). What it left running ends now and
+        its port and workspace are released; the session stays, marked lost, so that its
+        calls are answered 502 at once (the Router neither forwards them nor counts them as
+        activity) until it idles out or expires. It is not started again: its state is gone."""
+        if self.store.mark_lost(record.sandbox_id, time.time()):
+            await self._end_processes(record, f"its process died (session {record.session_id})")
+
+    async def _end_processes(self, record: SandboxRecord, reason: str) -> None:
         await self.launcher.end(
             record.pid,
             record.process_start,
