@@ -31,7 +31,9 @@ def _timestamp(seconds: float | None) -> str | None:
     return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
 
 
-def describe(record: SandboxRecord) -> dict:
+def describe(record: SandboxRecord, calls_in_flight: int) -> dict:
+    """A sandbox as the admin API lists it; `callsInFlight`: calls the Router is forwarding
+    to it now (whole-second activity times do not show a call that has just started)."""
     return {
         "sandboxId": record.sandbox_id,
         "sandboxName": record.sandbox_name,
@@ -44,6 +46,7 @@ def describe(record: SandboxRecord) -> dict:
         "alive": is_alive(record.pid, record.process_start),
         "createdAt": _timestamp(record.created_at),
         "lastActivityAt": _timestamp(record.last_activity_at),
+        "callsInFlight": calls_in_flight,
         "expiresAt": _timestamp(record.expires_at),
         "endpoint": f"127.0.0.1:{record.endpoints[0][1]}",
         "workspace": record.workspace,
@@ -106,4 +109,8 @@ class AdminRoutes:
         return web.json_response({"deleted": runtime.describe()})
 
     async def list_sandboxes(self, _: web.Request) -> web.Response:
-        return web.json_response({"sandboxes": [describe(r) for r in self.workloads.store.all()]})
+        sandboxes = [
+            describe(record, self.workloads.calls_in_flight(record.session_id or ""))
+            for record in self.workloads.store.all()
+        ]
+        return web.json_response({"sandboxes": sandboxes})

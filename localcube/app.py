@@ -17,8 +17,10 @@ from aiohttp import web
 
 from localcube import bearer_auth
 from localcube.admin import AdminRoutes, loopback_only
+from localcube.collection_rules import CollectionRules
 from localcube.manifests import Runtime
 from localcube.mirrored_store import MirroredStore
+from localcube.picod_command import PicodCommand
 from localcube.redis_records import RedisRecords
 from localcube.router import Router, gin_no_route
 from localcube.router_identity import SERVICE_ACCOUNT, serve_identity
@@ -39,11 +41,13 @@ class Settings:
     port: int
     state_dir: Path | None
     gc_interval: float
+    gc_min_idle_lookback: float
     max_concurrent_requests: int
     tokens: bearer_auth.TokenTable
     sandbox_ready_timeout: float
     store_url: str | None = None  # upstream's records in Redis or Valkey besides SQLite
     router_identity_dir: Path | None = None  # serve the Router's identity Secret
+    picod_command: PicodCommand | None = None  # each code interpreter run with it
 
 
 async def serve(settings: Settings) -> int:
@@ -83,9 +87,12 @@ async def serve(settings: Settings) -> int:
             settings.router_identity_dir,
         )
     launcher = SandboxLauncher(
-        state_dir / "sandboxes", signer.public_key_pem, settings.sandbox_ready_timeout
+        state_dir / "sandboxes",
+        signer.public_key_pem,
+        settings.sandbox_ready_timeout,
+        settings.picod_command,
     )
-    workloads = WorkloadManager(store, launcher)
+    workloads = WorkloadManager(store, launcher, CollectionRules(settings.gc_min_idle_lookback))
     router = Router(workloads, signer, settings.max_concurrent_requests)
     app = web.Application(
         middlewares=[loopback_only, gin_no_route, bearer_auth.middleware(tokens)],

@@ -12,24 +12,43 @@ from pathlib import Path
 from localcube.app import Settings, serve
 from localcube.bearer_auth import TokenTable
 from localcube.manifests import ManifestError, load_paths
+from localcube.picod_command import PicodCommand, PicodCommandError
 from localcube.redis_records import check_url
 from localcube.validation import parse_duration
 
 
 def _duration(text: str) -> float:
-    try:
-        seconds = parse_duration(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from error
+    seconds = _any_duration(text)
     if seconds <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be positive")
     return seconds
+
+
+def _duration_or_zero(text: str) -> float:
+    seconds = _any_duration(text)
+    if seconds < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must not be negative")
+    return seconds
+
+
+def _any_duration(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
 
 
 def _positive_int(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be a whole number of at least 1")
     return int(text)
+
+
+def _picod_command(text: str) -> PicodCommand:
+    try:
+        return PicodCommand.parse(text)
+    except PicodCommandError as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
 
 
 def _port(text: str) -> int:
@@ -61,7 +80,23 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--state-dir", type=Path, help="store, keys and workspaces (default: temporary)"
     )
-    run.add_argument("--gc-interval", type=_duration, default=1.0, metavar="DURATION")
+    run.add_argument(
+        "--gc-interval",
+        type=_duration,
+        default=1.0,
+        metavar="DURATION",
+        help="pause between garbage-collection passes (default 1s; upstream: 15s)",
+    )
+    run.add_argument(
+        "--gc-min-idle-lookback",
+        type=_duration_or_zero,
+        default=0.0,
+        metavar="DURATION",
+        help=(
+            "end a session for idleness only once it has been idle this long, whatever its "
+            "sessionTimeout (default 0s; upstream: 1m)"
+        ),
+    )
     run.add_argument("--max-concurrent-requests", type=_positive_int, default=1000, metavar="N")
     run.add_argument(
         "--token",
@@ -101,6 +136,16 @@ def build_parser() -> argparse.ArgumentParser:
             "loopback HTTPS; write its service-account files and kubernetes.env to DIR"
         ),
     )
+    run.add_argument(
+        "--picod-command",
+        type=_picod_command,
+        metavar="COMMAND",
+        help=(
+            "run every code-interpreter sandbox with this command instead of localcube's "
+            "PicoD-compatible daemon, e.g. 'PATH/picod --port {port} --workspace {workspace}'; "
+            "it gets PICOD_AUTH_PUBLIC_KEY in its environment as upstream's PicoD does"
+        ),
+    )
     return parser
 
 
@@ -128,11 +173,13 @@ def main(argv: list[str] | None = None) -> int:
         port=arguments.port,
         state_dir=arguments.state_dir,
         gc_interval=arguments.gc_interval,
+        gc_min_idle_lookback=arguments.gc_min_idle_lookback,
         max_concurrent_requests=arguments.max_concurrent_requests,
         tokens=tokens,
         sandbox_ready_timeout=arguments.sandbox_ready_timeout,
         store_url=arguments.store,
         router_identity_dir=arguments.router_identity,
+        picod_command=arguments.picod_command,
     )
     return asyncio.run(serve(settings))
 

@@ -114,6 +114,8 @@ class Router:
                 )
             except CREATION_FAILURES as failure:
                 return router_refusal(failure)
+        if sandbox.lost_at is not None:  # its sandbox died: nothing to forward to
+            return error(502, "sandbox unreachable")
         session = sandbox.session_id or ""
         self.workloads.request_started(session)
         try:
@@ -144,13 +146,13 @@ class Router:
             await _preflight(port)
         except OSError as failure:
             log.error("sandbox preflight failed (session %s): %r", session_id, failure)
-            return _unavailable(failure)
+            return self._failed(session_id, failure)
         body = request.content if request.body_exists else None
         try:
             upstream = await self._client().request(request.method, url, headers=headers, data=body)
         except (OSError, aiohttp.ClientError) as failure:
             log.error("proxy error (session %s): %r", session_id, failure)
-            return _unavailable(failure)
+            return self._failed(session_id, failure)
         async with upstream:
             response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
             response.headers.extend(response_headers(upstream.headers.items()))
@@ -164,6 +166,14 @@ class Router:
                 return response
             await response.write_eof()
             return response
+
+    def _failed(self, session_id: str, failure: BaseException) -> web.Response:
+        """The answer to a call its sandbox did not serve. A session that ended meanwhile
+        (its lifetime ran out, it was deleted) lost its sandbox on purpose: the caller
+        learns that it ended, as its next call would."""
+        if self.workloads.session(session_id) is None:
+            return session_not_found(session_id)
+        return _unavailable(failure)
 
     def _client(self) -> aiohttp.ClientSession:
         if self._upstream is None:

@@ -25,6 +25,7 @@ from pathlib import Path
 import aiohttp
 
 from localcube.manifests import CODE_INTERPRETER, Runtime
+from localcube.picod_command import PicodCommand
 from localcube.ports import PortAllocator
 
 _PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -82,10 +83,18 @@ def _session_members(session_id: int) -> list[int]:
 class SandboxLauncher:
     """Starts and ends sandbox processes under `root` (one directory per sandbox)."""
 
-    def __init__(self, root: Path, public_key_pem: str, ready_timeout: float) -> None:
+    def __init__(
+        self,
+        root: Path,
+        public_key_pem: str,
+        ready_timeout: float,
+        picod_command: PicodCommand | None = None,
+    ) -> None:
+        """`picod_command`: what runs code-interpreter sandboxes; None: localcube's daemon."""
         self.root = root
         self.public_key_pem = public_key_pem
         self.ready_timeout = ready_timeout
+        self.picod_command = picod_command
         self._children: dict[int, subprocess.Popen] = {}
         self._http: aiohttp.ClientSession | None = None
         self.ports = PortAllocator()
@@ -110,10 +119,7 @@ class SandboxLauncher:
         env.update({"HOME": str(workspace), "HOST": "127.0.0.1", "PORT": str(first_port)})
         env.update({f"PORT_{container}": str(local) for container, local in local_ports.items()})
         if runtime.kind == CODE_INTERPRETER:
-            command = [sys.executable, "-m", "localcube.picod", "--workspace", str(workspace)]
-            command += ["--auth", "none" if runtime.auth_mode == "none" else "jwt"]
-            env["PICOD_AUTH_PUBLIC_KEY"] = self.public_key_pem
-            env["PYTHONPATH"] = str(_PROJECT_ROOT)
+            command = self._picod(runtime, first_port, workspace, env)
             readiness_path: str | None = "/health"
         else:
             command = list(runtime.command)
@@ -153,6 +159,20 @@ class SandboxLauncher:
             await self.end(child.pid, start, directory, local_ports.values())
             raise
         return StartedProcess(child.pid, start, endpoints, workspace)
+
+    def _picod(
+        self, runtime: Runtime, port: int, workspace: Path, env: dict[str, str]
+    ) -> list[str]:
+        """The command of a code-interpreter sandbox; adds what it needs to `env`. As
+        upstream, the Router's public key is given only with authMode `picod`
+        (pkg/workloadmanager/workload_builder.go:313-324)."""
+        if runtime.auth_mode == "picod":
+            env["PICOD_AUTH_PUBLIC_KEY"] = self.public_key_pem
+        if self.picod_command is not None:
+            return self.picod_command.argv(port, workspace)
+        env["PYTHONPATH"] = str(_PROJECT_ROOT)
+        command = [sys.executable, "-m", "localcube.picod", "--workspace", str(workspace)]
+        return [*command, "--auth", "none" if runtime.auth_mode == "none" else "jwt"]
 
     async def end(
         self, pid: int, process_start: str, directory: Path, ports: Iterable[int] = ()

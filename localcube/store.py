@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from localcube.collection_rules import whole_seconds
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sandboxes (
     sandbox_id TEXT PRIMARY KEY,
@@ -28,9 +30,10 @@ CREATE TABLE IF NOT EXISTS sandboxes (
     owner TEXT,
     created_at REAL NOT NULL,
     claimed_at REAL,
-    last_activity_at REAL,
+    last_activity_at INTEGER,
     idle_timeout REAL,
-    expires_at REAL
+    expires_at REAL,
+    lost_at REAL
 )
 """
 
@@ -52,7 +55,8 @@ def _writing(what: str) -> Iterator[None]:
 
 @dataclass(frozen=True)
 class SandboxRecord:
-    """One sandbox process; `session_id` is None while it is warm in a pool."""
+    """One sandbox process; `session_id` is None while it is warm in a pool, `lost_at` set
+    once its session's sandbox was found dead and reaped."""
 
     sandbox_id: str
     sandbox_name: str
@@ -67,13 +71,16 @@ class SandboxRecord:
     session_id: str | None = None
     owner: str | None = None
     claimed_at: float | None = None
-    last_activity_at: float | None = None
+    last_activity_at: int | None = None  # whole seconds, as upstream's store keeps it
     idle_timeout: float | None = None
     expires_at: float | None = None
+    lost_at: float | None = None
 
     @property
     def state(self) -> str:
-        return "warm" if self.session_id is None else "claimed"
+        if self.session_id is None:
+            return "warm"
+        return "claimed" if self.lost_at is None else "lost"
 
     def claimed(
         self, session_id: str, owner: str | None, now: float, idle_timeout: float, expires_at: float
@@ -83,7 +90,7 @@ class SandboxRecord:
             session_id=session_id,
             owner=owner,
             claimed_at=now,
-            last_activity_at=now,
+            last_activity_at=whole_seconds(now),
             idle_timeout=idle_timeout,
             expires_at=expires_at,
         )
@@ -98,6 +105,9 @@ class Store:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute(_SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(sandboxes)")}
+        if "lost_at" not in columns:  # a store of an older localcube
+            self._db.execute("ALTER TABLE sandboxes ADD COLUMN lost_at REAL")
 
     def close(self) -> None:
         self._db.close()
@@ -117,15 +127,26 @@ class Store:
     def all(self) -> list[SandboxRecord]:
         return self._select("ORDER BY created_at", ())
 
-    def touch(self, session_id: str, now: float) -> None:
+    def touch(self, session_id: str, now: int) -> None:
         with _writing(f"record the activity of session {session_id}"):
             self._db.execute(
                 "UPDATE sandboxes SET last_activity_at = ? WHERE session_id = ?", (now, session_id)
             )
 
-    def delete(self, sandbox_id: str) -> None:
+    def mark_lost(self, sandbox_id: str, now: float) -> bool:
+        """Mark a claimed sandbox lost; False if it is no longer stored."""
+        with _writing(f"mark sandbox {sandbox_id} lost"):
+            cursor = self._db.execute(
+                "UPDATE sandboxes SET lost_at = ? WHERE sandbox_id = ? AND session_id IS NOT NULL",
+                (now, sandbox_id),
+            )
+        return cursor.rowcount == 1
+
+    def delete(self, sandbox_id: str) -> bool:
+        """Forget a sandbox; False if it was already forgotten."""
         with _writing(f"forget sandbox {sandbox_id}"):
-            self._db.execute("DELETE FROM sandboxes WHERE sandbox_id = ?", (sandbox_id,))
+            cursor = self._db.execute("DELETE FROM sandboxes WHERE sandbox_id = ?", (sandbox_id,))
+        return cursor.rowcount == 1
 
     def _select(self, clause: str, params: tuple) -> list[SandboxRecord]:
         cursor = self._db.execute(f"SELECT * FROM sandboxes {clause}", params)
@@ -134,5 +155,7 @@ class Store:
         for values in cursor.fetchall():
             row = dict(zip(names, values, strict=True))
             row["endpoints"] = tuple((path, port) for path, port in json.loads(row["endpoints"]))
+            if row["last_activity_at"] is not None:  # REAL in stores of older localcubes
+                row["last_activity_at"] = int(row["last_activity_at"])
             records.append(SandboxRecord(**row))
         return records

@@ -2,7 +2,9 @@
 
 It owns the mapping session -> sandbox. The Router asks it for sessions and reports
 activity; the GC loop ends sandboxes idle past `sessionTimeout` or older than their hard
-lifetime. A request still in flight counts as activity, so a long task keeps its session.
+lifetime, by upstream's rules and clocks (localcube.collection_rules). A request still in
+flight counts as activity, so a long task keeps its session: upstream's GC has no such check
+and ends a session whose call outlasts its idle timeout and the GC's lookback.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterable
 
+from localcube.collection_rules import CollectionRules, whole_seconds
 from localcube.manifests import Runtime
 from localcube.sandboxes import SandboxLauncher, is_alive
 from localcube.session_errors import RuntimeNotFound
@@ -23,9 +26,12 @@ log = logging.getLogger("localcube.workload_manager")
 
 
 class WorkloadManager:
-    def __init__(self, store: Store, launcher: SandboxLauncher) -> None:
+    def __init__(
+        self, store: Store, launcher: SandboxLauncher, rules: CollectionRules | None = None
+    ) -> None:
         self.store = store
         self.launcher = launcher
+        self.rules = rules or CollectionRules()
         self.runtimes: dict[tuple[str, str, str], Runtime] = {}
         self._in_flight: Counter[str] = Counter()
         self._refills: dict[tuple[str, str, str], asyncio.Task] = {}
@@ -82,10 +88,10 @@ class WorkloadManager:
                 self.store.put(record)
             except StoreError:
                 if warm is None:
-                    await self._end_unrecorded(sandbox, "its session could not be recorded")
+                    await self._end_processes(sandbox, "its session could not be recorded")
                 raise
         finally:
-            await asyncio.gather(*(self._end(r, "warm sandbox died") for r in dead))
+            await asyncio.gather(*(self._end_processes(r, "warm sandbox died") for r in dead))
         self._schedule_refill(runtime.key)
         log.info(
             "session %s created on sandbox %s (%s)",
@@ -117,33 +123,42 @@ class WorkloadManager:
         self._record_activity(session_id)
 
     def _record_activity(self, session_id: str) -> None:
-        """A call is served even when its activity cannot be recorded, as upstream's Router
-        only logs that (pkg/router/handlers.go:78-81)."""
+        """Activity in whole seconds, as upstream keeps it. A call is served even when its
+        activity cannot be recorded, as upstream's Router only logs that
+        (pkg/router/handlers.go:78-81)."""
         try:
-            self.store.touch(session_id, time.time())
+            self.store.touch(session_id, whole_seconds(time.time()))
         except StoreError as failure:
             log.warning("%s", failure)
+
+    def calls_in_flight(self, session_id: str) -> int:
+        return self._in_flight.get(session_id, 0)
 
     # lifecycle ------------------------------------------------------------------------
 
     async def adopt(self) -> None:
         """After a restart: keep live sandboxes from the store, end dead ones and warm
         sandboxes of runtimes no longer configured. Call after `apply`."""
-        for record in self.store.all():
+        records = [record for record in self.store.all() if record.lost_at is None]
+        for record in records:  # before anything ends: no new sandbox may take these ports
+            self.launcher.ports.reserve(port for _, port in record.endpoints)
+        for record in records:
             key = (record.kind, record.namespace, record.runtime)
             if not is_alive(record.pid, record.process_start):
-                await self._end(record, "found dead after restart")
+                if record.session_id is None:
+                    await self._end(record, "found dead after restart")
+                else:
+                    await self._lose(record)
             elif record.session_id is None and key not in self.runtimes:
                 await self._end(record, "its runtime is no longer configured")
             else:
-                self.launcher.ports.reserve(port for _, port in record.endpoints)
                 log.info("adopted sandbox %s (session %s)", record.sandbox_name, record.session_id)
         known = {record.sandbox_id for record in self.store.all()}
         for sandbox_id in await self.launcher.sweep(known):
             log.info("ended sandbox %s: it was still starting when localcube stopped", sandbox_id)
 
     async def collect_garbage(self) -> None:
-        """One GC pass: idle and expired sessions, dead warm sandboxes, pools to refill."""
+        """One GC pass: idle and expired sessions, dead sandboxes, pools to refill."""
         self.launcher.reap()
         now = time.time()
         endings = []
@@ -151,13 +166,15 @@ class WorkloadManager:
             if record.session_id is None:
                 if not is_alive(record.pid, record.process_start):
                     endings.append(self._end(record, "warm sandbox died"))
-            elif record.expires_at is not None and now >= record.expires_at:
+            elif record.expires_at is not None and self.rules.is_expired(record.expires_at, now):
                 endings.append(self._end(record, "reached its maximum session duration"))
+            elif record.lost_at is None and not is_alive(record.pid, record.process_start):
+                endings.append(self._lose(record))
             elif (
                 record.session_id not in self._in_flight
                 and record.last_activity_at is not None
                 and record.idle_timeout is not None
-                and now - record.last_activity_at > record.idle_timeout
+                and self.rules.is_idle(record.last_activity_at, record.idle_timeout, now)
             ):
                 endings.append(self._end(record, "idle past its session timeout"))
         await asyncio.gather(*endings)
@@ -250,7 +267,7 @@ class WorkloadManager:
                         self.store.put(result)
                     except StoreError as failure:
                         log.error("warm pool of %s/%s: %s", key[1], key[2], failure)
-                        await self._end_unrecorded(result, "it could not be recorded")
+                        await self._end_processes(result, "it could not be recorded")
                         return  # the GC pass tries again
                     log.info("warm sandbox %s ready", result.sandbox_name)
             if any(isinstance(result, BaseException) for result in started):
@@ -261,13 +278,25 @@ class WorkloadManager:
         await asyncio.gather(*(self._end(r, "runtime changed") for r in self._warm(key)))
 
     async def _end(self, record: SandboxRecord, reason: str) -> None:
-        """Forget the sandbox at once (no caller finds it any more), then end its processes.
+        """Forget the sandbox at once (no caller finds it any more), then end its processes,
+        unless another ending forgot it first or it was lost (its processes already ended).
         If the store cannot forget it (StoreError), the sandbox is left whole."""
-        self.store.delete(record.sandbox_id)
-        await self._end_unrecorded(record, reason)
+        if not self.store.delete(record.sandbox_id):
+            return
+        if record.lost_at is None:
+            await self._end_processes(record, reason)
+        else:
+            log.info("session %s of a lost sandbox ended: %s", record.session_id, reason)
 
-    async def _end_unrecorded(self, record: SandboxRecord, reason: str) -> None:
-        """End the processes of a sandbox the store does not (or no longer) hold."""
+    async def _lose(self, record: SandboxRecord) -> None:
+        """The sandbox of a session died (kill -9, a crash). What it left running ends now and
+        its port and workspace are released; the session stays, marked lost, so that its
+        calls are answered 502 at once (the Router neither forwards them nor counts them as
+        activity) until it idles out or expires. It is not started again: its state is gone."""
+        if self.store.mark_lost(record.sandbox_id, time.time()):
+            await self._end_processes(record, f"its process died (session {record.session_id})")
+
+    async def _end_processes(self, record: SandboxRecord, reason: str) -> None:
         await self.launcher.end(
             record.pid,
             record.process_start,

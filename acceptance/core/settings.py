@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from localcube.picod_command import PicodCommand, PicodCommandError
 from localcube.validation import is_dns_label, is_dns_subdomain, parse_duration
 
 PLATFORMS = ("localcube", "kubernetes", "none")
@@ -91,6 +92,14 @@ def parse_positive_int(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise ValueError("must be a whole number of at least 1")
     return int(text)
+
+
+def parse_picod_command(text: str) -> str:
+    try:
+        PicodCommand.parse(text)
+    except PicodCommandError as error:
+        raise ValueError(f"is not a command localcube can run: {error}") from None
+    return text
 
 
 def parse_directory(text: str) -> str:
@@ -302,10 +311,10 @@ SETTINGS: tuple[Setting, ...] = (
         "clock_allowance",
         "AGENTCUBE_CLOCK_ALLOWANCE",
         parse_seconds,
-        "250ms",
+        "1s",
         "How much earlier than its idle timeout or hard lifetime a session may end: the "
-        "granularity of the target's clocks (upstream stores activity and expiry in whole "
-        "seconds).",
+        "granularity of the target's clocks (upstream, and localcube as it, store activity "
+        "and expiry in whole seconds).",
     ),
     Setting(
         "warm_pool_timeout",
@@ -339,6 +348,17 @@ SETTINGS: tuple[Setting, ...] = (
         "(`@requires.overload`) can exceed it; that scenario holds this many calls at once.",
         default_text="unset: a localcube the suite starts runs that scenario against a "
         "second localcube with a limit of 4; other targets skip it",
+    ),
+    Setting(
+        "picod_command",
+        "AGENTCUBE_PICOD_COMMAND",
+        parse_picod_command,
+        None,
+        "The command a localcube the suite starts runs every code-interpreter sandbox with "
+        "(its `--picod-command`), e.g. `/path/to/picod --port {port} --workspace {workspace}`: "
+        "the whole suite against your own PicoD build (docs/own-picod.md). Not with "
+        "`router_url`.",
+        default_text="unset: localcube's own PicoD-compatible daemon",
     ),
     Setting(
         "agentcube_release",
@@ -411,6 +431,7 @@ class Settings:
     burst_gather_timeout: float
     overload_hold: float
     max_concurrent_requests: int | None
+    picod_command: str | None
     agentcube_release: str
     keep_on_failure: bool
     reports_dir: str
@@ -433,6 +454,11 @@ def load_settings(userdata: Mapping[str, str], environ: Mapping[str, str]) -> Se
             f"unknown setting -D {unknown[0]}; the settings are: {', '.join(sorted(known))}"
         )
     values = {setting.name: read_setting(setting, userdata, environ) for setting in SETTINGS}
+    if values["picod_command"] and values["router_url"]:
+        raise ConfigError(
+            "setting picod_command applies only to the localcube the suite starts: "
+            "leave router_url unset to use it"
+        )
     return Settings(**values)
 
 

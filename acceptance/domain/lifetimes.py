@@ -10,6 +10,7 @@ import uuid
 
 import requests
 from hamcrest import all_of, assert_that, described_as, equal_to, is_not, none
+from hamcrest.core.string_description import StringDescription
 
 from acceptance.core import matchers
 from acceptance.core.polling import consistently, eventually, waiting
@@ -148,12 +149,14 @@ class Lifetimes:
 
     def keep_session_busy_until_it_ends(self) -> None:
         """Call the session every poll_interval until a call is not served; that must happen
-        within the hard lifetime and ttl_grace of opening it."""
+        within the hard lifetime and ttl_grace of opening it, and the answer must say that
+        the session ended: refused as not found, or, for a call in flight as the session
+        ended, its sandbox gone (upstream: 503 once its pod is deleted under the call)."""
         session = self._world.session
         lifetime, grace = self._lifetime(session), self._settings.ttl_grace
         self._ending = self._sandbox_serving(session)
         self._deadline = session.opened_at + lifetime + grace
-        eventually(
+        answer = eventually(
             lambda: self._world.touch(session.runtime, session.session_id),
             described_as(
                 "a call the session no longer serves", is_not(matchers.echoes(TOUCH_TEXT))
@@ -166,6 +169,20 @@ class Lifetimes:
             ),
         )
         self._lasted = time.monotonic() - session.confirmed_at
+        ended = (
+            matchers.refused_because_session_not_found(
+                session.session_id, code_required=self._settings.since_pr_460
+            ),
+            matchers.failed_because_the_sandbox_died(),
+        )
+        if not any(answer_matcher.matches(answer) for answer_matcher in ended):
+            problems = StringDescription()
+            ended[0].describe_mismatch(answer, problems)
+            raise AssertionError(
+                f"the first call {session} did not serve must say that the session ended: "
+                f"404 {matchers.SESSION_NOT_FOUND}, or 502, 503 or 504 for its sandbox gone; "
+                f"{problems}"
+            )
 
     def expect_session_lasted_its_lifetime(self) -> None:
         """A call answered at most `lasted` after the session was confirmed found it ended:

@@ -1,7 +1,8 @@
 """The localcube the suite starts when no Router is configured.
 
 It serves the fixture runtimes with authentication on, for three subjects: two ordinary ones
-and one with the admin role. Their tokens are api_token, second_api_token and
+and one with the admin role; its code interpreters run picod_command when given (else
+localcube's own daemon). Their tokens are api_token, second_api_token and
 admin_api_token when given, else generated for the run, and reach localcube in a private
 file that is gone once read, never in its arguments. Its state directory is
 the suite's, so that the Router can be restarted with its sessions; and a second localcube
@@ -40,11 +41,13 @@ class OwnLocalcube:
         state_dir: Path,
         log_path: Path,
         ready_timeout: float,
+        picod_command: str | None = None,
     ) -> None:
         self.tokens = tokens
         self.log_path = log_path
         self._state_dir = state_dir
         self._ready_timeout = ready_timeout
+        self._picod_command = picod_command
         self._process = self._serve(log_path, port=0, state_dir=state_dir)
 
     @classmethod
@@ -61,7 +64,7 @@ class OwnLocalcube:
         log_path.unlink(missing_ok=True)
         state_dir = Path(tempfile.mkdtemp(prefix="acceptance-localcube-"))
         try:
-            return cls(tokens, state_dir, log_path, settings.ready_timeout)
+            return cls(tokens, state_dir, log_path, settings.ready_timeout, settings.picod_command)
         except embedded.LocalCubeStartError:
             shutil.rmtree(state_dir, ignore_errors=True)
             raise
@@ -111,6 +114,10 @@ class OwnLocalcube:
         shutil.rmtree(self._state_dir, ignore_errors=True)
         return code
 
+    def _picod(self) -> list[str]:
+        """The code-interpreter daemon: picod_command's, else localcube's own."""
+        return ["--picod-command", self._picod_command] if self._picod_command else []
+
     def _serve(
         self, log_path: Path, *, port: int, state_dir: Path | None, extra: tuple[str, ...] = ()
     ) -> embedded.RunningLocalCube:
@@ -128,6 +135,6 @@ class OwnLocalcube:
                 port=port,
                 state_dir=state_dir,
                 gc_interval=GC_INTERVAL,
-                extra_arguments=["--token-file", str(token_file), *extra],
+                extra_arguments=["--token-file", str(token_file), *self._picod(), *extra],
                 ready_timeout=self._ready_timeout,
             )

@@ -9,9 +9,10 @@ execute.go, files.go) with its status codes, JSON bodies and error texts:
     GET  /api/files?path=DIR     list a directory
     GET  /api/files/<path>       download a file
 
-    python -m localcube.picod --workspace DIR [--auth jwt|none]
+    python -m localcube.picod --workspace DIR [--port PORT] [--auth jwt|none]
 
-PORT (required) and HOST (default 127.0.0.1) come from the environment. With --auth jwt, the
+The port is --port, as upstream's daemon takes it, else $PORT; HOST (default 127.0.0.1)
+comes from the environment. With --auth jwt, the
 default, every /api request needs `Authorization: Bearer <JWT>` signed with RS256/384/512 by
 the key whose PEM public half is in PICOD_AUTH_PUBLIC_KEY.
 

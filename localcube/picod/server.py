@@ -116,12 +116,13 @@ async def _gin_not_found(request: web.Request, handler: Handler) -> web.StreamRe
         return web.Response(status=404, text="404 page not found")
 
 
-def _listen_port() -> int:
-    text = os.environ.get("PORT", "")
+def _listen_port(flag: str | None) -> int:
+    """--port as upstream's daemon takes it, else $PORT."""
+    text, source = (flag, "--port") if flag is not None else (os.environ.get("PORT", ""), "PORT")
     if not text:
-        raise ValueError("the PORT environment variable is required")
+        raise ValueError("--port or the PORT environment variable is required")
     if not re.fullmatch("[0-9]{1,5}", text) or int(text) > 65535:
-        raise ValueError(f"invalid PORT {text!r}: want a number from 0 to 65535")
+        raise ValueError(f"invalid {source} {text!r}: want a number from 0 to 65535")
     return int(text)
 
 
@@ -155,11 +156,12 @@ async def serve(picod: PicoD, public_key: RSAPublicKey | None, host: str, port: 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m localcube.picod",
-        description="PicoD-compatible code-interpreter daemon (listens on $HOST:$PORT).",
+        description="PicoD-compatible code-interpreter daemon (listens on $HOST, port --port).",
     )
     parser.add_argument(
         "--workspace", default=".", help="root of all file operations (created if missing)"
     )
+    parser.add_argument("--port", help="port to listen on, as upstream's flag (default: $PORT)")
     parser.add_argument(
         "--auth",
         choices=("jwt", "none"),
@@ -171,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         stream=sys.stderr, level=logging.INFO, format="%(asctime)s picod: %(message)s"
     )
     try:
-        port = _listen_port()
+        port = _listen_port(args.port)
         key = load_public_key(os.environ.get(PUBLIC_KEY_ENV)) if args.auth == "jwt" else None
         workspace = Workspace(args.workspace)
     except ValueError as error:

@@ -144,3 +144,21 @@ class Picod:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         return self.process.returncode
+
+
+# Records its arguments and whether it got the Router's key in a file named after its pid,
+# then becomes localcube's daemon; without a key (authMode none), one without authentication.
+WRAPPER = """\
+{{ printf '%s\\n' "$@"; printf 'key=%s\\n' "${{PICOD_AUTH_PUBLIC_KEY:+given}}"; }} > {records}/$$
+[ -n "$PICOD_AUTH_PUBLIC_KEY" ] || set -- "$@" --auth none
+PYTHONPATH={root} exec {python} -m localcube.picod "$@"
+"""
+
+
+def own_picod_command(directory: Path, records: Path) -> str:
+    """A `--picod-command` running localcube's daemon behind a wrapper (written to
+    `directory`) that leaves a record of each start in `records`."""
+    records.mkdir()
+    wrapper = directory / "my-picod.sh"
+    wrapper.write_text(WRAPPER.format(records=records, root=ROOT, python=sys.executable))
+    return f"sh {wrapper} --port {{port}} --workspace {{workspace}}"

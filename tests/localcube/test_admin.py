@@ -75,5 +75,6 @@ def test_sandboxes_are_described(client: Client) -> None:
     assert sandbox["state"] == "claimed"
     assert sandbox["alive"] is True
     assert sandbox["pid"] > 1
+    assert sandbox["callsInFlight"] == 0
     for key in ("createdAt", "lastActivityAt", "expiresAt"):
         assert sandbox[key].endswith("Z")

@@ -94,7 +94,14 @@ def test_a_missing_manifest_path_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("option", "value"),
-    [("--gc-interval", "soon"), ("--port", "70000"), ("--max-concurrent-requests", "0")],
+    [
+        ("--gc-interval", "soon"),
+        ("--gc-interval", "0s"),
+        ("--gc-min-idle-lookback", "-1s"),
+        ("--gc-min-idle-lookback", "a minute"),
+        ("--port", "70000"),
+        ("--max-concurrent-requests", "0"),
+    ],
 )
 def test_bad_options_are_refused(option: str, value: str) -> None:
     result = run_cli("serve", "--manifests", str(FIXTURES), option, value)
@@ -109,3 +116,14 @@ def test_a_malformed_token_entry_is_refused_without_echoing_it(tmp_path: Path) -
     assert result.returncode == 2
     assert f"{tokens}:1: expected SUBJECT=TOKEN" in result.stderr
     assert "no-separator-secret" not in result.stderr
+
+
+def test_an_unknown_placeholder_in_the_picod_command_is_refused() -> None:
+    result = run_cli(
+        "serve", "--manifests", str(FIXTURES), "--picod-command", "picod --port {prot}"
+    )
+    assert result.returncode == 2
+    assert (
+        "argument --picod-command: unknown placeholder {prot} in '{prot}': "
+        "the placeholders are {port} and {workspace}"
+    ) in result.stderr

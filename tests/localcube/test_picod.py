@@ -32,6 +32,7 @@ from tests.localcube.picod_process import (
     picod_env,
     session_members,
 )
+from tests.localcube.support import wait_until
 
 MAX_BODY = 32 << 20
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z$")
@@ -1078,7 +1079,32 @@ def _start_error(env: dict[str, str], tmp_path: Path, *args: str) -> str:
 
 def test_start_needs_port(tmp_path: Path, key: SigningKey) -> None:
     line = _start_error(picod_env(None, key.public_pem), tmp_path)
-    assert line == "picod: the PORT environment variable is required"
+    assert line == "picod: --port or the PORT environment variable is required"
+    line = _start_error(picod_env(None, key.public_pem), tmp_path, "--port", "http")
+    assert line == "picod: invalid --port 'http': want a number from 0 to 65535"
+
+
+def test_the_port_flag_is_taken_as_upstreams_daemon_takes_it(
+    tmp_path: Path, key: SigningKey
+) -> None:
+    """`--port` wins over $PORT, so the daemon runs with upstream's command line.
+
+    Upstream: cmd/picod/main.go:32-33"""
+    port = free_port()
+    env = picod_env(free_port(), key.public_pem)
+    command = [*PICOD, "--port", str(port), "--workspace", str(tmp_path / "ws")]
+    with subprocess.Popen(command, cwd=ROOT, env=env, stderr=subprocess.DEVNULL) as daemon:
+        try:
+            wait_until(lambda: _answers_health(port), 15, "the daemon to serve on --port")
+        finally:
+            daemon.terminate()
+
+
+def _answers_health(port: int) -> bool:
+    try:
+        return requests.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200
+    except requests.ConnectionError:
+        return False
 
 
 @pytest.mark.parametrize(

@@ -28,10 +28,11 @@ from tests.suite.fault_proxy import FaultProxy
 
 ROOT = Path(__file__).resolve().parents[2]
 FIRST_TOKEN, SECOND_TOKEN = "first-subject-Zq8vY1", "second-subject-Kp3wX7"
-# Short limits, so that broken runs give up in seconds.
+# Short limits, so that broken runs give up in seconds; no shorter than 2 s of idle timeout
+# and 3 s of lifetime, since targets keep activity and expiry in whole seconds.
 QUICK = {
-    "short_session_timeout": "1s",
-    "short_session_lifetime": "2s",
+    "short_session_timeout": "2s",
+    "short_session_lifetime": "3s",
     "ttl_grace": "2s",
     "long_task_duration": "3s",
     "fail_fast": "2s",
@@ -113,12 +114,12 @@ CASES = {
     "hard lifetimes ignored": Case(
         "ignore-session-lifetime",
         ("A busy session ends",),
-        ("waiting for the busy session", "to end at its hard lifetime (2 s)"),
+        ("waiting for the busy session", "to end at its hard lifetime (3 s)"),
     ),
     "sessions ended before their lifetime": Case(
         "early-session-end",
         ("A busy session ends",),
-        ("before its hard lifetime of 2 s",),
+        ("before its hard lifetime of 3 s",),
     ),
     "error codes dropped": Case(
         "strip-error-codes",

@@ -32,6 +32,7 @@ BAD_VALUES = {
     "burst_gather_timeout": "30",
     "overload_hold": "two seconds",
     "max_concurrent_requests": "0",
+    "picod_command": "picod --port {prot}",
     "agentcube_release": "0.3",
     "keep_on_failure": "yes",
     "reports_dir": "/dev/null",
@@ -118,3 +119,10 @@ def test_a_token_given_with_d_is_refused_without_echoing_it(name: str) -> None:
         load_settings({name: "hunter2"}, {})
     assert "would show in shell history and process lists" in str(error.value)
     assert "hunter2" not in str(error.value)
+
+
+def test_a_picod_command_needs_the_localcube_the_suite_starts() -> None:
+    command = "/opt/picod --port {port} --workspace {workspace}"
+    assert load_settings({"picod_command": command}, {}).picod_command == command
+    with pytest.raises(ConfigError, match="picod_command applies only to the localcube"):
+        load_settings({"picod_command": command, "router_url": "http://router:8081"}, {})

@@ -1,0 +1,39 @@
+"""The store opens the file of an older localcube: a restart after an upgrade keeps its
+sessions."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from localcube.store import Store
+
+OLDER_SCHEMA = """
+CREATE TABLE sandboxes (
+    sandbox_id TEXT PRIMARY KEY, sandbox_name TEXT NOT NULL, session_id TEXT UNIQUE,
+    kind TEXT NOT NULL, namespace TEXT NOT NULL, runtime TEXT NOT NULL, pid INTEGER NOT NULL,
+    process_start TEXT NOT NULL, endpoints TEXT NOT NULL, workspace TEXT NOT NULL, owner TEXT,
+    created_at REAL NOT NULL, claimed_at REAL, last_activity_at REAL, idle_timeout REAL,
+    expires_at REAL
+)
+"""
+
+
+def test_a_store_of_an_older_localcube_is_read_and_extended(tmp_path: Path) -> None:
+    path = tmp_path / "localcube.db"
+    with sqlite3.connect(path) as older:
+        older.execute(OLDER_SCHEMA)
+        older.execute(
+            "INSERT INTO sandboxes VALUES ('b-1', 'echo-b1', 's-1', 'AgentRuntime', 'default',"
+            " 'echo-agent', 42, '7', ?, '/w', NULL, 10.5, 10.5, 12.7, 60, 99)",
+            ('[["/", 9000]]',),
+        )
+    store = Store(path)
+    try:
+        (record,) = store.all()
+        assert (record.last_activity_at, record.lost_at, record.state) == (12, None, "claimed")
+        assert store.mark_lost("b-1", 13.0)
+        assert store.by_session("s-1").state == "lost"
+        assert store.delete("b-1") and not store.delete("b-1")
+    finally:
+        store.close()
