@@ -163,8 +163,7 @@ def assert_dead_sandbox_answer(answer: requests.Response) -> None:
 
 def call_in_flight(scene: Scene, session: str, seconds: float) -> Future:
     """A /echo/sleep call of `seconds` on its own connection, returned once the Router has
-    forwarded it (the session's activity moved) and the sandbox had time to read it."""
-    before = scene.client.sandbox_of(session)["lastActivityAt"]
+    forwarded it (localcube counts it in flight) and the sandbox had time to read it."""
     caller = Client(scene.client.url)
     pool = ThreadPoolExecutor(1)
     future = pool.submit(
@@ -172,7 +171,7 @@ def call_in_flight(scene: Scene, session: str, seconds: float) -> Future:
     )
     pool.shutdown(wait=False)
     wait_until(
-        lambda: scene.client.sandbox_of(session)["lastActivityAt"] != before,
+        lambda: scene.client.sandbox_of(session)["callsInFlight"] > 0,
         10,
         "the call to reach the Router",
     )
