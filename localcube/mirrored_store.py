@@ -80,7 +80,7 @@ class MirroredStore(Store):
             for record in records
         ]
 
-    def touch(self, session_id: str, now: float) -> None:
+    def touch(self, session_id: str, now: int) -> None:
         """As upstream's Router: a failed activity update is logged, the call goes on."""
         super().touch(session_id, now)
         try:
@@ -89,13 +89,15 @@ class MirroredStore(Store):
         except StoreError as failure:
             log.warning("activity of session %s not recorded: %s", session_id, failure)
 
-    def delete(self, sandbox_id: str) -> None:
-        """Forget the sandbox; its session's record and index entries go with it."""
+    def delete(self, sandbox_id: str) -> bool:
+        """Forget the sandbox; its session's record and index entries go with it. False if
+        it was already forgotten."""
         session_id = next((r.session_id for r in super().all() if r.sandbox_id == sandbox_id), None)
-        super().delete(sandbox_id)
-        if session_id is None:
-            return
-        try:
-            self.records.delete(session_id)
-        except StoreError as failure:
-            log.error("record of session %s left in the store: %s", session_id, failure)
+        if not super().delete(sandbox_id):
+            return False
+        if session_id is not None:
+            try:
+                self.records.delete(session_id)
+            except StoreError as failure:
+                log.error("record of session %s left in the store: %s", session_id, failure)
+        return True
