@@ -18,6 +18,13 @@ Feature: Long tasks
     Then the long command completes with every line it printed
 
   @code-interpreter
+  Scenario: A command that leaves a background process running is still stopped at its timeout
+    Given a session of the python interpreter
+    When I run a command in the session that leaves a background process running long past its timeout of 1 second
+    Then the command is stopped with exit code 124 because it timed out after 1 second
+    And the answer came at the timeout, without waiting for the background process
+
+  @code-interpreter
   Scenario: A command that outlives its timeout is stopped, and the session runs the next one
     Given a session of the python interpreter
     When I run the command "sleep 3" in the session with a timeout of 1 second

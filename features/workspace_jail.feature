@@ -8,12 +8,13 @@ Feature: The workspace jail
   revealed and nothing appears there.
 
   Each scenario has the sandbox make a directory "outside" next to its workspace, holding
-  a secret, and a symlink "link" in its workspace pointing there. {outside} stands for
+  a secret, a symlink "link" in its workspace pointing there, and a symlink "dangling" to a
+  file there that does not exist yet. {outside} stands for
   that directory's absolute path as the sandbox sees it.
 
   Background:
     Given a session of the python interpreter
-    And next to the workspace, a directory "outside" holds a secret, and "link" in the workspace points to it
+    And next to the workspace, a directory "outside" holds a secret, "link" in the workspace points to it, and "dangling" points to a file there that does not exist yet
 
   Scenario Outline: <operation> "<path>" is refused
     When I <operation> "<path>"
@@ -28,11 +29,13 @@ Feature: The workspace jail
       | run a command in the directory | ../outside             |
 
     Examples: Through a symlink the sandbox made
-      | operation                      | path             |
-      | upload a file to               | link/planted.txt |
-      | download                       | link/secret.txt  |
-      | list the directory             | link             |
-      | run a command in the directory | link             |
+      | operation                      | path                    |
+      | upload a file to               | link/planted.txt        |
+      | upload a file to               | link/newdir/planted.txt |
+      | upload a file to               | dangling                |
+      | download                       | link/secret.txt         |
+      | list the directory             | link                    |
+      | run a command in the directory | link                    |
 
   Scenario Outline: An absolute path stays inside the workspace: <operation> "<path>"
     When I <operation> "<path>"

@@ -7,8 +7,8 @@ from acceptance.domain.jail import JailOperation, WorkspaceJail
 
 
 @given(
-    'next to the workspace, a directory "outside" holds a secret, '
-    'and "link" in the workspace points to it'
+    'next to the workspace, a directory "outside" holds a secret, "link" in the workspace '
+    'points to it, and "dangling" points to a file there that does not exist yet'
 )
 def step_prepare_outside(context: Context) -> None:
     context.world.part(WorkspaceJail).prepare_outside()

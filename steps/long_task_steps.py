@@ -28,6 +28,19 @@ def step_command_timed_out(context: Context, seconds: int) -> None:
     assert_that(context.world.last_answer, matchers.timed_out_after(seconds))
 
 
+@when(
+    "I run a command in the session that leaves a background process running long past "
+    "its timeout of {seconds:d} second"
+)
+def step_run_leaving_background(context: Context, seconds: int) -> None:
+    context.world.part(LongTasks).run_leaving_a_background_process(seconds)
+
+
+@then("the answer came at the timeout, without waiting for the background process")
+def step_answered_at_timeout(context: Context) -> None:
+    context.world.part(LongTasks).expect_answered_without_waiting_for_the_background()
+
+
 @when("the agent works on one call for longer than its idle timeout")
 def step_agent_works_long(context: Context) -> None:
     context.world.part(LongTasks).agent_works_past_idle_timeout()

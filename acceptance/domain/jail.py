@@ -18,7 +18,8 @@ OUTSIDE = "{outside}"
 SECRET_FILE = "secret.txt"
 PLANTED_FILE = "planted.txt"
 
-# Run in the workspace: make "outside" next to it, a secret in it, and a symlink "link" to it.
+# Run in the workspace: make "outside" next to it, a secret in it, a symlink "link" to it,
+# and a symlink "dangling" to a file of it that does not exist yet.
 _PREPARE = """
 import os, sys
 outside = os.path.join(os.path.dirname(os.getcwd()), "outside")
@@ -26,6 +27,7 @@ os.makedirs(outside, exist_ok=True)
 with open(os.path.join(outside, "secret.txt"), "w") as secret:
     secret.write(sys.argv[1])
 os.symlink(outside, "link")
+os.symlink(os.path.join(outside, "through-dangling.txt"), "dangling")
 print(outside)
 """
 # Run in a working directory: reveal a secret found there, and plant a file.
@@ -57,7 +59,7 @@ class WorkspaceJail:
         self._outside: str | None = None
 
     def prepare_outside(self) -> None:
-        """Have the sandbox make the outside directory, its secret and the symlink."""
+        """Have the sandbox make the outside directory, its secret and the symlinks."""
         session = self._world.session
         answer = self._world.execute(
             session.runtime, ["python3", "-c", _PREPARE, self._secret], session.session_id

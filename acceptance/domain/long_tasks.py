@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import shlex
+import time
 
 from hamcrest import assert_that
 
@@ -20,6 +21,8 @@ class LongTasks:
         self._world = world
         self._settings = world.settings
         self._lines: list[str] = []
+        # The timeout of the command that left a background process, and when it was answered.
+        self._answered: tuple[int, float] | None = None
 
     def run_long_command(self) -> None:
         """A command that prints numbered lines over long_task_duration, with a timeout
@@ -53,6 +56,34 @@ class LongTasks:
             shlex.split(command_line),
             session.session_id,
             fields={"timeout": f"{seconds}s"},
+        )
+
+    def run_leaving_a_background_process(self, seconds: int) -> None:
+        """A command whose shell runs a child that holds the output open well past the
+        command's timeout: stopping the shell alone leaves the child (and the answer)
+        waiting; stopping all it started answers at the timeout."""
+        allowance = self._settings.answer_allowance
+        lingers = seconds + allowance + 2
+        session = self._world.session
+        started = time.monotonic()
+        self._world.execute(
+            session.runtime,
+            ["sh", "-c", f"sleep {lingers:g}; echo too late"],
+            session.session_id,
+            fields={"timeout": f"{seconds}s"},
+            wait=lingers + allowance,
+        )
+        self._answered = (seconds, time.monotonic() - started)
+
+    def expect_answered_without_waiting_for_the_background(self) -> None:
+        if self._answered is None:
+            raise AssertionError("the scenario has not run a command leaving a background process")
+        seconds, answered_after = self._answered
+        limit = seconds + self._settings.answer_allowance
+        assert answered_after <= limit, (
+            f"the command with a timeout of {seconds} s was answered after {answered_after:.1f} s, "
+            f"past its timeout and answer_allowance ({limit:g} s): the target waited for the "
+            "background process it left running instead of stopping it at the timeout"
         )
 
     def agent_works_past_idle_timeout(self) -> None:

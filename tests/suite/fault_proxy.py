@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import gzip
 import json
 import os
 import re
@@ -75,13 +76,21 @@ class Answer:
     body: bytes
 
     def json(self) -> Any:
+        """The body as JSON (decompressed first when PicoD gzipped it), else None."""
+        encoding = next(
+            (value for name, value in self.headers.items() if name.lower() == "content-encoding"),
+            "",
+        )
         try:
-            return json.loads(self.body)
-        except ValueError:
+            body = gzip.decompress(self.body) if encoding == "gzip" else self.body
+            return json.loads(body)
+        except (ValueError, OSError):
             return None
 
     def set_json(self, body: Any) -> None:
         self.body = json.dumps(body).encode()
+        for name in [name for name in self.headers if name.lower() == "content-encoding"]:
+            del self.headers[name]
         self.headers["Content-Type"] = "application/json"
 
 
@@ -347,6 +356,22 @@ class SlowWarmPool(Fault):
         return answer
 
 
+class WaitForBackgroundProcesses(Fault):
+    """Upstream PicoD's timeout (pkg/picod/execute.go:87-93, 127-139): it kills the
+    command's direct child only, so a child that holds the output open delays the 124
+    answer until it ends. Here every 124 answer waits until the command's own `sleep N`
+    would have ended."""
+
+    async def rewrite_answer(self, proxy: FaultProxy, request: Request, answer: Answer) -> None:
+        body, sent = answer.json(), request.json()
+        if not (isinstance(body, dict) and body.get("exit_code") == 124):
+            return
+        command = " ".join(sent.get("command", [])) if isinstance(sent, dict) else ""
+        sleeping = re.search(r"sleep (\d+(?:\.\d+)?)", command)
+        if sleeping:
+            await asyncio.sleep(float(sleeping[1]) - (time.monotonic() - request.started))
+
+
 @dataclass
 class FakeDeletion(Fault):
     """The WorkloadManager answers a session deletion without deleting anything."""
@@ -378,6 +403,7 @@ FAULTS = {
     "not-found-as-ok": lambda: HeaderAndStatus(status_rewrites={404: 200}),
     "cut-long-calls": CutLongCalls,
     "ignore-command-timeout": lambda: RewriteJsonFields({"timeout": DROP}),
+    "wait-for-background-processes": WaitForBackgroundProcesses,
     "end-session-after-slow-call": EndSessionAfterSlowCall,
     "ignore-session-lifetime": lambda: RewriteJsonFields({"ttl": DROP, "maxSessionDuration": DROP}),
     "early-session-end": lambda: RewriteJsonFields({"ttl": 1, "maxSessionDuration": "1s"}),

@@ -106,6 +106,13 @@ CASES = {
         ("outlives its timeout",),
         ("Expected: the command to be stopped with exit code 124 after its timeout of 1 s",),
     ),
+    # Upstream PicoD's defect (docs/fidelity.md): a timeout that spares the background.
+    "a timeout that waits for a background process": Case(
+        "wait-for-background-processes",
+        ("leaves a background process running",),
+        ("the target waited for the background process it left running",),
+        userdata={"answer_allowance": "2s"},
+    ),
     "a long call not counted as activity": Case(
         "end-session-after-slow-call",
         ("A task longer than the idle timeout",),
