@@ -112,6 +112,8 @@ class SandboxLauncher:
         if runtime.kind == CODE_INTERPRETER:
             command = [sys.executable, "-m", "localcube.picod", "--workspace", str(workspace)]
             command += ["--auth", "none" if runtime.auth_mode == "none" else "jwt"]
+            if runtime.stateful:
+                command += ["--kernel-state", str(directory / "kernel")]
             env["PICOD_AUTH_PUBLIC_KEY"] = self.public_key_pem
             env["PYTHONPATH"] = str(_PROJECT_ROOT)
             readiness_path: str | None = "/health"
