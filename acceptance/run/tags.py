@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 from behave.tag_matcher import ActiveTagMatcher
 
-from acceptance.core.settings import INTERPRETER_MODES, RELEASES
+from acceptance.core.settings import RELEASES
 from acceptance.platforms.base import CAPABILITIES, CAPABILITY_HINTS
 
 TAGS: dict[str, str] = {
@@ -34,11 +34,12 @@ TAGS: dict[str, str] = {
     "errors": "the errors a client must tell apart: their statuses, codes and bodies",
     "security": "workspace jail, session isolation, credentials and authentication",
     "reliability": "concurrency, overload, restarts and crashes",
+    "load": "sustained load, as upstream's load tests: sessions opened at a steady rate; "
+    "excluded by default (behave.ini)",
 }
 
 # Active-tag categories are settings: category -> the values the setting allows.
 ACTIVE_CATEGORIES: dict[str, tuple[str, ...]] = {
-    "interpreter_mode": INTERPRETER_MODES,
     "agentcube_release": RELEASES,
 }
 
