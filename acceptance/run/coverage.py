@@ -432,6 +432,10 @@ def coverage_document() -> str:
         "files are in `volcano-sh/agentcube` at 939abb5; the umbrella issue is "
         "`../shared/e2e-umbrella-issue.txt`.",
         "",
+        "Upstream's load tests have their counterpart in `features/sustained_load.feature`, "
+        "which the default run leaves out: run it with `.venv/bin/python -m behave "
+        "--tags=@load` (settings `load_sessions`, `load_rate`, `load_required_share`).",
+        "",
     ]
     columns = [
         "| upstream | where | asserts | covered here by | only upstream checks | "
