@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import os
 import re
+import secrets
 import signal
 import sys
 from collections.abc import Callable
@@ -126,8 +127,14 @@ class Kernel:
     async def start(self) -> None:
         """Launch the kernel; its readiness is awaited by the first run."""
         self._state_dir.mkdir(parents=True, exist_ok=True)
+        # Abstract Unix sockets: no TCP port to collide with the ports localcube hands its
+        # sandboxes, no socket file to leave behind; messages signed with a key of its own,
+        # since any local process could reach the sockets.
         connection_file, _ = write_connection_file(
-            str(self._state_dir / "kernel.json"), ip="127.0.0.1"
+            str(self._state_dir / "kernel.json"),
+            ip=f"@agentcube-kernel-{secrets.token_hex(16)}",
+            transport="ipc",
+            key=secrets.token_hex(32).encode(),
         )
         env = {
             **os.environ,

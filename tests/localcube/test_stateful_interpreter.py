@@ -3,7 +3,10 @@ through the Router with POST /api/run_code in the shape of E2B's run_code."""
 
 from __future__ import annotations
 
+import json
+import stat
 import time
+from pathlib import Path
 
 import pytest
 import requests
@@ -143,3 +146,14 @@ def test_the_annotation_chooses_the_interpreter() -> None:
     odd = fixture.replace("interpreter: stateful", "interpreter: sometimes")
     with pytest.raises(ManifestError, match=r"annotations\[.*\] must be stateless or stateful"):
         parse_documents(odd, "odd")
+
+
+def test_the_kernel_listens_on_no_port_and_only_to_signed_messages(client: Client) -> None:
+    session = new_session(client)
+    run_code(client, session, "1")
+    workspace = Path(client.sandbox_of(session)["workspace"])
+    connection = workspace.parent / "kernel" / "kernel.json"
+    info = json.loads(connection.read_text())
+    assert info["transport"] == "ipc" and info["ip"].startswith("@")  # an abstract socket
+    assert len(info["key"]) == 64
+    assert stat.S_IMODE(connection.stat().st_mode) == 0o600
