@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import gzip
 import json
 import os
 import re
@@ -76,13 +77,18 @@ class Answer:
     body: bytes
 
     def json(self) -> Any:
+        """The body as JSON (gunzipped when PicoD compressed it), or None."""
+        body = self.body
+        if any(k.lower() == "content-encoding" and v == "gzip" for k, v in self.headers.items()):
+            body = gzip.decompress(body)
         try:
-            return json.loads(self.body)
+            return json.loads(body)
         except ValueError:
             return None
 
     def set_json(self, body: Any) -> None:
         self.body = json.dumps(body).encode()
+        self.headers = _without(self.headers, "content-encoding")
         self.headers["Content-Type"] = "application/json"
 
 
