@@ -77,7 +77,9 @@ class SustainedLoad:
                 futures.append(callers.submit(self._one_session, router, runtime, number))
             self._outcomes = [future.result() for future in futures]
         self._elapsed = time.monotonic() - started
-        print(self.report())
+        report = self.report()
+        print(report)  # in the scenario's output and report
+        self._world.note_measured(report)  # and at the end of the run, passed or not
 
     def _one_session(self, router: Router, runtime: Runtime, number: int) -> Outcome:
         text = f"Load test request {number}!"
@@ -103,9 +105,9 @@ class SustainedLoad:
         succeeded = [outcome.seconds for outcome in self._outcomes if outcome.error is None]
         lines = [
             f"Sustained load on {self._runtime}: {count} sessions, "
-            f"{self._settings.load_rate} a second ({count / self._elapsed:.2f} a second "
-            f"achieved in {self._elapsed:.1f} s)",
-            f"  succeeded: {len(succeeded)} of {count} ({self.share:.1%}; required "
+            f"{self._settings.load_rate} a second (from the first call to the last answer "
+            f"{self._elapsed:.1f} s, {count / self._elapsed:.2f} a second)",
+            f"    succeeded: {len(succeeded)} of {count} ({self.share:.1%}; required "
             f"{self._settings.load_required_share:.0%})",
         ]
         if succeeded:
@@ -113,9 +115,9 @@ class SustainedLoad:
                 f"p{round(fraction * 100)} {percentile(succeeded, fraction):.3f} s"
                 for fraction in PERCENTILES
             )
-            lines.append(f"  first-call latency of those: {shown}, max {max(succeeded):.3f} s")
+            lines.append(f"    first-call latency of those: {shown}, max {max(succeeded):.3f} s")
         errors = Counter(outcome.error for outcome in self._outcomes if outcome.error)
-        lines += [f"  error: {kind}: {times}" for kind, times in errors.most_common()]
+        lines += [f"    error: {kind}: {times}" for kind, times in errors.most_common()]
         return "\n".join(lines)
 
     @property

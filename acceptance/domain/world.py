@@ -86,13 +86,14 @@ class Call:
 @dataclass
 class RunLedger:
     """What the scenarios of one run add to, for its end: the sessions they opened, the
-    latencies of their calls, what could not be cleaned up, and what the target did not let
-    them observe."""
+    latencies of their calls, what could not be cleaned up, what the target did not let
+    them observe, and what they measured beyond latencies (a load's outcome)."""
 
     sessions: list[Session] = field(default_factory=list)
     measurements: Measurements = field(default_factory=Measurements)
     leaks: list[str] = field(default_factory=list)
     unobserved: list[str] = field(default_factory=list)
+    measured: list[str] = field(default_factory=list)
 
 
 class World:
@@ -164,6 +165,10 @@ class World:
     def note_unobserved(self, what: str) -> None:
         """Tell at the end of the run that the target did not let this be observed."""
         self._ledger.unobserved.append(what)
+
+    def note_measured(self, what: str) -> None:
+        """Tell at the end of the run what a scenario measured, whether it passed or not."""
+        self._ledger.measured.append(what)
 
     def transport_with_token(self, token: str | None) -> Transport:
         """A transport presenting another bearer token (None: none), logged with the rest

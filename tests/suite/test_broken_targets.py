@@ -279,6 +279,7 @@ CASES = {
             "only 80.0% of the sessions succeeded, fewer than the 100% required",
             "error: status 503: sandbox unreachable: 2",
             "first-call latency of those: p50",
+            "Measured under load (2):",
         ),
         tags="@load",
         userdata={"load_sessions": "10", "load_rate": "20"},
