@@ -16,3 +16,12 @@ Feature: Invoking an agent through the Router
     Then the agent echoes "hello again"
     And the answer carries the same session id
     And both calls were served by the same sandbox, one after the other
+
+  Scenario Outline: The agent is given <a text> and echoes it back unchanged
+    When I send <a text> to the echo agent without a session
+    Then the agent echoes that text back unchanged
+
+    Examples:
+      | a text                                                               |
+      | an empty text                                                        |
+      | a text full of quotes, backslashes, newlines and non-ASCII characters |

@@ -6,16 +6,19 @@ Feature: Running code in a code interpreter
   its output, its errors and its exit code. A warm-pool interpreter hands out a sandbox it
   started in advance; the caller sees no difference.
 
-  Files in a session's workspace carry over from one command to the next. Whether
-  variables carry over as well depends on the interpreter: upstream AgentCube runs every
-  command in a fresh process (stateless); a stateful interpreter keeps them. The suite
-  checks the behaviour that interpreter_mode names and reports the other as skipped.
+  Files in a session's workspace carry over from one command to the next. Variables do
+  not: upstream AgentCube runs every command in a fresh process. A stateful interpreter
+  keeps them instead, in one Jupyter kernel per session that runs code sent to it (an
+  extension of localcube's, which upstream has yet to offer): when that kernel dies, the
+  session ends as if its sandbox had crashed. Targets without a stateful interpreter
+  report its scenarios skipped.
 
   @smoke
   Scenario Outline: The first command runs in a new session of the <interpreter>
     When I run the Python code "print(1+1)" in the <interpreter> without a session
     Then the command prints "2"
     And the command exits with code 0
+    And the command wrote nothing to its error output
     And the answer carries a new session id
 
     Examples:
@@ -23,21 +26,40 @@ Feature: Running code in a code interpreter
       | python interpreter    |
       | warm-pool interpreter |
 
-  @use.with_interpreter_mode=stateful
-  Scenario: A variable defined by one command is still defined in the next
-    Given a session of the python interpreter
-    And the session has run the Python code "x = 10"
-    When I run the Python code "print(x)" in the session
-    Then the command prints "10"
-    And the answer carries the same session id
+  Scenario Outline: A command that exits with code <code> is answered with that code
+    When I run the command "sh -c 'exit <code>'" in the warm-pool interpreter without a session
+    Then the command exits with code <code>
 
-  @use.with_interpreter_mode=stateless
+    Examples:
+      | code |
+      | 1    |
+      | 3    |
+      | 7    |
+      | 42   |
+
   Scenario: A variable defined by one command is undefined in the next
     Given a session of the python interpreter
     And the session has run the Python code "x = 10"
     When I run the Python code "print(x)" in the session
     Then the command fails because "x" is not defined
     And the answer carries the same session id
+
+  @requires.stateful-interpreter
+  Scenario: In a stateful interpreter, a variable defined by one run of code is still defined in the next
+    Given a session of the stateful interpreter
+    And the session has run the Python code "x = 10"
+    When I run the Python code "print(x)" in the session
+    Then the command prints "10"
+    And the answer carries the same session id
+
+  @requires.stateful-interpreter
+  Scenario: When a stateful interpreter's kernel dies, its session ends as if its sandbox had crashed
+    Given a session of the stateful interpreter
+    And the session has run the Python code "x = 10"
+    When I run the Python code "import os; os._exit(1)" in the session
+    Then the run fails because the session's kernel died
+    When I call the session again
+    Then the call fails fast, with an error saying the sandbox is gone
 
   Scenario: A file written by one command can be read by the next
     Given a session of the python interpreter

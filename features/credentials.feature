@@ -2,7 +2,8 @@
 Feature: Credentials and authentication
 
   With authentication on, every call to the Router's /v1 API must present a valid bearer
-  token, and a session belongs to the subject that opened it. The caller's token stops at
+  token, and a session belongs to the subject that opened it, though a subject with the
+  admin role may use any session. The caller's token stops at
   the Router: it signs its own request to the sandbox, so no sandbox ever sees a caller's
   credentials. (The suite keeps tokens out of its own output too; the project's tests scan
   a run's output and reports for them.)
@@ -32,3 +33,11 @@ Feature: Credentials and authentication
     When another subject calls the echo agent in that session
     Then the call is refused because the session belongs to another subject
     And the session still serves the subject that opened it
+
+  @requires.admin
+  Scenario: A subject with the admin role may use a session another subject opened
+    Given a session of the echo agent
+    When a subject with the admin role sends "checking in" to the echo agent in that session
+    Then the agent echoes "checking in"
+    And the answer carries the same session id
+    And both calls were served by the same sandbox, one after the other

@@ -15,6 +15,14 @@ Feature: Warm pools
     And the session is served by a sandbox that was waiting in the pool
     And the warm pool of the warm-pool interpreter is soon full again
 
+  @serial
+  Scenario: Closing a session that came from the pool ends its sandbox, and the pool is full again
+    Given the warm pool of the warm-pool interpreter is full
+    And a session of the warm-pool interpreter served by a sandbox that was waiting in the pool
+    When the session is closed
+    Then the sandbox that came from the pool is gone
+    And the warm pool of the warm-pool interpreter is soon full again
+
   Scenario: Without a pool, the first call starts a sandbox for the session and works the same
     Given the python interpreter has no warm pool
     When I run the Python code "print(1+1)" in the python interpreter without a session

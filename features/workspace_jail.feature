@@ -47,3 +47,9 @@ Feature: The workspace jail
       | download                       | {outside}/secret.txt  |
       | list the directory             | {outside}             |
       | run a command in the directory | {outside}             |
+
+  Scenario: A file uploaded to an absolute path is kept in the workspace and comes back unchanged
+    When I upload a file to "{outside}/planted.txt"
+    Then the upload succeeds
+    And "{outside}/planted.txt" downloaded from the workspace holds what was uploaded
+    And nothing outside the workspace is revealed or changed

@@ -22,6 +22,10 @@ API_GROUP = "runtime.agentcube.volcano.sh"
 AGENT_RUNTIME = "AgentRuntime"
 CODE_INTERPRETER = "CodeInterpreter"
 PLURALS = {AGENT_RUNTIME: "agentruntimes", CODE_INTERPRETER: "codeinterpreters"}
+# The annotation that makes a CodeInterpreter stateful in localcube: one Jupyter kernel per
+# session serves POST /api/run_code (a localcube extension; a cluster ignores annotations).
+INTERPRETER_ANNOTATION = "localcube.agentcube.volcano.sh/interpreter"
+INTERPRETER_KINDS = ("stateless", "stateful")
 DEFAULT_SESSION_TIMEOUT = 15 * 60.0
 DEFAULT_MAX_SESSION_DURATION = 8 * 3600.0
 _QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)?$")
@@ -65,6 +69,7 @@ class Runtime:
     readiness_path: str | None = None
     warm_pool_size: int = 0
     auth_mode: str = "picod"
+    stateful: bool = False
     source: str = "<api>"
 
     @property
@@ -166,7 +171,19 @@ def _parse_resource(document: dict[str, Any], where: str) -> Runtime:
     }
     if kind == AGENT_RUNTIME:
         return _agent_runtime(spec, check, common)
-    return _code_interpreter(spec, check, common)
+    return _code_interpreter(spec, check, {**common, "stateful": _stateful(metadata, check)})
+
+
+def _stateful(metadata: dict[str, Any], check: _Checker) -> bool:
+    annotations = metadata.get("annotations") or {}
+    check.that(isinstance(annotations, dict), "metadata.annotations", "must be a mapping")
+    kind = annotations.get(INTERPRETER_ANNOTATION, "stateless")
+    check.that(
+        kind in INTERPRETER_KINDS,
+        f"metadata.annotations[{INTERPRETER_ANNOTATION}]",
+        f"must be {' or '.join(INTERPRETER_KINDS)}",
+    )
+    return kind == "stateful"
 
 
 def _agent_runtime(spec: dict[str, Any], check: _Checker, common: dict[str, Any]) -> Runtime:

@@ -172,7 +172,10 @@ class SandboxLauncher:
             return self.picod_command.argv(port, workspace)
         env["PYTHONPATH"] = str(_PROJECT_ROOT)
         command = [sys.executable, "-m", "localcube.picod", "--workspace", str(workspace)]
-        return [*command, "--auth", "none" if runtime.auth_mode == "none" else "jwt"]
+        command += ["--auth", "none" if runtime.auth_mode == "none" else "jwt"]
+        if runtime.stateful:  # a Jupyter kernel behind /api/run_code (localcube's extension)
+            command += ["--kernel-state", str(workspace.parent / "kernel")]
+        return command
 
     async def end(
         self, pid: int, process_start: str, directory: Path, ports: Iterable[int] = ()

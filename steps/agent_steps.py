@@ -6,6 +6,7 @@ from hamcrest import assert_that
 
 from acceptance.core import matchers
 from acceptance.core.runtimes import Role
+from acceptance.domain.echoes import Echoes, SampleText
 
 
 @when('I send "{text}" to the {runtime:Runtime} without a session')
@@ -26,3 +27,13 @@ def step_agent_echoes(context: Context, text: str) -> None:
 @then("both calls were served by the same sandbox, one after the other")
 def step_same_sandbox(context: Context) -> None:
     assert_that(context.world.sandbox_reports(), matchers.served_by_one_sandbox())
+
+
+@when("I send {sample:SampleText} to the {runtime:Runtime} without a session")
+def step_send_sample(context: Context, sample: SampleText, runtime: Role) -> None:
+    context.world.part(Echoes).send(sample, runtime)
+
+
+@then("the agent echoes that text back unchanged")
+def step_echoes_unchanged(context: Context) -> None:
+    context.world.part(Echoes).expect_echoed_unchanged()

@@ -39,3 +39,8 @@ def step_refused_not_owner(context: Context) -> None:
 @then("the session still serves the subject that opened it")
 def step_owner_still_served(context: Context) -> None:
     context.world.part(Authentication).expect_owner_still_served()
+
+
+@when('a subject with the admin role sends "{text}" to the echo agent in that session')
+def step_admin_sends(context: Context, text: str) -> None:
+    context.world.part(Authentication).send_as_admin(text)

@@ -13,6 +13,11 @@ def step_run_python_without_session(context: Context, code: str, runtime: Role) 
     context.world.run_python(runtime, code, in_session=False)
 
 
+@when('I run the command "{command_line}" in the {runtime:Runtime} without a session')
+def step_run_command_without_session(context: Context, command_line: str, runtime: Role) -> None:
+    context.world.run_command(runtime, command_line, in_session=False)
+
+
 @when('I run the Python code "{code}" in the session')
 def step_run_python_in_session(context: Context, code: str) -> None:
     context.world.run_python_in_session(code)
@@ -41,3 +46,13 @@ def step_command_exits_with(context: Context, code: int) -> None:
 @then('the command fails because "{name}" is not defined')
 def step_command_fails_undefined(context: Context, name: str) -> None:
     assert_that(context.world.last_answer, matchers.fails_because_undefined(name))
+
+
+@then("the command wrote nothing to its error output")
+def step_no_error_output(context: Context) -> None:
+    assert_that(context.world.last_answer, matchers.wrote_no_error_output())
+
+
+@then("the run fails because the session's kernel died")
+def step_kernel_died(context: Context) -> None:
+    assert_that(context.world.last_answer, matchers.failed_because_the_kernel_died())

@@ -27,3 +27,13 @@ def step_refused_as_escaping(context: Context) -> None:
 @then("nothing outside the workspace is revealed or changed")
 def step_nothing_outside(context: Context) -> None:
     context.world.part(WorkspaceJail).expect_nothing_outside_revealed_or_changed()
+
+
+@then("the upload succeeds")
+def step_upload_succeeded(context: Context) -> None:
+    context.world.part(WorkspaceJail).expect_upload_succeeded()
+
+
+@then('"{path}" downloaded from the workspace holds what was uploaded')
+def step_download_holds_upload(context: Context, path: str) -> None:
+    context.world.part(WorkspaceJail).expect_download_holds_upload(path)

@@ -40,3 +40,18 @@ def step_time_first_call(context: Context, runtime: Role) -> None:
 @then("the first call of the {warm:Runtime} took no longer than that of the {cold:Runtime}")
 def step_warm_faster(context: Context, warm: Role, cold: Role) -> None:
     context.world.part(WarmPools).expect_warm_faster(warm, cold)
+
+
+@given("a session of the {runtime:Runtime} served by a sandbox that was waiting in the pool")
+def step_session_from_pool(context: Context, runtime: Role) -> None:
+    context.world.part(WarmPools).open_session_from_pool(runtime)
+
+
+@when("the session is closed")
+def step_close_session(context: Context) -> None:
+    context.world.part(WarmPools).close_session()
+
+
+@then("the sandbox that came from the pool is gone")
+def step_pooled_sandbox_gone(context: Context) -> None:
+    context.world.part(WarmPools).expect_closed_sandbox_gone()

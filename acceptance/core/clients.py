@@ -122,6 +122,11 @@ class Router:
         body = {"command": command, **(fields or {})}
         return self.invoke(runtime, "api/execute", session_id=session_id, json=body, timeout=wait)
 
+    def run_code(self, runtime: Runtime, code: str, *, session_id: str | None) -> requests.Response:
+        """Run code in the session's kernel: a stateful interpreter's POST /api/run_code,
+        shaped after E2B's run_code (a localcube extension; upstream has none yet)."""
+        return self.invoke(runtime, "api/run_code", session_id=session_id, json={"code": code})
+
     def upload_file(
         self, runtime: Runtime, path: str, content: bytes, *, session_id: str
     ) -> requests.Response:

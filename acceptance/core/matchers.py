@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import requests
@@ -53,7 +53,8 @@ def _json(response: requests.Response) -> Any:
 
 class Answer(BaseMatcher[requests.Response]):
     """An answer with the expected status (or one of several), a JSON body matching `body`
-    and headers matching `headers`; any of the three may be left out."""
+    and headers matching `headers`; any of the three may be left out. `view` turns the JSON
+    body into what `body` is matched against."""
 
     def __init__(
         self,
@@ -62,12 +63,14 @@ class Answer(BaseMatcher[requests.Response]):
         status: int | Collection[int] | None = None,
         body: Matcher[Any] | None = None,
         headers: Mapping[str, Matcher[Any]] | None = None,
+        view: Callable[[Any], Any] = lambda body: body,
     ) -> None:
         self.expectation = expectation
         self.statuses = {status} if isinstance(status, int) else set(status or ())
         self.wanted = " or ".join(str(code) for code in sorted(self.statuses))
         self.body = body
         self.headers = dict(headers or {})
+        self.view = view
 
     def _problem(self, response: requests.Response) -> str | None:
         if self.statuses and response.status_code not in self.statuses:
@@ -82,6 +85,7 @@ class Answer(BaseMatcher[requests.Response]):
             body = _json(response)
             if body is _NO_JSON:
                 return "the body is not JSON"
+            body = self.view(body)
             if not self.body.matches(body):
                 mismatch = StringDescription()
                 self.body.describe_mismatch(body, mismatch)
@@ -268,9 +272,41 @@ def refused_because_runtime_not_found(runtime: Runtime) -> Answer:
     )
 
 
+def _as_command_result(body: Any) -> Any:
+    """PicoD's ExecuteResponse as it is; a kernel's E2B Execution (a stateful
+    interpreter's run_code) with its logs joined into stdout and stderr, beside its error."""
+    if isinstance(body, dict) and isinstance(body.get("logs"), dict):
+        logs = body["logs"]
+        return {
+            "stdout": "".join(logs.get("stdout") or []),
+            "stderr": "".join(logs.get("stderr") or []),
+            "error": body.get("error"),
+        }
+    return body
+
+
 def command_result(expectation: str, **entries: Any) -> Answer:
-    """PicoD's answer to an execute call: 200 and a result with these entries."""
-    return Answer(expectation, status=200, body=has_entries(**entries))
+    """The answer to a command or to code run in a kernel: 200 and a result with these
+    entries (a kernel's output in the same words as a command's)."""
+    return Answer(expectation, status=200, body=has_entries(**entries), view=_as_command_result)
+
+
+def ran_without_error() -> Answer:
+    """A kernel's answer to code that ran to its end, raising nothing."""
+    return command_result("the code to run without an error", error=none())
+
+
+def wrote_no_error_output() -> Answer:
+    return command_result("the command to write nothing to its error output", stderr="")
+
+
+def failed_because_the_kernel_died() -> Answer:
+    """A stateful interpreter's answer when its kernel died during the run (localcube's)."""
+    return Answer(
+        "the interpreter to answer 500 because the session's kernel died",
+        status=500,
+        body=has_entry("error", contains_string("kernel died")),
+    )
 
 
 def prints_line(line: str) -> Answer:

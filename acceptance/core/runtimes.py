@@ -17,6 +17,8 @@ from acceptance.core.settings import Settings
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FIXTURE_RUNTIMES = REPO_ROOT / "fixtures" / "runtimes"
 FIXTURE_SCRIPTS = REPO_ROOT / "fixtures" / "scripts"
+# The stateful interpreter of fixtures/runtimes, which localcube serves (an extension).
+STATEFUL_FIXTURE = "python-interpreter-stateful"
 
 
 class RuntimeKind(enum.Enum):
@@ -72,6 +74,11 @@ class Role(enum.Enum):
     ECHO_AGENT = ("echo agent", RuntimeKind.AGENT_RUNTIME, "echo_agent")
     PYTHON_INTERPRETER = ("python interpreter", RuntimeKind.CODE_INTERPRETER, "python_interpreter")
     WARM_INTERPRETER = ("warm-pool interpreter", RuntimeKind.CODE_INTERPRETER, "warm_interpreter")
+    STATEFUL_INTERPRETER = (
+        "stateful interpreter",
+        RuntimeKind.CODE_INTERPRETER,
+        "stateful_interpreter",
+    )
     SHORT_TIMEOUT_AGENT = ("echo agent with a short idle timeout", RuntimeKind.AGENT_RUNTIME, None)
     SHORT_LIFETIME_AGENT = (
         "echo agent with a short maximum session duration",
@@ -88,12 +95,20 @@ class Role(enum.Enum):
 def configured_runtime(role: Role, settings: Settings) -> Runtime:
     """The runtime the settings name for a role that has a setting (a fixture runtime)."""
     assert role.setting is not None, f"the {role.phrase} is applied by its scenario"
-    return Runtime(role.kind, settings.namespace, getattr(settings, role.setting))
+    name = getattr(settings, role.setting)
+    if name is None:
+        raise AssertionError(f"no {role.phrase} is configured (setting {role.setting})")
+    return Runtime(role.kind, settings.namespace, name)
 
 
 def configured_runtimes(settings: Settings) -> dict[Role, Runtime]:
-    """Every runtime the features call by a setting's name: the ones the target must serve."""
-    return {role: configured_runtime(role, settings) for role in Role if role.setting is not None}
+    """Every runtime the features call by a setting's name, unless that setting is unset
+    (an optional runtime, whose scenarios are skipped): the ones the target must serve."""
+    return {
+        role: configured_runtime(role, settings)
+        for role in Role
+        if role.setting is not None and getattr(settings, role.setting) is not None
+    }
 
 
 def fixture_manifest(kind: RuntimeKind, name: str) -> dict[str, Any]:

@@ -21,7 +21,6 @@ from localcube.picod_command import PicodCommand, PicodCommandError
 from localcube.validation import is_dns_label, is_dns_subdomain, parse_duration
 
 PLATFORMS = ("localcube", "kubernetes", "none")
-INTERPRETER_MODES = ("stateless", "stateful")
 # AgentCube releases the suite tells apart: upstream main, and releases before PR #460.
 RELEASES = ("main", "pre-460")
 # Userdata that belongs to the tools around the suite, not to it: behavex names each worker
@@ -100,6 +99,18 @@ def parse_picod_command(text: str) -> str:
     except PicodCommandError as error:
         raise ValueError(f"is not a command localcube can run: {error}") from None
     return text
+
+
+def parse_percentage(text: str) -> float:
+    """A share such as 90%, as a fraction."""
+    number = text.removesuffix("%")
+    try:
+        share = float(number) / 100
+    except ValueError:
+        raise ValueError("is not a percentage such as 90%") from None
+    if not text.endswith("%") or not 0 < share <= 1:
+        raise ValueError("is not a percentage such as 90%, above 0% and at most 100%")
+    return share
 
 
 def parse_directory(text: str) -> str:
@@ -193,13 +204,6 @@ SETTINGS: tuple[Setting, ...] = (
         default_text="`localcube` when the suite starts localcube, else `none`",
     ),
     Setting(
-        "interpreter_mode",
-        "AGENTCUBE_INTERPRETER_MODE",
-        one_of(INTERPRETER_MODES),
-        "stateless",
-        "Whether variables survive between code-interpreter calls (`stateful`) or not.",
-    ),
-    Setting(
         "echo_agent",
         "AGENTCUBE_ECHO_AGENT",
         resource_name,
@@ -219,6 +223,18 @@ SETTINGS: tuple[Setting, ...] = (
         resource_name,
         "python-interpreter-warm",
         "CodeInterpreter with a warm pool.",
+    ),
+    Setting(
+        "stateful_interpreter",
+        "AGENTCUBE_STATEFUL_INTERPRETER",
+        resource_name,
+        None,
+        "CodeInterpreter whose sessions keep their variables from one run of code to the "
+        "next (`@requires.stateful-interpreter`), reached with `POST /api/run_code` in the "
+        "shape of E2B's `run_code`. Upstream has none yet (its issue #223); localcube serves "
+        "`python-interpreter-stateful`, one Jupyter kernel per session.",
+        default_text="unset: `python-interpreter-stateful` on a localcube the suite starts; "
+        "other targets skip those scenarios",
     ),
     Setting(
         "short_timeout_agent",
@@ -340,6 +356,29 @@ SETTINGS: tuple[Setting, ...] = (
         "the refused calls must be answered sooner.",
     ),
     Setting(
+        "load_sessions",
+        "AGENTCUBE_LOAD_SESSIONS",
+        parse_positive_int,
+        "100",
+        "How many sessions the sustained-load scenarios (`@load`, left out by default) open, "
+        "each with one command, as upstream's load test does.",
+    ),
+    Setting(
+        "load_rate",
+        "AGENTCUBE_LOAD_RATE",
+        parse_positive_int,
+        "10",
+        "How many of those sessions are opened per second, at a steady rate.",
+    ),
+    Setting(
+        "load_required_share",
+        "AGENTCUBE_LOAD_REQUIRED_SHARE",
+        parse_percentage,
+        "100%",
+        "The share of the load scenarios' sessions that must succeed (upstream's own load "
+        "test accepts 90%).",
+    ),
+    Setting(
         "max_concurrent_requests",
         "AGENTCUBE_MAX_CONCURRENT_REQUESTS",
         parse_positive_int,
@@ -411,10 +450,10 @@ class Settings:
     second_api_token: str | None = dataclasses.field(repr=False)
     admin_api_token: str | None = dataclasses.field(repr=False)
     platform: str | None
-    interpreter_mode: str
     echo_agent: str
     python_interpreter: str
     warm_interpreter: str
+    stateful_interpreter: str | None
     short_timeout_agent: str | None
     request_timeout: float
     ready_timeout: float
@@ -430,6 +469,9 @@ class Settings:
     warm_pool_timeout: float
     burst_gather_timeout: float
     overload_hold: float
+    load_sessions: int
+    load_rate: int
+    load_required_share: float
     max_concurrent_requests: int | None
     picod_command: str | None
     agentcube_release: str

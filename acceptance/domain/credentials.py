@@ -66,18 +66,24 @@ class Authentication:
 
     def call_as_other_subject(self) -> None:
         """The second subject calls the echo agent in the first subject's session."""
+        self._echo_as(self._world.target.second_api_token, "mine")
+
+    def send_as_admin(self, text: str) -> None:
+        """The subject with the admin role calls the echo agent in the session another
+        subject opened."""
+        self._echo_as(self._world.target.admin_api_token, text)
+
+    def _echo_as(self, token: str | None, text: str) -> None:
         session = self._world.session
         other = Router(
-            self._world.transport_with_token(self._world.target.second_api_token),
+            self._world.transport_with_token(token),
             self._world.target.router_url,
             self._world.measurements,
         )
         self._world.call(
             session.runtime,
             session.session_id,
-            lambda sid: other.invoke(
-                session.runtime, "echo", session_id=sid, json={"input": "mine"}
-            ),
+            lambda sid: other.invoke(session.runtime, "echo", session_id=sid, json={"input": text}),
         )
 
     def expect_refused_as_unauthorized(self, reason: str) -> None:

@@ -8,7 +8,7 @@ import enum
 import json
 import uuid
 
-from hamcrest import assert_that
+from hamcrest import assert_that, has_entries
 
 from acceptance.core import matchers
 from acceptance.domain.world import World
@@ -17,6 +17,8 @@ from acceptance.domain.world import World
 OUTSIDE = "{outside}"
 SECRET_FILE = "secret.txt"
 PLANTED_FILE = "planted.txt"
+# What an upload carries: a newline and non-ASCII, so that a lossy round trip shows.
+UPLOADED = "planted\nh\u00e9llo \u2013 \u4f60\u597d\n".encode()
 
 # Run in the workspace: make "outside" next to it, a secret in it, a symlink "link" to it,
 # and a symlink "dangling" to a file of it that does not exist yet.
@@ -81,12 +83,33 @@ class WorkspaceJail:
             return
         sends = {
             JailOperation.UPLOAD: lambda sid: router.upload_file(
-                runtime, path, b"planted", session_id=sid
+                runtime, path, UPLOADED, session_id=sid
             ),
             JailOperation.DOWNLOAD: lambda sid: router.download_file(runtime, path, session_id=sid),
             JailOperation.LIST: lambda sid: router.list_files(runtime, path, session_id=sid),
         }
         self._world.call(runtime, session.session_id, sends[operation])
+
+    def expect_upload_succeeded(self) -> None:
+        assert_that(
+            self._world.last_answer,
+            matchers.holds_json(
+                f"PicoD to store the upload ({len(UPLOADED)} bytes) in the workspace",
+                has_entries(size=len(UPLOADED)),
+            ),
+        )
+
+    def expect_download_holds_upload(self, path: str) -> None:
+        session = self._world.session
+        path = path.replace(OUTSIDE, self._outside_path)
+        answer = self._world.call(
+            session.runtime,
+            session.session_id,
+            lambda sid: self._world.router.download_file(session.runtime, path, session_id=sid),
+        )
+        assert_that(
+            answer, matchers.holds_bytes(f"{path} to download as the bytes uploaded", UPLOADED)
+        )
 
     def expect_refused_as_escaping(self) -> None:
         assert_that(self._world.last_answer, matchers.refused_as_escaping_the_workspace())

@@ -9,6 +9,7 @@ from parse_type import TypeBuilder
 
 from acceptance.core.runtimes import Role, RuntimeKind
 from acceptance.domain.credentials import Credentials
+from acceptance.domain.echoes import SampleText
 from acceptance.domain.jail import JailOperation
 from acceptance.domain.refusals import BadRequest
 
@@ -41,4 +42,6 @@ STEP_TYPES: dict[str, Callable[[str], Any]] = {
     "JailOperation": _phrases({operation.value: operation for operation in JailOperation}),
     # "I call the echo agent {credentials:Credentials}".
     "Credentials": _phrases({credentials.phrase: credentials for credentials in Credentials}),
+    # "I send {text:SampleText} to the {runtime:Runtime} without a session".
+    "SampleText": _phrases({sample.phrase: sample for sample in SampleText}),
 }

@@ -5,7 +5,16 @@ from __future__ import annotations
 
 import time
 
-from hamcrest import all_of, assert_that, described_as, has_item, has_length, is_in, is_not
+from hamcrest import (
+    all_of,
+    assert_that,
+    described_as,
+    equal_to,
+    has_item,
+    has_length,
+    is_in,
+    is_not,
+)
 from hamcrest.core.matcher import Matcher
 
 from acceptance.core import matchers
@@ -28,6 +37,7 @@ class WarmPools:
         self._settings = world.settings
         self._waiting: frozenset[str] = frozenset()  # sandbox ids in the pool before the call
         self._first_calls: dict[Role, float] = {}
+        self._closed: Sandbox | None = None  # the pooled sandbox of the session closed
 
     def wait_until_full(self, role: Role) -> None:
         """Wait until the pool holds warmPoolSize sandboxes, and remember them."""
@@ -51,6 +61,30 @@ class WarmPools:
         serving = (self._platform.sandbox_of(s.session_id) for s in self._world.run_sessions)
         existing = {*self._platform.warm_sandboxes(runtime), *filter(None, serving)}
         self._waiting = _ids(existing)
+
+    def open_session_from_pool(self, role: Role) -> None:
+        """Open a session, which a sandbox that was waiting in the pool must serve."""
+        self._world.open_session(role)
+        self.expect_served_from_pool()
+
+    def close_session(self) -> None:
+        """Close the session as a client does, remembering the sandbox that served it."""
+        self._closed = self._serving_sandbox()
+        session = self._world.session
+        answer = self._world.close_session(session)
+        assert_that(answer, matchers.succeeded(f"the WorkloadManager to close {session}"))
+
+    def expect_closed_sandbox_gone(self) -> None:
+        """The pooled sandbox of the closed session (its claim, sandbox and pod on a
+        cluster) is soon gone: not handed back to the pool, not left running."""
+        sandbox = self._closed_sandbox
+        eventually(
+            lambda: self._platform.is_running(sandbox),
+            described_as(f"{sandbox} no longer running", equal_to(False)),
+            timeout=self._settings.warm_pool_timeout,
+            poll=self._settings.poll_interval,
+            waiting_for=f"{sandbox} of the closed {self._world.session} to be gone",
+        )
 
     def expect_served_from_pool(self) -> None:
         self._expect_serving_sandbox(
@@ -78,7 +112,7 @@ class WarmPools:
         of the one the session took."""
         runtime = self._world.runtime(role)
         size = self._platform.warm_pool_size(runtime)
-        claimed = self._serving_sandbox().sandbox_id
+        claimed = (self._closed or self._serving_sandbox()).sandbox_id
         eventually(
             lambda: _ids(self._platform.warm_sandboxes(runtime)),
             described_as(
@@ -112,6 +146,12 @@ class WarmPools:
             f"{WARM_TO_COLD_BOUND:g} x the {cold_seconds:.3f} s of a cold start "
             f"(warm/cold = {ratio:.2f})"
         )
+
+    @property
+    def _closed_sandbox(self) -> Sandbox:
+        if self._closed is None:
+            raise AssertionError("the scenario has not closed a session of the pool yet")
+        return self._closed
 
     def _serving_sandbox(self) -> Sandbox:
         session = self._world.session

@@ -86,13 +86,14 @@ class Call:
 @dataclass
 class RunLedger:
     """What the scenarios of one run add to, for its end: the sessions they opened, the
-    latencies of their calls, what could not be cleaned up, and what the target did not let
-    them observe."""
+    latencies of their calls, what could not be cleaned up, what the target did not let
+    them observe, and what they measured beyond latencies (a load's outcome)."""
 
     sessions: list[Session] = field(default_factory=list)
     measurements: Measurements = field(default_factory=Measurements)
     leaks: list[str] = field(default_factory=list)
     unobserved: list[str] = field(default_factory=list)
+    measured: list[str] = field(default_factory=list)
 
 
 class World:
@@ -164,6 +165,10 @@ class World:
     def note_unobserved(self, what: str) -> None:
         """Tell at the end of the run that the target did not let this be observed."""
         self._ledger.unobserved.append(what)
+
+    def note_measured(self, what: str) -> None:
+        """Tell at the end of the run what a scenario measured, whether it passed or not."""
+        self._ledger.measured.append(what)
 
     def transport_with_token(self, token: str | None) -> Transport:
         """A transport presenting another bearer token (None: none), logged with the rest
@@ -300,10 +305,31 @@ class World:
 
     def run_python(self, role: Role, code: str, *, in_session: bool) -> None:
         session_id = self.session.session_id if in_session else None
-        self.execute(self.runtime(role), ["python3", "-c", code], session_id)
+        self._python(self.runtime(role), code, session_id)
 
     def run_python_in_session(self, code: str) -> None:
-        self.execute(self.session.runtime, ["python3", "-c", code], self.session.session_id)
+        self._python(self.session.runtime, code, self.session.session_id)
+
+    def _python(self, runtime: Runtime, code: str, session_id: str | None) -> requests.Response:
+        """Python code run as a command, or in the session's kernel where the interpreter
+        is the stateful one (the stateful_interpreter setting)."""
+        if self.is_stateful(runtime):
+            return self.call(
+                runtime,
+                session_id,
+                lambda sid: self._router.run_code(runtime, code, session_id=sid),
+            )
+        return self.execute(runtime, ["python3", "-c", code], session_id)
+
+    def is_stateful(self, runtime: Runtime) -> bool:
+        """Whether this is the stateful interpreter, which runs code in a kernel."""
+        return self._settings.stateful_interpreter is not None and runtime == configured_runtime(
+            Role.STATEFUL_INTERPRETER, self._settings
+        )
+
+    def run_command(self, role: Role, command_line: str, *, in_session: bool) -> None:
+        session_id = self.session.session_id if in_session else None
+        self.execute(self.runtime(role), shlex.split(command_line), session_id)
 
     def run_command_in_session(self, command_line: str) -> None:
         self.execute(self.session.runtime, shlex.split(command_line), self.session.session_id)
@@ -311,7 +337,12 @@ class World:
     def prepare_session_with_python(self, code: str) -> None:
         """Run code that sets the scenario up; it must succeed."""
         self.run_python_in_session(code)
-        assert_that(self.last_answer, matchers.exits_with(0), "setting the session up failed")
+        succeeded = (
+            matchers.ran_without_error()
+            if self.is_stateful(self.session.runtime)
+            else matchers.exits_with(0)
+        )
+        assert_that(self.last_answer, succeeded, "setting the session up failed")
 
     def call_missing_runtime(self, kind: RuntimeKind) -> None:
         runtime = Runtime(kind, self._settings.namespace, f"missing-{uuid.uuid4().hex[:12]}")

@@ -13,8 +13,10 @@ Scenarios ask for capabilities with `@requires.<name>`. A platform adapter may o
 Others belong to the target as configured rather than to an adapter (see
 ``acceptance.platforms.target``): ``auth`` (a token), ``second-subject`` (tokens of two
 subjects), ``workload-manager-sessions`` (an admin token, or no authentication),
-``short-timeout-agent`` (a runtime applied for the scenario, or one already deployed) and
-``overload`` (a Router whose concurrency limit is known).
+``short-timeout-agent`` (a runtime applied for the scenario, or one already deployed),
+``overload`` (a Router whose concurrency limit is known), ``admin`` (the token of a subject
+with the admin role, where tokens are required) and ``stateful-interpreter`` (a code
+interpreter whose sessions keep their variables).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ SECOND_SUBJECT = "second-subject"
 WORKLOAD_MANAGER_SESSIONS = "workload-manager-sessions"
 SHORT_TIMEOUT_AGENT = "short-timeout-agent"
 OVERLOAD = "overload"
+ADMIN = "admin"
+STATEFUL_INTERPRETER = "stateful-interpreter"
 CAPABILITIES = {
     RUNTIME_ADMIN: "apply and delete runtime resources",
     SANDBOX_OBSERVATION: "observe the sandbox that serves a session and the warm pools",
@@ -47,6 +51,8 @@ CAPABILITIES = {
     "Router",
     SHORT_TIMEOUT_AGENT: "provide an echo agent with a short idle timeout",
     OVERLOAD: "put a Router whose concurrency limit is known under load",
+    ADMIN: "call as a subject with the admin role, which may use any session",
+    STATEFUL_INTERPRETER: "run code in an interpreter whose sessions keep their variables",
 }
 # How to obtain a capability that no platform choice alone gives.
 CAPABILITY_HINTS = {
@@ -59,6 +65,9 @@ CAPABILITY_HINTS = {
     "WorkloadManager (they have no owner) unless the caller has the admin role: set "
     "admin_api_token",
     OVERLOAD: "declare the Router's limit with -D max_concurrent_requests=N",
+    ADMIN: "set api_token and admin_api_token for a target that requires tokens",
+    STATEFUL_INTERPRETER: "upstream has no stateful interpreter yet (its issue #223): set "
+    "stateful_interpreter to one the target serves",
 }
 
 

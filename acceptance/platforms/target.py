@@ -11,13 +11,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from acceptance.core.evidence import register_secret
+from acceptance.core.runtimes import STATEFUL_FIXTURE
 from acceptance.core.settings import ConfigError, Settings, load_settings
 from acceptance.platforms.base import (
+    ADMIN,
     AUTH,
     OVERLOAD,
     RUNTIME_ADMIN,
     SECOND_SUBJECT,
     SHORT_TIMEOUT_AGENT,
+    STATEFUL_INTERPRETER,
     WORKLOAD_MANAGER_SESSIONS,
     Target,
 )
@@ -34,9 +37,10 @@ def read_settings(
     userdata: Mapping[str, str], environ: Mapping[str, str]
 ) -> tuple[Settings, dict[str, str]]:
     """The suite's settings, and the userdata with the cluster's defaults filled in when
-    platform=kubernetes (the adapter reads its own settings from it). The adapter's settings
+    platform=kubernetes (the adapter reads its own settings from it), or the localcube
+    fixture's stateful interpreter when the suite starts localcube. The adapter's settings
     given as -D with another platform are refused rather than ignored. Raises ConfigError."""
-    userdata = with_cluster_defaults(userdata, environ)
+    userdata = with_own_localcube_defaults(with_cluster_defaults(userdata, environ), environ)
     suite_userdata = {k: v for k, v in userdata.items() if k not in KUBERNETES_SETTING_NAMES}
     settings = load_settings(suite_userdata, environ)
     stray = sorted(name for name in KUBERNETES_SETTING_NAMES if userdata.get(name))
@@ -46,6 +50,25 @@ def read_settings(
             "(docs/kubernetes.md)"
         )
     return settings, userdata
+
+
+def with_own_localcube_defaults(
+    userdata: Mapping[str, str], environ: Mapping[str, str]
+) -> dict[str, str]:
+    """The userdata, naming the fixture's stateful interpreter when the suite starts
+    localcube (no Router configured, no other platform), which serves it, and no stateful
+    interpreter is configured."""
+
+    def given(name: str, variable: str) -> str | None:
+        return userdata.get(name) or environ.get(variable)
+
+    if (
+        given("router_url", "AGENTCUBE_ROUTER_URL")
+        or given("platform", "AGENTCUBE_PLATFORM") not in (None, "localcube")
+        or given("stateful_interpreter", "AGENTCUBE_STATEFUL_INTERPRETER")
+    ):
+        return dict(userdata)
+    return {**userdata, "stateful_interpreter": STATEFUL_FIXTURE}
 
 
 def resolve_target(
@@ -90,9 +113,10 @@ def _platform_target(
 
 def _configured_capabilities(settings: Settings, target: Target) -> frozenset[str]:
     """What the target as configured adds to its platform: the tokens it was given, a
-    Router whose concurrency limit is declared, and a runtime with a short idle timeout
-    (deployed, or applied for the scenario). Sessions opened at the WorkloadManager can
-    be used through the Router by an admin, or by anyone where no token is required."""
+    Router whose concurrency limit is declared, a stateful interpreter, and a runtime with
+    a short idle timeout (deployed, or applied for the scenario). Sessions opened at the
+    WorkloadManager can be used through the Router by an admin, or by anyone where no token
+    is required; any session by an admin."""
     available = set()
     if target.api_token:
         available.add(AUTH)
@@ -100,8 +124,12 @@ def _configured_capabilities(settings: Settings, target: Target) -> frozenset[st
             available.add(SECOND_SUBJECT)
     if target.admin_api_token or not target.api_token:
         available.add(WORKLOAD_MANAGER_SESSIONS)
+    if target.api_token and target.admin_api_token:
+        available.add(ADMIN)
     if settings.max_concurrent_requests:
         available.add(OVERLOAD)
+    if settings.stateful_interpreter:
+        available.add(STATEFUL_INTERPRETER)
     if settings.short_timeout_agent or RUNTIME_ADMIN in target.capabilities:
         available.add(SHORT_TIMEOUT_AGENT)
     return frozenset(available)

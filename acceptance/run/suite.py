@@ -118,6 +118,7 @@ class Suite:
             "Skipped for this target": self.skipped,
             "Could not clean up": self.ledger.leaks,
             "Not observed on this target": self.ledger.unobserved,
+            "Measured under load": self.ledger.measured,
             "Sandboxes left on the target": self.left,
             KEPT: self.kept,
             "Problems stopping the target": self.problems,

@@ -13,11 +13,12 @@ Three families, and no other tag is allowed:
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable
 
 from behave.tag_matcher import ActiveTagMatcher
 
-from acceptance.core.settings import INTERPRETER_MODES, RELEASES
+from acceptance.core.settings import RELEASES
 from acceptance.platforms.base import CAPABILITIES, CAPABILITY_HINTS
 
 TAGS: dict[str, str] = {
@@ -34,11 +35,12 @@ TAGS: dict[str, str] = {
     "errors": "the errors a client must tell apart: their statuses, codes and bodies",
     "security": "workspace jail, session isolation, credentials and authentication",
     "reliability": "concurrency, overload, restarts and crashes",
+    "load": "sustained load, as upstream's load tests: sessions opened at a steady rate; "
+    "excluded by default (behave.ini)",
 }
 
 # Active-tag categories are settings: category -> the values the setting allows.
 ACTIVE_CATEGORIES: dict[str, tuple[str, ...]] = {
-    "interpreter_mode": INTERPRETER_MODES,
     "agentcube_release": RELEASES,
 }
 
@@ -91,3 +93,26 @@ class ScenarioGate:
                 )
                 return f"needs a target that can {CAPABILITIES[capability]} ({capability}); {hint}"
         return None
+
+
+def tag_table() -> str:
+    """The tag vocabulary as docs/configuration.md shows it (generated, kept in step by a
+    test): plain tags, active tags, and a row per capability with how to obtain it."""
+    rows = ["| tag | meaning |", "|---|---|"]
+    rows += [f"| `@{tag}` | {meaning} |" for tag, meaning in TAGS.items()]
+    rows += [
+        f"| `@use.with_{category}=VALUE`, `@not.with_{category}=VALUE` | runs only when the "
+        f"setting `{category}` is (or is not) VALUE, one of {', '.join(values)} |"
+        for category, values in ACTIVE_CATEGORIES.items()
+    ]
+    rows += [
+        f"| `@requires.{capability}` | runs only on a target that can {meaning}"
+        + (f" ({CAPABILITY_HINTS[capability]})" if capability in CAPABILITY_HINTS else "")
+        + " |"
+        for capability, meaning in CAPABILITIES.items()
+    ]
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(tag_table() + "\n")

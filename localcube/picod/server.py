@@ -1,5 +1,7 @@
 """The daemon around the handlers: routes, middlewares, serving until signalled, the CLI."""
 
+from __future__ import annotations
+
 import argparse
 import asyncio
 import logging
@@ -8,9 +10,15 @@ import re
 import signal
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPublicKey
+
+if TYPE_CHECKING:
+    from localcube.picod.kernel import Kernel
+    from localcube.picod.run_code import RunCode
 
 from localcube.picod.auth import PUBLIC_KEY_ENV, check_authorization, load_public_key
 from localcube.picod.compression import COMPRESSED, accepts_gzip, compress_answer
@@ -24,8 +32,11 @@ log = logging.getLogger("localcube.picod")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-def make_app(picod: PicoD, public_key: RSAPublicKey | None) -> web.Application:
-    """Upstream's routes; public_key None disables authentication (--auth none)."""
+def make_app(
+    picod: PicoD, public_key: RSAPublicKey | None, run_code: RunCode | None = None
+) -> web.Application:
+    """Upstream's routes; public_key None disables authentication (--auth none); with
+    `run_code`, localcube's POST /api/run_code too."""
     app = web.Application(
         client_max_size=MAX_BODY_SIZE,
         middlewares=[_log_requests, _limit_body, _gzip, _gin_not_found],
@@ -50,6 +61,8 @@ def make_app(picod: PicoD, public_key: RSAPublicKey | None) -> web.Application:
     app.router.add_get(
         r"/api/files/{path:[\s\S]*}", authenticated(picod.download), allow_head=False
     )
+    if run_code is not None:
+        app.router.add_post("/api/run_code", authenticated(run_code.handle))
     return app
 
 
@@ -126,10 +139,29 @@ def _listen_port(flag: str | None) -> int:
     return int(text)
 
 
-async def serve(picod: PicoD, public_key: RSAPublicKey | None, host: str, port: int) -> int:
-    """Serve until SIGTERM or SIGINT, then kill the commands' process groups; exit status."""
+async def serve(
+    picod: PicoD,
+    public_key: RSAPublicKey | None,
+    host: str,
+    port: int,
+    kernel_state: Path | None = None,
+) -> int:
+    """Serve until SIGTERM or SIGINT, then kill the commands' process groups; exit status.
+    With `kernel_state`, a Jupyter kernel serves /api/run_code, and its death ends the
+    daemon with status 1, as a crash of the sandbox would."""
+    stop = asyncio.Event()
+    died: list[str] = []
+
+    def end_with_kernel(how: str) -> None:
+        log.error("the kernel died (%s): the sandbox ends with it", how)
+        died.append(how)
+        stop.set()
+
+    kernel, run_code = (
+        _kernel_runner(picod, kernel_state, end_with_kernel) if kernel_state else (None, None)
+    )
     runner = web.AppRunner(
-        make_app(picod, public_key), access_log=None, shutdown_timeout=_SHUTDOWN_TIMEOUT
+        make_app(picod, public_key, run_code), access_log=None, shutdown_timeout=_SHUTDOWN_TIMEOUT
     )
     await runner.setup()
     site = web.TCPSite(runner, host, port)
@@ -142,15 +174,29 @@ async def serve(picod: PicoD, public_key: RSAPublicKey | None, host: str, port: 
         return 1
     bound = runner.addresses[0][1] if runner.addresses else port
     log.info("listening on %s:%s, workspace %s", host, bound, picod.workspace.root)
-    stop = asyncio.Event()
+    if kernel is not None:
+        await kernel.start()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     await stop.wait()
     log.info("shutting down")
+    if kernel is not None:
+        await kernel.stop()
     picod.process_groups.kill_all()
     await runner.cleanup()
-    return 0
+    return 1 if died else 0
+
+
+def _kernel_runner(
+    picod: PicoD, state: Path, on_death: Callable[[str], None]
+) -> tuple[Kernel, RunCode]:
+    # Imported only here: a stateless sandbox does not pay for jupyter_client's import.
+    from localcube.picod.kernel import Kernel
+    from localcube.picod.run_code import RunCode
+
+    kernel = Kernel(picod.workspace.root, state, picod.process_groups, on_death)
+    return kernel, RunCode(kernel)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -168,6 +214,12 @@ def main(argv: list[str] | None = None) -> int:
         default="jwt",
         help=f"jwt: verify RS256 bearer tokens with ${PUBLIC_KEY_ENV} (default); none: no auth",
     )
+    parser.add_argument(
+        "--kernel-state",
+        type=Path,
+        help="serve POST /api/run_code from a Jupyter kernel (a stateful interpreter), "
+        "keeping the kernel's own files in this directory, outside the workspace",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(
         stream=sys.stderr, level=logging.INFO, format="%(asctime)s picod: %(message)s"
@@ -183,4 +235,4 @@ def main(argv: list[str] | None = None) -> int:
         print(f"picod: workspace: {path_error('mkdir', args.workspace, error)}", file=sys.stderr)
         return 1
     host = os.environ.get("HOST") or "127.0.0.1"
-    return asyncio.run(serve(PicoD(workspace), key, host, port))
+    return asyncio.run(serve(PicoD(workspace), key, host, port, args.kernel_state))

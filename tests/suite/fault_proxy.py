@@ -17,6 +17,7 @@ import re
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -76,21 +77,18 @@ class Answer:
     body: bytes
 
     def json(self) -> Any:
-        """The body as JSON (decompressed first when PicoD gzipped it), else None."""
-        encoding = next(
-            (value for name, value in self.headers.items() if name.lower() == "content-encoding"),
-            "",
-        )
+        """The body as JSON (gunzipped when PicoD compressed it), or None."""
+        body = self.body
+        if any(k.lower() == "content-encoding" and v == "gzip" for k, v in self.headers.items()):
+            body = gzip.decompress(body)
         try:
-            body = gzip.decompress(self.body) if encoding == "gzip" else self.body
             return json.loads(body)
-        except (ValueError, OSError):
+        except ValueError:
             return None
 
     def set_json(self, body: Any) -> None:
         self.body = json.dumps(body).encode()
-        for name in [name for name in self.headers if name.lower() == "content-encoding"]:
-            del self.headers[name]
+        self.headers = _without(self.headers, "content-encoding")
         self.headers["Content-Type"] = "application/json"
 
 
@@ -397,6 +395,144 @@ class NotReadyFor(Fault):
         return None
 
 
+class LossyEcho(Fault):
+    """A layer that loses what is not ASCII in the agent's answers (a wrong charset)."""
+
+    async def rewrite_answer(self, proxy: FaultProxy, request: Request, answer: Answer) -> None:
+        body = answer.json()
+        if _tail_of(request) in ("/", "/echo") and isinstance(body, dict) and "output" in body:
+            answer.set_json(_rewrite_strings(body, _ascii_only))
+
+
+class RefuseEmptyInput(Fault):
+    """A gateway that takes an empty input for a missing one, and refuses it."""
+
+    async def answer_instead(self, proxy: FaultProxy, request: Request) -> Answer | None:
+        invocation, body = request.invocation, request.json()
+        to_agent = invocation is not None and invocation["plural"] == "agent-runtimes"
+        if to_agent and isinstance(body, dict) and body.get("input") == "":
+            return json_answer(400, {"error": "input is required"})
+        return None
+
+
+class RewriteCommandResults(Fault):
+    """Commands' results rewritten: every failing exit code turned into 1, or a warning
+    added to the error output of every command that succeeded."""
+
+    def __init__(self, *, flatten_exit_codes: bool = False, warning: str = "") -> None:
+        self._flatten = flatten_exit_codes
+        self._warning = warning
+
+    async def rewrite_answer(self, proxy: FaultProxy, request: Request, answer: Answer) -> None:
+        body = answer.json()
+        if _tail_of(request) != "/api/execute" or not isinstance(body, dict):
+            return
+        if self._flatten and body.get("exit_code") not in (0, None):
+            answer.set_json({**body, "exit_code": 1})
+        elif self._warning and body.get("exit_code") == 0:
+            answer.set_json({**body, "stderr": body.get("stderr", "") + self._warning})
+
+
+class NoAdminBypass(Fault):
+    """A Router without the admin role: a session serves only the credentials that opened
+    it, whoever presents others."""
+
+    def __init__(self) -> None:
+        self._owners: dict[str, str | None] = {}
+
+    async def answer_instead(self, proxy: FaultProxy, request: Request) -> Answer | None:
+        presented = request.headers.get("Authorization")
+        session_id = request.session_id
+        if not request.invocation:
+            return None
+        if session_id and self._owners.get(session_id, presented) != presented:
+            return json_answer(403, {"error": "you do not own this sandbox", "code": "FORBIDDEN"})
+        answer = await proxy.forward(request)
+        opened = next((v for k, v in answer.headers.items() if k.lower() == SESSION_HEADER), None)
+        if opened and not session_id:
+            self._owners[opened] = presented
+        return answer
+
+
+class AbsolutePaths(Fault):
+    """PicoD mishandling absolute paths: refusing them, or flattening an upload's absolute
+    path to its last part while a download takes it as given."""
+
+    def __init__(self, *, refuse: bool) -> None:
+        self._refuse = refuse
+
+    async def answer_instead(self, proxy: FaultProxy, request: Request) -> Answer | None:
+        tail, body = _tail_of(request), request.json()
+        if tail != "/api/files" or request.method != "POST" or not isinstance(body, dict):
+            return None
+        path = body.get("path", "")
+        if not path.startswith("/"):
+            return None
+        if self._refuse:
+            return json_answer(400, {"error": "access denied: absolute paths are not allowed"})
+        request.body = json.dumps({**body, "path": os.path.basename(path)}).encode()
+        return None
+
+
+class FrozenWarmPool(Fault):
+    """A warm pool that never refills: once a session has taken one of its sandboxes, the
+    platform shows no sandbox that joins the pool afterwards."""
+
+    def __init__(self) -> None:
+        self._claimed = False
+        self._known: set[str] = set()
+
+    async def rewrite_answer(self, proxy: FaultProxy, request: Request, answer: Answer) -> None:
+        invocation = request.invocation
+        if invocation and not request.session_id and invocation["name"].endswith("-warm"):
+            self._claimed = True
+        body = answer.json()
+        if request.path != "/localcube/v1/sandboxes" or not isinstance(body, dict):
+            return
+        warm = {box["sandboxId"] for box in body["sandboxes"] if box.get("state") == "warm"}
+        if not self._claimed:
+            self._known |= warm
+            return
+        shown = [box for box in body["sandboxes"] if box["sandboxId"] not in warm - self._known]
+        answer.set_json({**body, "sandboxes": shown})
+
+
+class ForgetfulKernel(Fault):
+    """A stateful interpreter that forgets its variables before every run of code."""
+
+    def rewrite_request(self, request: Request) -> None:
+        body = request.json()
+        if _tail_of(request) == "/api/run_code" and isinstance(body, dict):
+            request.body = json.dumps({**body, "code": f"%reset -f\n{body['code']}"}).encode()
+
+
+class SwallowedKernelDeath(Fault):
+    """A stateful interpreter that answers a run whose kernel died as if it had run."""
+
+    async def rewrite_answer(self, proxy: FaultProxy, request: Request, answer: Answer) -> None:
+        if _tail_of(request) == "/api/run_code" and answer.status == 500:
+            answer.status = 200
+            empty = {"stdout": [], "stderr": []}
+            answer.set_json({"results": [], "logs": empty, "error": None, "execution_count": 1})
+
+
+class FailSomeSessions(Fault):
+    """A platform that fails one call in `every` that opens a session, as a sandbox that
+    never became reachable."""
+
+    def __init__(self, every: int) -> None:
+        self._every = every
+        self._openings = 0
+
+    async def answer_instead(self, proxy: FaultProxy, request: Request) -> Answer | None:
+        if not request.invocation or request.session_id:
+            return None
+        self._openings += 1
+        if self._openings % self._every == 0:
+            return json_answer(503, {"error": "sandbox unreachable"})
+        return None
+
+
 FAULTS = {
     "drop-session-header": lambda: HeaderAndStatus(response_header_dropped=SESSION_HEADER),
     "ignore-session-id": lambda: HeaderAndStatus(request_header_dropped=SESSION_HEADER),
@@ -422,6 +558,17 @@ FAULTS = {
     "deletion-fails": lambda: FakeDeletion(500, {"error": "internal server error"}),
     "starting-router": lambda: NotReadyFor(1.0),
     "never-ready": lambda: NotReadyFor(float("inf")),
+    "lossy-echo": LossyEcho,
+    "refuse-empty-input": RefuseEmptyInput,
+    "exit-codes-as-one": lambda: RewriteCommandResults(flatten_exit_codes=True),
+    "warning-on-stderr": lambda: RewriteCommandResults(warning="warning: deprecated\n"),
+    "no-admin-bypass": NoAdminBypass,
+    "refuse-absolute-paths": lambda: AbsolutePaths(refuse=True),
+    "flatten-absolute-uploads": lambda: AbsolutePaths(refuse=False),
+    "warm-pool-never-refills": FrozenWarmPool,
+    "forgetful-kernel": ForgetfulKernel,
+    "swallowed-kernel-death": SwallowedKernelDeath,
+    "fail-one-session-in-five": lambda: FailSomeSessions(5),
 }
 
 
@@ -518,6 +665,26 @@ def _only(headers: dict[str, str], name: str) -> dict[str, str]:
 
 def _without(headers: dict[str, str], name: str | None) -> dict[str, str]:
     return {k: v for k, v in headers.items() if name is None or k.lower() != name.lower()}
+
+
+def _tail_of(request: Request) -> str | None:
+    """The path inside the sandbox a call through the Router reaches, if it is one."""
+    invocation = request.invocation
+    return (invocation["tail"] or "/") if invocation else None
+
+
+def _ascii_only(text: str) -> str:
+    return text.encode("ascii", "ignore").decode()
+
+
+def _rewrite_strings(value: Any, rewrite: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return rewrite(value)
+    if isinstance(value, dict):
+        return {k: _rewrite_strings(v, rewrite) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rewrite_strings(item, rewrite) for item in value]
+    return value
 
 
 def _rewrite(value: Any, fields: dict[str, Any]) -> Any:

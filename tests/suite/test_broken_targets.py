@@ -28,6 +28,7 @@ from tests.suite.fault_proxy import FaultProxy
 
 ROOT = Path(__file__).resolve().parents[2]
 FIRST_TOKEN, SECOND_TOKEN = "first-subject-Zq8vY1", "second-subject-Kp3wX7"
+ADMIN_TOKEN = "admin-subject-Vb6tR2"
 # Short limits, so that broken runs give up in seconds; no shorter than 2 s of idle timeout
 # and 3 s of lifetime, since targets keep activity and expiry in whole seconds.
 QUICK = {
@@ -39,6 +40,8 @@ QUICK = {
     "ready_timeout": "10s",
 }
 CONCURRENT_RUNS = 3
+# A localcube given by URL names no stateful interpreter unasked: the fixture's.
+STATEFUL = {"stateful_interpreter": "python-interpreter-stateful"}
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,7 @@ class Case:
     target: str = "cube"
     tags: str = "not @wip"
     userdata: dict[str, str] = field(default_factory=dict)
+    admin: bool = False  # the run is given the admin subject's token too
 
 
 CASES = {
@@ -203,12 +207,90 @@ CASES = {
     ),
     "deletions that delete nothing": Case(
         "deletion-not-done",
-        ("20 sessions opened",),
+        ("20 sessions opened", "came from the pool"),
         (
             "Expected: no sandbox of the closed sessions",
+            "no longer running",
+            "of the closed session",
             "HOOK-ERROR in after_all",
             "sandbox(es) the run created are still on the target",
         ),
+    ),
+    # Upstream's e2e checks (docs/coverage.md) this suite added.
+    "an echo that loses non-ASCII characters": Case(
+        "lossy-echo",
+        ("non-ASCII characters and echoes it back",),
+        ("Expected: the echo agent to answer 200 with output 'echo: quotes",),
+    ),
+    "an empty input refused": Case(
+        "refuse-empty-input",
+        ("given an empty text",),
+        ("Expected: the echo agent to answer 200 with output 'echo: '", "status was 400"),
+    ),
+    "exit codes all turned into 1": Case(
+        "exit-codes-as-one",
+        ("exits with code (3|7|42) is answered",),
+        (
+            "Expected: the command to exit with code 3",
+            "Expected: the command to exit with code 7",
+            "Expected: the command to exit with code 42",
+        ),
+    ),
+    "a warning written to stderr on success": Case(
+        "warning-on-stderr",
+        ("The first command runs in a new session",),
+        ("Expected: the command to write nothing to its error output",),
+    ),
+    "no admin role": Case(
+        "no-admin-bypass",
+        ("admin role may use a session",),
+        ("Expected: the echo agent to answer 200 with output 'echo: checking in'",),
+        admin=True,
+    ),
+    "absolute paths refused": Case(
+        "refuse-absolute-paths",
+        ("absolute path is kept in the workspace",),
+        ("Expected: PicoD to store the upload",),
+    ),
+    "absolute paths taken apart on upload": Case(
+        "flatten-absolute-uploads",
+        ("absolute path is kept in the workspace",),
+        ("to download as the bytes uploaded",),
+    ),
+    "a warm pool that never refills": Case(
+        "warm-pool-never-refills",
+        ("which refills", "came from the pool"),
+        ("to refill after a session took",),
+    ),
+    "a stateful interpreter that forgets variables": Case(
+        "forgetful-kernel",
+        ("still defined in the next",),
+        ("Expected: the command to print '10' and nothing else",),
+        userdata=STATEFUL,
+    ),
+    "a dead kernel answered as if the code had run": Case(
+        "swallowed-kernel-death",
+        ("kernel dies",),
+        ("Expected: the interpreter to answer 500 because the session's kernel died",),
+        userdata=STATEFUL,
+    ),
+    "a dead kernel's sandbox that keeps callers waiting": Case(
+        "hang-on-sandbox-failure",
+        ("kernel dies",),
+        ("it hung instead",),
+        userdata=STATEFUL,
+    ),
+    "sessions that fail under sustained load": Case(
+        "fail-one-session-in-five",
+        ("steady rate",),
+        (
+            "only 80.0% of the sessions succeeded, fewer than the 100% required",
+            "error: status 503: sandbox unreachable: 2",
+            "first-call latency of those: p50",
+            "Measured under load (2):",
+        ),
+        tags="@load",
+        userdata={"load_sessions": "10", "load_rate": "20"},
     ),
     "a warm-pool interpreter without a pool": Case(
         None,
@@ -245,7 +327,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Future[
     disruptive scenarios against a localcube the suite starts itself."""
     work = tmp_path_factory.mktemp("broken")
     tokens = work / "tokens"
-    tokens.write_text(f"first={FIRST_TOKEN}\nsecond={SECOND_TOKEN}\n")
+    tokens.write_text(f"first={FIRST_TOKEN}\nsecond={SECOND_TOKEN}\nadmin={ADMIN_TOKEN} admin\n")
     with ExitStack() as stack:
         targets = _start_targets(work, tokens, stack)
         pool = stack.enter_context(ThreadPoolExecutor(CONCURRENT_RUNS))
@@ -303,6 +385,8 @@ def _behave(directory: Path, case: Case, url: str | None) -> Run:
         command += ["-D", f"{name}={value}"]
     env = {name: value for name, value in os.environ.items() if not name.startswith("AGENTCUBE_")}
     env.update(AGENTCUBE_API_TOKEN=FIRST_TOKEN, AGENTCUBE_SECOND_API_TOKEN=SECOND_TOKEN)
+    if case.admin:
+        env["AGENTCUBE_ADMIN_API_TOKEN"] = ADMIN_TOKEN
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
     reports = "".join(path.read_text() for path in sorted(junit.glob("*.xml")))
     return Run(result.returncode, result.stdout + result.stderr, reports)
@@ -326,5 +410,5 @@ def test_the_disruptive_scenarios_pass_against_the_localcube_the_suite_starts(ru
 def test_no_token_reaches_the_output_or_the_reports(runs, name: str) -> None:
     run = runs[name].result()
     assert run.reports, "the run wrote JUnit reports"
-    for token in (FIRST_TOKEN, SECOND_TOKEN):
+    for token in (FIRST_TOKEN, SECOND_TOKEN, ADMIN_TOKEN):
         assert token not in run.output and token not in run.reports

@@ -32,13 +32,13 @@ def test_a_failure_is_named_with_why_even_by_a_formatter_that_shows_no_reason(
     status, output = run_module(
         "behave",
         "--format=progress",
-        "--tags=@use.with_interpreter_mode=stateful",
-        "--define=interpreter_mode=stateful",  # localcube's interpreter is stateless
+        "--name=still defined in the next",
+        "--define=stateful_interpreter=python-interpreter",  # a stateless one: it fails
         f"--define=reports_dir={tmp_path}",
         timeout=120,
     )
     assert status == 1, output
     failures = output[output.index("Failed scenarios:") :]
-    assert "A variable defined by one command is still defined in the next" in failures
-    assert 'Then the command prints "10"' in failures
-    assert "Expected: the command to print '10' and nothing else" in failures
+    assert "a variable defined by one run of code is still defined in the next" in failures
+    assert 'And the session has run the Python code "x = 10"' in failures
+    assert "setting the session up failed" in failures

@@ -46,7 +46,7 @@ def test_a_failed_scenario_keeps_its_session_and_says_how_to_reach_it(tmp_path: 
         "behave",
         "--format=null",
         "--name=still defined in the next",
-        "--define=interpreter_mode=stateful",
+        "--define=stateful_interpreter=python-interpreter",  # a stateless one: it fails
         "--define=keep_on_failure=true",
         f"--define=reports_dir={tmp_path}",
         timeout=120,

@@ -3,8 +3,8 @@ token: one run writes the HTML report (steps, their HTTP exchanges, the platform
 a failure, the run summary and its latency chart) and the JUnit XML, prints the summary, and
 leaves the token nowhere: not in the reports, not in localcube's log, not on the console.
 
-The run declares a stateful interpreter, which localcube's is not, and adds the scenario
-that relies on it to the smoke scenarios: that scenario fails and its evidence is written
+The run declares localcube's stateless interpreter to be the stateful one, and adds the
+scenarios that rely on it to the smoke scenarios: those fail and their evidence is written
 too.
 """
 
@@ -32,10 +32,10 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     reports = tmp_path_factory.mktemp("reports")
     status, output = run_module(
         "acceptance.run.report_run",
-        "--tags=@smoke or @use.with_interpreter_mode=stateful",
+        "--tags=@smoke or @requires.stateful-interpreter",
         "--format=plain",
         f"--define=reports_dir={reports}",
-        "--define=interpreter_mode=stateful",
+        "--define=stateful_interpreter=python-interpreter",
         timeout=300,
         AGENTCUBE_API_TOKEN=TOKEN,
     )

@@ -2,7 +2,9 @@ from __future__ import annotations
 
 import pytest
 
+from acceptance.core.runtimes import STATEFUL_FIXTURE
 from acceptance.core.settings import SETTINGS, ConfigError, load_settings, settings_table
+from acceptance.platforms.target import read_settings
 
 BAD_VALUES = {
     "router_url": "localhost:8081",
@@ -12,10 +14,10 @@ BAD_VALUES = {
     "second_api_token": "tab\tinside",
     "admin_api_token": "new\nline",
     "platform": "docker",
-    "interpreter_mode": "sometimes",
     "echo_agent": "Echo Agent",
     "python_interpreter": "-leading-dash",
     "warm_interpreter": "under_score",
+    "stateful_interpreter": "Stateful!",
     "short_timeout_agent": "Short TTL",
     "request_timeout": "30",
     "ready_timeout": "-1s",
@@ -31,6 +33,9 @@ BAD_VALUES = {
     "warm_pool_timeout": "0s",
     "burst_gather_timeout": "30",
     "overload_hold": "two seconds",
+    "load_sessions": "many",
+    "load_rate": "0",
+    "load_required_share": "0.9",
     "max_concurrent_requests": "0",
     "picod_command": "picod --port {prot}",
     "agentcube_release": "0.3",
@@ -48,7 +53,9 @@ def test_defaults_when_nothing_is_configured() -> None:
     settings = load_settings({}, {})
     assert settings.router_url is None
     assert settings.namespace == "default"
-    assert settings.interpreter_mode == "stateless"
+    assert settings.stateful_interpreter is None
+    assert (settings.load_sessions, settings.load_rate) == (100, 10)
+    assert settings.load_required_share == 1.0
     assert settings.echo_agent == "echo-agent"
     assert settings.short_session_timeout == 3.0
     assert settings.poll_interval == pytest.approx(0.2)
@@ -126,3 +133,33 @@ def test_a_picod_command_needs_the_localcube_the_suite_starts() -> None:
     assert load_settings({"picod_command": command}, {}).picod_command == command
     with pytest.raises(ConfigError, match="picod_command applies only to the localcube"):
         load_settings({"picod_command": command, "router_url": "http://router:8081"}, {})
+
+
+@pytest.mark.parametrize(("text", "share"), [("90%", 0.9), ("100%", 1.0), ("12.5%", 0.125)])
+def test_a_share_is_a_percentage(text: str, share: float) -> None:
+    assert load_settings({"load_required_share": text}, {}).load_required_share == share
+
+
+@pytest.mark.parametrize("text", ["0%", "101%", "90", "x%"])
+def test_a_share_outside_0_to_100_percent_is_refused(text: str) -> None:
+    with pytest.raises(ConfigError, match="load_required_share"):
+        load_settings({"load_required_share": text}, {})
+
+
+@pytest.mark.parametrize(
+    ("userdata", "environ", "expected"),
+    [
+        ({}, {}, STATEFUL_FIXTURE),  # the suite starts localcube, which serves it
+        ({"platform": "localcube"}, {}, STATEFUL_FIXTURE),
+        ({"stateful_interpreter": "kernel-one"}, {}, "kernel-one"),
+        ({}, {"AGENTCUBE_STATEFUL_INTERPRETER": "kernel-two"}, "kernel-two"),
+        ({"router_url": "http://router.example"}, {}, None),  # any other target: unset
+        ({}, {"AGENTCUBE_ROUTER_URL": "http://router.example"}, None),
+        ({"platform": "kubernetes"}, {}, None),
+    ],
+)
+def test_only_the_localcube_the_suite_starts_names_a_stateful_interpreter_unasked(
+    userdata: dict[str, str], environ: dict[str, str], expected: str | None
+) -> None:
+    settings, _ = read_settings(userdata, environ)
+    assert settings.stateful_interpreter == expected

@@ -31,7 +31,7 @@ Feature: Tags everywhere
   Scenario Outline: An outline
     Given <thing>
 
-    @use.with_interpreter_mode=sometimes
+    @use.with_agentcube_release=sometimes
     Examples:
       | thing |
       | a     |
@@ -52,15 +52,15 @@ def test_unknown_tags_in_a_feature_file_are_named_where_they_are_written() -> No
     assert unknown_tags_in_features([feature]) == [
         "features/tags.feature:1: @agent-runtim",
         "features/tags.feature:4: @slwo",
-        "features/tags.feature:12: @use.with_interpreter_mode=sometimes",
+        "features/tags.feature:12: @use.with_agentcube_release=sometimes",
     ]
 
 
 def test_unknown_tags_in_an_expression_are_named_with_its_source() -> None:
     found = unknown_tags_in_expression(
-        expression("@smok and not @slow", "@use.with_interpreter_mode=statful"), "--tags"
+        expression("@smok and not @slow", "@use.with_agentcube_release=mian"), "--tags"
     )
-    assert found == ["--tags: @smok", "--tags: @use.with_interpreter_mode=statful"]
+    assert found == ["--tags: @smok", "--tags: @use.with_agentcube_release=mian"]
 
 
 def test_a_wildcard_must_match_a_known_tag() -> None:
@@ -87,7 +87,7 @@ def test_the_message_lists_every_unknown_tag_and_the_vocabulary() -> None:
 def test_known_tags_cover_every_family() -> None:
     tags = known_tags()
     assert "smoke" in tags
-    assert "use.with_interpreter_mode=stateful" in tags
+    assert "use.with_agentcube_release=pre-460" in tags
     assert "requires.runtime-admin" in tags
 
 

@@ -7,12 +7,14 @@ from behave.parser import parse_file
 
 from acceptance.core.settings import load_settings
 from acceptance.platforms.base import (
+    ADMIN,
     AUTH,
     CAPABILITIES,
     OVERLOAD,
     ROUTER_RESTART,
     SANDBOX_KILL,
     SECOND_SUBJECT,
+    STATEFUL_INTERPRETER,
     WORKLOAD_MANAGER_SESSIONS,
 )
 from acceptance.platforms.localcube import LocalcubePlatform, capabilities_of
@@ -39,7 +41,7 @@ def test_features_use_only_the_tag_vocabulary(path: Path) -> None:
 
 @pytest.mark.parametrize(
     "tag",
-    ["smoke", "use.with_interpreter_mode=stateful", "not.with_interpreter_mode=stateless"]
+    ["smoke", "load", "use.with_agentcube_release=main", "not.with_agentcube_release=pre-460"]
     + [f"requires.{capability}" for capability in CAPABILITIES],
 )
 def test_known_tags(tag: str) -> None:
@@ -47,28 +49,44 @@ def test_known_tags(tag: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "tag", ["fast", "use.with_interpreter_mode=sometimes", "use.with_os=linux", "requires.gpu"]
+    "tag",
+    [
+        "fast",
+        "use.with_agentcube_release=0.3",
+        "use.with_interpreter_mode=stateful",
+        "use.with_os=linux",
+        "requires.gpu",
+    ],
 )
 def test_unknown_tags(tag: str) -> None:
     assert not is_known_tag(tag)
 
 
-def gate(mode: str = "stateless", platform: str = "none", capabilities=()) -> ScenarioGate:
-    return ScenarioGate({"interpreter_mode": mode}, platform, capabilities)
+def gate(release: str = "main", platform: str = "none", capabilities=()) -> ScenarioGate:
+    return ScenarioGate({"agentcube_release": release}, platform, capabilities)
 
 
 def test_plain_tags_never_skip() -> None:
     assert gate().skip_reason(["smoke", "code-interpreter"]) is None
 
 
-def test_an_active_tag_for_the_other_mode_skips_with_the_setting_to_change() -> None:
-    reason = gate("stateless").skip_reason(["use.with_interpreter_mode=stateful"])
+def test_an_active_tag_for_another_value_skips_with_the_setting_to_change() -> None:
+    reason = gate("main").skip_reason(["use.with_agentcube_release=pre-460"])
     assert reason == (
-        "@use.with_interpreter_mode=stateful does not fit interpreter_mode=stateless "
-        "(choose with -D interpreter_mode=...)"
+        "@use.with_agentcube_release=pre-460 does not fit agentcube_release=main "
+        "(choose with -D agentcube_release=...)"
     )
-    assert gate("stateful").skip_reason(["use.with_interpreter_mode=stateful"]) is None
-    assert gate("stateful").skip_reason(["not.with_interpreter_mode=stateful"]) is not None
+    assert gate("pre-460").skip_reason(["use.with_agentcube_release=pre-460"]) is None
+    assert gate("pre-460").skip_reason(["not.with_agentcube_release=pre-460"]) is not None
+
+
+def test_without_a_stateful_interpreter_its_scenarios_are_skipped_saying_why() -> None:
+    reason = gate().skip_reason(["requires.stateful-interpreter"])
+    assert reason is not None and "set stateful_interpreter" in reason
+    assert (
+        gate(capabilities=["stateful-interpreter"]).skip_reason(["requires.stateful-interpreter"])
+        is None
+    )
 
 
 def test_a_release_before_pr_460_skips_what_needs_it_with_the_reason() -> None:
@@ -128,6 +146,9 @@ def test_the_target_as_configured_adds_what_its_tokens_and_limit_allow() -> None
     }
     assert capabilities(AGENTCUBE_API_TOKEN="a", AGENTCUBE_ADMIN_API_TOKEN="c") == {
         AUTH,
+        ADMIN,
         WORKLOAD_MANAGER_SESSIONS,
     }
+    assert ADMIN not in capabilities(AGENTCUBE_ADMIN_API_TOKEN="c")  # no token is checked
     assert OVERLOAD in capabilities(AGENTCUBE_MAX_CONCURRENT_REQUESTS="50")
+    assert STATEFUL_INTERPRETER in capabilities(AGENTCUBE_STATEFUL_INTERPRETER="kernels")

@@ -1,0 +1,135 @@
+"""Sustained load as upstream's load tests apply it (test/e2e/e2e_test.go:1490-1605 at
+939abb5): sessions of a code interpreter opened at a steady rate, each by a first command
+that must print what it was asked to, each closed once it has answered. What the load saw
+is reported (the share that succeeded, latency percentiles, errors by kind) whether or not
+it passes; the share that must succeed is load_required_share."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import requests
+
+from acceptance.core.clients import Router, session_id_of
+from acceptance.core.measurements import Measurements, percentile
+from acceptance.core.runtimes import Role, Runtime
+from acceptance.core.transport import NoAnswer
+from acceptance.domain.world import Session, World
+
+PERCENTILES = (0.5, 0.9, 0.99)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One session of the load: how long its first call took, and what went wrong (its
+    kind), if anything."""
+
+    seconds: float
+    error: str | None = None
+
+
+def error_kind(answer: requests.Response, expected_stdout: str) -> str | None:
+    """What was wrong with a first call's answer, in words that group alike failures."""
+    if answer.status_code != 200:
+        try:
+            error = answer.json().get("error", "")
+        except (ValueError, AttributeError):
+            error = ""
+        return f"status {answer.status_code}" + (f": {error}" if error else "")
+    if not session_id_of(answer):
+        return "no session id in the answer"
+    try:
+        stdout = answer.json().get("stdout")
+    except (ValueError, AttributeError):
+        return "an answer that is not PicoD's JSON"
+    if stdout != expected_stdout:
+        return "wrong output"
+    return None
+
+
+class SustainedLoad:
+    def __init__(self, world: World) -> None:
+        self._world = world
+        self._settings = world.settings
+        self._outcomes: list[Outcome] = []
+        self._elapsed = 0.0
+        self._runtime: Runtime | None = None
+
+    def apply(self, role: Role) -> None:
+        """Open load_sessions sessions, load_rate a second, each in a thread of its own
+        (as upstream's goroutines), and report what they saw."""
+        self._runtime = runtime = self._world.runtime(role)
+        count, rate = self._settings.load_sessions, self._settings.load_rate
+        # A Router of its own: loaded latencies must not mix with the run's.
+        router = Router(
+            self._world.transport_with_token(self._world.target.api_token),
+            self._world.target.router_url,
+            Measurements(),
+        )
+        started = time.monotonic()
+        with ThreadPoolExecutor(count) as callers:
+            futures = []
+            for number in range(count):
+                time.sleep(max(0.0, started + number / rate - time.monotonic()))
+                futures.append(callers.submit(self._one_session, router, runtime, number))
+            self._outcomes = [future.result() for future in futures]
+        self._elapsed = time.monotonic() - started
+        report = self.report()
+        print(report)  # in the scenario's output and report
+        self._world.note_measured(report)  # and at the end of the run, passed or not
+
+    def _one_session(self, router: Router, runtime: Runtime, number: int) -> Outcome:
+        text = f"Load test request {number}!"
+        started = time.perf_counter()
+        try:
+            answer = self._world.call(
+                runtime, None, lambda sid: router.execute(runtime, ["echo", text], session_id=sid)
+            )
+        except NoAnswer:
+            return Outcome(time.perf_counter() - started, "no answer")
+        seconds = time.perf_counter() - started
+        error = error_kind(answer, f"{text}\n")
+        session_id = session_id_of(answer)
+        if session_id:
+            closing = self._world.close_session(Session(session_id, runtime))
+            if closing.status_code != 200 and error is None:
+                error = f"closing the session: status {closing.status_code}"
+        return Outcome(seconds, error)
+
+    def report(self) -> str:
+        """What the load saw, in the words of upstream's report and a few more."""
+        count = len(self._outcomes)
+        succeeded = [outcome.seconds for outcome in self._outcomes if outcome.error is None]
+        lines = [
+            f"Sustained load on {self._runtime}: {count} sessions, "
+            f"{self._settings.load_rate} a second (from the first call to the last answer "
+            f"{self._elapsed:.1f} s, {count / self._elapsed:.2f} a second)",
+            f"    succeeded: {len(succeeded)} of {count} ({self.share:.1%}; required "
+            f"{self._settings.load_required_share:.0%})",
+        ]
+        if succeeded:
+            shown = ", ".join(
+                f"p{round(fraction * 100)} {percentile(succeeded, fraction):.3f} s"
+                for fraction in PERCENTILES
+            )
+            lines.append(f"    first-call latency of those: {shown}, max {max(succeeded):.3f} s")
+        errors = Counter(outcome.error for outcome in self._outcomes if outcome.error)
+        lines += [f"    error: {kind}: {times}" for kind, times in errors.most_common()]
+        return "\n".join(lines)
+
+    @property
+    def share(self) -> float:
+        """The share of the sessions that succeeded."""
+        if not self._outcomes:
+            raise AssertionError("the scenario has applied no load yet")
+        return sum(outcome.error is None for outcome in self._outcomes) / len(self._outcomes)
+
+    def expect_required_share(self) -> None:
+        required = self._settings.load_required_share
+        assert self.share >= required, (
+            f"only {self.share:.1%} of the sessions succeeded, fewer than the "
+            f"{required:.0%} required:\n{self.report()}"
+        )
