@@ -24,7 +24,7 @@ def results() -> RunResults:
         scenarios=[
             scenario("fast", ("smoke", "agent-runtime"), "passed", 0.5),
             scenario("broken", ("smoke",), "failed", 1.5),
-            scenario("elsewhere", ("use.with_interpreter_mode=stateful",), "skipped", 0.0),
+            scenario("elsewhere", ("use.with_agentcube_release=pre-460",), "skipped", 0.0),
             scenario("untagged", (), "passed", 9.0),
         ],
         steps=[StepResult("Feature: s", f"When step {n}", float(n)) for n in range(8)],
@@ -43,7 +43,7 @@ def test_scenarios_are_counted_and_timed_by_tag() -> None:
         ("(no tag)", "1", "0", "0", "9.00 s"),
         ("@agent-runtime", "1", "0", "0", "0.50 s"),
         ("@smoke", "1", "1", "0", "2.00 s"),
-        ("@use.with_interpreter_mode=stateful", "0", "0", "1", "0.00 s"),
+        ("@use.with_agentcube_release=pre-460", "0", "0", "1", "0.00 s"),
     ]
 
 
