@@ -15,7 +15,7 @@ Feature: Running code in a code interpreter
 
   @smoke
   Scenario Outline: The first command runs in a new session of the <interpreter>
-    When I run the Python code "print(1+1)" in the <interpreter> without a session
+    When I run code that prints the sum of 1 and 1 in the <interpreter> without a session
     Then the command prints "2"
     And the command exits with code 0
     And the command wrote nothing to its error output
@@ -27,7 +27,7 @@ Feature: Running code in a code interpreter
       | warm-pool interpreter |
 
   Scenario Outline: A command that exits with code <code> is answered with that code
-    When I run the command "sh -c 'exit <code>'" in the warm-pool interpreter without a session
+    When I run a command that exits with code <code> in the warm-pool interpreter without a session
     Then the command exits with code <code>
 
     Examples:
@@ -39,30 +39,30 @@ Feature: Running code in a code interpreter
 
   Scenario: A variable defined by one command is undefined in the next
     Given a session of the python interpreter
-    And the session has run the Python code "x = 10"
-    When I run the Python code "print(x)" in the session
+    And the session has set the variable "x" to 10
+    When I print the variable "x" in the session
     Then the command fails because "x" is not defined
     And the answer carries the same session id
 
   @requires.stateful-interpreter
   Scenario: In a stateful interpreter, a variable defined by one run of code is still defined in the next
     Given a session of the stateful interpreter
-    And the session has run the Python code "x = 10"
-    When I run the Python code "print(x)" in the session
+    And the session has set the variable "x" to 10
+    When I print the variable "x" in the session
     Then the command prints "10"
     And the answer carries the same session id
 
   @requires.stateful-interpreter
   Scenario: When a stateful interpreter's kernel dies, its session ends as if its sandbox had crashed
     Given a session of the stateful interpreter
-    And the session has run the Python code "x = 10"
-    When I run the Python code "import os; os._exit(1)" in the session
+    And the session has set the variable "x" to 10
+    When code run in the session stops its own kernel
     Then the run fails because the session's kernel died
     When I call the session again
     Then the call fails fast, with an error saying the sandbox is gone
 
   Scenario: A file written by one command can be read by the next
     Given a session of the python interpreter
-    And the session has run the Python code "open('x.txt', 'w').write('10')"
-    When I run the Python code "print(open('x.txt').read())" in the session
+    And the session has written "10" to the file "x.txt"
+    When I print the file "x.txt" in the session
     Then the command prints "10"

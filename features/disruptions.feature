@@ -22,5 +22,5 @@ Feature: Surviving disruptions
     When the sandbox serving the session is killed and the platform shows it gone
     And I call the session again
     Then the call fails fast, with an error saying the sandbox is gone
-    When I run the Python code "print(1+1)" in the python interpreter without a session
+    When I run code that prints the sum of 1 and 1 in the python interpreter without a session
     Then the command prints "2"

@@ -7,10 +7,6 @@ Feature: Long tasks
   a call counts as activity: the Router records it before and after the call, so a task
   longer than the runtime's idle timeout does not end its session.
 
-  long_task_duration sets how long the long command runs; against a cluster, choose it
-  longer than any request timeout between the suite and the sandbox (an ingress, a load
-  balancer).
-
   @code-interpreter @slow
   Scenario: A command that runs longer than an ordinary call completes with its full output
     Given a session of the python interpreter
@@ -27,9 +23,9 @@ Feature: Long tasks
   @code-interpreter
   Scenario: A command that outlives its timeout is stopped, and the session runs the next one
     Given a session of the python interpreter
-    When I run the command "sleep 3" in the session with a timeout of 1 second
+    When I run a command that sleeps for 3 seconds in the session with a timeout of 1 second
     Then the command is stopped with exit code 124 because it timed out after 1 second
-    When I run the command "echo still here" in the session
+    When I run a command that prints "still here" in the session
     Then the command prints "still here"
     And the answer carries the same session id
 

@@ -3,13 +3,13 @@
 Feature: Hard session lifetime
 
   Calls keep a session from idling out, but not forever: every session also has a hard
-  lifetime, its runtime's maxSessionDuration, or the shorter ttl asked for when the session
-  was created (on current releases). When it is up, the WorkloadManager ends the session
-  however busy it is, and from then on the Router refuses it as not found.
+  lifetime: its runtime's maximum session duration, or the shorter lifetime asked for when
+  the session was opened (on current releases). When it is up, the WorkloadManager ends the
+  session however busy it is, and from then on the Router refuses it as not found.
 
-  These scenarios apply their own copy of the echo agent with an idle timeout of
-  short_session_timeout, give the session a lifetime of short_session_lifetime, and call it
-  every poll_interval until it ends, allowing ttl_grace for garbage collection.
+  These scenarios use a copy of the echo agent with a short idle timeout, give the session a
+  lifetime of a few seconds, and call it continuously until it ends, allowing the garbage
+  collector a grace period.
 
   Scenario: A busy session ends at its runtime's maxSessionDuration
     Given an echo agent with a short maximum session duration

@@ -8,7 +8,7 @@ Feature: Moving files in and out of a session's workspace
   Scenario: An uploaded script writes a result that can be downloaded
     Given a session of the python interpreter
     When I upload the script "fibonacci.py" to the workspace
-    And I run the command "python3 fibonacci.py" in the session
+    And I run the uploaded script "fibonacci.py" in the session
     Then the command exits with code 0
     And the workspace lists these files:
       | file         |

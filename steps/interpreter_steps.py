@@ -6,31 +6,52 @@ from hamcrest import assert_that
 
 from acceptance.core import matchers
 from acceptance.core.runtimes import Role
+from acceptance.domain import programs
 
 
-@when('I run the Python code "{code}" in the {runtime:Runtime} without a session')
-def step_run_python_without_session(context: Context, code: str, runtime: Role) -> None:
-    context.world.run_python(runtime, code, in_session=False)
+@when("I run code that prints the sum of 1 and 1 in the {runtime:Runtime} without a session")
+def step_print_sum_without_session(context: Context, runtime: Role) -> None:
+    context.world.run_python(runtime, programs.PRINT_SUM, in_session=False)
 
 
-@when('I run the command "{command_line}" in the {runtime:Runtime} without a session')
-def step_run_command_without_session(context: Context, command_line: str, runtime: Role) -> None:
-    context.world.run_command(runtime, command_line, in_session=False)
+@when("I run a command that exits with code {code:d} in the {runtime:Runtime} without a session")
+def step_exit_with_without_session(context: Context, code: int, runtime: Role) -> None:
+    context.world.run_command(runtime, programs.exit_with(code), in_session=False)
 
 
-@when('I run the Python code "{code}" in the session')
-def step_run_python_in_session(context: Context, code: str) -> None:
-    context.world.run_python_in_session(code)
+@given('the session has set the variable "{name}" to {value}')
+def step_session_set_variable(context: Context, name: str, value: str) -> None:
+    context.world.prepare_session_with_python(programs.set_variable(name, value))
 
 
-@when('I run the command "{command_line}" in the session')
-def step_run_command_in_session(context: Context, command_line: str) -> None:
-    context.world.run_command_in_session(command_line)
+@given('the session has written "{text}" to the file "{path}"')
+def step_session_wrote_file(context: Context, text: str, path: str) -> None:
+    context.world.prepare_session_with_python(programs.write_file(path, text))
 
 
-@given('the session has run the Python code "{code}"')
-def step_session_has_run(context: Context, code: str) -> None:
-    context.world.prepare_session_with_python(code)
+@when('I print the variable "{name}" in the session')
+def step_print_variable(context: Context, name: str) -> None:
+    context.world.run_python_in_session(programs.print_variable(name))
+
+
+@when('I print the file "{path}" in the session')
+def step_print_file(context: Context, path: str) -> None:
+    context.world.run_python_in_session(programs.print_file(path))
+
+
+@when('I run a command that prints "{text}" in the session')
+def step_print_text(context: Context, text: str) -> None:
+    context.world.run_command_in_session(programs.print_text(text))
+
+
+@when('I run the uploaded script "{name}" in the session')
+def step_run_script(context: Context, name: str) -> None:
+    context.world.run_command_in_session(programs.run_script(name))
+
+
+@when("code run in the session stops its own kernel")
+def step_stop_own_kernel(context: Context) -> None:
+    context.world.run_python_in_session(programs.STOP_OWN_KERNEL)
 
 
 @then('the command prints "{line}"')

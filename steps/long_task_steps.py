@@ -5,6 +5,7 @@ from behave.runner import Context
 from hamcrest import assert_that
 
 from acceptance.core import matchers
+from acceptance.domain import programs
 from acceptance.domain.long_tasks import LongTasks
 
 
@@ -18,9 +19,12 @@ def step_long_command_complete(context: Context) -> None:
     context.world.part(LongTasks).expect_full_output()
 
 
-@when('I run the command "{command_line}" in the session with a timeout of {seconds:d} second')
-def step_run_with_timeout(context: Context, command_line: str, seconds: int) -> None:
-    context.world.part(LongTasks).run_with_timeout(command_line, seconds)
+@when(
+    "I run a command that sleeps for {sleep:d} seconds in the session "
+    "with a timeout of {seconds:d} second"
+)
+def step_run_with_timeout(context: Context, sleep: int, seconds: int) -> None:
+    context.world.part(LongTasks).run_with_timeout(programs.sleep_for(sleep), seconds)
 
 
 @then("the command is stopped with exit code 124 because it timed out after {seconds:d} second")

@@ -4,7 +4,6 @@ its own timeout, and an agent busy on one call for longer than its idle timeout.
 from __future__ import annotations
 
 import math
-import shlex
 import time
 
 from hamcrest import assert_that
@@ -49,11 +48,11 @@ class LongTasks:
     def expect_full_output(self) -> None:
         assert_that(self._world.last_answer, matchers.completes_with_lines(self._lines))
 
-    def run_with_timeout(self, command_line: str, seconds: int) -> None:
+    def run_with_timeout(self, command: list[str], seconds: int) -> None:
         session = self._world.session
         self._world.execute(
             session.runtime,
-            shlex.split(command_line),
+            command,
             session.session_id,
             fields={"timeout": f"{seconds}s"},
         )

@@ -19,22 +19,33 @@ _JSON = {"Content-Type": "application/json"}
 
 
 class BadRequest(enum.Enum):
-    """A request a code interpreter must refuse, as the features phrase it."""
+    """A request a code interpreter must refuse, as the features phrase it, with the status
+    and the words of upstream PicoD's refusal (pkg/picod/execute.go, files.go)."""
 
-    MALFORMED_JSON = "a command request that is not valid JSON"
-    EMPTY_COMMAND = "an empty command"
-    BAD_TIMEOUT = "a timeout that is not a duration"
-    BAD_BASE64 = "an upload whose content is not base64"
-    LISTING_WITHOUT_PATH = "a listing without a path"
-    MISSING_FILE = "a download of a file that does not exist"
-    MISSING_DIRECTORY = "a listing of a directory that does not exist"
-    DIRECTORY_DOWNLOAD = "a download of a directory"
-    OVERSIZED_UPLOAD = "an upload larger than 32 MiB"
+    MALFORMED_JSON = ("a command request that is not valid JSON", 400, "invalid character")
+    EMPTY_COMMAND = ("an empty command", 400, "command cannot be empty")
+    BAD_TIMEOUT = ("a timeout that is not a duration", 400, "invalid timeout format")
+    BAD_BASE64 = ("an upload whose content is not encoded as the API requires", 400, "base64")
+    LISTING_WITHOUT_PATH = ("a listing without a path", 400, "missing 'path'")
+    MISSING_FILE = ("a download of a file that does not exist", 404, "file not found")
+    MISSING_DIRECTORY = (
+        "a listing of a directory that does not exist",
+        404,
+        "directory not found",
+    )
+    DIRECTORY_DOWNLOAD = ("a download of a directory", 400, "is a directory")
+    OVERSIZED_UPLOAD = ("an upload larger than the sandbox accepts", 413, "request body too large")
+
+    def __init__(self, phrase: str, status: int, explanation: str) -> None:
+        self.phrase = phrase
+        self.status = status
+        self.explanation = explanation
 
 
 class Refusals:
     def __init__(self, world: World) -> None:
         self._world = world
+        self._sent: BadRequest | None = None
 
     def close_session(self) -> None:
         """End the scenario's session as a client does, through the WorkloadManager."""
@@ -55,6 +66,16 @@ class Refusals:
         session = self._world.session
         send = self._senders()[request]
         self._world.call(session.runtime, session.session_id, send)
+        self._sent = request
+
+    def expect_refused_saying_why(self) -> None:
+        """The refusal the last request calls for: its status, and an error in its words."""
+        if self._sent is None:
+            raise AssertionError("the scenario has not sent a request to be refused")
+        assert_that(
+            self._world.last_answer,
+            matchers.refused_with(self._sent.status, self._sent.explanation),
+        )
 
     def _senders(self) -> dict[BadRequest, Callable[[str | None], requests.Response]]:
         router, runtime = self._world.router, self._world.session.runtime

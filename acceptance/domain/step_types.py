@@ -37,7 +37,7 @@ STEP_TYPES: dict[str, Callable[[str], Any]] = {
     ),
     "Integers": _integers,
     # "I send the session {request:BadRequest}": a request a code interpreter must refuse.
-    "BadRequest": _phrases({request.value: request for request in BadRequest}),
+    "BadRequest": _phrases({request.phrase: request for request in BadRequest}),
     # "I {operation:JailOperation} "{path}"": a file operation or a working directory.
     "JailOperation": _phrases({operation.value: operation for operation in JailOperation}),
     # "I call the echo agent {credentials:Credentials}".

@@ -12,7 +12,6 @@ with ``world.part(Helper)``; helpers use the World's public methods only.
 
 from __future__ import annotations
 
-import shlex
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -327,12 +326,12 @@ class World:
             Role.STATEFUL_INTERPRETER, self._settings
         )
 
-    def run_command(self, role: Role, command_line: str, *, in_session: bool) -> None:
+    def run_command(self, role: Role, command: list[str], *, in_session: bool) -> None:
         session_id = self.session.session_id if in_session else None
-        self.execute(self.runtime(role), shlex.split(command_line), session_id)
+        self.execute(self.runtime(role), command, session_id)
 
-    def run_command_in_session(self, command_line: str) -> None:
-        self.execute(self.session.runtime, shlex.split(command_line), self.session.session_id)
+    def run_command_in_session(self, command: list[str]) -> None:
+        self.execute(self.session.runtime, command, self.session.session_id)
 
     def prepare_session_with_python(self, code: str) -> None:
         """Run code that sets the scenario up; it must succeed."""

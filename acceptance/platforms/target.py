@@ -56,8 +56,8 @@ def with_own_localcube_defaults(
     userdata: Mapping[str, str], environ: Mapping[str, str]
 ) -> dict[str, str]:
     """The userdata, naming the fixture's stateful interpreter when the suite starts
-    localcube (no Router configured, no other platform), which serves it, and no stateful
-    interpreter is configured."""
+    localcube (no Router configured, no other platform) with its own PicoD, which serves it
+    (a PicoD of one's own, `picod_command`, has no kernel), and none is configured."""
 
     def given(name: str, variable: str) -> str | None:
         return userdata.get(name) or environ.get(variable)
@@ -66,6 +66,7 @@ def with_own_localcube_defaults(
         given("router_url", "AGENTCUBE_ROUTER_URL")
         or given("platform", "AGENTCUBE_PLATFORM") not in (None, "localcube")
         or given("stateful_interpreter", "AGENTCUBE_STATEFUL_INTERPRETER")
+        or given("picod_command", "AGENTCUBE_PICOD_COMMAND")
     ):
         return dict(userdata)
     return {**userdata, "stateful_interpreter": STATEFUL_FIXTURE}

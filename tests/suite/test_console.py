@@ -40,5 +40,5 @@ def test_a_failure_is_named_with_why_even_by_a_formatter_that_shows_no_reason(
     assert status == 1, output
     failures = output[output.index("Failed scenarios:") :]
     assert "a variable defined by one run of code is still defined in the next" in failures
-    assert 'And the session has run the Python code "x = 10"' in failures
+    assert 'And the session has set the variable "x" to 10' in failures
     assert "setting the session up failed" in failures

@@ -156,6 +156,7 @@ def test_a_share_outside_0_to_100_percent_is_refused(text: str) -> None:
         ({"router_url": "http://router.example"}, {}, None),  # any other target: unset
         ({}, {"AGENTCUBE_ROUTER_URL": "http://router.example"}, None),
         ({"platform": "kubernetes"}, {}, None),
+        ({"picod_command": "/opt/picod --port {port}"}, {}, None),  # one's own PicoD: no kernel
     ],
 )
 def test_only_the_localcube_the_suite_starts_names_a_stateful_interpreter_unasked(
