@@ -27,6 +27,7 @@ import aiohttp
 from localcube.manifests import CODE_INTERPRETER, Runtime
 from localcube.picod_command import PicodCommand
 from localcube.ports import PortAllocator
+from localcube.sandbox_python import bare_python_bin
 
 _PROJECT_ROOT = Path(__file__).resolve().parent.parent
 _INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
@@ -98,6 +99,7 @@ class SandboxLauncher:
         self._children: dict[int, subprocess.Popen] = {}
         self._http: aiohttp.ClientSession | None = None
         self.ports = PortAllocator()
+        self._python_bin = bare_python_bin(root.parent / "sandbox-python")
         self._enders = ThreadPoolExecutor(_ENDING_THREADS, thread_name_prefix="sandbox-end")
 
     async def start(self, runtime: Runtime, sandbox_id: str) -> StartedProcess:
@@ -115,6 +117,7 @@ class SandboxLauncher:
         endpoints = tuple((port.path_prefix, local_ports[port.port]) for port in runtime.ports)
         first_port = endpoints[0][1]
         env = {name: os.environ[name] for name in _INHERITED_ENV if name in os.environ}
+        env["PATH"] = os.pathsep.join(filter(None, [str(self._python_bin), env.get("PATH")]))
         env.update(runtime.env)
         env.update({"HOME": str(workspace), "HOST": "127.0.0.1", "PORT": str(first_port)})
         env.update({f"PORT_{container}": str(local) for container, local in local_ports.items()})
