@@ -126,8 +126,15 @@ def _listen_port(flag: str | None) -> int:
     return int(text)
 
 
-async def serve(picod: PicoD, public_key: RSAPublicKey | None, host: str, port: int) -> int:
-    """Serve until SIGTERM or SIGINT, then kill the commands' process groups; exit status."""
+async def serve(
+    picod: PicoD,
+    public_key: RSAPublicKey | None,
+    host: str,
+    port: int,
+    on_listening: Callable[[], None] | None = None,
+) -> int:
+    """Serve until SIGTERM or SIGINT, then kill the commands' process groups; exit status.
+    `on_listening` is called once the port accepts connections."""
     runner = web.AppRunner(
         make_app(picod, public_key), access_log=None, shutdown_timeout=_SHUTDOWN_TIMEOUT
     )
@@ -142,6 +149,8 @@ async def serve(picod: PicoD, public_key: RSAPublicKey | None, host: str, port: 
         return 1
     bound = runner.addresses[0][1] if runner.addresses else port
     log.info("listening on %s:%s, workspace %s", host, bound, picod.workspace.root)
+    if on_listening is not None:
+        on_listening()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -153,7 +162,7 @@ async def serve(picod: PicoD, public_key: RSAPublicKey | None, host: str, port: 
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, on_listening: Callable[[], None] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m localcube.picod",
         description="PicoD-compatible code-interpreter daemon (listens on $HOST, port --port).",
@@ -183,4 +192,4 @@ def main(argv: list[str] | None = None) -> int:
         print(f"picod: workspace: {path_error('mkdir', args.workspace, error)}", file=sys.stderr)
         return 1
     host = os.environ.get("HOST") or "127.0.0.1"
-    return asyncio.run(serve(PicoD(workspace), key, host, port))
+    return asyncio.run(serve(PicoD(workspace), key, host, port, on_listening))
