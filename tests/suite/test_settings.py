@@ -50,8 +50,8 @@ def test_defaults_when_nothing_is_configured() -> None:
     assert settings.namespace == "default"
     assert settings.interpreter_mode == "stateless"
     assert settings.echo_agent == "echo-agent"
-    assert settings.short_session_timeout == 3.0
-    assert settings.poll_interval == pytest.approx(0.2)
+    assert settings.short_session_timeout == 2.0
+    assert settings.poll_interval == pytest.approx(0.1)
 
 
 @pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: s.name)
