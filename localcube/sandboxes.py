@@ -33,7 +33,7 @@ from localcube.sandbox_template import INHERITED_ENV, ForkedSandbox, SandboxTemp
 _LOG_TAIL_BYTES = 2000
 _PROCESS_FILE = "process"  # "PID START_TIME" of the sandbox's session leader
 _ENDING_THREADS = 2
-_PROBE_INTERVAL = 0.005  # seconds between two readiness probes of a starting sandbox
+_PROBE_INTERVAL = 0.002  # seconds between two readiness probes of a starting sandbox
 _PROBE_OFTEN_FOR = 2.0  # ... for this long; then
 _PROBE_SLOWLY = 0.05
 
@@ -344,7 +344,11 @@ class SandboxLauncher:
         if readiness_path is None:
             return True
         if self._http is None:
-            self._http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2))
+            # No connection kept: each probes a sandbox that has just started, once.
+            self._http = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(force_close=True),
+                timeout=aiohttp.ClientTimeout(total=2),
+            )
         try:
             async with self._http.get(f"http://127.0.0.1:{port}{readiness_path}") as answer:
                 return 200 <= answer.status < 300
