@@ -190,7 +190,7 @@ class SandboxLauncher:
                 process = await self._fork_picod(runtime, workspace, env, log)
             else:
                 process = self._execute(runtime, first_port, workspace, env, log)
-        except SandboxStartError:
+        except BaseException:  # a start that failed, or was cancelled (its client went away)
             shutil.rmtree(directory, ignore_errors=True)
             self.ports.release(local_ports.values())
             raise

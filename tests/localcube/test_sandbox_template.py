@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from localcube.manifests import load_paths
 from localcube.sandbox_template import SandboxTemplate, TemplateError
-from tests.localcube.support import SESSION_HEADER, Client
+from localcube.sandboxes import SandboxLauncher
+from tests.localcube.support import FIXTURES, SESSION_HEADER, Client
 
 INTERPRETER = "python-interpreter"
 MEMORY_LIMIT = 512 << 20  # fixtures/runtimes/python-interpreter.yaml
@@ -139,5 +141,35 @@ def test_a_template_that_died_is_started_again(tmp_path: Path) -> None:
             assert await forked.exited == 0
         finally:
             await template.close()
+
+    run(scenario())
+
+
+def test_a_start_cancelled_while_the_template_forks_ends_what_it_forked(tmp_path: Path) -> None:
+    """A client that goes away cancels the start; the fork still happens, and is ended."""
+    (runtime,) = [r for r in load_paths([FIXTURES]) if r.name == INTERPRETER]
+    (tmp_path / "sandboxes").mkdir()
+
+    async def scenario() -> None:
+        launcher = SandboxLauncher(tmp_path / "sandboxes", "", ready_timeout=10)
+        try:
+            await launcher.open()
+            template = launcher._template._process
+            assert template is not None
+            os.kill(template.pid, signal.SIGSTOP)  # the request waits for its pid
+            starting = asyncio.ensure_future(launcher.start(runtime, "cancelled"))
+            await asyncio.sleep(0.1)
+            starting.cancel()
+            os.kill(template.pid, signal.SIGCONT)
+            with pytest.raises(asyncio.CancelledError):
+                await starting
+            deadline = time.monotonic() + 5
+            while children_of(template.pid) and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+            assert children_of(template.pid) == []
+            assert not (tmp_path / "sandboxes" / "cancelled").exists()
+            assert launcher.ports.reserved == frozenset()
+        finally:
+            await launcher.close()
 
     run(scenario())
