@@ -149,12 +149,12 @@ async def serve(
         return 1
     bound = runner.addresses[0][1] if runner.addresses else port
     log.info("listening on %s:%s, workspace %s", host, bound, picod.workspace.root)
-    if on_listening is not None:
-        on_listening()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
+    if on_listening is not None:  # only now: a SIGTERM from then on stops it gracefully
+        on_listening()
     await stop.wait()
     log.info("shutting down")
     picod.process_groups.kill_all()
