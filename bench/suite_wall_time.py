@@ -1,11 +1,15 @@
-"""Wall time of the whole default suite against localcube: sequential (`./dev suite`) versus
-parallel (`./dev parallel --processes N`), back to back on the same machine, alternating
-`--rounds` times so that both see the same load, and the ratio of their medians.
+"""Wall time of the default suite against localcube: sequential (`./dev suite`), parallel
+(`./dev parallel`) and `@smoke` alone, back to back on the same machine, alternating
+`--rounds` times so that all see the same load; min / median / max of each and the ratio of
+the medians of parallel and sequential.
 
 Each run starts its own localcube, as the commands do, and writes into a temporary reports
-directory. A run that fails is reported and makes the script exit non-zero.
+directory. A run that fails is reported and makes the script exit non-zero. `--tree` runs
+another checkout's suite (say, a commit before a change) in the same rounds, for a before
+and after measured side by side.
 
-Run: .venv/bin/python bench/suite_wall_time.py [--processes 4] [--rounds 2]
+Run: .venv/bin/python bench/suite_wall_time.py [--processes N] [--rounds 3] [--tree DIR]
+(--processes: as `./dev parallel`, twice the number of CPUs unless given)
 """
 
 from __future__ import annotations
@@ -22,13 +26,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def timed_run(command: list[str]) -> tuple[float, int]:
-    """Seconds the command took and its exit status; its output is dropped."""
+def timed_run(command: list[str], tree: Path) -> tuple[float, int]:
+    """Seconds the command took in `tree` and its exit status; its output is dropped."""
     with tempfile.TemporaryDirectory(prefix="suite-bench-") as reports:
         started = time.perf_counter()
         status = subprocess.run(
             [*command, f"--define=reports_dir={reports}"],
-            cwd=ROOT,
+            cwd=tree,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             check=False,
@@ -36,37 +40,50 @@ def timed_run(command: list[str]) -> tuple[float, int]:
         return time.perf_counter() - started, status
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--processes", type=int, default=os.cpu_count() or 2)
-    parser.add_argument("--rounds", type=int, default=2)
-    options = parser.parse_args()
-    commands = {
+def commands(processes: int) -> dict[str, list[str]]:
+    return {
         "sequential": [sys.executable, "-m", "behave", "--format=null"],
-        f"parallel, {options.processes} processes": [
+        f"parallel, {processes} processes": [
             sys.executable,
             "-m",
             "acceptance.run.parallel_run",
-            f"--processes={options.processes}",
+            f"--processes={processes}",
         ],
+        "@smoke": [sys.executable, "-m", "behave", "--format=null", "--tags=@smoke"],
     }
-    times: dict[str, list[float]] = {name: [] for name in commands}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--processes", type=int, default=2 * (os.cpu_count() or 1))
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--tree", type=Path, help="another checkout, measured alongside")
+    options = parser.parse_args()
+    trees = {"": ROOT} if options.tree is None else {"this tree: ": ROOT, "--tree: ": options.tree}
+    runs = {
+        (label + name, tree): command
+        for label, tree in trees.items()
+        for name, command in commands(options.processes).items()
+    }
+    times: dict[str, list[float]] = {name: [] for name, _ in runs}
     failed = False
     for round_number in range(1, options.rounds + 1):
-        for name, command in commands.items():
-            seconds, status = timed_run(command)
+        for (name, tree), command in runs.items():
+            seconds, status = timed_run(command, tree)
             times[name].append(seconds)
             failed |= status != 0
             outcome = "passed" if status == 0 else f"FAILED (exit {status})"
             print(f"round {round_number}: {name}: {seconds:.1f} s, {outcome}", flush=True)
-    sequential, parallel = (statistics.median(samples) for samples in times.values())
-    print(f"\nmachine: {os.cpu_count()} CPUs; {options.rounds} rounds, medians:")
-    print("| run | wall time (median) | runs |")
-    print("|---|---|---|")
+    print(f"\nmachine: {os.cpu_count()} CPUs; {options.rounds} rounds")
+    print("| run | min | median | max |")
+    print("|---|---|---|---|")
     for name, samples in times.items():
-        runs = ", ".join(f"{s:.1f}" for s in samples)
-        print(f"| {name} | {statistics.median(samples):.1f} s | {runs} |")
-    print(f"\nparallel / sequential = {parallel / sequential:.2f} ({sequential / parallel:.2f}x)")
+        figures = (min(samples), statistics.median(samples), max(samples))
+        print(f"| {name} | " + " | ".join(f"{figure:.1f} s" for figure in figures) + " |")
+    for label in trees:
+        sequential = statistics.median(times[f"{label}sequential"])
+        parallel = statistics.median(times[f"{label}parallel, {options.processes} processes"])
+        print(f"{label}parallel / sequential = {parallel / sequential:.2f}")
     return 1 if failed else 0
 
 

@@ -92,6 +92,7 @@ async def serve(settings: Settings) -> int:
         settings.sandbox_ready_timeout,
         settings.picod_command,
     )
+    await launcher.open()
     workloads = WorkloadManager(store, launcher, CollectionRules(settings.gc_min_idle_lookback))
     router = Router(workloads, signer, settings.max_concurrent_requests)
     app = web.Application(

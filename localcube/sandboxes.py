@@ -14,9 +14,9 @@ import resource
 import shutil
 import signal
 import subprocess
-import sys
 import time
-from collections.abc import Iterable
+from asyncio import FIRST_COMPLETED
+from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
@@ -27,12 +27,15 @@ import aiohttp
 from localcube.manifests import CODE_INTERPRETER, Runtime
 from localcube.picod_command import PicodCommand
 from localcube.ports import PortAllocator
+from localcube.sandbox_python import bare_python_bin
+from localcube.sandbox_template import INHERITED_ENV, ForkedSandbox, SandboxTemplate, TemplateError
 
-_PROJECT_ROOT = Path(__file__).resolve().parent.parent
-_INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
 _LOG_TAIL_BYTES = 2000
 _PROCESS_FILE = "process"  # "PID START_TIME" of the sandbox's session leader
 _ENDING_THREADS = 2
+_PROBE_INTERVAL = 0.002  # seconds between two readiness probes of a starting sandbox
+_PROBE_OFTEN_FOR = 2.0  # ... for this long; then
+_PROBE_SLOWLY = 0.05
 
 
 class SandboxStartError(RuntimeError):
@@ -80,6 +83,57 @@ def _session_members(session_id: int) -> list[int]:
     return members
 
 
+Probe = Callable[[int, str | None], Awaitable[bool]]
+
+
+@dataclass(frozen=True)
+class _ExecutedProcess:
+    """A sandbox started by exec (an agent's command, a `--picod-command`): it serves once
+    its port accepts connections and its readiness path, if any, answers 2xx."""
+
+    pid: int
+    child: subprocess.Popen
+    port: int
+    readiness_path: str | None
+    probe: Probe
+
+    async def wait_ready(self, timeout: float, log: Path) -> None:
+        started = time.monotonic()
+        while True:
+            if self.child.poll() is not None:
+                raise SandboxStartError(
+                    f"sandbox process exited with code {self.child.returncode}: {_tail(log)}"
+                )
+            if await self.probe(self.port, self.readiness_path):
+                return
+            waited = time.monotonic() - started
+            if waited > timeout:
+                raise SandboxNotReady(f"sandbox not ready within {timeout:g}s: {_tail(log)}")
+            # Most serve within tens of milliseconds: probe often, and seldom once it is slow.
+            await asyncio.sleep(_PROBE_INTERVAL if waited < _PROBE_OFTEN_FOR else _PROBE_SLOWLY)
+
+
+@dataclass(frozen=True)
+class _ForkedProcess:
+    """localcube's daemon forked from the template, which reports when it listens."""
+
+    pid: int
+    forked: ForkedSandbox
+
+    async def wait_ready(self, timeout: float, log: Path) -> None:
+        listening, exited = self.forked.listening, self.forked.exited
+        await asyncio.wait({listening, exited}, timeout=timeout, return_when=FIRST_COMPLETED)
+        if listening.done():
+            if listening.exception() is not None:
+                raise SandboxStartError(f"{listening.exception()}: {_tail(log)}")
+            return
+        if exited.done():
+            raise SandboxStartError(
+                f"sandbox process exited with code {exited.result()}: {_tail(log)}"
+            )
+        raise SandboxNotReady(f"sandbox not ready within {timeout:g}s: {_tail(log)}")
+
+
 class SandboxLauncher:
     """Starts and ends sandbox processes under `root` (one directory per sandbox)."""
 
@@ -98,7 +152,14 @@ class SandboxLauncher:
         self._children: dict[int, subprocess.Popen] = {}
         self._http: aiohttp.ClientSession | None = None
         self.ports = PortAllocator()
+        self._python_bin = bare_python_bin(root.parent / "sandbox-python")
+        self._template = SandboxTemplate()
         self._enders = ThreadPoolExecutor(_ENDING_THREADS, thread_name_prefix="sandbox-end")
+
+    async def open(self) -> None:
+        """Get ready to start sandboxes: the template of localcube's daemon imports now."""
+        if self.picod_command is None:
+            await self._template.start()
 
     async def start(self, runtime: Runtime, sandbox_id: str) -> StartedProcess:
         """Start a sandbox for `runtime` and return once it serves requests."""
@@ -114,37 +175,85 @@ class SandboxLauncher:
         workspace.mkdir(parents=True)
         endpoints = tuple((port.path_prefix, local_ports[port.port]) for port in runtime.ports)
         first_port = endpoints[0][1]
-        env = {name: os.environ[name] for name in _INHERITED_ENV if name in os.environ}
+        env = {name: os.environ[name] for name in INHERITED_ENV if name in os.environ}
+        env["PATH"] = os.pathsep.join(filter(None, [str(self._python_bin), env.get("PATH")]))
         env.update(runtime.env)
         env.update({"HOME": str(workspace), "HOST": "127.0.0.1", "PORT": str(first_port)})
         env.update({f"PORT_{container}": str(local) for container, local in local_ports.items()})
+        if runtime.kind == CODE_INTERPRETER and runtime.auth_mode == "picod":
+            # As upstream, the Router's public key is given only with authMode `picod`
+            # (pkg/workloadmanager/workload_builder.go:313-324).
+            env["PICOD_AUTH_PUBLIC_KEY"] = self.public_key_pem
+        log = directory / "sandbox.log"
+        try:
+            if runtime.kind == CODE_INTERPRETER and self.picod_command is None:
+                process = await self._fork_picod(runtime, workspace, env, log)
+            else:
+                process = self._execute(runtime, first_port, workspace, env, log)
+        except BaseException:  # a start that failed, or was cancelled (its client went away)
+            shutil.rmtree(directory, ignore_errors=True)
+            self.ports.release(local_ports.values())
+            raise
+        start = process_start_time(process.pid) or ""
+        # Recorded before readiness, so a crash while it starts leaves no orphan: see sweep().
+        (directory / _PROCESS_FILE).write_text(f"{process.pid} {start}")
+        try:
+            await process.wait_ready(self.ready_timeout, log)
+        except BaseException:
+            await self.end(process.pid, start, directory, local_ports.values())
+            raise
+        return StartedProcess(process.pid, start, endpoints, workspace)
+
+    async def _fork_picod(
+        self, runtime: Runtime, workspace: Path, env: dict[str, str], log: Path
+    ) -> _ForkedProcess:
+        """localcube's daemon, forked from the template; it says when it listens."""
+        auth = "none" if runtime.auth_mode == "none" else "jwt"
+        argv = ["--workspace", str(workspace), "--auth", auth]
+        if runtime.stateful:  # a Jupyter kernel behind /api/run_code (localcube's extension)
+            argv += ["--kernel-state", str(workspace.parent / "kernel")]
+        fork = asyncio.ensure_future(
+            self._template.fork(argv, workspace, env, log, runtime.memory_limit_bytes)
+        )
+        try:
+            forked = await asyncio.shield(fork)
+        except TemplateError as error:
+            raise SandboxStartError(str(error)) from error
+        except asyncio.CancelledError:  # the fork goes on: end what it starts
+            with contextlib.suppress(TemplateError):
+                forked = await fork
+                pid = forked.pid.result()
+                await self.end(pid, process_start_time(pid) or "", log.parent)
+            raise
+        return _ForkedProcess(forked.pid.result(), forked)
+
+    def _execute(
+        self, runtime: Runtime, port: int, workspace: Path, env: dict[str, str], log: Path
+    ) -> _ExecutedProcess:
+        """The runtime's own command, or the code interpreters' `--picod-command`."""
         if runtime.kind == CODE_INTERPRETER:
-            command = self._picod(runtime, first_port, workspace, env)
+            assert self.picod_command is not None
+            command = self.picod_command.argv(port, workspace)
             readiness_path: str | None = "/health"
         else:
             command = list(runtime.command)
             readiness_path = runtime.readiness_path
-        log = open(directory / "sandbox.log", "wb")  # noqa: SIM115 - handed to the child
+        output = open(log, "wb")  # noqa: SIM115 - handed to the child
         try:
             child = subprocess.Popen(
                 command,
                 cwd=workspace,
                 env=env,
                 stdin=subprocess.DEVNULL,
-                stdout=log,
+                stdout=output,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
         except OSError as error:
-            shutil.rmtree(directory, ignore_errors=True)
-            self.ports.release(local_ports.values())
             raise SandboxStartError(f"cannot start {command[0]}: {error}") from error
         finally:
-            log.close()
+            output.close()
         self._children[child.pid] = child
-        start = process_start_time(child.pid) or ""
-        # Recorded before readiness, so a crash while it starts leaves no orphan: see sweep().
-        (directory / _PROCESS_FILE).write_text(f"{child.pid} {start}")
         if runtime.memory_limit_bytes:
             limit = runtime.memory_limit_bytes
             # Memory in use, as a pod's limit counts it: RLIMIT_DATA (writable private
@@ -153,29 +262,7 @@ class SandboxLauncher:
             # platform refuses, run without: localcube is no security boundary.
             with contextlib.suppress(OSError, ValueError):
                 resource.prlimit(child.pid, resource.RLIMIT_DATA, (limit, limit))
-        try:
-            await self._wait_ready(child, first_port, readiness_path, directory / "sandbox.log")
-        except BaseException:
-            await self.end(child.pid, start, directory, local_ports.values())
-            raise
-        return StartedProcess(child.pid, start, endpoints, workspace)
-
-    def _picod(
-        self, runtime: Runtime, port: int, workspace: Path, env: dict[str, str]
-    ) -> list[str]:
-        """The command of a code-interpreter sandbox; adds what it needs to `env`. As
-        upstream, the Router's public key is given only with authMode `picod`
-        (pkg/workloadmanager/workload_builder.go:313-324)."""
-        if runtime.auth_mode == "picod":
-            env["PICOD_AUTH_PUBLIC_KEY"] = self.public_key_pem
-        if self.picod_command is not None:
-            return self.picod_command.argv(port, workspace)
-        env["PYTHONPATH"] = str(_PROJECT_ROOT)
-        command = [sys.executable, "-m", "localcube.picod", "--workspace", str(workspace)]
-        command += ["--auth", "none" if runtime.auth_mode == "none" else "jwt"]
-        if runtime.stateful:  # a Jupyter kernel behind /api/run_code (localcube's extension)
-            command += ["--kernel-state", str(workspace.parent / "kernel")]
-        return command
+        return _ExecutedProcess(child.pid, child, port, readiness_path, self._probe)
 
     async def end(
         self, pid: int, process_start: str, directory: Path, ports: Iterable[int] = ()
@@ -244,39 +331,26 @@ class SandboxLauncher:
             child.poll()
 
     async def close(self) -> None:
+        await self._template.close()
         if self._http is not None:
             await self._http.close()
         self._enders.shutdown(wait=True)
 
-    async def _wait_ready(
-        self, child: subprocess.Popen, port: int, readiness_path: str | None, log: Path
-    ) -> None:
-        deadline = time.monotonic() + self.ready_timeout
-        delay = 0.01
-        while True:
-            if child.poll() is not None:
-                raise SandboxStartError(
-                    f"sandbox process exited with code {child.returncode}: {_tail(log)}"
-                )
-            if await self._serves(port, readiness_path):
-                return
-            if time.monotonic() > deadline:
-                raise SandboxNotReady(
-                    f"sandbox not ready within {self.ready_timeout:g}s: {_tail(log)}"
-                )
-            await asyncio.sleep(delay)
-            delay = min(delay * 1.5, 0.2)
-
-    async def _serves(self, port: int, readiness_path: str | None) -> bool:
+    async def _probe(self, port: int, readiness_path: str | None) -> bool:
+        """Whether the port accepts connections and, with a readiness path, answers 2xx."""
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            return False
+        writer.close()
         if readiness_path is None:
-            try:
-                _, writer = await asyncio.open_connection("127.0.0.1", port)
-            except OSError:
-                return False
-            writer.close()
             return True
         if self._http is None:
-            self._http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2))
+            # No connection kept: each probes a sandbox that has just started, once.
+            self._http = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(force_close=True),
+                timeout=aiohttp.ClientTimeout(total=2),
+            )
         try:
             async with self._http.get(f"http://127.0.0.1:{port}{readiness_path}") as answer:
                 return 200 <= answer.status < 300

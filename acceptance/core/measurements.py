@@ -9,10 +9,21 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Summary:
+    """One measurement's distribution: its percentiles, and every sample for the chart."""
+
     name: str
     count: int
     p50: float
     p95: float
+    samples: tuple[float, ...] = field(default=(), repr=False)
+
+    @property
+    def minimum(self) -> float:
+        return min(self.samples)
+
+    @property
+    def maximum(self) -> float:
+        return max(self.samples)
 
 
 def percentile(samples: list[float], fraction: float) -> float:
@@ -34,6 +45,12 @@ class Measurements:
 
     def summaries(self) -> list[Summary]:
         return [
-            Summary(name, len(samples), percentile(samples, 0.5), percentile(samples, 0.95))
+            Summary(
+                name,
+                len(samples),
+                percentile(samples, 0.5),
+                percentile(samples, 0.95),
+                tuple(samples),
+            )
             for name, samples in sorted(self._samples.items())
         ]

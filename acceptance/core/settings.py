@@ -266,28 +266,28 @@ SETTINGS: tuple[Setting, ...] = (
         "short_session_timeout",
         "AGENTCUBE_SHORT_SESSION_TIMEOUT",
         parse_seconds,
-        "3s",
+        "2s",
         "`sessionTimeout` of the runtime the idle-timeout scenarios apply.",
     ),
     Setting(
         "ttl_grace",
         "AGENTCUBE_TTL_GRACE",
         parse_seconds,
-        "5s",
+        "1s",
         "Time allowed past a session's timeout for garbage collection to end it.",
     ),
     Setting(
         "poll_interval",
         "AGENTCUBE_POLL_INTERVAL",
         parse_seconds,
-        "200ms",
+        "100ms",
         "Pause between two probes while waiting for a condition.",
     ),
     Setting(
         "short_session_lifetime",
         "AGENTCUBE_SHORT_SESSION_LIFETIME",
         parse_seconds,
-        "4s",
+        "3s",
         "Hard lifetime of a session in the lifetime scenarios: the `maxSessionDuration` of "
         "the runtime they apply, or the `ttl` a session asks for. Longer than "
         "`short_session_timeout`.",
@@ -296,7 +296,7 @@ SETTINGS: tuple[Setting, ...] = (
         "long_task_duration",
         "AGENTCUBE_LONG_TASK_DURATION",
         parse_seconds,
-        "3s",
+        "2s",
         "How long the long command of the long-task scenario runs. On a cluster choose it "
         "longer than any request timeout between the suite and the sandbox (an ingress, a "
         "load balancer).",
@@ -351,7 +351,7 @@ SETTINGS: tuple[Setting, ...] = (
         "overload_hold",
         "AGENTCUBE_OVERLOAD_HOLD",
         parse_seconds,
-        "2s",
+        "1s",
         "How long each call of the overload scenario holds its slot in the limited Router; "
         "the refused calls must be answered sooner.",
     ),
@@ -528,12 +528,19 @@ def read_setting(setting: Setting, userdata: Mapping[str, str], environ: Mapping
 
 
 def settings_table() -> str:
-    """The configuration table in Markdown, as the README shows it."""
+    """The configuration table in Markdown, as docs/configuration.md shows it: the defaults
+    (the shortest that keep each check meaningful on localcube) beside a cluster's."""
+    from acceptance.platforms.kubernetes.settings import CLUSTER_DEFAULTS  # it imports this
+
     rows = [
-        "| `-D` name | environment variable | default | meaning |",
-        "|---|---|---|---|",
+        "| `-D` name | environment variable | default | on a cluster | meaning |",
+        "|---|---|---|---|---|",
     ]
-    rows += [f"| `{s.name}` | `{s.env}` | {s.describe_default()} | {s.meaning} |" for s in SETTINGS]
+    for s in SETTINGS:
+        cluster = f"`{CLUSTER_DEFAULTS[s.name][0]}`" if s.name in CLUSTER_DEFAULTS else "same"
+        rows.append(
+            f"| `{s.name}` | `{s.env}` | {s.describe_default()} | {cluster} | {s.meaning} |"
+        )
     return "\n".join(rows)
 
 

@@ -86,10 +86,10 @@ class LongTasks:
         )
 
     def agent_works_past_idle_timeout(self) -> None:
-        """One call that keeps the agent busy for half as long again as the idle timeout:
-        had the platform not counted the call as activity, it would have ended the session
-        meanwhile."""
-        seconds = 1.5 * self._settings.short_session_timeout
+        """One call that keeps the agent busy for the idle timeout and ttl_grace: had the
+        platform not counted the call as activity, it would have ended the session
+        meanwhile, as the idle-expiry scenario requires it to end an idle one by then."""
+        seconds = self._settings.short_session_timeout + self._settings.ttl_grace
         session = self._world.session
         self._world.call(
             session.runtime,

@@ -51,8 +51,9 @@ def _parse(arguments: list[str]) -> tuple[int, list[str]]:
     parser.add_argument(
         "--processes",
         type=int,
-        default=os.cpu_count() or 2,
-        help="how many scenarios run at once (default: the number of CPUs)",
+        # Most scenarios wait (idle timeouts, lifetimes, long calls) rather than compute.
+        default=2 * (os.cpu_count() or 1),
+        help="how many scenarios run at once (default: twice the number of CPUs)",
     )
     options, behave_arguments = parser.parse_known_args(arguments)
     if options.processes < 1:

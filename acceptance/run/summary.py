@@ -97,8 +97,12 @@ def _slowest_steps(results: RunResults) -> Table:
 
 
 def _latency_table(latencies: list[Summary]) -> Table:
-    rows = [(s.name, str(s.count), _ms(s.p50), _ms(s.p95)) for s in latencies]
-    return Table("Latencies measured", ("measurement", "samples", "p50", "p95"), rows)
+    rows = [
+        (s.name, str(s.count), _ms(s.minimum), _ms(s.p50), _ms(s.p95), _ms(s.maximum))
+        for s in latencies
+    ]
+    headers = ("measurement", "samples", "min", "p50", "p95", "max")
+    return Table("Latencies measured", headers, rows)
 
 
 def _seconds(value: float) -> str:

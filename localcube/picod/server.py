@@ -145,10 +145,12 @@ async def serve(
     host: str,
     port: int,
     kernel_state: Path | None = None,
+    on_listening: Callable[[], None] | None = None,
 ) -> int:
     """Serve until SIGTERM or SIGINT, then kill the commands' process groups; exit status.
     With `kernel_state`, a Jupyter kernel serves /api/run_code, and its death ends the
-    daemon with status 1, as a crash of the sandbox would."""
+    daemon with status 1, as a crash of the sandbox would. `on_listening` is called once the
+    port accepts connections (and the kernel, if any, runs)."""
     stop = asyncio.Event()
     died: list[str] = []
 
@@ -179,6 +181,8 @@ async def serve(
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
+    if on_listening is not None:  # only now: a SIGTERM from then on stops it gracefully
+        on_listening()
     await stop.wait()
     log.info("shutting down")
     if kernel is not None:
@@ -199,7 +203,7 @@ def _kernel_runner(
     return kernel, RunCode(kernel)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, on_listening: Callable[[], None] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m localcube.picod",
         description="PicoD-compatible code-interpreter daemon (listens on $HOST, port --port).",
@@ -235,4 +239,4 @@ def main(argv: list[str] | None = None) -> int:
         print(f"picod: workspace: {path_error('mkdir', args.workspace, error)}", file=sys.stderr)
         return 1
     host = os.environ.get("HOST") or "127.0.0.1"
-    return asyncio.run(serve(PicoD(workspace), key, host, port, args.kernel_state))
+    return asyncio.run(serve(PicoD(workspace), key, host, port, args.kernel_state, on_listening))

@@ -399,7 +399,8 @@ def crash_during_delete(scene: Scene) -> None:
     victim = scene.open("code-interpreter", "python-interpreter")
     client.execute(
         "python-interpreter",
-        ["sh", "-c", "for i in 1 2 3 4 5 6 7 8; do sleep 60 & done; echo started"],
+        # Their output elsewhere: a command answers once its output pipes close.
+        ["sh", "-c", "for i in 1 2 3 4 5 6 7 8; do sleep 60 >/dev/null 2>&1 & done; echo started"],
         session=victim,
     )
     with ThreadPoolExecutor(1) as pool:

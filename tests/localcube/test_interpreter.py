@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import http.client
 import json
+import sys
 from pathlib import Path
 
 import requests
@@ -29,6 +30,16 @@ def test_code_runs_in_a_session_created_on_the_first_call(client: Client) -> Non
     assert answer.json()["stdout"] == "2\n"
     assert answer.json()["exit_code"] == 0
     assert answer.headers[SESSION_HEADER]
+
+
+def test_python3_in_a_sandbox_is_a_bare_python_of_localcubes_version(client: Client) -> None:
+    """Not a version manager's shim, nor localcube's environment with its packages: the
+    standard library alone, as in the fixtures' python image."""
+    code = "import sys; print(sys.version_info[:2], sys.prefix != sys.base_prefix, sys.path[-1])"
+    answer = client.execute(INTERPRETER, ["python3", "-c", code])
+    version, in_environment, site = answer.json()["stdout"].rsplit(maxsplit=2)
+    assert (version, in_environment) == (str(tuple(sys.version_info[:2])), "True")
+    assert not any(Path(site).iterdir())  # an empty site-packages: nothing installed
 
 
 def test_interpreter_state_is_not_kept_but_files_are(client: Client) -> None:

@@ -57,8 +57,8 @@ def test_defaults_when_nothing_is_configured() -> None:
     assert (settings.load_sessions, settings.load_rate) == (100, 10)
     assert settings.load_required_share == 1.0
     assert settings.echo_agent == "echo-agent"
-    assert settings.short_session_timeout == 3.0
-    assert settings.poll_interval == pytest.approx(0.2)
+    assert settings.short_session_timeout == 2.0
+    assert settings.poll_interval == pytest.approx(0.1)
 
 
 @pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: s.name)

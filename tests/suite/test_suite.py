@@ -51,4 +51,4 @@ def test_the_cluster_platform_brings_its_defaults_and_keeps_its_settings_apart()
     assert (settings.namespace, settings.ttl_grace, settings.fail_fast) == ("agentcube", 120, 7)
     assert settings.short_session_lifetime == 60
     assert cluster_userdata["kube_context"] == "kind-e2e"
-    assert read_settings({}, {})[0].short_session_lifetime == 4  # localcube keeps its own
+    assert read_settings({}, {})[0].short_session_lifetime == 3  # localcube keeps its own

@@ -64,11 +64,12 @@ def test_the_slowest_scenarios_and_steps_come_first() -> None:
     assert steps[0] == ("7.00 s", "When step 7", "Feature: s")
 
 
-def test_latencies_show_every_measured_name_with_p50_and_p95() -> None:
+def test_latencies_show_every_measured_name_with_its_range_p50_and_p95() -> None:
     latencies = table(summarize(results(), 12.0), "Latencies measured")
+    assert latencies.headers == ("measurement", "samples", "min", "p50", "p95", "max")
     assert latencies.rows == [
-        ("invocation in a session", "5", "30.0 ms", "500.0 ms"),
-        ("session creation (cold)", "1", "1250.0 ms", "1250.0 ms"),
+        ("invocation in a session", "5", "10.0 ms", "30.0 ms", "500.0 ms", "500.0 ms"),
+        ("session creation (cold)", "1", "1250.0 ms", "1250.0 ms", "1250.0 ms", "1250.0 ms"),
     ]
 
 
