@@ -29,14 +29,15 @@ def test_the_readme_fits_a_newcomers_first_screens() -> None:
 
 def test_the_configuration_table_is_the_generated_one() -> None:
     table = subprocess.run(
-        [sys.executable, "-m", "acceptance.core.settings"],
+        [sys.executable, "-m", "acceptance.run.configuration_table"],
         cwd=ROOT,
         capture_output=True,
         text=True,
         check=True,
     ).stdout.strip()
     assert table in doc("configuration.md"), (
-        "regenerate the table in docs/configuration.md with: python -m acceptance.core.settings"
+        "regenerate the table in docs/configuration.md with: "
+        "python -m acceptance.run.configuration_table"
     )
 
 

@@ -3,14 +3,13 @@ environment.
 
 Each setting can be given as ``behave -D name=value`` or as an environment variable; ``-D``
 wins, an empty value counts as unset. Timeouts live in the same table so that a slower
-target is one ``-D`` away. The README's configuration table is generated from ``SETTINGS``
-(``python -m acceptance.core.settings``), so the two cannot drift apart.
+target is one ``-D`` away. docs/configuration.md's table is generated from ``SETTINGS``
+(``python -m acceptance.run.configuration_table``), so the two cannot drift apart.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -525,24 +524,3 @@ def read_setting(setting: Setting, userdata: Mapping[str, str], environ: Mapping
         raise ConfigError(
             f"setting {setting.name} ({source}): {shown} {error}. Meaning: {setting.meaning}"
         ) from None
-
-
-def settings_table() -> str:
-    """The configuration table in Markdown, as docs/configuration.md shows it: the defaults
-    (the shortest that keep each check meaningful on localcube) beside a cluster's."""
-    from acceptance.platforms.kubernetes.settings import CLUSTER_DEFAULTS  # it imports this
-
-    rows = [
-        "| `-D` name | environment variable | default | on a cluster | meaning |",
-        "|---|---|---|---|---|",
-    ]
-    for s in SETTINGS:
-        cluster = f"`{CLUSTER_DEFAULTS[s.name][0]}`" if s.name in CLUSTER_DEFAULTS else "same"
-        rows.append(
-            f"| `{s.name}` | `{s.env}` | {s.describe_default()} | {cluster} | {s.meaning} |"
-        )
-    return "\n".join(rows)
-
-
-if __name__ == "__main__":
-    sys.stdout.write(settings_table() + "\n")

@@ -307,7 +307,7 @@ def with_cluster_defaults(
 
 def settings_rows() -> list[str]:
     """The adapter's rows of the README's configuration table (same columns as
-    ``acceptance.core.settings.settings_table``)."""
+    ``acceptance.run.configuration_table.settings_table``)."""
     return [
         f"| {'—' if s.name in ENV_ONLY else f'`{s.name}`'} | `{s.env}` | "
         f"{s.describe_default()} | {s.meaning} |"
