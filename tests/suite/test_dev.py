@@ -41,3 +41,12 @@ def test_the_first_install_says_so_and_shows_pip_at_work(tmp_path: Path) -> None
     result = dev("list", cwd=tmp_path)
     announced = result.stderr.index("dev: installing the pinned requirements into .venv")
     assert result.stderr.index("Requirement already satisfied: pip") > announced, result.stderr
+    # The .venv's own commands (behave, pytest) find the support package from anywhere.
+    site = subprocess.run(
+        [str(tmp_path / ".venv" / "bin" / "python"), "-c", "import sys; print(sys.path)"],
+        cwd="/",
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert str(tmp_path) in site, site
