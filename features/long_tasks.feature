@@ -2,8 +2,8 @@
 Feature: Long tasks
 
   A call may run much longer than an ordinary one. The Router waits for a command as long
-  as the command's own timeout allows; a command that outlives its timeout is stopped with
-  exit code 124 and a message saying so, and its session goes on serving. Time spent inside
+  as the command's own timeout allows; a command that outlives its timeout is stopped, with
+  the exit code and the message that say it timed out, and its session goes on serving. Time spent inside
   a call counts as activity: the Router records it before and after the call, so a task
   longer than the runtime's idle timeout does not end its session.
 
@@ -17,14 +17,14 @@ Feature: Long tasks
   Scenario: A command that leaves a background process running is still stopped at its timeout
     Given a session of the python interpreter
     When I run a command in the session that leaves a background process running long past its timeout of 1 second
-    Then the command is stopped with exit code 124 because it timed out after 1 second
+    Then the command is stopped because it timed out after 1 second
     And the answer came at the timeout, without waiting for the background process
 
   @code-interpreter
   Scenario: A command that outlives its timeout is stopped, and the session runs the next one
     Given a session of the python interpreter
     When I run a command that sleeps for 3 seconds in the session with a timeout of 1 second
-    Then the command is stopped with exit code 124 because it timed out after 1 second
+    Then the command is stopped because it timed out after 1 second
     When I run a command that prints "still here" in the session
     Then the command prints "still here"
     And the answer carries the same session id

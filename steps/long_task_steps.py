@@ -27,7 +27,7 @@ def step_run_with_timeout(context: Context, sleep: int, seconds: int) -> None:
     context.world.part(LongTasks).run_with_timeout(programs.sleep_for(sleep), seconds)
 
 
-@then("the command is stopped with exit code 124 because it timed out after {seconds:d} second")
+@then("the command is stopped because it timed out after {seconds:d} second")
 def step_command_timed_out(context: Context, seconds: int) -> None:
     assert_that(context.world.last_answer, matchers.timed_out_after(seconds))
 
