@@ -73,6 +73,12 @@ def redis_cube(redis_server: RedisServer, start_localcube, tmp_path: Path):
     return cube, Client(cube.url), redis_server.client(), state
 
 
+def warm_pools_full(client: Client) -> bool:
+    runtimes = client.http.get(f"{client.url}/localcube/v1/runtimes", timeout=10).json()
+    wanted = sum(runtime["warmPoolSize"] for runtime in runtimes["runtimes"])
+    return sum(box["state"] == "warm" for box in client.sandboxes()) == wanted
+
+
 def test_go_formats() -> None:
     """Upstream: pkg/common/types/sandbox.go:26-46"""
     assert [go_duration(s) for s in (900, 3600, 90, 1.5, 0.25, 0, 8 * 3600 + 1)] == [
@@ -224,6 +230,8 @@ def test_a_store_that_stops_answering_fails_calls_with_500_and_leaves_no_sandbox
     """Upstream: pkg/workloadmanager/handlers.go:391-398"""
     _, client, _, state = redis_cube
     session = client.agent("echo-agent", json={}).headers[SESSION_HEADER]
+    # Every warm pool full first: a pool still filling when the store stops keeps trying.
+    wait_until(lambda: warm_pools_full(client), 30, "the warm pools to be full")
     redis_server.stop()
     opened = client.create_session("agent-runtime", "echo-agent")
     assert (opened.status_code, opened.json()) == (500, {"message": "internal server error"})
