@@ -172,9 +172,11 @@ class Router:
         """The answer to a call its sandbox did not serve. A session that ended meanwhile
         (its lifetime ran out, it was deleted) lost its sandbox on purpose: the caller
         learns that it ended, as its next call would."""
-        if self.workloads.session(session_id) is None:
-            return session_not_found(session_id)
-        return _unavailable(failure)
+        try:
+            ended = self.workloads.session(session_id) is None
+        except StoreError:  # the store fails too: the sandbox's failure is the answer
+            ended = False
+        return session_not_found(session_id) if ended else _unavailable(failure)
 
     def _client(self) -> aiohttp.ClientSession:
         if self._upstream is None:

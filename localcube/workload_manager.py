@@ -261,7 +261,7 @@ class WorkloadManager:
                 if isinstance(result, BaseException):
                     log.error("warm pool of %s/%s: %s", key[1], key[2], result)
                 elif self.runtimes.get(key) != runtime:  # changed or went while it started
-                    await self._end(result, "runtime changed")
+                    await self._end_processes(result, "runtime changed")  # never recorded
                 else:
                     try:
                         self.store.put(result)

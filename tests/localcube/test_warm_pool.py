@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from tests.localcube.support import SESSION_HEADER, Client, wait_until
+import time
+from pathlib import Path
+
+from tests.localcube.picod_process import own_picod_command
+from tests.localcube.support import (
+    SESSION_HEADER,
+    Client,
+    derived_manifest,
+    processes_under,
+    wait_until,
+)
 
 WARM = "python-interpreter-warm"
 
@@ -42,3 +52,32 @@ def test_an_interpreter_without_a_pool_starts_cold(start_localcube) -> None:
     assert warm_sandboxes(client, "python-interpreter") == []
     answer = client.execute("python-interpreter", ["echo", "cold"])
     assert answer.json()["stdout"] == "cold\n"
+
+
+def test_a_warm_sandbox_that_finishes_starting_after_its_runtime_went_is_ended(
+    tmp_path: Path, start_localcube
+) -> None:
+    """The pool's sandboxes start slowly here (a PicoD behind a wrapper that waits a
+    second); the runtime is deleted while they start. Once they serve, they belong to no
+    runtime and no record: they must end, leaving no process and no directory."""
+    records = tmp_path / "records"
+    slow = tmp_path / "slow-picod.sh"
+    slow.write_text(f'sleep 1\nexec sh {tmp_path}/my-picod.sh "$@"\n')
+    own_picod_command(tmp_path, records)  # writes my-picod.sh, which runs localcube's daemon
+    pooled = derived_manifest(tmp_path, WARM, "slow-pool", warmPoolSize=1)
+    state = tmp_path / "state"
+    cube = start_localcube(
+        [pooled],
+        state_dir=state,
+        extra_arguments=["--picod-command", f"sh {slow} --port {{port}} --workspace {{workspace}}"],
+    )
+    client = Client(cube.url)
+    wait_until(lambda: any(records.iterdir()), 10, "the pool's sandbox to start")
+    deleted = client.http.delete(
+        f"{client.url}/localcube/v1/runtimes/codeinterpreters/default/slow-pool", timeout=10
+    )
+    assert deleted.status_code == 200, deleted.text
+    time.sleep(2)  # the start it could not stop completes meanwhile
+    wait_until(lambda: not processes_under(state / "sandboxes"), 10, "no sandbox process left")
+    assert client.sandboxes() == []
+    assert list((state / "sandboxes").iterdir()) == []
