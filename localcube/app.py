@@ -120,6 +120,7 @@ async def serve(settings: Settings) -> int:
         await runner.cleanup()
         if identity is not None:
             await identity.cleanup()
+        await launcher.close()  # its PicoD template and threads
         store.close()
         if temporary:
             shutil.rmtree(state_dir, ignore_errors=True)

@@ -48,8 +48,8 @@ def escaped(path: str) -> str:
     return quote(path, safe=_GO_PATH_SAFE)
 
 
-def request_headers(request: web.Request, token: str | None) -> CIMultiDict[str]:
-    """The headers the sandbox receives for `request`, signed with `token` if any."""
+def request_headers(request: web.Request, token: str) -> CIMultiDict[str]:
+    """The headers the sandbox receives for `request`, signed with the Router's `token`."""
     headers = CIMultiDict(
         (name, value) for name, value in request.headers.items() if name.lower() != "host"
     )
@@ -59,8 +59,7 @@ def request_headers(request: web.Request, token: str | None) -> CIMultiDict[str]
     prior = request.headers.getall("X-Forwarded-For", [])
     client = gin_client_ip(request)
     headers["X-Forwarded-For"] = ", ".join([*prior, client])
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
+    headers["Authorization"] = f"Bearer {token}"
     # The reverse proxy: hop-by-hop headers go, `Te: trailers` stays, the peer is appended.
     _drop_hop_by_hop(headers)
     if any("trailers" in _tokens(value) for value in request.headers.getall("Te", [])):

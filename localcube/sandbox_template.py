@@ -32,9 +32,6 @@ class ForkedSandbox:
     listening: asyncio.Future[None] = field(default_factory=asyncio.Future)
     exited: asyncio.Future[int] = field(default_factory=asyncio.Future)
 
-    def returncode(self) -> int | None:
-        return self.exited.result() if self.exited.done() else None
-
 
 class SandboxTemplate:
     """The template process, started on first use; its stderr is localcube's."""
