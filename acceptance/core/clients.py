@@ -62,7 +62,7 @@ class Router:
 
     def through(self, transport: Transport) -> Router:
         """The same Router, called through another transport (another caller's token)."""
-        return Router(transport, self._base_url, self._measurements)
+        return Router(transport, self._base_url, self._measurements, self._warm_pooled)
 
     def ready(self) -> requests.Response:
         return self._transport.request("GET", f"{self._base_url}/health/ready")

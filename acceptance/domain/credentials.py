@@ -10,7 +10,6 @@ import secrets
 from hamcrest import all_of, assert_that
 
 from acceptance.core import matchers
-from acceptance.core.clients import Router
 from acceptance.core.runtimes import Role
 from acceptance.domain.world import World
 
@@ -75,11 +74,7 @@ class Authentication:
 
     def _echo_as(self, token: str | None, text: str) -> None:
         session = self._world.session
-        other = Router(
-            self._world.transport_with_token(token),
-            self._world.target.router_url,
-            self._world.measurements,
-        )
+        other = self._world.router.through(self._world.transport_with_token(token))
         self._world.call(
             session.runtime,
             session.session_id,
@@ -111,10 +106,12 @@ class Authentication:
             for whose, token in (
                 ("api_token", self._world.target.api_token),
                 ("second_api_token", self._world.target.second_api_token),
+                ("admin_api_token", self._world.target.admin_api_token),
             )
             if token
         }
-        assert_that(reports[-1], matchers.not_given_credentials(fingerprints))
+        for report in reports:  # the call that opened the session included
+            assert_that(report, matchers.not_given_credentials(fingerprints))
 
 
 def _fingerprint(token: str) -> str:

@@ -16,8 +16,6 @@ from acceptance.core.runtimes import Role
 from acceptance.domain.world import Session, World
 from acceptance.platforms.base import Sandbox
 
-# How long callers opening sessions together wait for each other before they start.
-
 
 class Isolation:
     def __init__(self, world: World) -> None:

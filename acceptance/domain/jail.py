@@ -16,7 +16,6 @@ from acceptance.domain.world import World
 # In the features, the outside directory's absolute path as the sandbox sees it.
 OUTSIDE = "{outside}"
 SECRET_FILE = "secret.txt"
-PLANTED_FILE = "planted.txt"
 # What an upload carries: a newline and non-ASCII, so that a lossy round trip shows.
 UPLOADED = "planted\nh\u00e9llo \u2013 \u4f60\u597d\n".encode()
 
