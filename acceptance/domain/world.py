@@ -123,6 +123,7 @@ class World:
         self._parts: dict[Callable[[World], Any], Any] = {}
         self._kept: list[str] | None = None
         self._token_variable = "AGENTCUBE_API_TOKEN"  # whose token the calls present
+        self._closed: set[str] = set()  # session ids the scenario deleted itself
 
     # What the capability helpers build on.
 
@@ -393,8 +394,12 @@ class World:
         return session
 
     def close_session(self, session: Session) -> requests.Response:
-        """Delete the session through the WorkloadManager now, as a client ends it."""
-        return self._wm.delete_session(session.runtime.kind, session.session_id)
+        """Delete the session through the WorkloadManager now, as a client ends it; once
+        deleted, the scenario's cleanup leaves it alone."""
+        response = self._wm.delete_session(session.runtime.kind, session.session_id)
+        if response.status_code == 200:
+            self._closed.add(session.session_id)
+        return response
 
     def _adopt(self, session: Session) -> None:
         self._sessions.append(session)
@@ -420,6 +425,8 @@ class World:
 
     def _delete_session(self, session: Session) -> None:
         """Cleanup: a session that is already gone (expired, never issued) is fine."""
+        if session.session_id in self._closed:
+            return
         if self._kept is not None:
             self._kept.append(self._how_to_reach(session))
             return

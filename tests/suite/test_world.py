@@ -90,7 +90,7 @@ def test_a_session_the_router_opens_is_deleted_at_the_end(shared_cube, scenario)
     assert run.leaks == []
 
 
-def test_a_session_opened_through_the_workload_manager_is_deleted(shared_cube, scenario) -> None:
+def test_a_session_opened_through_the_router_is_deleted(shared_cube, scenario) -> None:
     run = scenario(shared_cube.url)
     session = run.world.open_session(Role.PYTHON_INTERPRETER)
     assert session.runtime.kind is RuntimeKind.CODE_INTERPRETER
@@ -100,12 +100,13 @@ def test_a_session_opened_through_the_workload_manager_is_deleted(shared_cube, s
     assert run.leaks == []
 
 
-def test_a_session_that_is_already_gone_is_no_leak(shared_cube, scenario) -> None:
+def test_a_session_the_scenario_closed_is_not_deleted_again(shared_cube, scenario) -> None:
     run = scenario(shared_cube.url)
     session = run.world.open_session(Role.ECHO_AGENT)
     assert run.world.close_session(session).status_code == 200
     run.end()
     assert run.leaks == []
+    assert run.world.evidence().count(" DELETE ") == 1, run.world.evidence()
 
 
 def test_a_failed_deletion_is_reported_with_the_answer(shared_cube, scenario) -> None:
