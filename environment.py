@@ -77,10 +77,10 @@ def after_all(context: Context) -> None:
     if suite is None:
         return
     results = suite.finish()
-    results.deselected = count_deselected(context._runner.features, context.config)
     if suite.settings.results_dir:  # a parallel run: its command prints one summary for all
         results.save(Path(suite.settings.results_dir))
     else:
+        results.deselected = count_deselected(context._runner.features, context.config)
         summary = summarize(results, suite.elapsed())
         add_run_summary(context, summary)
         # Past behave's hook capture: this must be seen whether or not the run failed.

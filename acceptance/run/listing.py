@@ -6,15 +6,10 @@ from __future__ import annotations
 import sys
 
 from behave.configuration import Configuration
-from behave.model import Feature, Scenario
+from behave.model import Feature
 from behave.runner_util import collect_feature_locations, parse_features
 
-
-def _selected(scenario: Scenario, config: Configuration) -> bool:
-    return bool(
-        scenario.should_run_with_tags(config.tag_expression)
-        and scenario.should_run_with_name_select(config)
-    )
+from acceptance.run.results import selected_scenarios
 
 
 def listing(features: list[Feature], config: Configuration) -> str:
@@ -24,7 +19,7 @@ def listing(features: list[Feature], config: Configuration) -> str:
     for feature in features:
         scenarios = list(feature.walk_scenarios())
         total += len(scenarios)
-        selected = [scenario for scenario in scenarios if _selected(scenario, config)]
+        selected = selected_scenarios([feature], config)
         chosen += len(selected)
         if selected:
             lines.append(f"{feature.filename}: {feature.name}")

@@ -33,7 +33,7 @@ from acceptance.core.settings import SETTINGS, ConfigError
 from acceptance.platforms.base import Target
 from acceptance.platforms.target import read_settings
 from acceptance.run.preflight import PreflightFailed
-from acceptance.run.results import RunResults
+from acceptance.run.results import RunResults, count_deselected, selected_scenarios
 from acceptance.run.suite import KEPT, Suite
 from acceptance.run.summary import closing_report, summarize
 from acceptance.run.tag_check import UnknownTagError, check_tags
@@ -86,12 +86,7 @@ def run(processes: int, behave_arguments: list[str]) -> int:
     config = Configuration(behave_arguments)
     features = parse_features(collect_feature_locations(config.paths))
     check_tags(features, config.tag_expression, "--tags (or default_tags in behave.ini)")
-    selected = [
-        scenario
-        for feature in features
-        for scenario in feature.walk_scenarios()
-        if config.tag_expression.check(scenario.effective_tags)
-    ]
+    selected = selected_scenarios(features, config)
     alone = sum(_runs_alone(scenario) for scenario in selected)
     concurrent = len(selected) - alone
     print(
@@ -121,7 +116,7 @@ def run(processes: int, behave_arguments: list[str]) -> int:
         suite.kept.extend(phase_results.notes.pop(KEPT, []))  # then its localcube stays
         phase_results.merge(suite.finish())
         results.merge(phase_results)
-    results.deselected = sum(len(list(f.walk_scenarios())) for f in features) - len(selected)
+    results.deselected = count_deselected(features, config)
     summary = summarize(results, time.monotonic() - started)
     sys.stderr.write(f"\n{closing_report(results.notes, summary)}\n")
     print(f"behavex reports (HTML, JUnit XML under behave/): {out}/alone, {out}/concurrent")

@@ -56,17 +56,22 @@ def _first_line(text: str) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), text)
 
 
+def selected_scenarios(features: list[Feature], config: Configuration) -> list[Scenario]:
+    """The scenarios the run's tag expression and names (--tags, --name) select."""
+    return [
+        scenario
+        for feature in features
+        for scenario in feature.walk_scenarios()
+        if scenario.should_run_with_tags(config.tag_expression)
+        and scenario.should_run_with_name_select(config)
+    ]
+
+
 def count_deselected(features: list[Feature], config: Configuration) -> int:
     """The scenarios the run's tag expression or names leave out (behave counts them as
     skipped)."""
-    return sum(
-        not (
-            scenario.should_run_with_tags(config.tag_expression)
-            and scenario.should_run_with_name_select(config)
-        )
-        for feature in features
-        for scenario in feature.walk_scenarios()
-    )
+    total = sum(len(list(feature.walk_scenarios())) for feature in features)
+    return total - len(selected_scenarios(features, config))
 
 
 def outcome_of(scenario: Scenario) -> str:
