@@ -192,8 +192,13 @@ def sigstop_and_sigcont(scene: Scene) -> None:
         for _ in range(SLOTS + 1):
             try:
                 answer = client.agent("echo-agent", json={}, session=session, timeout=0.5)
-            except requests.ReadTimeout:
-                continue  # the client gave up
+            except requests.ReadTimeout:  # the client gave up: its slot is freed
+                wait_until(
+                    lambda: client.sandbox_of(session)["callsInFlight"] == 1,  # the patient one
+                    5,
+                    "the abandoned call's slot to be freed",
+                )
+                continue
             assert (answer.status_code, answer.json()) == (504, {"error": "sandbox timeout"})
         time.sleep(0.5)
         assert not patient.done()

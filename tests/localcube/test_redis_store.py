@@ -183,9 +183,9 @@ def test_activity_a_router_records_keeps_a_session_then_it_ends_with_its_records
     client, store = Client(cube.url), redis_server.client()
     session = client.create_session("agent-runtime", "brief-agent").json()["sessionId"]
     pid = client.sandbox_of(session)["pid"]
-    for _ in range(8):  # another Router's calls, 4 s in all: twice the idle timeout
+    for _ in range(20):  # another Router's calls, 4 s in all: twice the idle timeout
         store.zadd("session:last_activity", {session: int(time.time())})
-        time.sleep(0.5)
+        time.sleep(0.2)
     assert not process_gone(pid), "activity in session:last_activity keeps the session"
     wait_until(lambda: process_gone(pid), 10, "the idle session to end")
     assert store.exists(f"session:{session}") == 0

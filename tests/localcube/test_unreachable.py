@@ -12,7 +12,7 @@ import pytest
 import requests
 
 from localcube.router import _preflight
-from tests.localcube.support import SESSION_HEADER, Client, agent_running, stopped
+from tests.localcube.support import SESSION_HEADER, Client, agent_running, stopped, wait_until
 
 # Accepts every connection and closes it at once: reachable, but never answers.
 HANGS_UP = (
@@ -73,7 +73,9 @@ def test_a_silent_sandbox_is_waited_for_until_the_client_gives_up(start_localcub
         for _ in range(3):  # more calls than slots: each slot is freed when its client leaves
             with pytest.raises(requests.ReadTimeout):
                 client.agent("echo-agent", json={}, session=hung, timeout=1.5)
-        time.sleep(0.2)
+        wait_until(
+            lambda: client.sandbox_of(hung)["callsInFlight"] == 0, 5, "the slots to be freed"
+        )
         served = client.agent("echo-agent", json={}, session=healthy, timeout=10)
     assert served.status_code == 200, served.text
 
