@@ -8,72 +8,35 @@
 
 from __future__ import annotations
 
-import json
 import math
-from datetime import UTC, datetime
 from typing import Any
 
+from localcube.picod import gocompat
 from localcube.store import SandboxRecord
 
 SESSION_PREFIX = "session:"
 EXPIRY_INDEX = "session:expiry"
 ACTIVITY_INDEX = "session:last_activity"
 SANDBOX_CLAIM = "SandboxClaim"
-# Besides what Python's json escapes, Go's encoding/json escapes these (HTMLEscape, JS).
-_GO_ESCAPES = {
-    "<": "\\u003c",
-    ">": "\\u003e",
-    "&": "\\u0026",
-    "\u2028": "\\u2028",
-    "\u2029": "\\u2029",
-}
 
 
 def session_key(session_id: str) -> str:
     return SESSION_PREFIX + session_id
 
 
-def go_json(value: Any) -> bytes:
+def go_json(value: dict[str, Any]) -> bytes:
     """`value` as Go's json.Marshal writes it: compact, UTF-8, HTML characters escaped."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    for character, escape in _GO_ESCAPES.items():
-        text = text.replace(character, escape)
-    return text.encode()
+    return gocompat.go_json(value).encode()
 
 
 def go_time(seconds: float) -> str:
-    """A UTC instant as Go's time.Time marshals it: RFC 3339 with the fraction's trailing
-    zeros dropped (localcube keeps microseconds)."""
-    moment = datetime.fromtimestamp(seconds, UTC)
-    fraction = f"{moment.microsecond:06d}".rstrip("0")
-    return moment.strftime("%Y-%m-%dT%H:%M:%S") + (f".{fraction}" if fraction else "") + "Z"
+    """A UTC instant as Go's time.Time marshals it (localcube keeps microseconds)."""
+    return gocompat.rfc3339(round(seconds * 1_000_000) * 1_000)
 
 
 def go_duration(seconds: float) -> str:
-    """A duration as Go's time.Duration.String writes it (`15m0s`, `1h0m0s`, `1.5s`,
-    `250ms`), as metav1.Duration marshals it."""
-    nanos = round(seconds * 1_000_000_000)
-    sign, nanos = ("-", -nanos) if nanos < 0 else ("", nanos)
-    if nanos == 0:
-        return "0s"
-    if nanos < 1_000_000_000:
-        for unit, size in (("ms", 1_000_000), ("µs", 1_000), ("ns", 1)):
-            if nanos >= size:
-                return sign + _decimal(nanos, size) + unit
-    whole, fraction = divmod(nanos, 1_000_000_000)
-    text = _decimal(whole % 60 * 1_000_000_000 + fraction, 1_000_000_000) + "s"
-    minutes, hours = whole // 60 % 60, whole // 3600
-    if whole >= 60:
-        text = f"{minutes}m{text}"
-    if hours:
-        text = f"{hours}h{text}"
-    return sign + text
-
-
-def _decimal(value: int, unit: int) -> str:
-    whole, fraction = divmod(value, unit)
-    digits = f"{fraction:0{len(str(unit)) - 1}d}".rstrip("0") if fraction else ""
-    return f"{whole}.{digits}" if digits else str(whole)
+    """A duration as metav1.Duration marshals it: Go's time.Duration.String (`15m0s`)."""
+    return gocompat.go_duration_string(round(seconds * 1_000_000_000))
 
 
 def placeholder(record: SandboxRecord, kind: str) -> bytes:
