@@ -26,7 +26,7 @@ from localcube.router import Router, gin_no_route
 from localcube.router_identity import SERVICE_ACCOUNT, serve_identity
 from localcube.sandboxes import SandboxLauncher
 from localcube.signing import RequestSigner
-from localcube.store import SandboxRecord, Store, StoreError
+from localcube.store import Store, StoreError
 from localcube.workload_manager import WorkloadManager
 from localcube.workload_manager_http import WorkloadManagerRoutes
 
@@ -70,7 +70,7 @@ async def serve(settings: Settings) -> int:
     store = (
         Store(database)
         if records is None
-        else MirroredStore(database, records, lambda record: _sandbox_kind(workloads, record))
+        else MirroredStore(database, records, lambda record: workloads.sandbox_kind(record))
     )
     signer = RequestSigner(state_dir)
     tokens = settings.tokens
@@ -148,8 +148,3 @@ async def serve(settings: Settings) -> int:
     if temporary:
         shutil.rmtree(state_dir, ignore_errors=True)
     return 0
-
-
-def _sandbox_kind(workloads: WorkloadManager, record: SandboxRecord) -> str:
-    runtime = workloads.runtimes.get((record.kind, record.namespace, record.runtime))
-    return "Sandbox" if runtime is None else runtime.sandbox_kind

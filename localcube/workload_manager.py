@@ -101,6 +101,12 @@ class WorkloadManager:
         )
         return record
 
+    def sandbox_kind(self, record: SandboxRecord) -> str:
+        """How upstream names the sandbox behind the record: a SandboxClaim for a runtime
+        with a warm pool, else a Sandbox (a runtime gone meanwhile: a Sandbox)."""
+        runtime = self.runtimes.get((record.kind, record.namespace, record.runtime))
+        return "Sandbox" if runtime is None else runtime.sandbox_kind
+
     def session(self, session_id: str) -> SandboxRecord | None:
         return self.store.by_session(session_id)
 

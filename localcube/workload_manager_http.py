@@ -71,9 +71,8 @@ class WorkloadManagerRoutes:
             )
         except CREATION_FAILURES as failure:
             return workload_manager_refusal(failure)
-        runtime = self.workloads.runtimes.get((kind, body["namespace"], body["name"]))
         created = {
-            "kind": "Sandbox" if runtime is None else runtime.sandbox_kind,
+            "kind": self.workloads.sandbox_kind(record),
             "sessionId": record.session_id,
             "sandboxId": record.sandbox_id,
             "sandboxName": record.sandbox_name,
