@@ -8,6 +8,7 @@ exists, and the activity a Router records there is the activity localcube's GC s
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -36,19 +37,27 @@ class MirroredStore(Store):
         self.records.close()
 
     def put(self, record: SandboxRecord) -> None:
-        """A new session is written as upstream opens one: placeholder, then full record.
-        Raise StoreError when the records cannot be written."""
+        """A new session is written as upstream opens one: placeholder, then full record;
+        localcube's own row last. Raise StoreError when the records cannot be written, and
+        then leave neither a new session's records nor its row behind."""
         session_id = record.session_id
         if session_id is None:
             super().put(record)
             return
         kind = self._kind_of(record)
-        if super().by_session(session_id) is None:
-            self.records.store(
-                session_id, placeholder(record, kind), record.expires_at or 0.0, time.time()
-            )
-        super().put(record)
-        self.records.update(session_id, ready(record, kind))
+        new = super().by_session(session_id) is None
+        try:
+            if new:
+                self.records.store(
+                    session_id, placeholder(record, kind), record.expires_at or 0.0, time.time()
+                )
+            self.records.update(session_id, ready(record, kind))
+            super().put(record)
+        except StoreError:
+            if new:
+                with contextlib.suppress(StoreError):
+                    self.records.delete(session_id)
+            raise
 
     def by_session(self, session_id: str) -> SandboxRecord | None:
         """The session while its record exists, with the owner and entry points the record
