@@ -31,8 +31,8 @@ Feature: Warm pools
     And the session is served by a sandbox started for it
 
   @serial
-  Scenario: A first call with a warm pool takes no longer than one without
+  Scenario: A warm pool does not make a first call slower
     Given the warm pool of the warm-pool interpreter is full
-    When I time the first call of a new session of the python interpreter
-    And I time the first call of a new session of the warm-pool interpreter
-    Then the first call of the warm-pool interpreter took no longer than that of the python interpreter
+    When I time the first calls of new sessions of the python interpreter
+    And I time the first calls of new sessions of the warm-pool interpreter
+    Then the fastest first call of the warm-pool interpreter was not slower than that of the python interpreter

@@ -23,6 +23,13 @@ from acceptance.core.runtimes import Role, Runtime
 from acceptance.domain.world import World
 from acceptance.platforms.base import Sandbox
 
+# How many first calls of each kind are timed (the fixture's warm pool holds 2).
+FIRST_CALLS = 2
+# How much slower than the fastest cold first call the fastest warm one may be: a pool must
+# not make first calls slower, but where a cold start forks in milliseconds (localcube) the
+# two differ by less than a command's own noise. A pool that does not help at all (a warm
+# first call waiting for a start) is slower by far more.
+WARM_TO_COLD_BOUND = 1.5
 # The first call's command: as quick as possible, so that the call's time is the session's.
 _PROBE = ["echo", "2"]
 
@@ -33,8 +40,7 @@ class WarmPools:
         self._platform = world.platform
         self._settings = world.settings
         self._waiting: frozenset[str] = frozenset()  # sandbox ids in the pool before the call
-        self._first_calls: dict[Role, float] = {}
-        self._next_calls: dict[Role, float] = {}  # the call after the first, in its session
+        self._first_calls: dict[Role, list[float]] = {}
         self._closed: Sandbox | None = None  # the pooled sandbox of the session closed
 
     def wait_until_full(self, role: Role) -> None:
@@ -122,36 +128,35 @@ class WarmPools:
             waiting_for=f"the warm pool of {runtime} to refill after a session took {claimed}",
         )
 
-    def time_first_call(self, role: Role) -> None:
-        """Open a session of the interpreter with a first call, timed from send to answer,
-        then time the same call once more in that session: what a call costs once its
-        sandbox serves, the measure of how much two single calls may differ by chance."""
+    def time_first_calls(self, role: Role) -> None:
+        """Open sessions of the interpreter with first calls, each timed from send to
+        answer: as many as its warm pool holds (a pool's every one is a claim), at most
+        FIRST_CALLS; the fastest of them is compared, which no load can make faster."""
         runtime = self._world.runtime(role)
-        self._first_calls[role] = self._timed_probe(runtime, None)
-        self._next_calls[role] = self._timed_probe(runtime, self._world.session.session_id)
+        pool = self._platform.warm_pool_size(runtime)
+        count = min(FIRST_CALLS, pool) if pool else FIRST_CALLS
+        self._first_calls[role] = [self._timed_first_call(runtime) for _ in range(count)]
 
-    def _timed_probe(self, runtime: Runtime, session_id: str | None) -> float:
+    def _timed_first_call(self, runtime: Runtime) -> float:
         started = time.perf_counter()
-        answer = self._world.execute(runtime, _PROBE, session_id)
+        answer = self._world.execute(runtime, _PROBE, None)
         elapsed = time.perf_counter() - started
-        assert_that(answer, matchers.prints_line("2"), f"a call to {runtime} failed")
+        assert_that(answer, matchers.prints_line("2"), f"the first call to {runtime} failed")
         return elapsed
 
     def expect_warm_faster(self, warm: Role, cold: Role) -> None:
         """Print the ratio seen (in the scenario's output and report), then require that the
-        warm first call took no longer than the cold one, give or take one ordinary call:
-        where cold starts take milliseconds (localcube), two single calls differ by that."""
-        warm_seconds, cold_seconds = self._first_calls[warm], self._first_calls[cold]
-        slack = self._next_calls[warm]
+        fastest warm first call was not slower than the fastest cold one, beyond noise."""
+        warm_seconds, cold_seconds = min(self._first_calls[warm]), min(self._first_calls[cold])
         ratio = warm_seconds / cold_seconds
         print(
-            f"first call with a warm pool {warm_seconds:.3f} s, without {cold_seconds:.3f} s: "
-            f"warm/cold = {ratio:.2f} (an ordinary call took {slack:.3f} s)"
+            f"fastest first call with a warm pool {warm_seconds:.3f} s, without "
+            f"{cold_seconds:.3f} s: warm/cold = {ratio:.2f}"
         )
-        assert warm_seconds <= cold_seconds + slack, (
-            f"the first call with a warm pool took {warm_seconds:.3f} s, longer than the "
-            f"{cold_seconds:.3f} s of a cold start and the {slack:.3f} s of an ordinary call "
-            f"(warm/cold = {ratio:.2f})"
+        assert ratio <= WARM_TO_COLD_BOUND, (
+            f"the first call with a warm pool took {warm_seconds:.3f} s at best, slower than "
+            f"the {cold_seconds:.3f} s of the fastest cold start (warm/cold = {ratio:.2f}, "
+            f"bound {WARM_TO_COLD_BOUND:g})"
         )
 
     @property

@@ -88,7 +88,7 @@ NO_POOL = _s(
     "warm_pools",
     "Without a pool, the first call starts a sandbox for the session and works the same",
 )
-POOL_FASTER = _s("warm_pools", "A first call with a warm pool takes no longer than one without")
+POOL_FASTER = _s("warm_pools", "A warm pool does not make a first call slower")
 LOAD = _s("sustained_load", "Sessions of the <interpreter> opened at a steady rate are served")
 UNAUTHORIZED = _s("credentials", "A call <credentials> is refused as unauthorized")
 OWNER = _s("credentials", "A session belongs to the subject that opened it")

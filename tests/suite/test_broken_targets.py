@@ -199,7 +199,7 @@ CASES = {
     ),
     "a warm pool that does not speed anything up": Case(
         "slow-warm-pool",
-        ("with a warm pool takes no longer",),
+        ("does not make a first call slower",),
         ("the first call with a warm pool took",),
     ),
     "deletions that delete nothing": Case(
