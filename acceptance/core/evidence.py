@@ -55,8 +55,22 @@ def excerpt(body: bytes | str | None, limit: int = BODY_EXCERPT) -> str:
             body = body.decode("utf-8")
         except UnicodeDecodeError:
             return f"({len(body)} bytes of binary data)"
-    text = redact(body)
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+    if len(body) <= limit:
+        return redact(body)
+    return f"{_redacted_head(body, limit)}... ({len(body)} characters)"
+
+
+def _redacted_head(text: str, limit: int) -> str:
+    """The first `limit` characters of the redacted text, redacting only a head of it (a
+    body may be megabytes). The head is grown until its redacted form runs at least one
+    secret's length past `limit`, so a secret cut at the head's end is never shown."""
+    margin = max((len(secret) for secret in _secrets), default=0) + 1
+    size = limit + margin
+    while True:
+        head = redact(text[:size])
+        if len(head) >= limit + margin or size >= len(text):
+            return head[:limit]
+        size *= 2
 
 
 def describe_response(response: requests.Response) -> str:

@@ -61,6 +61,14 @@ def test_excerpts_are_bounded_and_binary_safe() -> None:
     assert excerpt(b"") == "(empty)"
 
 
+def test_a_long_body_is_redacted_up_to_its_excerpt_without_showing_a_cut_secret() -> None:
+    register_secret("s3cr3t-value")
+    body = "s3cr3t-value " * 3 + "x" * 18 + "s3cr3t-value" + "y" * 10_000_000
+    shown = excerpt(body, limit=40)
+    assert shown == f"{REDACTED} {REDACTED} {REDACTED} {'x' * 7}... ({len(body)} characters)"
+    assert "s3cr" not in excerpt(body, limit=44)
+
+
 def test_a_described_response_shows_status_request_headers_and_body(answer) -> None:
     register_secret("t0k3n")
     text = describe_response(
