@@ -111,6 +111,15 @@ class Platform:
         """The sandbox serving this session, or None when the platform knows of none."""
         raise self._missing(SANDBOX_OBSERVATION)
 
+    def sandboxes_of(self, session_ids: Iterable[str]) -> dict[str, Sandbox]:
+        """The sandboxes serving these sessions, by session id (sessions the platform knows
+        no sandbox for are left out). An adapter that can list them at once overrides it."""
+        found = {}
+        for session_id in session_ids:
+            if (sandbox := self.sandbox_of(session_id)) is not None:
+                found[session_id] = sandbox
+        return found
+
     def is_running(self, sandbox: Sandbox) -> bool:
         """Whether the sandbox still exists in any form (listed, or its process alive)."""
         raise self._missing(SANDBOX_OBSERVATION)

@@ -74,10 +74,15 @@ class LocalcubePlatform(Platform):
         return response.json()["sandboxes"]
 
     def sandbox_of(self, session_id: str) -> Sandbox | None:
-        for entry in self._sandboxes():
-            if entry.get("sessionId") == session_id:
-                return Sandbox(entry["sandboxId"], entry.get("pid"))
-        return None
+        return self.sandboxes_of([session_id]).get(session_id)
+
+    def sandboxes_of(self, session_ids: Iterable[str]) -> dict[str, Sandbox]:
+        wanted = set(session_ids)
+        return {
+            entry["sessionId"]: Sandbox(entry["sandboxId"], entry.get("pid"))
+            for entry in self._sandboxes()
+            if entry.get("sessionId") in wanted
+        }
 
     def evidence(self, session_ids: Iterable[str]) -> str:
         """localcube's account of the sessions' sandboxes (process, state, times, workspace)."""

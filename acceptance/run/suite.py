@@ -146,10 +146,11 @@ class Suite:
         platform = self.target.platform(transport)
 
         def served() -> list[str]:
+            sandboxes = platform.sandboxes_of(s.session_id for s in self.ledger.sessions)
             return [
-                f"{session}: {sandbox}"
+                f"{session}: {sandboxes[session.session_id]}"
                 for session in self.ledger.sessions
-                if (sandbox := platform.sandbox_of(session.session_id)) is not None
+                if session.session_id in sandboxes
             ]
 
         try:

@@ -129,6 +129,15 @@ def test_no_sandbox_for_an_unknown_session(platform: KubernetesPlatform) -> None
     assert platform.sandbox_of(SESSION) is None
 
 
+def test_sandboxes_of_several_sessions_leave_out_those_without_one(
+    platform: KubernetesPlatform, fake: FakeKubernetes
+) -> None:
+    plain_sandbox(fake)
+    found = platform.sandboxes_of([SESSION, "no-such-session"])
+    assert list(found) == [SESSION]
+    assert found[SESSION].sandbox_id == "echo-agent-x7k2"
+
+
 def test_a_sandbox_being_deleted_no_longer_serves(
     platform: KubernetesPlatform, fake: FakeKubernetes
 ) -> None:

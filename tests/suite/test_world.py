@@ -90,6 +90,20 @@ def test_a_session_the_router_opens_is_deleted_at_the_end(shared_cube, scenario)
     assert run.leaks == []
 
 
+def test_the_platform_finds_the_sandboxes_of_several_sessions_in_one_listing(
+    shared_cube, scenario
+) -> None:
+    run = scenario(shared_cube.url)
+    first = run.world.open_session(Role.ECHO_AGENT)
+    second = run.world.open_session(Role.ECHO_AGENT)
+    calls = run.world.exchange_count
+    found = run.world.platform.sandboxes_of([first.session_id, second.session_id, "unknown"])
+    assert set(found) == {first.session_id, second.session_id}
+    assert found[first.session_id] == run.world.platform.sandbox_of(first.session_id)
+    assert found[first.session_id] != found[second.session_id]
+    assert run.world.exchange_count == calls + 2  # one listing each, not one per session
+
+
 def test_a_session_opened_through_the_router_is_deleted(shared_cube, scenario) -> None:
     run = scenario(shared_cube.url)
     session = run.world.open_session(Role.PYTHON_INTERPRETER)
