@@ -53,9 +53,8 @@ def after_step(context: Context, step: Step) -> None:
         return
     world = context.world
     if world.exchange_count > context.step_exchanges_from:
-        attach_text(
-            context, "HTTP exchanges", world.evidence(context.step_exchanges_from, "this step")
-        )
+        since = context.step_exchanges_from
+        attach_text(context, "HTTP exchanges", lambda: world.evidence(since, "this step"))
     if step.status.has_failed():
         http_evidence = world.evidence()  # before the platform is asked: it may call HTTP
         platform_evidence = world.platform_evidence()

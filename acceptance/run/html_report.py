@@ -11,7 +11,7 @@ which do nothing when the run has no such report.
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from behave.configuration import Configuration
 from behave.formatter.base import Formatter, StreamOpener
@@ -116,9 +116,13 @@ def show_early_stop(formatters: Iterable[Formatter], stop: EarlyStop) -> None:
         report.set_early_stop(stop)
 
 
-def attach_text(context: Context, caption: str, text: str) -> None:
-    """Attach text to the step that runs (or has just run) in every review report."""
-    for report in _review_reports(context):
+def attach_text(context: Context, caption: str, text: str | Callable[[], str]) -> None:
+    """Attach text to the step that runs (or has just run) in every review report; text
+    given as a function is only made when a review report is written."""
+    reports = list(_review_reports(context))
+    if reports and callable(text):
+        text = text()
+    for report in reports:
         report.embed("text/plain", text, caption)
 
 
