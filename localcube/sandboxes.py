@@ -69,6 +69,11 @@ def is_alive(pid: int, process_start: str) -> bool:
     return process_start_time(pid) == process_start
 
 
+# How long ending a sandbox keeps killing the members of its session before it gives up on
+# one that does not die (stuck in the kernel); its directory is removed all the same.
+_KILL_PATIENCE = 0.5
+
+
 def _session_members(session_id: int) -> list[int]:
     members = []
     for entry in os.scandir("/proc"):
@@ -289,7 +294,8 @@ class SandboxLauncher:
         """
         current_start = process_start_time(pid)
         if current_start is None or current_start == process_start:
-            for _ in range(100):
+            give_up = time.monotonic() + _KILL_PATIENCE
+            while time.monotonic() < give_up:
                 members = _session_members(pid)
                 if not members:
                     break
@@ -297,7 +303,7 @@ class SandboxLauncher:
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(member, signal.SIGKILL)
                 self.reap()
-                time.sleep(0.005)
+                time.sleep(0.001)  # a killed process is gone within a millisecond or two
         child = self._children.pop(pid, None)
         if child is not None:
             child.wait()
