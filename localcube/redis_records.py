@@ -16,8 +16,6 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
-import redis
-
 from localcube.store import StoreError
 from localcube.upstream_records import ACTIVITY_INDEX, EXPIRY_INDEX, session_key
 
@@ -56,7 +54,12 @@ class RedisRecords:
         password = next(
             (os.environ[name] for name in PASSWORD_VARIABLES if name in os.environ), None
         )
+        # Imported here: the Redis client costs every localcube start 45 ms, and most
+        # serve from SQLite alone.
+        import redis
+
         self.url = url
+        self._error = redis.RedisError
         self._client = redis.Redis.from_url(
             parts._replace(scheme=SCHEMES[parts.scheme]).geturl(),
             password=password,
@@ -121,5 +124,5 @@ class RedisRecords:
     def _call(self, command, *args, **kwargs):
         try:
             return command(*args, **kwargs)
-        except redis.RedisError as error:
+        except self._error as error:
             raise StoreError(f"store {self.url}: {error}") from error
