@@ -27,6 +27,8 @@ from localcube import embedded
 # A short garbage-collection interval lets the idle-timeout scenarios finish in seconds: a
 # session ends within 100 ms of its timeout, well inside the default ttl_grace of 1 s.
 GC_INTERVAL = "100ms"
+# The fixture the overload scenario's limited Router serves.
+ECHO_AGENT_MANIFEST = FIXTURE_RUNTIMES / "echo-agent.yaml"
 # The subjects localcube gives the three tokens, with their roles (localcube's token file).
 SUBJECTS = (
     ("acceptance-suite", ""),
@@ -97,11 +99,14 @@ class OwnLocalcube:
 
     @contextmanager
     def limited(self, limit: int) -> Iterator[str]:
-        """A second localcube, with this --max-concurrent-requests, by its URL while in use."""
+        """A second localcube, with this --max-concurrent-requests, by its URL while in use.
+        It serves the echo agent alone (what the overload scenario calls): no warm pool
+        starts beside the scenario and takes its CPU."""
         sibling = self._serve(
             self.log_path.with_name("localcube-limited.log"),
             port=0,
             state_dir=None,
+            manifests=[ECHO_AGENT_MANIFEST],
             extra=("--max-concurrent-requests", str(limit)),
         )
         try:
@@ -120,7 +125,13 @@ class OwnLocalcube:
         return ["--picod-command", self._picod_command] if self._picod_command else []
 
     def _serve(
-        self, log_path: Path, *, port: int, state_dir: Path | None, extra: tuple[str, ...] = ()
+        self,
+        log_path: Path,
+        *,
+        port: int,
+        state_dir: Path | None,
+        manifests: list[Path] = [FIXTURE_RUNTIMES],  # noqa: B006 - never changed
+        extra: tuple[str, ...] = (),
     ) -> embedded.RunningLocalCube:
         with tempfile.TemporaryDirectory(prefix="acceptance-tokens-") as private:
             token_file = Path(private) / "tokens"
@@ -131,7 +142,7 @@ class OwnLocalcube:
                 )
             )
             return embedded.start(
-                [FIXTURE_RUNTIMES],
+                manifests,
                 log_path,
                 port=port,
                 state_dir=state_dir,
