@@ -350,7 +350,7 @@ SETTINGS: tuple[Setting, ...] = (
         "overload_hold",
         "AGENTCUBE_OVERLOAD_HOLD",
         parse_seconds,
-        "1s",
+        "500ms",
         "How long each call of the overload scenario holds its slot in the limited Router; "
         "the refused calls must be answered sooner.",
     ),

@@ -67,6 +67,11 @@ CLUSTER_DEFAULTS: Mapping[str, tuple[str, str]] = {
         "upstream stores a session's last activity and its expiry in whole seconds, so a "
         "session may end up to a second early",
     ),
+    "overload_hold": (
+        "1s",
+        "the calls within the limit must still hold their slots when the others arrive, "
+        "across the pod network and maybe an ingress",
+    ),
     "warm_pool_timeout": ("2m", "a claimed warm-pool pod is replaced by a new pod that must start"),
     "answer_allowance": ("30s", "a call crosses the Router, the pod network and maybe an ingress"),
     "fail_fast": (
