@@ -41,6 +41,26 @@ def test_the_configuration_table_is_the_generated_one() -> None:
     )
 
 
+def test_the_readme_shows_a_few_settings_each_as_the_generated_table_has_it() -> None:
+    generated = set(
+        subprocess.run(
+            [sys.executable, "-m", "acceptance.run.configuration_table"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()
+    )
+    settings = [
+        line for line in README.splitlines() if line.startswith("| `") and "| `AGENTCUBE_" in line
+    ]
+    assert 0 < len(settings) <= 6, "the README shows the settings most runs need, no more"
+    stale = [row for row in settings if row not in generated]
+    assert not stale, "copy these rows from python -m acceptance.run.configuration_table:\n" + (
+        "\n".join(stale)
+    )
+
+
 def test_the_cluster_page_lists_every_setting_and_cluster_default() -> None:
     page = doc("kubernetes.md")
     missing = [row for row in settings_rows() + cluster_default_rows() if row not in page]
