@@ -40,12 +40,12 @@ def test_a_sandbox_killed_while_its_session_is_called_is_reaped(start_localcube)
         answer = client.execute("python-interpreter", ["true"], session=session)
         assert answer.status_code == 502, answer.text
         assert answer.json() == UNREACHABLE
-        return process_gone(child)
+        # Its processes end first, then its workspace goes.
+        return process_gone(child) and not Path(sandbox["workspace"]).exists()
 
-    wait_until(called_and_reaped, 5, "the dead sandbox's child to be killed", poll=0.1)
+    wait_until(called_and_reaped, 5, "the dead sandbox's child and workspace to go", poll=0.1)
     lost = client.sandbox_of(session)
     assert (lost["state"], lost["alive"], lost["callsInFlight"]) == ("lost", False, 0)
-    assert not Path(sandbox["workspace"]).exists()
     assert client.delete_session("code-interpreter", session).status_code == 200
     assert client.execute("python-interpreter", ["true"], session=session).status_code == 404
 
