@@ -29,7 +29,7 @@ from behave.configuration import Configuration
 from behave.model import Scenario
 from behave.runner_util import collect_feature_locations, parse_features
 
-from acceptance.core.settings import SETTINGS, ConfigError
+from acceptance.core.settings import SETTINGS, ConfigError, Settings
 from acceptance.platforms.base import Target
 from acceptance.platforms.target import read_settings
 from acceptance.run.preflight import PreflightFailed
@@ -110,7 +110,7 @@ def run(processes: int, behave_arguments: list[str]) -> int:
         phase = Phase(out / "concurrent", processes, f"{chosen}not ({only_alone})")
         suite = Suite.start({**config.userdata, "reports_dir": str(out)}, os.environ)
         print(suite.preflight, flush=True)
-        target, secrets = _shared_target(suite.target)
+        target, secrets = _shared_target(suite.target, suite.settings)
         status = max(status, phase.run([*arguments, *target], secrets))
         phase_results = phase.results()
         suite.kept.extend(phase_results.notes.pop(KEPT, []))  # then its localcube stays
@@ -123,16 +123,20 @@ def run(processes: int, behave_arguments: list[str]) -> int:
     return status
 
 
-def _shared_target(target: Target) -> tuple[list[str], dict[str, str]]:
-    """The target the workers share: its URLs as -D arguments, its tokens (generated ones
-    included) as environment variables, which other users cannot read as they can a
-    command line. On a cluster the workers use this process's port forwards and token
-    rather than open and mint their own."""
+def _shared_target(target: Target, settings: Settings) -> tuple[list[str], dict[str, str]]:
+    """The target the workers share: its URLs as -D arguments, with the runtimes this
+    process resolved for it (a localcube it started serves a stateful interpreter, which a
+    worker given only its URL would not know), and its tokens (generated ones included) as
+    environment variables, which other users cannot read as they can a command line. On a
+    cluster the workers use this process's port forwards and token rather than open and
+    mint their own."""
     defines = [
         f"--define=router_url={target.router_url}",
         f"--define=workload_manager_url={target.workload_manager_url}",
         f"--define=platform={target.platform_name}",
     ]
+    if settings.stateful_interpreter:
+        defines.append(f"--define=stateful_interpreter={settings.stateful_interpreter}")
     if target.platform_name == "kubernetes":
         defines += ["--define=port_forward=false", "--define=token_source=static"]
     tokens = {

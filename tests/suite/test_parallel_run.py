@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from acceptance.core.settings import load_settings
 from acceptance.platforms.kubernetes.platform import ClusterTarget
 from acceptance.run.parallel_run import _shared_target
 from acceptance.run.report_run import reports_dir
@@ -13,10 +14,12 @@ from tests.suite.commands import run_module
 
 
 def test_the_smoke_scenarios_pass_over_two_processes_with_one_summary(tmp_path: Path) -> None:
+    """The stateful interpreter's scenarios among them: the workers reach the localcube this
+    run started by its URL, and must still know that it serves one (none is skipped)."""
     status, output = run_module(
         "acceptance.run.parallel_run",
         "--processes=2",
-        "--tags=@smoke",
+        "--tags=@smoke or @requires.stateful-interpreter",
         f"--define=reports_dir={tmp_path}",
         timeout=300,
     )
@@ -41,7 +44,7 @@ def test_workers_on_a_cluster_share_the_forwards_and_the_token_of_the_run() -> N
         "admin-token",
         frozenset(),
     )
-    defines, secrets = _shared_target(target)
+    defines, secrets = _shared_target(target, load_settings({"platform": "kubernetes"}, {}))
     assert defines == [
         "--define=router_url=http://127.0.0.1:41001",
         "--define=workload_manager_url=http://127.0.0.1:41002",
