@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from behave.configuration import Configuration
+from behave.configuration import Configuration, setup_parser
 from behave.model import Scenario
 from behave.runner_util import collect_feature_locations, parse_features
 
@@ -61,11 +61,32 @@ def _parse(arguments: list[str]) -> tuple[int, list[str]]:
     return options.processes, behave_arguments
 
 
-def _without_tags(arguments: list[str]) -> list[str]:
-    """The arguments less -t/--tags: the phases pass their own tag expressions."""
+def _options(arguments: list[str]) -> list[str]:
+    """behave's arguments less -t/--tags and the paths: each phase passes its own tag
+    expression and the locations of its scenarios."""
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("-t", "--tags", action="append")
-    return parser.parse_known_args(arguments)[1]
+    without_tags = parser.parse_known_args(arguments)[1]
+    # The options of behave's command line that take the next argument as their value.
+    taking_a_value = {
+        option
+        for action in setup_parser()._actions
+        if action.nargs is None
+        for option in action.option_strings
+    }
+    options, value_expected = [], False
+    for argument in without_tags:
+        if value_expected or argument.startswith("-"):
+            options.append(argument)
+            value_expected = not value_expected and argument in taking_a_value
+    return options
+
+
+def _slowest_first(scenarios: list[Scenario]) -> list[str]:
+    """The scenarios' locations, the @slow ones first: each of those waits out a timeout or
+    a lifetime, and started last they would keep one process busy after the others end."""
+    ordered = sorted(scenarios, key=lambda scenario: "slow" not in scenario.effective_tags)
+    return [str(scenario.location) for scenario in ordered]
 
 
 def _runs_alone(scenario: Scenario) -> bool:
@@ -96,18 +117,28 @@ def run(processes: int, behave_arguments: list[str]) -> int:
     )
     out = Path(read_settings(config.userdata, os.environ)[0].reports_dir) / "parallel"
     shutil.rmtree(out, ignore_errors=True)
-    arguments = _without_tags(behave_arguments)
+    arguments = _options(behave_arguments)
     chosen = "".join(f"({tags}) and " for tags in config.tags)
     only_alone = " or ".join(f"@{tag}" for tag in ALONE_TAGS)
     results, status = RunResults(), 0
     if alone:
         # One behave process, with a target of its own when it starts localcube: every
         # capability of a localcube the suite owns (restarting it, say) is there.
-        phase = Phase(out / "alone", 1, f"{chosen}({only_alone})")
+        phase = Phase(
+            out / "alone",
+            1,
+            f"{chosen}({only_alone})",
+            _slowest_first([scenario for scenario in selected if _runs_alone(scenario)]),
+        )
         status = phase.run([*arguments, f"--define=reports_dir={phase.folder}"], {})
         results.merge(phase.results())
     if concurrent:
-        phase = Phase(out / "concurrent", processes, f"{chosen}not ({only_alone})")
+        phase = Phase(
+            out / "concurrent",
+            processes,
+            f"{chosen}not ({only_alone})",
+            _slowest_first([scenario for scenario in selected if not _runs_alone(scenario)]),
+        )
         suite = Suite.start({**config.userdata, "reports_dir": str(out)}, os.environ)
         print(suite.preflight, flush=True)
         target, secrets = _shared_target(suite.target, suite.settings)
@@ -152,11 +183,13 @@ def _shared_target(target: Target, settings: Settings) -> tuple[list[str], dict[
 
 @dataclass(frozen=True)
 class Phase:
-    """One behavex run: its output folder, its processes and its tag expression."""
+    """One behavex run: its output folder, its processes, its tag expression and the
+    locations of its scenarios, which behavex starts in this order."""
 
     folder: Path
     processes: int
     tags: str
+    locations: list[str]
 
     @property
     def _results_dir(self) -> Path:
@@ -169,6 +202,7 @@ class Phase:
             "-m",
             "behavex",
             *arguments,
+            *self.locations,
             f"--define=results_dir={self._results_dir}",
             f"--tags={self.tags}",
             f"--parallel-processes={self.processes}",

@@ -6,9 +6,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from behave.runner_util import collect_feature_locations, parse_features
+
 from acceptance.core.settings import load_settings
 from acceptance.platforms.kubernetes.platform import ClusterTarget
-from acceptance.run.parallel_run import _shared_target
+from acceptance.run.parallel_run import _options, _shared_target, _slowest_first
 from acceptance.run.report_run import reports_dir
 from tests.suite.commands import run_module
 
@@ -61,3 +63,19 @@ def test_workers_on_a_cluster_share_the_forwards_and_the_token_of_the_run() -> N
 def test_the_reports_directory_is_read_with_the_cluster_settings_given() -> None:
     arguments = ["-D", "platform=kubernetes", "-D", "kube_context=kind-e2e", "-D", "reports_dir=r"]
     assert reports_dir(arguments) == Path("r")
+
+
+def test_the_phases_get_behaves_options_without_its_tags_and_paths() -> None:
+    arguments = ["-D", "a=b", "features/x.feature", "--tags=@smoke", "-n", "one name"]
+    arguments += ["features/y.feature:12", "--no-capture", "-t", "@x", "-Dc=d", "--stop"]
+    assert _options(arguments) == ["-D", "a=b", "-n", "one name", "--no-capture", "-Dc=d", "--stop"]
+
+
+def test_the_slow_scenarios_are_started_first() -> None:
+    features = parse_features(collect_feature_locations(["features"]))
+    scenarios = [scenario for feature in features for scenario in feature.walk_scenarios()]
+    locations = _slowest_first(scenarios)
+    slow = [str(s.location) for s in scenarios if "slow" in s.effective_tags]
+    assert len(slow) >= 5
+    assert sorted(locations[: len(slow)]) == sorted(slow)
+    assert sorted(locations) == sorted(str(s.location) for s in scenarios)
