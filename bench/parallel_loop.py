@@ -1,11 +1,12 @@
 """`./dev parallel` N times in a row: how many runs pass, and what the first failure said.
 
 Issue 11 asks for 20 passing runs in a row on the 2-core machine; this is the loop that
-shows it (not part of CI: a run takes about 40 s). Each run starts its own localcube, as the
+shows it (not part of CI: a run takes about 10 s). Each run starts its own localcube, as the
 command does, and writes its reports into a temporary directory; the whole output of the
 first failing run is kept in reports/parallel-loop/first-failure.txt.
 
-Run: .venv/bin/python bench/parallel_loop.py [--runs 20] [--processes 2] [behave args...]
+Run: .venv/bin/python bench/parallel_loop.py [--runs 20] [--processes N] [behave args...]
+(--processes: as `./dev parallel`, four per CPU unless given)
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from acceptance.run.parallel_run import default_processes
 
 ROOT = Path(__file__).resolve().parent.parent
 FIRST_FAILURE = ROOT / "reports" / "parallel-loop" / "first-failure.txt"
@@ -47,7 +50,7 @@ def run_once(processes: int, behave_arguments: list[str]) -> tuple[int, float, s
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20)
-    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--processes", type=int, default=default_processes())
     options, behave_arguments = parser.parse_known_args()
     passed = failed = 0
     first_failure: str | None = None

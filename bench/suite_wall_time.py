@@ -9,7 +9,7 @@ another checkout's suite (say, a commit before a change) in the same rounds, for
 and after measured side by side.
 
 Run: .venv/bin/python bench/suite_wall_time.py [--processes N] [--rounds 3] [--tree DIR]
-(--processes: as `./dev parallel`, twice the number of CPUs unless given)
+(--processes: as `./dev parallel`, four per CPU unless given)
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from acceptance.run.parallel_run import default_processes
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -55,7 +57,7 @@ def commands(processes: int) -> dict[str, list[str]]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--processes", type=int, default=2 * (os.cpu_count() or 1))
+    parser.add_argument("--processes", type=int, default=default_processes())
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tree", type=Path, help="another checkout, measured alongside")
     options = parser.parse_args()

@@ -42,6 +42,13 @@ from localcube.embedded import LocalCubeStartError
 ALONE_TAGS = ("serial", "disruptive")
 
 
+def default_processes() -> int:
+    """Four scenarios at once per CPU: most of them wait (idle timeouts, lifetimes, long
+    calls) rather than compute. On 2 CPUs, 8 processes passed 20 runs of 20 in a row
+    (bench/parallel_loop.py; docs/performance.md has the times)."""
+    return 4 * (os.cpu_count() or 1)
+
+
 def _parse(arguments: list[str]) -> tuple[int, list[str]]:
     parser = argparse.ArgumentParser(
         prog="./dev parallel",
@@ -51,9 +58,8 @@ def _parse(arguments: list[str]) -> tuple[int, list[str]]:
     parser.add_argument(
         "--processes",
         type=int,
-        # Most scenarios wait (idle timeouts, lifetimes, long calls) rather than compute.
-        default=2 * (os.cpu_count() or 1),
-        help="how many scenarios run at once (default: twice the number of CPUs)",
+        default=default_processes(),
+        help="how many scenarios run at once (default: four per CPU)",
     )
     options, behave_arguments = parser.parse_known_args(arguments)
     if options.processes < 1:
