@@ -122,21 +122,27 @@ class Isolation:
             )
 
     def close_together(self) -> None:
-        platform = self._world.platform
-        for session in self._sessions_of_first_answers():
-            self._closed[session] = platform.sandbox_of(session.session_id)
+        sessions = self._sessions_of_first_answers()
+        serving = self._world.platform.sandboxes_of(session.session_id for session in sessions)
+        for session in sessions:
+            self._closed[session] = serving.get(session.session_id)
             self._world.close_session(session)
 
     def expect_no_sandbox_left(self) -> None:
         """Every closed session's sandbox is gone from the platform within ttl_grace."""
         platform, settings = self._world.platform, self._world.settings
-        eventually(
-            lambda: [
+
+        def left() -> list[str]:
+            serving = platform.sandboxes_of(session.session_id for session in self._closed)
+            return [
                 f"{session}: {sandbox}"
                 for session, sandbox in self._closed.items()
-                if platform.sandbox_of(session.session_id) is not None
+                if session.session_id in serving
                 or (sandbox is not None and platform.is_running(sandbox))
-            ],
+            ]
+
+        eventually(
+            left,
             described_as("no sandbox of the closed sessions", has_length(0)),
             timeout=settings.ttl_grace,
             poll=settings.poll_interval,
