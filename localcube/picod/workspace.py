@@ -27,6 +27,16 @@ def _jail_refusal(path: str) -> WorkspaceEscape:
     return WorkspaceEscape(f"access denied: path '{path}' escapes workspace jail")
 
 
+def _deepest_existing(path: Path) -> tuple[Path, list[str]]:
+    """The deepest ancestor of `path` (or `path` itself) that exists, even as a dangling
+    symlink, and the names below it that do not, outermost first."""
+    existing, missing = path, []
+    while not os.path.lexists(existing):
+        missing.append(existing.name)
+        existing = existing.parent
+    return existing, missing[::-1]
+
+
 def go_eval_symlinks(path: str) -> str:
     """Go's filepath.EvalSymlinks of an absolute path; OSError carries Go's error text."""
     pending = [part for part in path.split("/") if part]
@@ -104,14 +114,11 @@ class Workspace:
         return real
 
     def _resolve_new(self, path: str, candidate: Path) -> Path:
-        existing, missing = candidate, []
-        while not os.path.lexists(existing):
-            missing.append(existing.name)
-            existing = existing.parent
+        existing, missing = _deepest_existing(candidate)
         real = Path(os.path.realpath(existing))
         if not self.contains(real):
             raise _jail_refusal(path)
-        return real.joinpath(*reversed(missing))
+        return real.joinpath(*missing)
 
     def check_new_directory(self, directory: Path) -> None:
         """Upstream's mkdirSafe check before it creates a working directory, with its texts.
@@ -119,9 +126,7 @@ class Workspace:
         `directory` is a candidate() that does not exist: its deepest existing ancestor must
         resolve, and inside the root. Raises WorkspaceEscape.
         """
-        existing = directory
-        while not os.path.lexists(existing):
-            existing = existing.parent
+        existing, _ = _deepest_existing(directory)
         try:
             real = Path(go_eval_symlinks(str(existing)))
         except OSError as error:
