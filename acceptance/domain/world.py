@@ -443,8 +443,10 @@ class World:
     def upload_script(self, name: str) -> None:
         content = (FIXTURE_SCRIPTS / name).read_bytes()
         session = self.session
-        response = self._router.upload_file(
-            session.runtime, name, content, session_id=session.session_id
+        response = self.call(
+            session.runtime,
+            session.session_id,
+            lambda sid: self._router.upload_file(session.runtime, name, content, session_id=sid),
         )
         assert_that(
             response,
@@ -456,11 +458,19 @@ class World:
 
     def list_workspace(self) -> requests.Response:
         session = self.session
-        return self._router.list_files(session.runtime, ".", session_id=session.session_id)
+        return self.call(
+            session.runtime,
+            session.session_id,
+            lambda sid: self._router.list_files(session.runtime, ".", session_id=sid),
+        )
 
     def download(self, path: str) -> requests.Response:
         session = self.session
-        return self._router.download_file(session.runtime, path, session_id=session.session_id)
+        return self.call(
+            session.runtime,
+            session.session_id,
+            lambda sid: self._router.download_file(session.runtime, path, session_id=sid),
+        )
 
     # Runtimes the scenario applies for itself.
 
