@@ -101,7 +101,8 @@ class MirroredStore(Store):
     def delete(self, sandbox_id: str) -> bool:
         """Forget the sandbox; its session's record and index entries go with it. False if
         it was already forgotten."""
-        session_id = next((r.session_id for r in super().all() if r.sandbox_id == sandbox_id), None)
+        record = super().by_sandbox(sandbox_id)
+        session_id = None if record is None else record.session_id
         if not super().delete(sandbox_id):
             return False
         if session_id is not None:

@@ -124,6 +124,18 @@ class Store:
         rows = self._select("WHERE session_id = ?", (session_id,))
         return rows[0] if rows else None
 
+    def by_sandbox(self, sandbox_id: str) -> SandboxRecord | None:
+        rows = self._select("WHERE sandbox_id = ?", (sandbox_id,))
+        return rows[0] if rows else None
+
+    def warm(self, kind: str, namespace: str, runtime: str) -> list[SandboxRecord]:
+        """The runtime's sandboxes that no session has claimed, oldest first."""
+        return self._select(
+            "WHERE session_id IS NULL AND kind = ? AND namespace = ? AND runtime = ? "
+            "ORDER BY created_at",
+            (kind, namespace, runtime),
+        )
+
     def all(self) -> list[SandboxRecord]:
         return self._select("ORDER BY created_at", ())
 

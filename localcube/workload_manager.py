@@ -209,13 +209,7 @@ class WorkloadManager:
     # internals ------------------------------------------------------------------------
 
     def _warm(self, key: tuple[str, str, str]) -> list[SandboxRecord]:
-        kind, namespace, name = key
-        return [
-            record
-            for record in self.store.all()
-            if record.session_id is None
-            and (record.kind, record.namespace, record.runtime) == (kind, namespace, name)
-        ]
+        return self.store.warm(*key)
 
     def _take_warm(self, runtime: Runtime) -> tuple[SandboxRecord | None, list[SandboxRecord]]:
         """A live warm sandbox, if any, and the dead ones met on the way, already forgotten

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from localcube.store import Store
+from localcube.store import SandboxRecord, Store
 
 OLDER_SCHEMA = """
 CREATE TABLE sandboxes (
@@ -35,5 +35,36 @@ def test_a_store_of_an_older_localcube_is_read_and_extended(tmp_path: Path) -> N
         assert store.mark_lost("b-1", 13.0)
         assert store.by_session("s-1").state == "lost"
         assert store.delete("b-1") and not store.delete("b-1")
+    finally:
+        store.close()
+
+
+def test_warm_sandboxes_are_those_of_the_runtime_no_session_claimed_oldest_first(
+    tmp_path: Path,
+) -> None:
+    store = Store(tmp_path / "localcube.db")
+    try:
+
+        def put(sandbox_id: str, runtime: str, created_at: float, session: str | None) -> None:
+            store.put(
+                SandboxRecord(
+                    sandbox_id, f"name-{sandbox_id}", "CodeInterpreter", "default", runtime,
+                    1, "1", (("/", 9000),), "/w", created_at, session_id=session,
+                )
+            )  # fmt: skip
+
+        put("newer", "warm", 2.0, None)
+        put("older", "warm", 1.0, None)
+        put("claimed", "warm", 0.5, "s-1")
+        put("other", "cold", 0.1, None)
+        assert [
+            record.sandbox_id for record in store.warm("CodeInterpreter", "default", "warm")
+        ] == [
+            "older",
+            "newer",
+        ]
+        assert store.warm("AgentRuntime", "default", "warm") == []
+        assert store.by_sandbox("claimed").session_id == "s-1"
+        assert store.by_sandbox("gone") is None
     finally:
         store.close()
