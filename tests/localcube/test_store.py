@@ -57,12 +57,8 @@ def test_warm_sandboxes_are_those_of_the_runtime_no_session_claimed_oldest_first
         put("older", "warm", 1.0, None)
         put("claimed", "warm", 0.5, "s-1")
         put("other", "cold", 0.1, None)
-        assert [
-            record.sandbox_id for record in store.warm("CodeInterpreter", "default", "warm")
-        ] == [
-            "older",
-            "newer",
-        ]
+        warm = store.warm("CodeInterpreter", "default", "warm")
+        assert [record.sandbox_id for record in warm] == ["older", "newer"]
         assert store.warm("AgentRuntime", "default", "warm") == []
         assert store.by_sandbox("claimed").session_id == "s-1"
         assert store.by_sandbox("gone") is None
