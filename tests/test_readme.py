@@ -27,30 +27,26 @@ def test_the_readme_fits_a_newcomers_first_screens() -> None:
     assert len(README.splitlines()) <= 150
 
 
-def test_the_configuration_table_is_the_generated_one() -> None:
-    table = subprocess.run(
+def generated_table() -> str:
+    """What `python -m acceptance.run.configuration_table` prints, the command docs name."""
+    return subprocess.run(
         [sys.executable, "-m", "acceptance.run.configuration_table"],
         cwd=ROOT,
         capture_output=True,
         text=True,
         check=True,
     ).stdout.strip()
-    assert table in doc("configuration.md"), (
+
+
+def test_the_configuration_table_is_the_generated_one() -> None:
+    assert generated_table() in doc("configuration.md"), (
         "regenerate the table in docs/configuration.md with: "
         "python -m acceptance.run.configuration_table"
     )
 
 
 def test_the_readme_shows_a_few_settings_each_as_the_generated_table_has_it() -> None:
-    generated = set(
-        subprocess.run(
-            [sys.executable, "-m", "acceptance.run.configuration_table"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.splitlines()
-    )
+    generated = set(generated_table().splitlines())
     settings = [
         line for line in README.splitlines() if line.startswith("| `") and "| `AGENTCUBE_" in line
     ]
