@@ -152,14 +152,7 @@ def test_the_owner_is_the_subject_of_a_router_signed_identity(cube: AuthCube) ->
 )
 def test_an_invalid_identity_token_is_refused(cube: AuthCube, claims: dict) -> None:
     """Upstream: pkg/workloadmanager/handlers.go:236-241"""
-    token = cube.identity(**claims)
-    answer = Client(cube.url, ALICE).http.post(
-        cube.url + WORKLOAD_MANAGER_PATH,
-        json={"namespace": "default", "name": "echo-agent"},
-        headers={"X-AgentCube-User-Identity": token},
-    )
-    assert answer.status_code == 401
-    assert answer.json() == {"message": "invalid identity token"}
+    assert_identity_refused(cube, ALICE, cube.identity(**claims))
 
 
 def test_an_identity_signed_by_another_key_is_refused(cube: AuthCube) -> None:
@@ -170,10 +163,15 @@ def test_an_identity_signed_by_another_key_is_refused(cube: AuthCube) -> None:
         another_key,
         algorithm="RS256",
     )
-    answer = Client(cube.url, BOB).http.post(
+    assert_identity_refused(cube, BOB, forged)
+
+
+def assert_identity_refused(cube: AuthCube, caller_token: str, identity: str) -> None:
+    """A session created at the WorkloadManager with this user identity is refused 401."""
+    answer = Client(cube.url, caller_token).http.post(
         cube.url + WORKLOAD_MANAGER_PATH,
         json={"namespace": "default", "name": "echo-agent"},
-        headers={"X-AgentCube-User-Identity": forged},
+        headers={"X-AgentCube-User-Identity": identity},
     )
     assert answer.status_code == 401
     assert answer.json() == {"message": "invalid identity token"}
