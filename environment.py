@@ -17,7 +17,6 @@ from behave.runner import Context
 
 from acceptance.domain.step_types import STEP_TYPES
 from acceptance.run.html_report import add_run_summary, attach_text
-from acceptance.run.results import count_deselected
 from acceptance.run.runner import start_suite
 from acceptance.run.suite import Suite
 from acceptance.run.summary import closing_report, summarize
@@ -79,7 +78,6 @@ def after_all(context: Context) -> None:
     if suite.settings.results_dir:  # a parallel run: its command prints one summary for all
         results.save(Path(suite.settings.results_dir))
     else:
-        results.deselected = count_deselected(context._runner.features, context.config)
         summary = summarize(results, suite.elapsed())
         add_run_summary(context, summary)
         # Past behave's hook capture: this must be seen whether or not the run failed.

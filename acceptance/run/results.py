@@ -57,21 +57,31 @@ def _first_line(text: str) -> str:
 
 
 def selected_scenarios(features: list[Feature], config: Configuration) -> list[Scenario]:
-    """The scenarios the run's tag expression and names (--tags, --name) select."""
+    """The scenarios the run's paths, tag expression and names select. Call it before the
+    run: behave marks the scenarios a path's `:line` leaves out as skipped when it parses
+    them, and the run marks others skipped too."""
     return [
         scenario
-        for feature in features
-        for scenario in feature.walk_scenarios()
+        for scenario in _located(features)
         if scenario.should_run_with_tags(config.tag_expression)
         and scenario.should_run_with_name_select(config)
     ]
 
 
 def count_deselected(features: list[Feature], config: Configuration) -> int:
-    """The scenarios the run's tag expression or names leave out (behave counts them as
-    skipped)."""
-    total = sum(len(list(feature.walk_scenarios())) for feature in features)
-    return total - len(selected_scenarios(features, config))
+    """The scenarios at the run's paths that its tag expression or names leave out (behave
+    counts them as skipped); before the run, as `selected_scenarios`."""
+    return len(_located(features)) - len(selected_scenarios(features, config))
+
+
+def _located(features: list[Feature]) -> list[Scenario]:
+    """The scenarios at the run's paths: a `features/x.feature:12` is one scenario."""
+    return [
+        scenario
+        for feature in features
+        for scenario in feature.walk_scenarios()
+        if not scenario.should_skip
+    ]
 
 
 def outcome_of(scenario: Scenario) -> str:

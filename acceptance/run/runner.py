@@ -19,6 +19,7 @@ from behave.runner import Runner
 
 from acceptance.run.early_stop import EarlyStop
 from acceptance.run.html_report import show_early_stop
+from acceptance.run.results import count_deselected
 from acceptance.run.suite import Suite
 from acceptance.run.tag_check import check_tags
 
@@ -32,7 +33,8 @@ def start_suite(features: list[Feature], config: Configuration) -> Suite:
         "the tag expression (--tags, or default_tags in behave.ini)",
     )
     suite = Suite.start(config.userdata, os.environ)
-    if not suite.settings.results_dir:  # a parallel run's worker: its command told it once
+    if not suite.settings.results_dir:  # a parallel run's worker: its command does both
+        suite.results.deselected = count_deselected(features, config)  # before the run
         sys.__stderr__.write(f"{suite.preflight}\n")
     return suite
 

@@ -33,6 +33,13 @@ def test_dev_list_shows_the_selected_scenarios_with_their_tags() -> None:
     assert lines[-1].startswith("7 of ") and lines[-1].endswith("(tags: (@smoke))")
 
 
+def test_dev_list_keeps_to_the_scenario_a_path_names_by_its_line() -> None:
+    result = dev("list", "features/code_execution.feature:26")
+    assert result.returncode == 0, result.stderr
+    listed = [line for line in result.stdout.splitlines() if line.startswith("  :")]
+    assert len(listed) == 1 and listed[0].startswith("  :26 "), result.stdout
+
+
 def test_the_first_install_says_so_and_shows_pip_at_work(tmp_path: Path) -> None:
     shutil.copy(ROOT / "dev", tmp_path / "dev")
     (tmp_path / "requirements.txt").write_text("")

@@ -6,12 +6,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from behave.configuration import Configuration
 from behave.runner_util import collect_feature_locations, parse_features
 
 from acceptance.core.settings import load_settings
 from acceptance.platforms.kubernetes.platform import ClusterTarget
 from acceptance.run.parallel_run import _options, _shared_target, _slowest_first
 from acceptance.run.report_run import reports_dir
+from acceptance.run.results import count_deselected, selected_scenarios
 from tests.suite.commands import run_module
 
 
@@ -69,6 +71,16 @@ def test_the_phases_get_behaves_options_without_its_tags_and_paths() -> None:
     arguments = ["-D", "a=b", "features/x.feature", "--tags=@smoke", "-n", "one name"]
     arguments += ["features/y.feature:12", "--no-capture", "-t", "@x", "-Dc=d", "--stop"]
     assert _options(arguments) == ["-D", "a=b", "-n", "one name", "--no-capture", "-Dc=d", "--stop"]
+
+
+def test_a_path_with_a_line_selects_that_scenario_alone() -> None:
+    config = Configuration(["features/code_execution.feature:26"])
+    features = parse_features(collect_feature_locations(config.paths))
+    selected = selected_scenarios(features, config)
+    assert [str(scenario.location) for scenario in selected] == [
+        "features/code_execution.feature:26"
+    ]
+    assert count_deselected(features, config) == 0
 
 
 def test_the_slow_scenarios_are_started_first() -> None:
