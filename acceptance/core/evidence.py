@@ -7,6 +7,7 @@ wherever it appears, in URLs, headers and bodies alike.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Mapping
@@ -47,7 +48,8 @@ def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
 
 
 def excerpt(body: bytes | str | None, limit: int = BODY_EXCERPT) -> str:
-    """A printable, redacted excerpt of a message body."""
+    """A printable, redacted excerpt of a message body: its first `limit` characters once
+    redacted, and its length when there is more."""
     if not body:
         return "(empty)"
     if isinstance(body, bytes):
@@ -55,22 +57,36 @@ def excerpt(body: bytes | str | None, limit: int = BODY_EXCERPT) -> str:
             body = body.decode("utf-8")
         except UnicodeDecodeError:
             return f"({len(body)} bytes of binary data)"
-    if len(body) <= limit:
-        return redact(body)
-    return f"{_redacted_head(body, limit)}... ({len(body)} characters)"
+    head, whole = _redacted_head(body, limit)
+    if whole and len(head) <= limit:
+        return head
+    return f"{head[:limit]}... ({len(body)} characters)"
 
 
-def _redacted_head(text: str, limit: int) -> str:
-    """The first `limit` characters of the redacted text, redacting only a head of it (a
-    body may be megabytes). The head is grown until its redacted form runs at least one
-    secret's length past `limit`, so a secret cut at the head's end is never shown."""
-    margin = max((len(secret) for secret in _secrets), default=0) + 1
+def _redacted_head(text: str, limit: int) -> tuple[str, bool]:
+    """The redacted text, or a redacted head of it long enough to show its first `limit`
+    characters (a body may be megabytes); and whether it is the whole text. The head is
+    grown until its redacted form runs `margin` past `limit`: more than any secret cut at
+    the head's end can take once redacted, so none is shown in part."""
+    margin = _margin(frozenset(_secrets))
     size = limit + margin
     while True:
         head = redact(text[:size])
-        if len(head) >= limit + margin or size >= len(text):
-            return head[:limit]
+        if size >= len(text):
+            return head, True
+        if len(head) >= limit + margin:
+            return head, False
         size *= 2
+
+
+@functools.cache
+def _margin(secrets: frozenset[str]) -> int:
+    """One more than the longest any part of a secret becomes once redacted (a secret may
+    hold a shorter one, whose mask is longer than itself)."""
+    return 1 + max(
+        (len(redact(secret[:end])) for secret in secrets for end in range(len(secret))),
+        default=0,
+    )
 
 
 def describe_response(response: requests.Response) -> str:

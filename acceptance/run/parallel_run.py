@@ -10,7 +10,8 @@ Before anything starts, the tags are checked against the vocabulary. Each behave
 saves its results, and at the end one summary covers them all. behavex's reports (HTML,
 JUnit XML under `behave/`) go to `<reports_dir>/parallel/alone` and `.../concurrent`.
 
-Every other argument is behave's, as behavex accepts them (paths, -t, -D, -i, -e, -n, ...).
+Every other argument is behave's, in the forms behavex accepts too (paths, -t, -D, -i,
+--exclude, --name, ...). Without paths, the @slow scenarios are started first.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ from acceptance.run.tag_check import UnknownTagError, check_tags
 from localcube.embedded import LocalCubeStartError
 
 ALONE_TAGS = ("serial", "disruptive")
+# How much of a row of behavex's settings table is shown when the locations widen it.
+_WIDE = 120
 
 
 def default_processes() -> int:
@@ -67,25 +70,16 @@ def _parse(arguments: list[str]) -> tuple[int, list[str]]:
     return options.processes, behave_arguments
 
 
-def _options(arguments: list[str]) -> list[str]:
-    """behave's arguments less -t/--tags and the paths: each phase passes its own tag
-    expression and the locations of its scenarios."""
+def _without_tags(arguments: list[str]) -> list[str]:
+    """The arguments less -t/--tags: the phases pass their own tag expressions."""
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("-t", "--tags", action="append")
-    without_tags = parser.parse_known_args(arguments)[1]
-    # The options of behave's command line that take the next argument as their value.
-    taking_a_value = {
-        option
-        for action in setup_parser()._actions
-        if action.nargs is None
-        for option in action.option_strings
-    }
-    options, value_expected = [], False
-    for argument in without_tags:
-        if value_expected or argument.startswith("-"):
-            options.append(argument)
-            value_expected = not value_expected and argument in taking_a_value
-    return options
+    return parser.parse_known_args(arguments)[1]
+
+
+def _names_paths(arguments: list[str]) -> bool:
+    """Whether behave's arguments name features or scenarios to run (paths, `file:line`)."""
+    return bool(setup_parser().parse_known_intermixed_args(arguments)[0].paths)
 
 
 def _slowest_first(scenarios: list[Scenario]) -> list[str]:
@@ -123,28 +117,24 @@ def run(processes: int, behave_arguments: list[str]) -> int:
     )
     out = Path(read_settings(config.userdata, os.environ)[0].reports_dir) / "parallel"
     shutil.rmtree(out, ignore_errors=True)
-    arguments = _options(behave_arguments)
+    arguments = _without_tags(behave_arguments)
+    # Paths the user named are run as given; the whole suite, slowest first.
+    in_order = (
+        []
+        if _names_paths(behave_arguments)
+        else _slowest_first([scenario for scenario in selected if not _runs_alone(scenario)])
+    )
     chosen = "".join(f"({tags}) and " for tags in config.tags)
     only_alone = " or ".join(f"@{tag}" for tag in ALONE_TAGS)
     results, status = RunResults(), 0
     if alone:
         # One behave process, with a target of its own when it starts localcube: every
         # capability of a localcube the suite owns (restarting it, say) is there.
-        phase = Phase(
-            out / "alone",
-            1,
-            f"{chosen}({only_alone})",
-            _slowest_first([scenario for scenario in selected if _runs_alone(scenario)]),
-        )
+        phase = Phase(out / "alone", 1, f"{chosen}({only_alone})", [])
         status = phase.run([*arguments, f"--define=reports_dir={phase.folder}"], {})
         results.merge(phase.results())
     if concurrent:
-        phase = Phase(
-            out / "concurrent",
-            processes,
-            f"{chosen}not ({only_alone})",
-            _slowest_first([scenario for scenario in selected if not _runs_alone(scenario)]),
-        )
+        phase = Phase(out / "concurrent", processes, f"{chosen}not ({only_alone})", in_order)
         suite = Suite.start({**config.userdata, "reports_dir": str(out)}, os.environ)
         print(suite.preflight, flush=True)
         target, secrets = _shared_target(suite.target, suite.settings)
@@ -189,8 +179,9 @@ def _shared_target(target: Target, settings: Settings) -> tuple[list[str], dict[
 
 @dataclass(frozen=True)
 class Phase:
-    """One behavex run: its output folder, its processes, its tag expression and the
-    locations of its scenarios, which behavex starts in this order."""
+    """One behavex run: its output folder, its processes, its tag expression and, unless
+    the arguments name paths, the locations of its scenarios in the order behavex is to
+    start them."""
 
     folder: Path
     processes: int
@@ -218,7 +209,24 @@ class Phase:
         # behavex points TEMP at its output folder, where multiprocessing's socket paths may
         # grow too long for Unix sockets; TMPDIR, which Python prefers, keeps them short.
         environment = {**os.environ, **environment, "TMPDIR": tempfile.gettempdir()}
-        return subprocess.run(command, env=environment, check=False).returncode
+        if not self.locations:
+            return subprocess.run(command, env=environment, check=False).returncode
+        with subprocess.Popen(command, env=environment, stdout=subprocess.PIPE, text=True) as run:
+            assert run.stdout is not None
+            for line in run.stdout:
+                sys.stdout.write(self._shown(line))
+                sys.stdout.flush()
+        return run.returncode
+
+    def _shown(self, line: str) -> str:
+        """behavex's line as shown: it prints its settings in a table padded to the widest
+        value, and the locations would make each row 2,000 characters wide."""
+        if line.startswith("| FEATURES_PATH "):
+            key = line[: line.index("|", 1) + 1]
+            return f"{key} {len(self.locations)} scenarios, the @slow ones first\n"
+        if line.startswith("|") and len(line) > _WIDE:
+            return line[:_WIDE].rstrip(" -") + "\n"
+        return line
 
     def results(self) -> RunResults:
         return RunResults.load(self._results_dir)

@@ -63,10 +63,24 @@ def test_excerpts_are_bounded_and_binary_safe() -> None:
 
 def test_a_long_body_is_redacted_up_to_its_excerpt_without_showing_a_cut_secret() -> None:
     register_secret("s3cr3t-value")
-    body = "s3cr3t-value " * 3 + "x" * 18 + "s3cr3t-value" + "y" * 10_000_000
-    shown = excerpt(body, limit=40)
-    assert shown == f"{REDACTED} {REDACTED} {REDACTED} {'x' * 7}... ({len(body)} characters)"
-    assert "s3cr" not in excerpt(body, limit=44)
+    body = "s3cr3t-value " * 3 + "x" * 18 + "s3cr3t-value" + "y" * 100_000
+    for limit in range(30, 80):  # the second secret cut at every place
+        assert excerpt(body, limit) == f"{redact(body)[:limit]}... ({len(body)} characters)"
+    assert excerpt(body * 100, 40).startswith(f"{REDACTED} {REDACTED} {REDACTED} xxxxxxx...")
+
+
+def test_a_secret_holding_a_shorter_secret_is_not_shown_in_part() -> None:
+    register_secret("QXyXyXyXyXyZ")
+    register_secret("Xy")
+    body = "QXyXyXyXyXyZ" * 3 + "q" * 300
+    for limit in range(10, 40):
+        assert excerpt(body, limit) == f"{redact(body)[:limit]}... ({len(body)} characters)"
+
+
+def test_a_body_whose_redacted_text_fits_is_shown_whole() -> None:
+    register_secret("t" * 40)
+    body = "x" * 580 + "t" * 40
+    assert excerpt(body) == "x" * 580 + REDACTED
 
 
 def test_a_described_response_shows_status_request_headers_and_body(answer) -> None:

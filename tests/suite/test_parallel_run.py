@@ -11,7 +11,7 @@ from behave.runner_util import collect_feature_locations, parse_features
 
 from acceptance.core.settings import load_settings
 from acceptance.platforms.kubernetes.platform import ClusterTarget
-from acceptance.run.parallel_run import _options, _shared_target, _slowest_first
+from acceptance.run.parallel_run import Phase, _names_paths, _shared_target, _slowest_first
 from acceptance.run.report_run import reports_dir
 from acceptance.run.results import count_deselected, selected_scenarios
 from tests.suite.commands import run_module
@@ -67,10 +67,11 @@ def test_the_reports_directory_is_read_with_the_cluster_settings_given() -> None
     assert reports_dir(arguments) == Path("r")
 
 
-def test_the_phases_get_behaves_options_without_its_tags_and_paths() -> None:
-    arguments = ["-D", "a=b", "features/x.feature", "--tags=@smoke", "-n", "one name"]
-    arguments += ["features/y.feature:12", "--no-capture", "-t", "@x", "-Dc=d", "--stop"]
-    assert _options(arguments) == ["-D", "a=b", "-n", "one name", "--no-capture", "-Dc=d", "--stop"]
+def test_paths_are_told_from_the_values_of_behaves_options() -> None:
+    assert _names_paths(["-D", "a=b", "--tags=@smoke", "features/x.feature:12"])
+    assert _names_paths(["--", "features/x.feature"])
+    assert not _names_paths(["-D", "a=b", "-t", "@x", "--name", "one name", "--def", "c=d"])
+    assert not _names_paths(["-vDa=b", "--stop", "-i", "lifetime"])
 
 
 def test_a_path_with_a_line_selects_that_scenario_alone() -> None:
@@ -91,3 +92,18 @@ def test_the_slow_scenarios_are_started_first() -> None:
     assert len(slow) >= 5
     assert sorted(locations[: len(slow)]) == sorted(slow)
     assert sorted(locations) == sorted(str(s.location) for s in scenarios)
+
+
+def test_behavex_settings_table_shows_a_count_of_locations_not_a_row_of_2000_characters(
+    tmp_path: Path,
+) -> None:
+    phase = Phase(tmp_path, 8, "@x", ["features/a.feature:3", "features/b.feature:9"])
+    padding = " " * 2000
+    features_path = "| FEATURES_PATH       | features/a.feature:3,features/b.feature:9 |\n"
+    assert phase._shown(features_path) == (
+        "| FEATURES_PATH       | 2 scenarios, the @slow ones first\n"
+    )
+    shown = phase._shown(f"| TAGS                | @x{padding}|\n")
+    assert shown == "| TAGS                | @x\n"
+    assert phase._shown("|" + "-" * 2000 + "|\n") == "|\n"
+    assert phase._shown("63 scenarios passed\n") == "63 scenarios passed\n"
