@@ -6,7 +6,7 @@ command does, and writes its reports into a temporary directory; the whole outpu
 first failing run is kept in reports/parallel-loop/first-failure.txt.
 
 Run: .venv/bin/python bench/parallel_loop.py [--runs 20] [--processes N] [behave args...]
-(--processes: as `./dev parallel`, four per CPU unless given)
+(--processes: as `./dev parallel`, four per CPU and at most 16 unless given)
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ another checkout's suite (say, a commit before a change) in the same rounds, for
 and after measured side by side.
 
 Run: .venv/bin/python bench/suite_wall_time.py [--processes N] [--rounds 3] [--tree DIR]
-(--processes: as `./dev parallel`, four per CPU unless given)
+(--processes: as `./dev parallel`, four per CPU and at most 16 unless given)
 """
 
 from __future__ import annotations

@@ -106,7 +106,7 @@ class OwnLocalcube:
             self.log_path.with_name("localcube-limited.log"),
             port=0,
             state_dir=None,
-            manifests=[ECHO_AGENT_MANIFEST],
+            manifests=(ECHO_AGENT_MANIFEST,),
             extra=("--max-concurrent-requests", str(limit)),
         )
         try:
@@ -130,7 +130,7 @@ class OwnLocalcube:
         *,
         port: int,
         state_dir: Path | None,
-        manifests: list[Path] = [FIXTURE_RUNTIMES],  # noqa: B006 - never changed
+        manifests: tuple[Path, ...] = (FIXTURE_RUNTIMES,),
         extra: tuple[str, ...] = (),
     ) -> embedded.RunningLocalCube:
         with tempfile.TemporaryDirectory(prefix="acceptance-tokens-") as private:
@@ -142,7 +142,7 @@ class OwnLocalcube:
                 )
             )
             return embedded.start(
-                manifests,
+                list(manifests),
                 log_path,
                 port=port,
                 state_dir=state_dir,

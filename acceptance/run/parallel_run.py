@@ -46,10 +46,11 @@ _WIDE = 120
 
 
 def default_processes() -> int:
-    """Four scenarios at once per CPU: most of them wait (idle timeouts, lifetimes, long
-    calls) rather than compute. On 2 CPUs, 8 processes passed 20 runs of 20 in a row
-    (bench/parallel_loop.py; docs/performance.md has the times)."""
-    return 4 * (os.cpu_count() or 1)
+    """Four scenarios at once per CPU this process may use, at most 16: most of them wait
+    (idle timeouts, lifetimes, long calls) rather than compute, and with more processes the
+    run is no shorter than its longest scenarios. On 2 CPUs, 8 processes passed 20 runs of
+    20 in a row (bench/parallel_loop.py; docs/performance.md has the times)."""
+    return min(4 * len(os.sched_getaffinity(0)), 16)
 
 
 def _parse(arguments: list[str]) -> tuple[int, list[str]]:
@@ -62,7 +63,7 @@ def _parse(arguments: list[str]) -> tuple[int, list[str]]:
         "--processes",
         type=int,
         default=default_processes(),
-        help="how many scenarios run at once (default: four per CPU)",
+        help="how many scenarios run at once (default: four per CPU, at most 16)",
     )
     options, behave_arguments = parser.parse_known_args(arguments)
     if options.processes < 1:
