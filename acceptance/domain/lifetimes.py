@@ -168,7 +168,7 @@ class Lifetimes:
                 f"({lifetime:g} s) within ttl_grace ({grace:g} s)"
             ),
         )
-        self._lasted = time.monotonic() - session.confirmed_at
+        self._lasted = time.monotonic() - session.opened_at
         ended = (
             matchers.refused_because_session_not_found(
                 session.session_id, code_required=self._settings.since_pr_460
@@ -185,8 +185,11 @@ class Lifetimes:
             )
 
     def expect_session_lasted_its_lifetime(self) -> None:
-        """A call answered at most `lasted` after the session was confirmed found it ended:
-        had it ended before its lifetime, that span would be shorter than the lifetime."""
+        """A call answered `lasted` after the call that opened the session was sent found it
+        ended: no session could have lasted longer, so a span shorter than its lifetime
+        (less the clock allowance) means it ended early. Counted from the opening call's
+        answer instead, a slow cold start, which upstream counts in the lifetime, would
+        make a healthy session look short."""
         session, lasted = self._world.session, self._lasted
         if lasted is None:
             raise AssertionError("the scenario has not kept the session busy until it ended")

@@ -49,15 +49,14 @@ _EXAMPLE_CALL = {
 
 @dataclass(frozen=True)
 class Session:
-    """A session the scenario opened. Two times (time.monotonic) bound when the target
-    created it: `opened_at`, taken before the call that opened it, and `confirmed_at`, when
-    the answer that returned its id arrived. A deadline counted from the first is never too
-    short; a lifetime counted from the second never too long (a cold start lies between)."""
+    """A session the scenario opened. `opened_at` (time.monotonic) is taken before the call
+    that opened it, so the target created it later: counted from it, a deadline is never
+    too short, and neither is the span the session lasted (a cold start, which upstream
+    counts in a session's lifetime, lies within)."""
 
     session_id: str
     runtime: Runtime
     opened_at: float = field(default_factory=time.monotonic, compare=False)
-    confirmed_at: float = field(default_factory=time.monotonic, compare=False)
 
     def __str__(self) -> str:
         return f"session {self.session_id} of {self.runtime}"
@@ -251,7 +250,7 @@ class World:
         self._calls.append(call)
         returned = session_id_of(response)
         if returned and returned not in known:
-            self._adopt(Session(returned, runtime, sent_at, call.answered_at))
+            self._adopt(Session(returned, runtime, sent_at))
         if response.status_code == 200:
             for active in {session_id, returned} - {None}:
                 self._last_activity[active] = call.answered_at

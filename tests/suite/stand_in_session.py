@@ -26,15 +26,18 @@ def world_whose_session_ends(
     answer: Callable[..., requests.Response],
     served_for: float,
     ending: tuple[int, dict],
+    opening: float = 0.0,
     **userdata: str,
 ) -> SimpleNamespace:
     """A session with a hard lifetime of LIFETIME, echoing for `served_for` seconds after it
-    was opened and answering `ending` (status, body) from then on."""
+    was opened and answering `ending` (status, body) from then on; the call that opened it
+    took `opening` seconds (a cold start), and the target counts the lifetime from its
+    start."""
     settings = load_settings(
         {"short_session_lifetime": f"{LIFETIME:g}s", "poll_interval": "20ms", **userdata}, {}
     )
     now = time.monotonic()
-    session = SimpleNamespace(session_id=SESSION_ID, runtime=None, opened_at=now, confirmed_at=now)
+    session = SimpleNamespace(session_id=SESSION_ID, runtime=None, opened_at=now - opening)
 
     def touch(runtime: object, session_id: str) -> requests.Response:
         if time.monotonic() - session.opened_at < served_for:

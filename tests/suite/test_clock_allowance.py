@@ -30,5 +30,14 @@ def test_a_session_ending_earlier_than_the_allowance_fails(answer) -> None:
         busy_until_it_ends(world)
 
 
+def test_a_lifetime_counted_from_the_start_of_a_slow_opening_call_has_been_lasted(answer) -> None:
+    """Upstream counts a session's lifetime from its creation, before its sandbox is ready:
+    a cold start of half a second is part of it, not a reason to fail."""
+    world = world_whose_session_ends(
+        answer, LIFETIME - 0.1, (404, NOT_FOUND), opening=0.5, clock_allowance="250ms"
+    )
+    busy_until_it_ends(world)
+
+
 def test_the_cluster_profile_allows_upstreams_whole_second() -> None:
     assert CLUSTER_DEFAULTS["clock_allowance"][0] == "1s"
