@@ -1,0 +1,3 @@
+"""Differential tests: localcube's counterparts replay the real upstream programs' recorded
+traffic (`../shared/upstream-recordings/`) and answer as upstream did, or a ledger in
+`differences/` says why not. `report.py` turns the ledger into docs/fidelity.md's tally."""

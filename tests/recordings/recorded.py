@@ -1,0 +1,142 @@
+"""The recordings of the real upstream programs, read as the README beside them describes.
+
+They live outside the repository, in `../shared/upstream-recordings/<commit>/`; a test that
+needs them is skipped, saying so, where that folder is absent. Each line of a file is one
+exchange; `differences/<file stem>.yaml` lists the exchanges where localcube answers otherwise
+on purpose, each with its verdict and why.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+UPSTREAM_COMMIT = "939abb5"
+RECORDINGS = ROOT.parent / "shared" / "upstream-recordings" / UPSTREAM_COMMIT
+LEDGER = Path(__file__).resolve().parent / "differences"
+ABSENT = f"the recordings of upstream's programs are absent ({RECORDINGS} not found)"
+
+# Why localcube may answer a recorded request otherwise; docs/fidelity.md explains each.
+VERDICTS = {
+    "stricter by design": "an upstream defect localcube refuses to copy (fidelity.md, "
+    '"Upstream defects the suite reports")',
+    "localcube extension": "localcube does more than upstream, on purpose (fidelity.md, "
+    '"Localcube extensions upstream does not have")',
+    "not reproducible": "the recorded situation cannot be recreated in localcube",
+}
+
+
+@dataclass(frozen=True)
+class Message:
+    """One side of an exchange: a request (`method`, `path`) or an answer (`status`)."""
+
+    headers: dict[str, str]
+    body: bytes | None
+    fields: dict[str, Any]
+
+    def header(self, name: str) -> str | None:
+        """A header's value, the name compared as HTTP compares it (case-insensitively)."""
+        wanted = name.lower()
+        return next((v for k, v in self.headers.items() if k.lower() == wanted), None)
+
+    def json(self) -> Any:
+        return json.loads(self.body or b"")
+
+
+@dataclass(frozen=True)
+class Exchange:
+    id: str
+    what: str
+    request: Message
+    response: Message
+    line: dict[str, Any]  # the whole recorded line, for the fields particular to one file
+
+
+def _message(recorded: dict[str, Any] | None) -> Message:
+    recorded = recorded or {}
+    body = recorded.get("body_b64")
+    return Message(
+        headers=dict(recorded.get("headers") or {}),
+        body=None if body is None else base64.b64decode(body),
+        fields={k: v for k, v in recorded.items() if k not in ("headers", "body_b64")},
+    )
+
+
+@cache
+def load(file_name: str) -> tuple[Exchange, ...]:
+    """Every exchange of one recordings file, in recorded order."""
+    lines = (RECORDINGS / file_name).read_text(encoding="utf-8").splitlines()
+    exchanges = []
+    for text in lines:
+        if text.strip():
+            line = json.loads(text)
+            exchanges.append(
+                Exchange(
+                    id=line["id"],
+                    what=line.get("what", ""),
+                    request=_message(line.get("request")),
+                    response=_message(line.get("response")),
+                    line=line,
+                )
+            )
+    return tuple(exchanges)
+
+
+def params(file_name: str, only: Iterable[str] | None = None) -> list[Any]:
+    """pytest parameters, one per exchange (its id the test id), or one skipped parameter
+    saying why when the recordings are absent. `only` keeps the named ids."""
+    if not RECORDINGS.is_dir():
+        return [pytest.param(None, id=file_name, marks=pytest.mark.skip(reason=ABSENT))]
+    wanted = None if only is None else set(only)
+    return [
+        pytest.param(exchange, id=exchange.id)
+        for exchange in load(file_name)
+        if wanted is None or exchange.id in wanted
+    ]
+
+
+@cache
+def differences(file_name: str) -> dict[str, dict[str, str]]:
+    """The ledger of one recordings file: id -> {"verdict", "why"}."""
+    path = LEDGER / (Path(file_name).stem + ".yaml")
+    if not path.is_file():
+        return {}
+    entries = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    for exchange_id, entry in entries.items():
+        if entry.get("verdict") not in VERDICTS or not entry.get("why"):
+            raise ValueError(f"{path.name}: {exchange_id} needs a verdict of {sorted(VERDICTS)}")
+    return entries
+
+
+def judge(file_name: str, exchange: Exchange, mismatches: list[str]) -> None:
+    """Pass when localcube agreed with upstream, or when the ledger says why it does not;
+    a ledger entry for an exchange that now agrees is stale and fails too."""
+    entry = differences(file_name).get(exchange.id)
+    if entry is None:
+        assert not mismatches, (
+            f"{exchange.id} ({exchange.what}): localcube answers otherwise than upstream "
+            f"did:\n  " + "\n  ".join(mismatches)
+        )
+    else:
+        assert mismatches, (
+            f"{exchange.id}: localcube now answers as upstream did; remove it from "
+            f"tests/recordings/differences/{Path(file_name).stem}.yaml"
+        )
+
+
+_RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)")
+
+
+def normalise_times(text: str) -> str:
+    """Every RFC 3339 time as the recordings' `<TIME>` placeholder."""
+    return _RFC3339.sub("<TIME>", text)
