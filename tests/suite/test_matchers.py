@@ -192,3 +192,82 @@ def test_a_not_found_refusal_that_opened_a_session_fails(answer) -> None:
     opened = answer(404, SINCE_PR_460, headers={"x-agentcube-session-id": "new-session"})
     matcher = matchers.refused_because_session_not_found(SESSION, code_required=True)
     assert "opening no session" in failure(matcher, opened)
+
+
+# Each Router refusal: its matcher, and a body the contract allows for it.
+ROUTER_REFUSALS = {
+    "401": (
+        matchers.refused_as_unauthorized("missing authorization header"),
+        401,
+        {"error": "missing authorization header", "code": "UNAUTHORIZED"},
+    ),
+    "403": (
+        matchers.refused_as_not_the_owner(),
+        403,
+        {"error": "you do not own this sandbox", "code": "FORBIDDEN"},
+    ),
+    "404 session": (
+        matchers.refused_because_session_not_found(SESSION, code_required=True),
+        404,
+        SINCE_PR_460,
+    ),
+    "404 runtime": (
+        matchers.refused_because_runtime_not_found(ECHO),
+        404,
+        {"error": 'agentruntimes.agentcube.volcano.sh "default/echo-agent" not found'},
+    ),
+    "429": (
+        matchers.refused_as_overloaded(),
+        429,
+        {"error": "server overloaded, please try again later", "code": "SERVER_OVERLOADED"},
+    ),
+}
+REFUSAL_CASES = pytest.mark.parametrize("refusal", ROUTER_REFUSALS.values(), ids=ROUTER_REFUSALS)
+
+
+@REFUSAL_CASES
+def test_a_refusal_may_carry_more_fields_and_wrap_its_reason(answer, refusal) -> None:
+    """A release that adds a field, or a gateway that puts the reason in words of its own,
+    still refuses as the contract promises."""
+    matcher, status, body = refusal
+    wrapped = {**body, "error": f"gateway: {body['error'].upper()} (request 7)", "requestId": "7"}
+    assert_that(answer(status, wrapped), matcher)
+
+
+@REFUSAL_CASES
+def test_a_refusal_without_its_reason_fails_naming_it(answer, refusal) -> None:
+    matcher, status, body = refusal
+    message = failure(matcher, answer(status, {**body, "error": "something went wrong"}))
+    assert "the error 'something went wrong' does not say" in message
+    assert f"Expected: {matcher.expectation}" in message
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [refusal for name, refusal in ROUTER_REFUSALS.items() if "code" in refusal[2]],
+    ids=[name for name, refusal in ROUTER_REFUSALS.items() if "code" in refusal[2]],
+)
+def test_a_refusal_with_a_wrong_or_missing_code_fails_naming_it(answer, refusal) -> None:
+    matcher, status, body = refusal
+    message = failure(matcher, answer(status, {**body, "code": "INTERNAL"}))
+    assert f"the code was 'INTERNAL', not {body['code']!r}" in message
+    without_code = {key: value for key, value in body.items() if key != "code"}
+    assert f"the body has no code, not {body['code']!r}" in failure(
+        matcher, answer(status, without_code)
+    )
+
+
+@REFUSAL_CASES
+def test_a_refusal_by_the_router_that_carries_a_session_fails(answer, refusal) -> None:
+    matcher, status, body = refusal
+    in_session = answer(status, body, headers={"x-agentcube-session-id": SESSION})
+    message = failure(matcher, in_session)
+    assert f"header x-agentcube-session-id should be None, but it was '{SESSION}'" in message
+
+
+@REFUSAL_CASES
+def test_a_refusal_with_another_status_or_no_error_text_fails(answer, refusal) -> None:
+    matcher, status, body = refusal
+    assert f"the status was 500, not {status}" in failure(matcher, answer(500, body))
+    assert "the body has no error text" in failure(matcher, answer(status, {"message": "no"}))
+    assert "the body is not JSON" in failure(matcher, answer(status, b"refused"))
