@@ -255,8 +255,8 @@ def refused_as_escaping_the_workspace() -> Answer:
 def refused_as_unauthorized(reason: str) -> Answer:
     """The Router's 401, which opens no session (pkg/router/auth.go:44-83)."""
     return refusal(
-        f"the Router to refuse the call with 401 UNAUTHORIZED because of {reason!r}, "
-        "opening no session",
+        f"the Router to refuse the call with 401 because of {reason!r}, opening no session "
+        "(code UNAUTHORIZED)",
         401,
         (reason,),
         code="UNAUTHORIZED",
@@ -279,7 +279,8 @@ def refused_as_not_the_owner() -> Answer:
 def refused_as_overloaded() -> Answer:
     """The Router's 429 past --max-concurrent-requests (pkg/router/server.go:142-148)."""
     return refusal(
-        "the Router to refuse the call with 429 SERVER_OVERLOADED because it is overloaded",
+        "the Router to refuse the call with 429 because it is overloaded, opening no session "
+        "(code SERVER_OVERLOADED)",
         429,
         ("server overloaded",),
         code="SERVER_OVERLOADED",
