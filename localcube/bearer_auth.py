@@ -3,8 +3,13 @@
 Upstream's Router validates OIDC tokens and its WorkloadManager Kubernetes service-account
 tokens; localcube maps static tokens to callers (a subject and its roles). Tokens are
 compared in constant time and never logged. Each surface refuses in its own shape: the
-Router `{"error", "code"}` (pkg/router/auth.go:36-83), the WorkloadManager `{"message"}`
+Router `{"error", "code"}` (pkg/router/auth.go:36-122), the WorkloadManager `{"message"}`
 (pkg/workloadmanager/auth.go:80-116).
+
+With OIDC on, upstream's Router admits only tokens holding the role its
+`--jwt-required-role` names (pkg/router/server.go:169-171); localcube requires
+`sandbox:invoke`, the role upstream's chart and Keycloak addon document. A token entry holds
+it unless it says `no-role`.
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ from aiohttp import web
 
 CALLER_KEY = "localcube.caller"  # the authenticated Caller, on the request
 ADMIN = "admin"
-ROLES = frozenset({ADMIN})
+REQUIRED_ROLE = "sandbox:invoke"
+NO_ROLE = "no-role"  # a token file's word for a valid token without the required role
+ENTRY_WORDS = frozenset({ADMIN, NO_ROLE})
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _WORKLOAD_MANAGER_PATHS = ("/v1/agent-runtime", "/v1/code-interpreter")
 
@@ -32,6 +39,10 @@ class Caller:
     def is_admin(self) -> bool:
         return ADMIN in self.roles
 
+    @property
+    def may_invoke(self) -> bool:
+        return REQUIRED_ROLE in self.roles
+
 
 class TokenTable:
     """Callers by token; empty means authentication is off."""
@@ -41,8 +52,9 @@ class TokenTable:
 
     @classmethod
     def parse(cls, specs: list[str], files: list[Path]) -> TokenTable:
-        """From `SUBJECT=TOKEN [ROLE...]` strings and files of such lines (blank lines and
-        `#` comments skipped); raise ValueError naming the entry's origin when one is bad."""
+        """From `SUBJECT=TOKEN [admin | no-role]` strings and files of such lines (blank
+        lines and `#` comments skipped); raise ValueError naming the entry's origin when one
+        is bad."""
         lines = [(spec, "--token") for spec in specs]
         for file in files:
             for number, line in enumerate(file.read_text().splitlines(), start=1):
@@ -73,13 +85,17 @@ def _entry(text: str, origin: str) -> tuple[str, Caller]:
     subject, separator, rest = text.strip().partition("=")
     words = rest.split()
     if not separator or not subject.strip() or not words:
-        raise ValueError(f"{origin}: expected SUBJECT=TOKEN [ROLE...]")
-    token, roles = words[0], frozenset(words[1:])
-    unknown = roles - ROLES
+        raise ValueError(f"{origin}: expected SUBJECT=TOKEN [admin | no-role]")
+    token, given = words[0], frozenset(words[1:])
+    unknown = given - ENTRY_WORDS
     if unknown:
         raise ValueError(
-            f"{origin}: unknown role {sorted(unknown)[0]!r} (known: {', '.join(sorted(ROLES))})"
+            f"{origin}: unknown role {sorted(unknown)[0]!r} "
+            f"(known: {', '.join(sorted(ENTRY_WORDS))})"
         )
+    if given == ENTRY_WORDS:
+        raise ValueError(f"{origin}: a token with no-role cannot hold the admin role")
+    roles = frozenset() if NO_ROLE in given else frozenset({REQUIRED_ROLE, *given})
     return token, Caller(subject.strip(), roles)
 
 
@@ -90,6 +106,14 @@ def caller(request: web.Request) -> Caller | None:
 
 def _router_refusal(message: str) -> web.Response:
     return web.json_response({"error": message, "code": "UNAUTHORIZED"}, status=401)
+
+
+def _missing_role_refusal() -> web.Response:
+    """The Router's 403 to a valid token without the required role (pkg/router/auth.go:96-122)."""
+    return web.json_response(
+        {"error": f"insufficient permissions: missing role {REQUIRED_ROLE}", "code": "FORBIDDEN"},
+        status=403,
+    )
 
 
 def _workload_manager_refusal(message: str) -> web.Response:
@@ -120,24 +144,28 @@ def _workload_manager_credential(header: str) -> str | web.Response:
 
 
 def middleware(tokens: TokenTable) -> Callable:
-    """Require a known bearer token on /v1/* when any token is configured."""
+    """Require a known bearer token on /v1/* when any token is configured, and on the
+    Router's routes the required role."""
 
     @web.middleware
     async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
         if not tokens.enabled or not request.path.startswith("/v1/"):
             return await handler(request)
         header = request.headers.get("Authorization", "")
-        if request.path.startswith(_WORKLOAD_MANAGER_PATHS):
-            credential = _workload_manager_credential(header)
-            unknown = _workload_manager_refusal("Invalid or expired token")
-        else:
+        at_router = not request.path.startswith(_WORKLOAD_MANAGER_PATHS)
+        if at_router:
             credential = _router_credential(header)
             unknown = _router_refusal("invalid or expired token")
+        else:
+            credential = _workload_manager_credential(header)
+            unknown = _workload_manager_refusal("Invalid or expired token")
         if isinstance(credential, web.Response):
             return credential
         known = tokens.caller_of(credential)
         if known is None:
             return unknown
+        if at_router and not known.may_invoke:
+            return _missing_role_refusal()
         request[CALLER_KEY] = known
         return await handler(request)
 

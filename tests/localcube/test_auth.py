@@ -14,6 +14,7 @@ from localcube.bearer_auth import TokenTable
 from tests.localcube.support import SESSION_HEADER, Client
 
 ALICE, BOB, ROOT = "alice-token-0123456789", "bob-token-9876543210", "root-token-5555555555"
+ROLELESS = "roleless-token-4444444444"
 ROUTER_PATH = "/v1/namespaces/default/agent-runtimes/echo-agent/invocations/echo"
 WORKLOAD_MANAGER_PATH = "/v1/agent-runtime"
 
@@ -37,7 +38,9 @@ class AuthCube:
 @pytest.fixture
 def cube(tmp_path: Path, start_localcube) -> AuthCube:
     tokens = tmp_path / "tokens"
-    tokens.write_text(f"# subjects\nalice={ALICE}\nbob={BOB}\nroot={ROOT} admin\n")
+    tokens.write_text(
+        f"# subjects\nalice={ALICE}\nbob={BOB}\nroot={ROOT} admin\ncarol={ROLELESS} no-role\n"
+    )
     state = tmp_path / "state"
     running = start_localcube(state_dir=state, extra_arguments=["--token-file", str(tokens)])
     assert ALICE not in " ".join(running.arguments), "tokens never reach process arguments"
@@ -85,6 +88,25 @@ def test_the_workload_manager_refuses_callers_without_a_valid_token(
     )
     assert answer.status_code == 401
     assert answer.json() == {"message": expected}
+
+
+def test_a_valid_token_without_the_required_role_is_forbidden_at_the_router(
+    cube: AuthCube,
+) -> None:
+    """Before any session is looked up or opened; the WorkloadManager checks no role.
+
+    Upstream: pkg/router/auth.go:96-122, pkg/router/server.go:167-172"""
+    carol, alice = Client(cube.url, ROLELESS), Client(cube.url, ALICE)
+    owned = alice.agent("echo-agent", json={}).headers[SESSION_HEADER]
+    for session in (None, owned, "never-issued"):
+        refused = carol.agent("echo-agent", json={}, session=session)
+        assert refused.status_code == 403
+        assert refused.json() == {
+            "error": "insufficient permissions: missing role sandbox:invoke",
+            "code": "FORBIDDEN",
+        }
+        assert SESSION_HEADER not in refused.headers
+    assert carol.create_session("agent-runtime", "echo-agent").status_code == 200
 
 
 def test_health_and_admin_routes_need_no_token(cube: AuthCube) -> None:
@@ -186,12 +208,17 @@ def test_the_workload_manager_deletes_without_an_ownership_check(cube: AuthCube)
 
 
 def test_a_token_entry_grants_only_known_roles() -> None:
-    table = TokenTable.parse(["alice=a-token", "root=r-token  admin"], [])
-    assert table.caller_of("a-token").roles == frozenset()
-    assert table.caller_of("r-token").is_admin
+    table = TokenTable.parse(["alice=a-token", "root=r-token  admin", "carol=c-token no-role"], [])
+    assert table.caller_of("a-token").roles == frozenset({"sandbox:invoke"})
+    assert table.caller_of("r-token").roles == frozenset({"sandbox:invoke", "admin"})
+    assert table.caller_of("c-token").roles == frozenset()
     assert table.caller_of("r-token  admin") is None
-    with pytest.raises(ValueError, match="--token: unknown role 'owner' \\(known: admin\\)"):
+    with pytest.raises(
+        ValueError, match="--token: unknown role 'owner' \\(known: admin, no-role\\)"
+    ):
         TokenTable.parse(["alice=a-token owner"], [])
+    with pytest.raises(ValueError, match="--token: a token with no-role cannot hold the admin"):
+        TokenTable.parse(["root=r-token admin no-role"], [])
     with pytest.raises(ValueError, match="expected SUBJECT=TOKEN"):
         TokenTable.parse(["alice= "], [])
 
