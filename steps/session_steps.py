@@ -33,14 +33,7 @@ def step_call_unknown_session(context: Context, runtime: Role) -> None:
 
 @then("the call is refused because the session was not found")
 def step_refused_session_not_found(context: Context) -> None:
-    world = context.world
-    call = world.last_call
-    assert_that(
-        call.response,
-        matchers.refused_because_session_not_found(
-            call.presented_session_id, code_required=world.settings.since_pr_460
-        ),
-    )
+    context.world.part(Lifetimes).expect_call_refused_as_not_found()
 
 
 @when("the session is called more often than its idle timeout, for twice that timeout")

@@ -276,6 +276,16 @@ SETTINGS: tuple[Setting, ...] = (
         "Time allowed past a session's timeout for garbage collection to end it.",
     ),
     Setting(
+        "gc_interval",
+        "AGENTCUBE_GC_INTERVAL",
+        parse_seconds,
+        "1s",
+        "How often the target's garbage collector runs (localcube's default; the localcube "
+        "the suite starts collects every 100 ms). Between the end of a hard lifetime, when "
+        "the sandbox goes, and the collector's next pass, which removes the session, a call "
+        "may fail with the sandbox gone; the refusal as not found is waited for that long.",
+    ),
+    Setting(
         "poll_interval",
         "AGENTCUBE_POLL_INTERVAL",
         parse_seconds,
@@ -458,6 +468,7 @@ class Settings:
     ready_timeout: float
     short_session_timeout: float
     ttl_grace: float
+    gc_interval: float
     poll_interval: float
     short_session_lifetime: float
     long_task_duration: float

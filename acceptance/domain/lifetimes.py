@@ -31,6 +31,9 @@ class Lifetimes:
         self._lasted: float | None = None  # from opening to the first call it did not serve
         self._ttls: dict[str, int] = {}  # the ttl each session asked for, by session id
         self._kept_alive: list[requests.Response] = []  # answers to the calls keeping it alive
+        # The first call not served at the end of a hard lifetime, when it met the sandbox
+        # gone rather than the session: the refusal as not found is still to come.
+        self._gone_before_removed: requests.Response | None = None
 
     # Runtimes with short limits, derived from the echo agent.
 
@@ -183,6 +186,40 @@ class Lifetimes:
                 f"404 {matchers.SESSION_NOT_FOUND}, or 502, 503 or 504 for its sandbox gone; "
                 f"{problems}"
             )
+        if not ended[0].matches(answer):
+            self._gone_before_removed = answer
+
+    def expect_call_refused_as_not_found(self) -> None:
+        """The last call was refused because its session was not found; when it was the
+        first call a session did not serve at the end of its hard lifetime and it met the
+        sandbox gone, the refusal must follow within gc_interval (and clock_allowance) of
+        that answer. Upstream's agent-sandbox deletes the pod at the Sandbox's shutdownTime
+        (pkg/workloadmanager/workload_builder.go:164,203; agent-sandbox v0.4.6
+        controllers/sandbox_controller.go:207), the WorkloadManager's collector removes the
+        session on its next pass (pkg/workloadmanager/garbage_collection.go:122-133, every
+        15 s: server.go:161), and in between the Router answers 502. A session never
+        refused still fails."""
+        call = self._world.last_call
+        refused = matchers.refused_because_session_not_found(
+            call.presented_session_id, code_required=self._settings.since_pr_460
+        )
+        if self._gone_before_removed is None or call.response is not self._gone_before_removed:
+            assert_that(call.response, refused)
+            return
+        session, settings = self._world.session, self._settings
+        allowed = settings.gc_interval + settings.clock_allowance
+        eventually(
+            lambda: self._world.touch(session.runtime, session.session_id),
+            refused,
+            timeout=max(call.answered_at + allowed - time.monotonic(), settings.poll_interval),
+            poll=settings.poll_interval,
+            waiting_for=(
+                f"the Router to refuse {session} as not found once the collector has removed "
+                f"it: its first call not served answered {call.response.status_code} (sandbox "
+                f"gone), and the collector runs every gc_interval ({settings.gc_interval:g} s, "
+                f"with clock_allowance {settings.clock_allowance:g} s)"
+            ),
+        )
 
     def expect_session_lasted_its_lifetime(self) -> None:
         """A call answered `lasted` after the call that opened the session was sent found it

@@ -46,6 +46,12 @@ CLUSTER_DEFAULTS: Mapping[str, tuple[str, str]] = {
         "a first call starts a pod; the WorkloadManager gives up after 2 minutes (504)",
     ),
     "ready_timeout": ("60s", "port forwards, and a Router that has just rolled out"),
+    "gc_interval": (
+        "15s",
+        "the WorkloadManager's collector runs every 15 s (upstream "
+        "pkg/workloadmanager/server.go:161); agent-sandbox deletes the pod at the end of a "
+        "hard lifetime, and the Router answers 502 until the collector's pass",
+    ),
     "poll_interval": ("1s", "each probe is three to five API calls"),
     "short_session_lifetime": (
         "60s",
@@ -60,7 +66,9 @@ CLUSTER_DEFAULTS: Mapping[str, tuple[str, str]] = {
     ),
     "sandbox_gone_timeout": (
         "60s",
-        "a pod deleted without grace is gone once its kubelet has stopped its containers",
+        "a pod deleted without grace is gone from the API at once, before its kubelet has "
+        "stopped its containers; the kill waits for the killed pod's uid to be gone, and "
+        "agent-sandbox may start a new pod under the same name within seconds",
     ),
     "clock_allowance": (
         "1s",
