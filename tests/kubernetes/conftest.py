@@ -18,7 +18,7 @@ import yaml
 
 from acceptance.platforms.kubernetes.cluster import Cluster
 from acceptance.platforms.kubernetes.settings import KubernetesSettings
-from tests.kubernetes.fake_api import TOKEN, FakeKubernetes, Recorded
+from tests.kubernetes.fake_api import STAND_IN_NODE, TOKEN, FakeKubernetes, Recorded
 
 NS = "agentcube"
 RUNTIME_API = f"/apis/runtime.agentcube.volcano.sh/v1alpha1/namespaces/{NS}"
@@ -123,7 +123,10 @@ def pod(
     ready: bool = True,
     deleting: bool = False,
     container_ports: list[dict[str, Any]] | None = None,
+    node: str | None = STAND_IN_NODE,
 ) -> dict[str, Any]:
+    """A pod bound to the stand-in's node unless another node (or None, unscheduled) is
+    given."""
     metadata = meta(name, labels=labels or {}, ownerReferences=owners or [])
     if deleting:
         metadata["deletionTimestamp"] = "2026-01-01T00:00:00Z"
@@ -131,7 +134,10 @@ def pod(
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": metadata,
-        "spec": {"containers": [{"name": "main", "image": "img", "ports": container_ports}]},
+        "spec": {
+            "nodeName": node,
+            "containers": [{"name": "main", "image": "img", "ports": container_ports}],
+        },
         "status": {
             "phase": "Running" if ready else "Pending",
             "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],

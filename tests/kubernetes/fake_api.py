@@ -2,11 +2,21 @@
 
 The adapter under test talks to it through the official client exactly as it talks to a
 cluster: kubeconfig, bearer token, REST paths, JSON bodies, and a websocket for port
-forwards. It keeps objects in memory behind the real paths (create answers 409 when the name
-is taken, delete honours uid preconditions, lists honour label and field selectors), records
-every request so that tests can check the exact calls, and answers with injected failures
-(403, 404, 409, ...) where a test asks. Controllers are not simulated: a test changes the
-stored objects itself, directly or in a hook run after a matching request.
+forwards. It keeps objects in memory behind the real paths and answers as a real
+kube-apiserver v1.36.2 does (tests/kubernetes/test_recorded_api.py replays recordings of one,
+../shared/kube-apiserver-recordings): Status bodies with their reasons, messages and details,
+RBAC for the identities it is given, uid preconditions, graceful pod deletion, pod logs and
+port forwards through "kubelets", list metadata, discovery. It records every request so that
+tests can check the exact calls, and answers with injected failures (403, 404, 409, ...)
+where a test asks.
+
+The stand-in plays the kubelet of one node, STAND_IN_NODE: pods bound to it have logs
+(``logs``) and port forwards (``pod_backends``), and a graceful delete leaves them
+Terminating until a test calls ``kubelet_finishes``. Controllers are not simulated unless a
+test turns them on: ``recreate_deleted_pods`` (agent-sandbox recreating a Sandbox's pod under
+the same name, with a new uid) and ``garbage_collection`` (the cascade of a delete to the
+objects it owns). Otherwise a test changes the stored objects itself, directly or in a hook
+run after a matching request.
 
 This is the only stand-in in these tests; there are no mocks of the adapter's own code.
 """
@@ -14,12 +24,13 @@ This is the only stand-in in these tests; there are no mocks of the adapter's ow
 from __future__ import annotations
 
 import asyncio
+import base64
 import copy
-import itertools
 import json
 import re
 import threading
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -27,29 +38,108 @@ from typing import Any
 from aiohttp import WSMsgType, web
 
 TOKEN = "kube-api-token-9f8e7d"  # the credential the test kubeconfig presents
+STAND_IN_NODE = "stand-in-node"  # the node whose kubelet the stand-in plays
 _PATH = re.compile(
-    r"^(?P<prefix>/api/v1|/apis/[^/]+/[^/]+)/namespaces/(?P<namespace>[^/]+)/(?P<plural>[^/]+)"
+    r"^(?P<prefix>/api/v1|/apis/(?P<group>[^/]+)/(?P<version>[^/]+))"
+    r"(?:/namespaces/(?P<namespace>[^/]+))?/(?P<plural>[^/]+)"
     r"(?:/(?P<name>[^/]+)(?:/(?P<sub>[^/]+))?)?$"
 )
-_KINDS = {
-    "pods": "Pod",
-    "events": "Event",
-    "services": "Service",
-    "serviceaccounts": "ServiceAccount",
-    "deployments": "Deployment",
-    "agentruntimes": "AgentRuntime",
-    "codeinterpreters": "CodeInterpreter",
-    "sandboxes": "Sandbox",
-    "sandboxclaims": "SandboxClaim",
-}
 _BODY = web.RequestKey("body", object)
+_IDENTITY = web.RequestKey("identity", object)
 GROUPS = (
     "runtime.agentcube.volcano.sh/v1alpha1",
     "agents.x-k8s.io/v1alpha1",
     "extensions.agents.x-k8s.io/v1alpha1",
 )
+# Served whatever `groups` says: the core API and the built-in groups the adapter uses.
+_BUILT_IN = {"", "apps"}
+NOT_FOUND_PAGE = "404 page not found\n"  # what the server's mux answers for a path it lacks
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """One resource of an API group, as discovery describes it."""
+
+    plural: str
+    kind: str
+    subresources: tuple[str, ...] = ("status",)
+    short_names: tuple[str, ...] = ()
+    namespaced: bool = True
+    generation: bool = True  # whether its objects carry metadata.generation
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
+
+
+_RESOURCES: dict[str, tuple[_Kind, ...]] = {
+    "": (
+        _Kind("pods", "Pod", ("log", "portforward", "status")),
+        _Kind("events", "Event", (), generation=False),
+        _Kind("services", "Service", ("status",), generation=False),
+        _Kind("serviceaccounts", "ServiceAccount", ("token",), generation=False),
+        _Kind("nodes", "Node", ("status",), namespaced=False, generation=False),
+    ),
+    "apps": (_Kind("deployments", "Deployment", ("scale", "status")),),
+    "runtime.agentcube.volcano.sh": (
+        _Kind("agentruntimes", "AgentRuntime"),
+        _Kind("codeinterpreters", "CodeInterpreter"),
+    ),
+    "agents.x-k8s.io": (_Kind("sandboxes", "Sandbox", ("status", "scale"), ("sandbox",)),),
+    "extensions.agents.x-k8s.io": (
+        _Kind("sandboxclaims", "SandboxClaim", short_names=("sandboxclaim",)),
+        _Kind("sandboxtemplates", "SandboxTemplate", short_names=("sandboxtemplate",)),
+        _Kind("sandboxwarmpools", "SandboxWarmPool", ("status", "scale"), ("swp",)),
+    ),
+}
+_CUSTOM_GROUPS = {"runtime.agentcube.volcano.sh", "agents.x-k8s.io", "extensions.agents.x-k8s.io"}
+_REASONS = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    409: "Conflict",
+    422: "Invalid",
+    504: "Timeout",
+}  # a 500 has none
+# --kubelet-preferred-address-types' default order.
+_ADDRESS_TYPES = ("Hostname", "InternalDNS", "InternalIP", "ExternalDNS", "ExternalIP")
+_DEFAULT_GRACE_SECONDS = 30
+_VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 Hook = Callable[["FakeKubernetes", "Recorded"], None]
+Rule = dict[str, Any]  # an RBAC PolicyRule as a ClusterRole's `rules` hold it
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who a bearer token authenticates as, and what RBAC lets them do. ``rules`` None is
+    system:masters (everything); otherwise the rules apply in ``namespaces`` alone, as a
+    ClusterRole bound by RoleBindings there."""
+
+    user: str
+    rules: tuple[Rule, ...] | None = None
+    namespaces: frozenset[str] = frozenset()
+
+    def allows(self, verb: str, group: str, resource: str, namespace: str | None) -> bool:
+        if self.rules is None:
+            return True
+        if namespace not in self.namespaces:
+            return False
+        return any(
+            _covers(rule.get("apiGroups"), group)
+            and _covers(rule.get("resources"), resource)
+            and _covers(rule.get("verbs"), verb)
+            for rule in self.rules
+        )
+
+
+ADMIN = Identity("admin")
+
+
+def _covers(granted: list[str] | None, wanted: str) -> bool:
+    return bool(granted) and ("*" in granted or wanted in granted)
 
 
 @dataclass(frozen=True)
@@ -78,6 +168,37 @@ class _Failure:
     times: int | None
 
 
+@dataclass(frozen=True)
+class _Target:
+    """What a request names: the resource, and the object and subresource when given."""
+
+    group: str
+    version: str
+    kind: _Kind | None  # None: a plural the group does not have
+    plural: str
+    namespace: str | None
+    name: str | None
+    sub: str | None
+    collection: str  # the path of the collection, the key of `objects`
+
+    @property
+    def qualified(self) -> str:
+        """As errors name a resource: agentruntimes.runtime.agentcube.volcano.sh, pods."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    @property
+    def resource(self) -> str:
+        """As RBAC names it: pods, pods/log, serviceaccounts/token."""
+        return f"{self.plural}/{self.sub}" if self.sub else self.plural
+
+    def details(self, **extra: str) -> dict[str, str]:
+        """A Status's details: the object's name, its group (none for the core API) and the
+        plural as `kind`, as the server's not-found and already-exists errors give them."""
+        named = {"name": self.name} if self.name else {}
+        group = {"group": self.group} if self.group else {}
+        return {**named, **group, "kind": self.plural, **extra}
+
+
 @dataclass
 class FakeKubernetes:
     groups: set[str] = field(default_factory=lambda: set(GROUPS))
@@ -86,10 +207,14 @@ class FakeKubernetes:
     logs: dict[tuple[str, str, str], str] = field(default_factory=dict)
     pod_backends: dict[tuple[str, str], int] = field(default_factory=dict)
     minted_tokens: list[str] = field(default_factory=list)
+    identities: dict[str, Identity] = field(default_factory=lambda: {TOKEN: ADMIN})
+    # Controllers, modelled only when a test turns them on.
+    recreate_deleted_pods: bool = False  # agent-sandbox: a Sandbox's pod comes back, new uid
+    garbage_collection: bool = False  # kube-controller-manager: dependents follow their owner
     url: str = ""
     _failures: list[_Failure] = field(default_factory=list)
     _hooks: list[tuple[str, str, Hook]] = field(default_factory=list)
-    _uids: itertools.count = field(default_factory=lambda: itertools.count(1))
+    _revision: int = 1
     _lock: threading.RLock = field(default_factory=threading.RLock)
 
     # Setting the stage.
@@ -99,12 +224,15 @@ class FakeKubernetes:
         with self._lock:
             stored = copy.deepcopy(obj)
             metadata = stored.setdefault("metadata", {})
-            metadata.setdefault("uid", f"uid-{next(self._uids)}")
+            metadata.setdefault("uid", str(uuid.uuid4()))
             metadata.setdefault("creationTimestamp", _now())
-            metadata.setdefault("resourceVersion", "1")
-            namespace = _PATH.match(collection)
-            if namespace:
-                metadata.setdefault("namespace", namespace["namespace"])
+            match = _PATH.match(collection)
+            if match and match["namespace"]:
+                metadata.setdefault("namespace", match["namespace"])
+            kind = _kind_of(match["group"] or "", match["plural"]) if match else None
+            if kind is None or kind.generation:
+                metadata.setdefault("generation", 1)
+            self._written(stored)
             self.objects.setdefault(collection, {})[metadata["name"]] = stored
             return stored
 
@@ -113,8 +241,19 @@ class FakeKubernetes:
             return self.objects.get(collection, {}).get(name)
 
     def remove(self, collection: str, name: str) -> None:
+        """Take an object away, as if it had been deleted outside the test's view (no
+        controller reacts)."""
         with self._lock:
             self.objects.get(collection, {}).pop(name, None)
+
+    def kubelet_finishes(self, collection: str, name: str) -> None:
+        """What the kubelet does once a Terminating pod's containers have stopped: the pod
+        object goes. Only a pod deleted gracefully (still Terminating) can be finished."""
+        with self._lock:
+            stored = self.get(collection, name)
+            if stored is None or "deletionTimestamp" not in stored["metadata"]:
+                raise AssertionError(f"no Terminating pod {name} in {collection} to finish")
+            self._gone(collection, stored)
 
     def fail(
         self, method: str, path: str, status: int, message: str = "", *, times: int | None = None
@@ -170,8 +309,11 @@ class FakeKubernetes:
         with self._lock:
             self.requests.append(recorded)
         request[_BODY] = body
-        if request.headers.get("Authorization") != f"Bearer {TOKEN}":
+        token = request.headers.get("Authorization", "").removeprefix("Bearer ")
+        identity = self.identities.get(token)
+        if identity is None:
             return _status(401, "Unauthorized")
+        request[_IDENTITY] = identity
         failure = self._take_failure(request.method, request.path)
         if failure is not None:
             return _status(failure.status, failure.message)
@@ -192,101 +334,353 @@ class FakeKubernetes:
                     return failure
         return None
 
+    def _served(self, group: str, version: str) -> bool:
+        return group in _BUILT_IN or f"{group}/{version}" in self.groups
+
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         path = request.path
         if path.startswith("/apis/") and path.count("/") == 3:
-            return self._discovery(path.removeprefix("/apis/"))
+            return self._discovery(*path.removeprefix("/apis/").split("/"))
         match = _PATH.match(path)
-        if match is None:
+        if match is None or not self._served(match["group"] or "", match["version"] or "v1"):
+            return web.Response(status=404, text=NOT_FOUND_PAGE)
+        target = _target(match)
+        identity: Identity = request[_IDENTITY]
+        verb = _verb(request.method, target)
+        if not identity.allows(verb, target.group, target.resource, target.namespace):
+            return _forbidden(identity, verb, target)
+        if target.kind is None or (target.sub and target.sub not in target.kind.subresources):
             return _status(404, "the server could not find the requested resource")
-        collection = path.rsplit(f"/{match['name']}", 1)[0] if match["name"] else path
-        name, sub = match["name"], match["sub"]
-        if sub == "portforward":
-            return await self._portforward(request, match["namespace"], name)
+        if target.sub == "portforward":
+            if not identity.allows("create", "", "pods/portforward", target.namespace):
+                # The 1.35+ check of a websocket upgrade (AuthorizePodWebsocketUpgradeCreate
+                # Permission) says nothing after the colon.
+                return _status(
+                    403, f'pods "{target.name}" is forbidden: ', details=target.details()
+                )
+            return await self._portforward(request, target)
+        if target.sub == "log":
+            return await self._log(request, target)
         with self._lock:
-            return self._rest(request, collection, match, name, sub, request[_BODY])
+            return self._rest(request, target, request[_BODY])
 
-    def _rest(
-        self,
-        request: web.Request,
-        collection: str,
-        match: re.Match[str],
-        name: str | None,
-        sub: str | None,
-        body: Any,
-    ) -> web.Response:
-        method, plural = request.method, match["plural"]
-        if sub == "log":
-            key = (match["namespace"], name or "", request.query.get("container", ""))
-            lines = self.logs.get(key, "").splitlines()[-int(request.query["tailLines"]) :]
-            return web.Response(text="".join(f"{line}\n" for line in lines))
-        if sub == "token" and method == "POST":
-            if self.get(collection, name or "") is None:
-                return _status(404, f'serviceaccounts "{name}" not found')
-            token = f"minted-token-{len(self.minted_tokens) + 1}"
-            self.minted_tokens.append(token)
-            return web.json_response(
-                {**body, "status": {"token": token, "expirationTimestamp": _now()}}, status=201
-            )
+    def _rest(self, request: web.Request, target: _Target, body: Any) -> web.Response:
+        method, name = request.method, target.name
+        if target.sub == "token" and method == "POST":
+            return self._token(target, body)
         if name is None and method == "GET":
-            items = [
-                obj
-                for obj in self.objects.get(collection, {}).values()
-                if _selected(obj, request.query.get("labelSelector", ""), _labels)
-                and _selected(obj, request.query.get("fieldSelector", ""), _field)
-            ]
-            return web.json_response(
-                {
-                    "kind": f"{_KINDS[plural]}List",
-                    "apiVersion": _api_version(match["prefix"]),
-                    "metadata": {"resourceVersion": "1"},
-                    "items": items,
-                }
-            )
+            return self._list(target, request.query)
         if name is None and method == "POST":
-            if self.get(collection, body["metadata"]["name"]) is not None:
-                return _status(409, f'{plural} "{body["metadata"]["name"]}" already exists')
-            body["metadata"].pop("uid", None)
-            return web.json_response(self.put(collection, body), status=201)
-        stored = self.get(collection, name or "")
+            if self.get(target.collection, body["metadata"]["name"]) is not None:
+                name = body["metadata"]["name"]
+                return _status(
+                    409,
+                    f'{target.qualified} "{name}" already exists',
+                    reason="AlreadyExists",
+                    details={**target.details(), "name": name},
+                )
+            for generated in ("uid", "resourceVersion", "creationTimestamp", "generation"):
+                body["metadata"].pop(generated, None)
+            return _json(self.put(target.collection, body), 201)
+        stored = self.get(target.collection, name or "")
         if stored is None:
-            return _status(404, f'{plural} "{name}" not found')
+            return _not_found(target)
         if method == "GET":
-            return web.json_response(stored)
+            return _json(stored)
         if method == "DELETE":
-            wanted = ((body or {}).get("preconditions") or {}).get("uid")
-            if wanted and wanted != stored["metadata"]["uid"]:
-                return _status(409, f"Precondition failed: UID in precondition: {wanted}")
-            self.remove(collection, stored["metadata"]["name"])
-            return web.json_response(stored)  # the API answers with the deleted object
+            return self._delete(target, stored, body or {})
         if method == "PATCH":
             _merge(stored, body)
-            stored["metadata"]["generation"] = stored["metadata"].get("generation", 1) + 1
-            return web.json_response(stored)
+            if "spec" in body:
+                stored["metadata"]["generation"] = stored["metadata"].get("generation", 1) + 1
+            self._written(stored)
+            return _json(stored)
         return _status(405, f"{method} not supported by the fake")
 
-    def _discovery(self, group_version: str) -> web.Response:
-        if group_version not in self.groups:
-            return _status(404, "the server could not find the requested resource")
-        return web.json_response(
-            {"kind": "APIResourceList", "groupVersion": group_version, "resources": []}
+    def _list(self, target: _Target, query: Any) -> web.Response:
+        version, match = query.get("resourceVersion"), query.get("resourceVersionMatch")
+        if match and not version:
+            reason = "resourceVersionMatch is forbidden unless resourceVersion is provided"
+            return _status(
+                422,
+                f'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: {reason}',
+                details={
+                    "group": "meta.k8s.io",
+                    "kind": "ListOptions",
+                    "causes": [
+                        {
+                            "reason": "FieldValueForbidden",
+                            "message": f"Forbidden: {reason}",
+                            "field": "resourceVersionMatch",
+                        }
+                    ],
+                },
+            )
+        if match == "NotOlderThan" and int(version) > self._revision:
+            return _status(
+                504,
+                f"Timeout: Too large resource version: {version}, current: {self._revision}",
+                details={
+                    "causes": [
+                        {
+                            "reason": "ResourceVersionTooLarge",
+                            "message": "Too large resource version",
+                        }
+                    ],
+                    "retryAfterSeconds": 1,
+                },
+            )
+        label_selector = query.get("labelSelector", "")
+        field_selector = query.get("fieldSelector", "")
+        items = [
+            obj
+            for _, obj in sorted(self.objects.get(target.collection, {}).items())
+            if _selected(obj, label_selector, _labels) and _selected(obj, field_selector, _field)
+        ]
+        metadata: dict[str, Any] = {"resourceVersion": str(self._revision)}
+        if target.group in _CUSTOM_GROUPS:
+            metadata["continue"] = ""
+        start = _decode_continue(query.get("continue", ""))
+        items = [obj for obj in items if obj["metadata"]["name"] > start]
+        if "limit" in query and len(items) > int(query["limit"]):
+            items, rest = items[: int(query["limit"])], items[int(query["limit"]) :]
+            metadata["continue"] = _encode_continue(items[-1]["metadata"]["name"])
+            if not label_selector and not field_selector:
+                metadata["remainingItemCount"] = len(rest)
+        return _json(
+            {
+                "kind": f"{target.kind.kind}List",  # type: ignore[union-attr]
+                "apiVersion": f"{target.group}/{target.version}" if target.group else "v1",
+                "metadata": metadata,
+                "items": items,
+            }
         )
 
-    async def _portforward(
-        self, request: web.Request, namespace: str, pod: str
-    ) -> web.StreamResponse:
-        """The pods/portforward subresource, v4.channel.k8s.io: data on channel 0, errors on
-        channel 1, each opened by a frame carrying the port number."""
-        if (namespace, pod) not in self.pod_backends:
-            return _status(404, f'pods "{pod}" not found')
+    def _delete(self, target: _Target, stored: dict[str, Any], options: dict) -> web.Response:
+        metadata = stored["metadata"]
+        wanted = (options.get("preconditions") or {}).get("uid")
+        if wanted and wanted != metadata["uid"]:
+            kind = target.kind.kind  # type: ignore[union-attr]
+            subject = f"{kind}.{target.group}" if target.group else kind
+            return _status(
+                409,
+                f'Operation cannot be fulfilled on {subject} "{target.name}": the UID in the '
+                f"precondition ({wanted}) does not match the UID in record ({metadata['uid']}). "
+                "The object might have been deleted and then recreated",
+                details=target.details(kind=kind),
+            )
+        if target.plural == "pods":
+            return _json(self._delete_pod(target.collection, stored, options))
+        self._gone(target.collection, stored)
+        return _json(
+            {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Success",
+                "details": target.details(uid=metadata["uid"]),
+            }
+        )
+
+    def _delete_pod(self, collection: str, stored: dict[str, Any], options: dict) -> dict:
+        """A pod is marked for deletion with its grace period and answered as it is then; a
+        pod on no node, or with grace 0 (a force delete), goes at once, the others when
+        their kubelet has stopped them (kubelet_finishes)."""
+        metadata, spec = stored["metadata"], stored.get("spec") or {}
+        grace = options.get("gracePeriodSeconds")
+        if grace is None:
+            grace = spec.get("terminationGracePeriodSeconds", _DEFAULT_GRACE_SECONDS)
+        if not spec.get("nodeName"):
+            grace = 0
+        if "deletionTimestamp" not in metadata:
+            metadata["deletionTimestamp"] = _now()
+            metadata["generation"] = metadata.get("generation", 1) + 1
+        metadata["deletionGracePeriodSeconds"] = min(
+            grace, metadata.get("deletionGracePeriodSeconds", grace)
+        )
+        self._written(stored)
+        answer = copy.deepcopy(stored)
+        if metadata["deletionGracePeriodSeconds"] == 0:
+            self._gone(collection, stored)
+        return answer
+
+    def _gone(self, collection: str, stored: dict[str, Any]) -> None:
+        """The object leaves the store; the controllers a test turned on react."""
+        self.objects.get(collection, {}).pop(stored["metadata"]["name"], None)
+        if self.garbage_collection:
+            for dependent_collection, dependent in self._dependents(stored["metadata"]["uid"]):
+                if _PATH.match(dependent_collection)["plural"] == "pods":  # type: ignore[index]
+                    self._delete_pod(dependent_collection, dependent, {})
+                else:
+                    self._gone(dependent_collection, dependent)
+        if self.recreate_deleted_pods and collection.endswith("/pods"):
+            self._recreate(collection, stored)
+
+    def _dependents(self, uid: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        for collection, stored in list(self.objects.items()):
+            for obj in list(stored.values()):
+                if any(
+                    ref.get("uid") == uid for ref in obj["metadata"].get("ownerReferences") or []
+                ):
+                    yield collection, obj
+
+    def _recreate(self, collection: str, pod: dict[str, Any]) -> None:
+        """agent-sandbox's controller: a Sandbox that still exists gets its pod back, under
+        the same name, as a new object (new uid, not yet scheduled)."""
+        owners = {
+            ref.get("uid")
+            for ref in pod["metadata"].get("ownerReferences") or []
+            if ref.get("kind") == "Sandbox"
+        }
+        sandboxes = [
+            obj
+            for path, stored in self.objects.items()
+            if path.endswith("/sandboxes")
+            for obj in stored.values()
+        ]
+        if not any(sandbox["metadata"]["uid"] in owners for sandbox in sandboxes):
+            return
+        recreated = copy.deepcopy(pod)
+        recreated["metadata"] = {
+            key: value
+            for key, value in pod["metadata"].items()
+            if key in ("name", "namespace", "labels", "annotations", "ownerReferences")
+        }
+        recreated.setdefault("spec", {}).pop("nodeName", None)  # not scheduled yet
+        recreated["status"] = {"phase": "Pending"}
+        self.put(collection, recreated)
+
+    def _written(self, stored: dict[str, Any]) -> None:
+        self._revision += 1
+        stored["metadata"]["resourceVersion"] = str(self._revision)
+
+    def _token(self, target: _Target, body: dict[str, Any]) -> web.Response:
+        account = self.get(target.collection, target.name or "")
+        if account is None:
+            return _not_found(target)
+        token = f"minted-token-{len(self.minted_tokens) + 1}"
+        self.minted_tokens.append(token)
+        metadata = {
+            "name": target.name,
+            "namespace": target.namespace,
+            "uid": str(uuid.uuid4()),
+            "creationTimestamp": _now(),
+        }
+        return _json(
+            {
+                "kind": "TokenRequest",
+                "apiVersion": "authentication.k8s.io/v1",
+                "metadata": metadata,
+                "spec": body.get("spec") or {},
+                "status": {"token": token, "expirationTimestamp": _now()},
+            },
+            201,
+        )
+
+    def _discovery(self, group: str, version: str) -> web.Response:
+        if f"{group}/{version}" not in self.groups:
+            return web.Response(status=404, text=NOT_FOUND_PAGE)
+        return _json(
+            {
+                "kind": "APIResourceList",
+                "apiVersion": "v1",
+                "groupVersion": f"{group}/{version}",
+                "resources": [
+                    resource for kind in _RESOURCES.get(group, ()) for resource in _discovered(kind)
+                ],
+            }
+        )
+
+    # The kubelet's part: logs and port forwards.
+
+    def _pod_or_404(self, target: _Target) -> tuple[dict[str, Any] | None, web.Response | None]:
+        with self._lock:
+            pod = self.get(target.collection, target.name or "")
+            if pod is None:
+                return None, _not_found(target)
+            return copy.deepcopy(pod), None
+
+    async def _log(self, request: web.Request, target: _Target) -> web.Response:
+        """pods/log: checked against the pod's containers, then asked of its node's kubelet;
+        a pod on no node has no log yet and answers 204 without a body."""
+        pod, refused = self._pod_or_404(target)
+        if pod is None:
+            return refused  # type: ignore[return-value]
+        spec = pod.get("spec") or {}
+        containers = [
+            container["name"]
+            for key in ("initContainers", "containers", "ephemeralContainers")
+            for container in spec.get(key) or []
+        ]
+        container = request.query.get("container") or (containers[0] if containers else "")
+        if container not in containers:
+            return _status(400, f"container {container} is not valid for pod {target.name}")
+        node = spec.get("nodeName")
+        if not node:
+            return web.Response(status=204)
+        if node != STAND_IN_NODE:
+            query = "&".join(f"{k}={v}" for k, v in request.query.items() if k != "container")
+            where = f"/containerLogs/{target.namespace}/{target.name}/{container}?{query}"
+            return await self._other_kubelet(
+                node, lambda address: f'Get "https://{address}{where}"'
+            )
+        key = (target.namespace or "", target.name or "", container)
+        with self._lock:
+            lines = self.logs.get(key, "").splitlines()
+        if "tailLines" in request.query:
+            lines = lines[len(lines) - min(len(lines), int(request.query["tailLines"])) :]
+        return web.Response(text="".join(f"{line}\n" for line in lines))
+
+    async def _other_kubelet(self, node_name: str, request: Callable[[str], str]) -> web.Response:
+        """A node the stand-in does not play: its address is dialled as the API server would,
+        and the answer is the error it would report (nothing there speaks kubelet)."""
+        with self._lock:
+            node = copy.deepcopy(self.get("/api/v1/nodes", node_name))
+        if node is None:
+            return _status(
+                404, f'nodes "{node_name}" not found', details={"name": node_name, "kind": "nodes"}
+            )
+        status = node.get("status") or {}
+        addresses = status.get("addresses") or []
+        preferred = [a["address"] for t in _ADDRESS_TYPES for a in addresses if a.get("type") == t]
+        if not preferred:
+            return _status(500, f"no preferred addresses found; known addresses: {addresses}")
+        port = ((status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}).get("Port")
+        address = f"{preferred[0]}:{port or 10250}"
+        try:
+            _, writer = await asyncio.wait_for(
+                asyncio.open_connection(preferred[0], port or 10250), 2
+            )
+        except (OSError, TimeoutError) as error:
+            cause = "connection refused" if isinstance(error, ConnectionRefusedError) else error
+            return _status(500, f"{request(address)}: dial tcp {address}: connect: {cause}")
+        writer.close()
+        return _status(500, f"{request(address)}: the stand-in does not speak to real kubelets")
+
+    async def _portforward(self, request: web.Request, target: _Target) -> web.StreamResponse:
+        """pods/portforward, v4.channel.k8s.io: data on channel 0, errors on channel 1, each
+        opened by a frame carrying the port number."""
+        pod, refused = self._pod_or_404(target)
+        if pod is None:
+            return refused  # type: ignore[return-value]
+        node = (pod.get("spec") or {}).get("nodeName")
+        if not node:
+            return _status(400, f"pod {target.name} does not have a host assigned")
+        if node != STAND_IN_NODE:
+            return await self._other_kubelet(node, lambda address: "error dialing backend")
         socket = web.WebSocketResponse(protocols=("v4.channel.k8s.io",))
         await socket.prepare(request)
         port = int(request.query["ports"]).to_bytes(2, "little")
         await socket.send_bytes(b"\x00" + port)
         await socket.send_bytes(b"\x01" + port)
-        reader, writer = await asyncio.open_connection(
-            "127.0.0.1", self.pod_backends[(namespace, pod)]
-        )
+        backend = self.pod_backends.get((target.namespace or "", target.name or ""))
+        if backend is None:
+            await socket.send_bytes(
+                b"\x01" + f"pod {target.name} has no backend in the stand-in".encode()
+            )
+            await socket.close()
+            return socket
+        reader, writer = await asyncio.open_connection("127.0.0.1", backend)
 
         async def to_pod() -> None:
             async for message in socket:
@@ -313,24 +707,111 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _api_version(prefix: str) -> str:
-    return "v1" if prefix == "/api/v1" else prefix.removeprefix("/apis/")
+def _kind_of(group: str, plural: str) -> _Kind | None:
+    return next((kind for kind in _RESOURCES.get(group, ()) if kind.plural == plural), None)
 
 
-def _status(code: int, message: str) -> web.Response:
-    reasons = {401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 409: "AlreadyExists"}
-    return web.json_response(
-        {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": message,
-            "reason": reasons.get(code, "InternalError"),
-            "code": code,
-        },
-        status=code,
+def _target(match: re.Match[str]) -> _Target:
+    group, plural, name = match["group"] or "", match["plural"], match["name"]
+    path = match.string
+    return _Target(
+        group=group,
+        version=match["version"] or "v1",
+        kind=_kind_of(group, plural),
+        plural=plural,
+        namespace=match["namespace"],
+        name=name,
+        sub=match["sub"],
+        collection=path.rsplit(f"/{name}", 1)[0] if name else path,
     )
+
+
+def _verb(method: str, target: _Target) -> str:
+    if target.name is None:
+        return {"GET": "list", "DELETE": "deletecollection"}.get(method, _VERBS.get(method, ""))
+    return _VERBS.get(method, method.lower())
+
+
+def _discovered(kind: _Kind) -> Iterator[dict[str, Any]]:
+    """A resource and its subresources as an APIResourceList lists them."""
+    main: dict[str, Any] = {
+        "name": kind.plural,
+        "singularName": kind.singular,
+        "namespaced": kind.namespaced,
+        "kind": kind.kind,
+        "verbs": [
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "create",
+            "update",
+            "watch",
+        ],
+    }
+    if kind.short_names:
+        main["shortNames"] = list(kind.short_names)
+    yield main
+    for sub in kind.subresources:
+        scale = {"group": "autoscaling", "version": "v1", "kind": "Scale"} if sub == "scale" else {}
+        yield {
+            "name": f"{kind.plural}/{sub}",
+            "singularName": "",
+            "namespaced": kind.namespaced,
+            "kind": kind.kind,
+            **scale,
+            "verbs": ["get", "patch", "update"],
+        }
+
+
+def _json(body: Any, status: int = 200) -> web.Response:
+    """JSON as the API server writes it: compact, a trailing newline, no charset."""
+    data = json.dumps(body, separators=(",", ":")).encode() + b"\n"
+    return web.Response(body=data, status=status, content_type="application/json")
+
+
+def _status(
+    code: int, message: str, *, reason: str | None = None, details: dict | None = None
+) -> web.Response:
+    status: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+    }
+    if reason or code in _REASONS:
+        status["reason"] = reason or _REASONS[code]
+    if details is not None:
+        status["details"] = details
+    status["code"] = code
+    return _json(status, code)
+
+
+def _not_found(target: _Target) -> web.Response:
+    return _status(404, f'{target.qualified} "{target.name}" not found', details=target.details())
+
+
+def _forbidden(identity: Identity, verb: str, target: _Target) -> web.Response:
+    subject = f'{target.qualified} "{target.name}"' if target.name else target.qualified
+    where = (
+        f' in the namespace "{target.namespace}"' if target.namespace else " at the cluster scope"
+    )
+    return _status(
+        403,
+        f'{subject} is forbidden: User "{identity.user}" cannot {verb} resource '
+        f'"{target.resource}" in API group "{target.group}"{where}',
+        details=target.details(),
+    )
+
+
+def _encode_continue(name: str) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"start": name}).encode()).decode()
+
+
+def _decode_continue(token: str) -> str:
+    return str(json.loads(base64.urlsafe_b64decode(token))["start"]) if token else ""
 
 
 def _labels(obj: dict[str, Any], key: str) -> Any:
