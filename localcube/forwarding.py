@@ -6,6 +6,10 @@ httputil.ReverseProxy with the Director of pkg/router/handlers.go:323-344.
 - Headers named in `Connection:` and the hop-by-hop headers are dropped, both ways.
 - `X-Forwarded-For`: the Director sets the prior values plus Gin's client IP, then the
   reverse proxy appends the peer's address once more.
+- A call that names no `Accept-Encoding` (and no `Range`; HEAD is never routed) leaves with
+  `Accept-Encoding: gzip`, which Go's Transport adds; a gzip answer to it is then
+  decompressed on the way back, as the Transport does (net/http/transport.go,
+  `requestedGzip`), so the client gets it plain and without a Content-Length.
 """
 
 from __future__ import annotations
@@ -68,6 +72,15 @@ def request_headers(request: web.Request, token: str) -> CIMultiDict[str]:
     prior = headers.getall("X-Forwarded-For", [])
     headers["X-Forwarded-For"] = ", ".join([*prior, peer])
     return headers
+
+
+def asks_for_gzip(request: web.Request, headers: CIMultiDict[str]) -> bool:
+    """Whether the call leaves asking for gzip on the client's behalf; if so, `headers`
+    now say so and the answer is to be decompressed."""
+    if request.headers.get("Accept-Encoding") or request.headers.get("Range"):
+        return False
+    headers["Accept-Encoding"] = "gzip"
+    return True
 
 
 def response_headers(headers: Iterable[tuple[str, str]]) -> CIMultiDict[str]:

@@ -10,20 +10,29 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import zlib
 
 import aiohttp
 import yarl
 from aiohttp import web
 
 from localcube.bearer_auth import Handler, caller, owner_refusal
-from localcube.forwarding import escaped, invocation_path, request_headers, response_headers
+from localcube.forwarding import (
+    asks_for_gzip,
+    escaped,
+    invocation_path,
+    request_headers,
+    response_headers,
+)
 from localcube.manifests import AGENT_RUNTIME, CODE_INTERPRETER
+from localcube.picod.gocompat import gin_json
 from localcube.session_errors import CREATION_FAILURES, router_refusal, session_not_found
 from localcube.signing import RequestSigner
 from localcube.store import SandboxRecord, StoreError
 from localcube.workload_manager import WorkloadManager
 
 SESSION_HEADER = "x-agentcube-session-id"
+ADMIN_PREFIX = "/localcube/"
 log = logging.getLogger("localcube.router")
 
 
@@ -32,16 +41,17 @@ PREFLIGHT_TIMEOUT = 0.2  # one dial, no retry (pkg/router/server.go:55-60, handl
 
 @web.middleware
 async def gin_no_route(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """A /v1 path or method no route serves: Gin's plain 404, before any authentication
-    (gin.New() has no method-not-allowed answer; pkg/router/server.go:154-181)."""
-    if request.path.startswith("/v1/") and request.match_info.http_exception is not None:
+    """A path or method no route serves, outside the admin API: Gin's plain 404, before any
+    authentication (gin.New() has no method-not-allowed answer; pkg/router/server.go:154-181)."""
+    if not request.path.startswith(ADMIN_PREFIX) and request.match_info.http_exception is not None:
         return web.Response(status=404, body=b"404 page not found", content_type="text/plain")
     return await handler(request)
 
 
 def error(status: int, message: str, code: str | None = None) -> web.Response:
+    """The Router's own answers: a gin.H map through c.JSON."""
     body = {"error": message} if code is None else {"error": message, "code": code}
-    return web.json_response(body, status=status)
+    return gin_json(status, body)
 
 
 class Router:
@@ -61,8 +71,8 @@ class Router:
         agent = "/v1/namespaces/{namespace}/agent-runtimes/{name}/invocations{path:.*}"
         interpreter = "/v1/namespaces/{namespace}/code-interpreters/{name}/invocations{path:.*}"
         return [
-            web.get("/health/live", self.live),
-            web.get("/health/ready", self.ready),
+            web.get("/health/live", self.live, allow_head=False),
+            web.get("/health/ready", self.ready, allow_head=False),
             web.get(agent, self.invoke_agent, allow_head=False),
             web.post(agent, self.invoke_agent),
             web.get(interpreter, self.invoke_interpreter, allow_head=False),
@@ -74,10 +84,10 @@ class Router:
             await self._upstream.close()
 
     async def live(self, _: web.Request) -> web.Response:
-        return web.json_response({"status": "alive"})
+        return gin_json(200, {"status": "alive"})
 
     async def ready(self, _: web.Request) -> web.Response:
-        return web.json_response({"status": "ready"})
+        return gin_json(200, {"status": "ready"})
 
     async def invoke_agent(self, request: web.Request) -> web.StreamResponse:
         return await self._invoke(request, AGENT_RUNTIME)
@@ -127,6 +137,8 @@ class Router:
         self, request: web.Request, sandbox: SandboxRecord, path: str
     ) -> web.StreamResponse:
         session_id = sandbox.session_id or ""
+        if not sandbox.endpoints:  # a record written before its sandbox was (its placeholder)
+            return error(404, "no entry point found for sandbox")
         port = next(
             (port for prefix, port in sandbox.endpoints if path.startswith(prefix)),
             sandbox.endpoints[0][1],
@@ -142,6 +154,7 @@ class Router:
         )
         token = self.signer.token_for(session_id, _subject(request))
         headers = request_headers(request, token)
+        gzip_asked = asks_for_gzip(request, headers)
         try:
             await _preflight(port)
         except OSError as failure:
@@ -154,15 +167,22 @@ class Router:
             log.error("proxy error (session %s): %r", session_id, failure)
             return self._failed(session_id, failure)
         async with upstream:
-            answer = _SizedResponse if upstream.content_length is not None else web.StreamResponse
+            kept = response_headers(upstream.headers.items())
+            gunzip = None
+            if gzip_asked and kept.get("Content-Encoding", "").lower() == "gzip":
+                gunzip = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+                kept.popall("Content-Encoding")
+                kept.popall("Content-Length", None)
+            sized = upstream.content_length is not None and gunzip is None
+            answer = _SizedResponse if sized else web.StreamResponse
             response = answer(status=upstream.status, reason=upstream.reason)
-            response.headers.extend(response_headers(upstream.headers.items()))
+            response.headers.extend(kept)
             response.headers[SESSION_HEADER] = session_id
             await response.prepare(request)
             try:
                 async for chunk in upstream.content.iter_any():
-                    await response.write(chunk)
-            except aiohttp.ClientError as failure:
+                    await response.write(chunk if gunzip is None else gunzip.decompress(chunk))
+            except (aiohttp.ClientError, zlib.error) as failure:
                 log.warning("sandbox of session %s broke off its answer: %s", session_id, failure)
                 return response
             await response.write_eof()

@@ -17,6 +17,7 @@ import logging
 from aiohttp import web
 
 from localcube.manifests import CODE_INTERPRETER, PLURALS
+from localcube.picod.gocompat import gin_json
 from localcube.sandboxes import SandboxNotReady, SandboxStartError
 from localcube.store import StoreError
 
@@ -55,7 +56,7 @@ def workload_manager_status(failure: CreationFailure) -> tuple[int, str]:
 def workload_manager_refusal(failure: CreationFailure) -> web.Response:
     _log(failure)
     status, message = workload_manager_status(failure)
-    return web.json_response({"message": message}, status=status)
+    return gin_json(status, {"message": message})
 
 
 def router_refusal(failure: CreationFailure) -> web.Response:
@@ -63,18 +64,18 @@ def router_refusal(failure: CreationFailure) -> web.Response:
     _log(failure)
     status, _ = workload_manager_status(failure)
     if status == 404:
-        return web.json_response({"error": str(failure)}, status=404)
-    return web.json_response({"error": "internal server error"}, status=500)
+        return gin_json(404, {"error": str(failure)})
+    return gin_json(500, {"error": "internal server error"})
 
 
 def session_not_found(session_id: str) -> web.Response:
     """The Router's answer for an unknown session (pkg/api/errors.go:56-58)."""
-    return web.json_response(
+    return gin_json(
+        404,
         {
             "error": f'sessions.{RESOURCE_GROUP} "{session_id}" not found',
             "code": "SESSION_NOT_FOUND",
         },
-        status=404,
     )
 
 
