@@ -102,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--token",
         action="append",
         default=[],
-        metavar="SUBJECT=TOKEN[ admin]",
+        metavar="SUBJECT=TOKEN[ admin|no-role]",
         help="require bearer tokens on /v1/* (visible in ps: prefer --token-file)",
     )
     run.add_argument(
@@ -112,8 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="FILE",
         help=(
-            "lines of SUBJECT=TOKEN, optionally followed by the role 'admin' "
-            "(SUBJECT=TOKEN admin): an admin may use every session, as upstream's admin role"
+            "lines of SUBJECT=TOKEN, optionally followed by 'admin' (may use every session, "
+            "as upstream's admin role) or 'no-role' (lacks the Router's required role "
+            "sandbox:invoke: its Router calls are refused 403)"
         ),
     )
     run.add_argument("--sandbox-ready-timeout", type=_duration, default=120.0, metavar="DURATION")

@@ -58,7 +58,7 @@ class WorkloadManager:
     # sessions -------------------------------------------------------------------------
 
     async def create_session(
-        self, kind: str, namespace: str, name: str, owner: str | None, ttl: float | None
+        self, kind: str, namespace: str, name: str, owner: str | None, ttl: int | None
     ) -> SandboxRecord:
         """A new session on a claimed warm sandbox, or on a sandbox started for it.
 

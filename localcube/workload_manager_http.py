@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
-import math
+from typing import Any
 
 from aiohttp import web
 
@@ -15,6 +17,32 @@ from localcube.workload_manager import WorkloadManager
 
 log = logging.getLogger("localcube.workload_manager")
 _KINDS = {"agent-runtime": AGENT_RUNTIME, "code-interpreter": CODE_INTERPRETER}
+_INT64 = range(-(2**63), 2**63)
+
+
+class _NotGoJson(ValueError):
+    """A body Go's encoding/json would not bind into the request."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NotGoJson(f"{name} is not JSON")  # Python reads NaN and Infinity; Go does not
+
+
+_go_loads = functools.partial(json.loads, parse_constant=_refuse_constant)
+
+
+def _bound_ttl(body: dict[str, Any]) -> int | None:
+    """The `ttl` as Go binds it into an integer (PR #460): a whole JSON integer in int64's
+    range, or null for none; text, fractions (`1.0` too), booleans and numbers out of range
+    do not bind."""
+    ttl = body.get("ttl")
+    if ttl is None:
+        return None
+    if isinstance(ttl, bool) or not isinstance(ttl, int) or ttl not in _INT64:
+        raise _NotGoJson("ttl is not an integer")
+    return ttl
+
+
 
 
 def message(status: int, text: str) -> web.Response:
@@ -41,22 +69,21 @@ class WorkloadManagerRoutes:
     async def create(self, request: web.Request) -> web.Response:
         kind = _KINDS[request.match_info["kind"]]
         try:
-            body = await request.json()
-        except (ValueError, RecursionError):  # not JSON, not UTF-8, too deep, too many digits
-            return message(400, "Invalid request body")
-        if not isinstance(body, dict):
+            # not JSON, not UTF-8, too deep, too many digits, a field Go cannot bind
+            body = await request.json(loads=_go_loads)
+            if not isinstance(body, dict) or any(
+                body.get(field) is not None and not isinstance(body[field], str)
+                for field in ("namespace", "name")
+            ):
+                raise _NotGoJson("not the request's shape")
+            ttl = _bound_ttl(body)
+        except (ValueError, RecursionError):
             return message(400, "Invalid request body")
         for field in ("namespace", "name"):
-            if not isinstance(body.get(field), str) or not body[field]:
+            if not body.get(field):
                 return message(400, f"{field} is required")
-        ttl = body.get("ttl")
-        if ttl is not None and (
-            isinstance(ttl, bool)
-            or not isinstance(ttl, int | float)
-            or not math.isfinite(ttl)  # json accepts NaN and Infinity
-            or ttl <= 0
-        ):
-            return message(400, "ttl must be a positive number of seconds")
+        if ttl is not None and ttl <= 0:
+            return message(400, "ttl must be greater than zero")
         identity = request.headers.get(IDENTITY_HEADER)
         try:
             # The owner is only ever the caller the Router signed for, never the bearer of
