@@ -10,6 +10,7 @@ from typing import Any
 from aiohttp import web
 
 from localcube.manifests import AGENT_RUNTIME, CODE_INTERPRETER
+from localcube.picod.gocompat import gin_json
 from localcube.session_errors import CREATION_FAILURES, workload_manager_refusal
 from localcube.signing import IDENTITY_HEADER, InvalidIdentity, RequestSigner
 from localcube.store import StoreError
@@ -46,7 +47,7 @@ def _bound_ttl(body: dict[str, Any]) -> int | None:
 
 
 def message(status: int, text: str) -> web.Response:
-    return web.json_response({"message": text}, status=status)
+    return gin_json(status, {"message": text})
 
 
 class WorkloadManagerRoutes:
@@ -64,7 +65,7 @@ class WorkloadManagerRoutes:
         ]
 
     async def health(self, _: web.Request) -> web.Response:
-        return web.json_response({"status": "healthy"})
+        return gin_json(200, {"status": "healthy"})
 
     async def create(self, request: web.Request) -> web.Response:
         kind = _KINDS[request.match_info["kind"]]
@@ -110,7 +111,7 @@ class WorkloadManagerRoutes:
         }
         if owner:  # `ownerId,omitempty` (pkg/common/types/sandbox.go:60-67)
             created["ownerId"] = owner
-        return web.json_response(created)
+        return gin_json(200, created, struct=True)  # types.CreateSandboxResponse
 
     async def delete(self, request: web.Request) -> web.Response:
         session_id = request.match_info["session_id"]
@@ -123,4 +124,4 @@ class WorkloadManagerRoutes:
             await self.workloads.delete_session(session_id)
         except StoreError as failure:
             return workload_manager_refusal(failure)
-        return web.json_response({"message": "Sandbox deleted successfully"})
+        return gin_json(200, {"message": "Sandbox deleted successfully"})
