@@ -44,8 +44,6 @@ def _bound_ttl(body: dict[str, Any]) -> int | None:
     return ttl
 
 
-
-
 def message(status: int, text: str) -> web.Response:
     return gin_json(status, {"message": text})
 
