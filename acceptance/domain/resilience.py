@@ -169,19 +169,22 @@ class Resilience:
     # A sandbox that dies.
 
     def kill_sandbox(self) -> None:
-        """Kill the session's sandbox and wait until the platform no longer shows it
-        running: a pod deleted without grace can still answer for a moment."""
+        """Kill the session's sandbox and wait until the platform shows it dead: a killed
+        process can linger for a moment. On a cluster that is the killed pod gone (by its
+        uid), not every object of the session: agent-sandbox recreates the pod under the
+        same name within seconds, and the Sandbox and its claim stay until the
+        WorkloadManager's collector removes the session."""
         session, platform = self._world.session, self._world.platform
         sandbox = platform.sandbox_of(session.session_id)
         if sandbox is None:
             raise AssertionError(f"the platform shows no sandbox serving {session}")
         platform.kill_sandbox(sandbox)
         eventually(
-            lambda: platform.is_running(sandbox),
-            described_as(f"{sandbox} no longer running", equal_to(False)),
+            lambda: platform.is_killed(sandbox),
+            described_as(f"{sandbox} no longer running", equal_to(True)),
             timeout=self._settings.sandbox_gone_timeout,
             poll=self._settings.poll_interval,
-            waiting_for=f"the platform to show the killed {sandbox} gone",
+            waiting_for=f"the platform to show the killed {sandbox} gone (sandbox_gone_timeout)",
         )
 
     def call_dead_session(self) -> None:

@@ -137,6 +137,12 @@ class Platform:
         """Kill the sandbox abruptly (SIGKILL, or a pod deleted without grace)."""
         raise self._missing(SANDBOX_KILL)
 
+    def is_killed(self, sandbox: Sandbox) -> bool:
+        """Whether the sandbox `kill_sandbox` killed is dead as far as the platform can
+        show: by default once it no longer exists in any form. An adapter whose platform
+        replaces a killed sandbox's parts (a cluster) tells by the part it killed."""
+        return not self.is_running(sandbox)
+
     def restart_router(self) -> None:
         """Restart the Router and return once it serves again; its store is kept."""
         raise self._missing(ROUTER_RESTART)

@@ -129,6 +129,44 @@ def test_evidence_says_what_it_could_not_read(cluster: Cluster, fake: FakeKubern
     ) in evidence
 
 
+def test_evidence_of_a_pod_no_node_will_take(cluster: Cluster, fake: FakeKubernetes) -> None:
+    """The commonest failure on a cluster: the API answers the log of a pod on no node with
+    204 No Content, and its phase, conditions and FailedScheduling event still tell why."""
+    obj = pod("echo-agent-u1", labels={SESSION_LABEL: SESSION}, ready=False)
+    obj["spec"].pop("nodeName", None)
+    obj["status"]["conditions"] = [
+        {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": "0/1 nodes are available: 1 Insufficient memory.",
+        }
+    ]
+    fake.put(PODS, obj)
+    fake.put(
+        EVENTS,
+        {
+            "kind": "Event",
+            "metadata": meta("echo-agent-u1.1"),
+            "involvedObject": {"kind": "Pod", "name": "echo-agent-u1", "namespace": NS},
+            "type": "Warning",
+            "reason": "FailedScheduling",
+            "message": "0/1 nodes are available: 1 Insufficient memory.",
+            "count": 2,
+        },
+    )
+    evidence = platform_of(cluster).evidence([SESSION])
+    assert evidence.splitlines()[2:] == [
+        "  pod phase: Pending",
+        "  condition PodScheduled=False (Unschedulable: 0/1 nodes are available: 1 "
+        "Insufficient memory.)",
+        "  events:",
+        "    Warning FailedScheduling: 0/1 nodes are available: 1 Insufficient memory. (x2)",
+        "  last 40 log lines of container main: none yet: the pod is not scheduled on a node",
+    ]
+    assert f"GET {PODS}/echo-agent-u1/log?container=main&tailLines=40" in fake.lines()
+
+
 def test_evidence_when_the_cluster_cannot_be_read(cluster: Cluster, fake: FakeKubernetes) -> None:
     fake.fail("GET", SANDBOX_CLAIMS, 403, "sandboxclaims is forbidden")
     assert platform_of(cluster).evidence([SESSION]) == (

@@ -11,14 +11,15 @@ import pytest
 
 from acceptance.core.settings import load_settings
 from acceptance.domain.resilience import Resilience
-from acceptance.platforms.base import Sandbox
+from acceptance.platforms.base import Platform, Sandbox
 
 SANDBOX = Sandbox("sandbox-1")
 
 
 @dataclass
-class LingeringPlatform:
-    """Shows the killed sandbox running for `lingers` more looks."""
+class LingeringPlatform(Platform):
+    """Shows the killed sandbox running for `lingers` more looks (a Platform for its
+    default `is_killed`: once not running)."""
 
     lingers: int
     looks: int = 0

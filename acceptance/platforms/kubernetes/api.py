@@ -221,7 +221,9 @@ class KubeApi:
         )
         return list(answer.get("items") or [])
 
-    def pod_log(self, namespace: str, pod: str, container: str, lines: int) -> str:
+    def pod_log(self, namespace: str, pod: str, container: str, lines: int) -> str | None:
+        """The last lines of the container's log; None while the pod is on no node, for
+        which the API has no log yet (it answers 204 No Content)."""
         return self._call(
             f"read the log of container {container} of Pod {namespace}/{pod}",
             self._core.read_namespaced_pod_log,

@@ -15,6 +15,7 @@ from acceptance.platforms.kubernetes.objects import terminating
 from acceptance.platforms.kubernetes.observation import SESSION_LABEL, Observer
 
 LOG_LINES = 40
+NO_LOG_YET = "none yet: the pod is not scheduled on a node"
 
 
 def describe_sessions(api: KubeApi, observer: Observer, session_ids: Iterable[str]) -> str:
@@ -50,9 +51,15 @@ def _describe_session(api: KubeApi, observer: Observer, session_id: str) -> str:
     for container in pod["spec"]["containers"]:
         lines += _readable(
             f"last {LOG_LINES} log lines of container {container['name']}",
-            lambda c=container["name"]: api.pod_log(namespace, name, c, LOG_LINES).splitlines(),
+            lambda c=container["name"]: _log_lines(api.pod_log(namespace, name, c, LOG_LINES)),
         )
     return "\n".join(lines)
+
+
+def _log_lines(log: str | None) -> list[str] | str:
+    """The log's lines; for a pod on no node, which has no log yet (the API answers 204 No
+    Content), a note that says so."""
+    return NO_LOG_YET if log is None else log.splitlines()
 
 
 def _pod_status(pod: JSON) -> list[str]:
@@ -85,9 +92,13 @@ def _events(events: list[JSON]) -> list[str]:
     ]
 
 
-def _readable(title: str, read: Callable[[], list[str]]) -> list[str]:
+def _readable(title: str, read: Callable[[], list[str] | str]) -> list[str]:
+    """The title and the lines `read` gives, or the note it gives instead of lines, or what
+    kept them from being read."""
     try:
         content = read()
     except KubeError as error:
         return [f"  {title}: could not be read: {error}"]
+    if isinstance(content, str):
+        return [f"  {title}: {content}"]
     return [f"  {title}:" + ("" if content else " none"), *(f"    {line}" for line in content)]

@@ -90,12 +90,27 @@ class KubernetesPlatform(Platform):
         )
 
     def kill_sandbox(self, sandbox: Sandbox) -> None:
-        """Delete its pod without a grace period (its Sandbox may start a new one)."""
-        pod = _observed(sandbox).pod
-        if pod is None or not self._cluster.api.delete(
+        """Force-delete its pod (grace 0): the pod object goes from the API at once, while
+        its kubelet may still be stopping its containers; its Sandbox may start a new pod
+        under the same name."""
+        pod = self._killable_pod(sandbox)
+        if not self._cluster.api.delete(
             pod.resource, pod.namespace, pod.name, pod.uid, grace_seconds=0
         ):
             raise AssertionError(f"{sandbox} has no pod left to kill")
+
+    def is_killed(self, sandbox: Sandbox) -> bool:
+        """Whether the pod it was seen with, by uid, is gone: a pod agent-sandbox recreated
+        under the same name is another, and the Sandbox and its claim stay until the
+        WorkloadManager's collector removes the session."""
+        return not self._cluster.observer.exists(self._killable_pod(sandbox))
+
+    @staticmethod
+    def _killable_pod(sandbox: Sandbox) -> ObjectRef:
+        pod = _observed(sandbox).pod
+        if pod is None:
+            raise AssertionError(f"{sandbox} was seen without a pod, so none can be killed")
+        return pod
 
     def has_runtime(self, runtime: Runtime) -> bool:
         resource = RESOURCE_OF_KIND[runtime.kind]
