@@ -22,6 +22,8 @@ from localcube.validation import is_dns_label, is_dns_subdomain, parse_duration
 PLATFORMS = ("localcube", "kubernetes", "none")
 # AgentCube releases the suite tells apart: upstream main, and releases before PR #460.
 RELEASES = ("main", "pre-460")
+# What agentcube_release may be set to: a release, or `auto`, which the preflight resolves.
+AUTO_RELEASE = "auto"
 # Userdata that belongs to the tools around the suite, not to it: behavex names each worker
 # (-D worker_id=N); behave's formatters read `behave.formatter.<name>.*` options.
 FOREIGN_USERDATA = ("worker_id", "behave.")
@@ -411,12 +413,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "agentcube_release",
         "AGENTCUBE_RELEASE",
-        one_of(RELEASES),
-        "main",
+        one_of((AUTO_RELEASE, *RELEASES)),
+        AUTO_RELEASE,
         "What the target's AgentCube release supports: `main` (upstream main: the Router's "
         "404 for an unknown or ended session carries `code: SESSION_NOT_FOUND`, and a "
         "session may ask for a `ttl`), or `pre-460` (releases before PR #460, without "
-        "either: the scenarios that need them are skipped with the reason).",
+        "either: the scenarios that need them are skipped with the reason). `auto` tells "
+        "them apart: the preflight calls the Router with a session id never issued and "
+        "holds the run to `main` when the 404 carries that code, to `pre-460` when it "
+        "carries none, and the run's first line and its summary say which and why; any "
+        "other answer stops the run asking for the setting.",
     ),
     Setting(
         "keep_on_failure",
@@ -491,7 +497,8 @@ class Settings:
 
     @property
     def since_pr_460(self) -> bool:
-        """Whether the target has upstream PR #460: SESSION_NOT_FOUND and per-session ttl."""
+        """Whether the target has upstream PR #460: SESSION_NOT_FOUND and per-session ttl.
+        A run's settings have `auto` resolved by the preflight (acceptance.run.preflight)."""
         return self.agentcube_release != "pre-460"
 
 

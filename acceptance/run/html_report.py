@@ -78,6 +78,8 @@ def _render_summary(summary: RunSummary, chart_png: bytes | None) -> None:
     with section(cls="run-summary", id="run-summary"):
         h3("Run summary")
         p(summary.headline)
+        if summary.release:
+            p(summary.release)
         if chart_png is not None:
             img(
                 src="data:image/png;base64," + base64.b64encode(chart_png).decode("ascii"),

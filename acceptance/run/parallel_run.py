@@ -137,12 +137,13 @@ def run(processes: int, behave_arguments: list[str]) -> int:
     if concurrent:
         phase = Phase(out / "concurrent", processes, f"{chosen}not ({only_alone})", in_order)
         suite = Suite.start({**config.userdata, "reports_dir": str(out)}, os.environ)
-        print(suite.preflight, flush=True)
+        print(f"{suite.release.account()}\n{suite.preflight}", flush=True)
         target, secrets = _shared_target(suite.target, suite.settings)
         status = max(status, phase.run([*arguments, *target], secrets))
         phase_results = phase.results()
         suite.kept.extend(phase_results.notes.pop(KEPT, []))  # then its localcube stays
         phase_results.merge(suite.finish())
+        phase_results.release = suite.release.account()  # the workers were told the release
         results.merge(phase_results)
     results.deselected = count_deselected(features, config)
     summary = summarize(results, time.monotonic() - started)
@@ -154,7 +155,8 @@ def run(processes: int, behave_arguments: list[str]) -> int:
 def _shared_target(target: Target, settings: Settings) -> tuple[list[str], dict[str, str]]:
     """The target the workers share: its URLs as -D arguments, with the runtimes this
     process resolved for it (a localcube it started serves a stateful interpreter, which a
-    worker given only its URL would not know), and its tokens (generated ones included) as
+    worker given only its URL would not know) and the release its preflight found (each
+    worker is held to it, detecting nothing), and its tokens (generated ones included) as
     environment variables, which other users cannot read as they can a command line. On a
     cluster the workers use this process's port forwards and token rather than open and
     mint their own."""
@@ -162,6 +164,7 @@ def _shared_target(target: Target, settings: Settings) -> tuple[list[str], dict[
         f"--define=router_url={target.router_url}",
         f"--define=workload_manager_url={target.workload_manager_url}",
         f"--define=platform={target.platform_name}",
+        f"--define=agentcube_release={settings.agentcube_release}",
     ]
     if settings.stateful_interpreter:
         defines.append(f"--define=stateful_interpreter={settings.stateful_interpreter}")

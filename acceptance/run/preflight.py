@@ -11,12 +11,18 @@ pkg/router/session_manager.go:137-150), so the answer is 401 for a refused token
 for an accepted one, whether or not the target requires tokens at all. The WorkloadManager
 is asked to delete a session it never issued, which likewise answers 401 or 404
 (pkg/workloadmanager/server.go:123-133, pkg/workloadmanager/handlers.go:497-503).
+
+The same 404 tells the release when agentcube_release is `auto`: since upstream PR #460 the
+Router's 404 for an unknown session carries `code: SESSION_NOT_FOUND`
+(pkg/router/session_manager.go:144-147), before it no code at all. Any other answer tells
+no release, and the run stops asking for the setting.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import TracebackType
 
 import requests
@@ -25,11 +31,15 @@ from hamcrest.core.matcher import Matcher
 
 from acceptance.core.clients import Router, WorkloadManager
 from acceptance.core.evidence import ExchangeLog, excerpt
-from acceptance.core.matchers import holds_json
+from acceptance.core.matchers import (
+    SESSION_NOT_FOUND,
+    holds_json,
+    refused_because_session_not_found,
+)
 from acceptance.core.measurements import Measurements
 from acceptance.core.polling import eventually
 from acceptance.core.runtimes import Runtime, RuntimeKind, configured_runtimes
-from acceptance.core.settings import SETTINGS, Setting, Settings
+from acceptance.core.settings import AUTO_RELEASE, SETTINGS, Setting, Settings
 from acceptance.core.transport import NoAnswer, Transport
 from acceptance.platforms.base import Target
 
@@ -43,6 +53,26 @@ class PreflightFailed(Exception):
     def __init__(self, problems: list[str]) -> None:
         super().__init__("\n".join(problems))
         self.problems = problems
+
+
+@dataclass(frozen=True)
+class Release:
+    """The AgentCube release a run is held to, and why."""
+
+    name: str
+    why: str
+
+    def account(self) -> str:
+        """The release in one line, as the run begins and its summary ends."""
+        return f"AgentCube release: {self.name} ({self.why})"
+
+
+@dataclass(frozen=True)
+class UnknownSessionAnswer:
+    """The Router's answer to the token check's call: a session id it never issued."""
+
+    session_id: str
+    answer: requests.Response
 
 
 def _setting(name: str) -> Setting:
@@ -63,6 +93,7 @@ class Preflight:
         self._target = target
         self._transport = self._transport_with(target.api_token)
         self._checked: list[str] = []
+        self.release: Release | None = None  # known once check_target has passed
 
     def __enter__(self) -> Preflight:
         return self
@@ -80,8 +111,8 @@ class Preflight:
         return "Preflight: " + "; ".join(self._checked) + "."
 
     def check_target(self) -> None:
-        """Both services answer and are ready, and the tokens are accepted; raises
-        PreflightFailed."""
+        """Both services answer and are ready, the tokens are accepted, and the release is
+        known (`release`); raises PreflightFailed."""
         target = self._target
         router = Router(self._transport, target.router_url, Measurements())
         workload_manager = WorkloadManager(self._transport, target.workload_manager_url)
@@ -111,15 +142,43 @@ class Preflight:
             else f"Router ready at {target.router_url}, WorkloadManager at "
             f"{target.workload_manager_url}"
         )
-        problems = self._router_refusal("api_token", target.api_token)
+        problems, unknown_session = self._router_refusal("api_token", target.api_token)
         for setting in ("second_api_token", "admin_api_token"):
             if token := getattr(target, setting):
-                problems += self._router_refusal(setting, token)
+                problems += self._router_refusal(setting, token)[0]
         if not same_url:
             problems += self._workload_manager_refusal(workload_manager)
         if problems:
             raise PreflightFailed(problems)
         self._checked.append("token accepted" if target.api_token else "no token needed")
+        assert unknown_session is not None  # the Router answered: no problem was told
+        self.release = self._release(unknown_session)
+
+    def _release(self, unknown_session: UnknownSessionAnswer) -> Release:
+        """The release set, or the one the Router's 404 for an unknown session shows."""
+        configured = self._settings.agentcube_release
+        if configured != AUTO_RELEASE:
+            return Release(configured, f"set by {setting_names('agentcube_release')}")
+        session_id, answer = unknown_session.session_id, unknown_session.answer
+        if refused_because_session_not_found(session_id, code_required=True).matches(answer):
+            return Release(
+                "main",
+                f"detected: the Router's 404 for an unknown session carries code "
+                f"{SESSION_NOT_FOUND}",
+            )
+        if refused_because_session_not_found(session_id, code_required=False).matches(answer):
+            return Release(
+                "pre-460", "detected: the Router's 404 for an unknown session carries no code"
+            )
+        raise PreflightFailed(
+            [
+                f"the Router's answer to a session id never issued tells no AgentCube release "
+                f"({answer.status_code} {excerpt(answer.content, 120)}; a Router answers 404 "
+                f"naming the session, with code {SESSION_NOT_FOUND} since upstream PR #460 and "
+                f"without any code before): set {setting_names('agentcube_release')} to main "
+                "or pre-460"
+            ]
+        )
 
     def check_runtimes(self) -> None:
         """The runtimes the features call by name exist in the namespace, when the platform
@@ -201,18 +260,25 @@ class Preflight:
             ]
         return []
 
-    def _router_refusal(self, setting: str, token: str | None) -> list[str]:
-        """A problem when the Router refuses a call with this token (or without any)."""
+    def _router_refusal(
+        self, setting: str, token: str | None
+    ) -> tuple[list[str], UnknownSessionAnswer | None]:
+        """A problem when the Router refuses a call with this token (or without any), and
+        the Router's answer when it gave one."""
         transport = self._transport_with(token)
         probe = Runtime(RuntimeKind.AGENT_RUNTIME, self._settings.namespace, PROBE_RUNTIME)
+        session_id = str(uuid.uuid4())
         try:
             router = Router(transport, self._target.router_url, Measurements())
-            answer = router.invoke(probe, "", session_id=str(uuid.uuid4()), json={})
+            answer = router.invoke(probe, "", session_id=session_id, json={})
         except NoAnswer as error:
-            return [f"the Router at {self._target.router_url} {_unanswered(error)}"]
+            return [f"the Router at {self._target.router_url} {_unanswered(error)}"], None
         finally:
             transport.close()
-        return _refusal("the Router", answer, setting, token)
+        return (
+            _refusal("the Router", answer, setting, token),
+            UnknownSessionAnswer(session_id, answer),
+        )
 
     def _workload_manager_refusal(self, workload_manager: WorkloadManager) -> list[str]:
         """A problem when the WorkloadManager refuses the token: deleting a session it never

@@ -99,6 +99,8 @@ class RunResults:
     notes: dict[str, list[str]] = field(default_factory=dict)
     # Scenarios the tags or names left out: the command that chose them counts them, once.
     deselected: int = 0
+    # The AgentCube release the run was held to, and why (acceptance.run.preflight.Release).
+    release: str = ""
 
     def add_scenario(self, scenario: Scenario) -> None:
         """Record a scenario that has ended (its steps included)."""
@@ -139,6 +141,7 @@ class RunResults:
             self.latencies.setdefault(name, []).extend(samples)
         for title, items in other.notes.items():
             self.notes.setdefault(title, []).extend(items)
+        self.release = self.release or other.release
 
     def save(self, directory: Path) -> Path:
         """Write these results to a new file in the directory."""
@@ -161,6 +164,7 @@ class RunResults:
                     steps=[StepResult(**s) for s in data["steps"]],
                     latencies=data["latencies"],
                     notes=data["notes"],
+                    release=data["release"],
                 )
             )
         return merged

@@ -35,7 +35,7 @@ def start_suite(features: list[Feature], config: Configuration) -> Suite:
     suite = Suite.start(config.userdata, os.environ)
     if not suite.settings.results_dir:  # a parallel run's worker: its command does both
         suite.results.deselected = count_deselected(features, config)  # before the run
-        sys.__stderr__.write(f"{suite.preflight}\n")
+        sys.__stderr__.write(f"{suite.release.account()}\n{suite.preflight}\n")
     return suite
 
 

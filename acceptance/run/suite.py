@@ -4,6 +4,7 @@ scenario, and the closing report."""
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from acceptance.core.transport import Transport
 from acceptance.domain.world import RegisterCleanup, RunLedger, World
 from acceptance.platforms.base import SANDBOX_OBSERVATION, Target
 from acceptance.platforms.target import read_settings, resolve_target
-from acceptance.run.preflight import Preflight
+from acceptance.run.preflight import Preflight, Release
 from acceptance.run.results import RunResults
 from acceptance.run.tags import ACTIVE_CATEGORIES, ScenarioGate
 
@@ -29,9 +30,10 @@ KEPT = "Kept for inspection"
 
 @dataclass
 class Suite:
-    settings: Settings
+    settings: Settings  # agentcube_release resolved once the preflight has found the release
     target: Target
-    gate: ScenarioGate
+    gate: ScenarioGate = field(init=False)  # made once the release is known
+    release: Release = field(init=False)
     ledger: RunLedger = field(default_factory=RunLedger)
     skipped: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
@@ -50,17 +52,14 @@ class Suite:
         PreflightFailed or, for fixtures never usable, AssertionError."""
         settings, userdata = read_settings(userdata, environ)
         target = resolve_target(settings, userdata, environ)
-        gate = ScenarioGate(
-            {category: getattr(settings, category) for category in ACTIVE_CATEGORIES},
-            target.platform_name,
-            target.capabilities,
-        )
-        suite = cls(settings, target, gate)
+        suite = cls(settings, target)
         # behave may never reach after_all (a broken pipe, an internal error): stop anyway.
         atexit.register(suite.stop)
         try:
             with Preflight(settings, target) as preflight:
                 preflight.check_target()
+                assert preflight.release is not None  # check_target found it
+                suite._hold_to(preflight.release)
                 target.prepare()
                 preflight.check_runtimes()
                 suite.preflight = preflight.account()
@@ -68,6 +67,16 @@ class Suite:
             suite.stop()
             raise
         return suite
+
+    def _hold_to(self, release: Release) -> None:
+        """Run as this release: the scenarios judge and are gated by it."""
+        self.release = release
+        self.settings = dataclasses.replace(self.settings, agentcube_release=release.name)
+        self.gate = ScenarioGate(
+            {category: getattr(self.settings, category) for category in ACTIVE_CATEGORIES},
+            self.target.platform_name,
+            self.target.capabilities,
+        )
 
     def new_world(self, register_cleanup: RegisterCleanup) -> World:
         """A World with its own HTTP session and exchange log, closed by the last cleanup."""
@@ -106,6 +115,7 @@ class Suite:
         self.left = self._sandboxes_left()
         self.stop()
         self.results.close(self.ledger.measurements, self.notes())
+        self.results.release = self.release.account()
         return self.results
 
     def elapsed(self) -> float:

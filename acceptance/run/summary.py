@@ -28,6 +28,7 @@ class RunSummary:
     headline: str
     tables: list[Table]
     latencies: list[Summary]
+    release: str = ""  # the release the run was held to, and why
 
 
 def summarize(results: RunResults, wall_time: float) -> RunSummary:
@@ -55,7 +56,7 @@ def summarize(results: RunResults, wall_time: float) -> RunSummary:
     failed = [s for s in scenarios if s.outcome == FAILED]
     if failed:
         tables.append(_failures(failed))
-    return RunSummary(headline, tables, latencies)
+    return RunSummary(headline, tables, latencies, results.release)
 
 
 def _failures(failed: list[ScenarioResult]) -> Table:
@@ -116,6 +117,8 @@ def _ms(value: float) -> str:
 def format_summary(summary: RunSummary) -> str:
     """The summary as plain text, each table with aligned columns."""
     parts = [f"Run summary: {summary.headline}"]
+    if summary.release:
+        parts.append(summary.release)
     for table in summary.tables:
         parts.append(f"{table.title}:" + ("" if table.rows else " none"))
         if table.rows:

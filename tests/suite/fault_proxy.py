@@ -193,6 +193,20 @@ class MarkEvery404(Fault):
             answer.set_json({**body, "code": "SESSION_NOT_FOUND"})
 
 
+class RouterBeforePr460(Fault):
+    """A Router of a release before upstream PR #460 (every build at 939abb5): its 404 for an
+    unknown or ended session carries no code (pkg/router/session_manager.go:144-147)."""
+
+    async def rewrite_answer(self, proxy: FaultProxy, request: Request, answer: Answer) -> None:
+        body = answer.json()
+        if (
+            answer.status == 404
+            and isinstance(body, dict)
+            and body.get("code") == "SESSION_NOT_FOUND"
+        ):
+            answer.set_json({key: value for key, value in body.items() if key != "code"})
+
+
 class OpaqueErrors(Fault):
     """Refusals with an empty body: the caller learns nothing of what was wrong."""
 
@@ -545,9 +559,15 @@ FAULTS = {
     "early-session-end": lambda: RewriteJsonFields({"ttl": 1, "maxSessionDuration": "1s"}),
     "strip-error-codes": StripErrorCodes,
     "mark-every-404": MarkEvery404,
+    "router-before-pr-460": RouterBeforePr460,
     "opaque-errors": OpaqueErrors,
     "no-workspace-jail": NoWorkspaceJail,
     "shared-sandbox": SharedSandbox,
+    "ignore-namespace": IgnoreNamespace,
+    "route-sessions-by-path": RouteSessionsByPath,
+    "cut-large-uploads": lambda: LargeFileFault(cut_uploads=True),
+    "cut-large-downloads": lambda: LargeFileFault(cut_downloads=True),
+    "cap-listed-sizes": lambda: LargeFileFault(cap_listed_sizes=True),
     "recycled-session-ids": RecycledSessionIds,
     "forward-caller-token": ForwardCallerToken,
     "token-in-another-header": TokenInAnotherHeader,

@@ -39,6 +39,9 @@ QUICK = {
 CONCURRENT_RUNS = 3
 # A localcube given by URL names no stateful interpreter unasked: the fixture's.
 STATEFUL = {"stateful_interpreter": "python-interpreter-stateful"}
+# A fault that changes the Router's 404 for a session id never issued hides the release
+# from the preflight too (tests/suite/test_release_detection.py): the run is told it.
+MAIN = {"agentcube_release": "main"}
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,7 @@ CASES = {
             "Expected: the command to print '10' and nothing else",
             "Expected: the command to exit with code 0",
         ),
+        userdata=MAIN,
     ),
     "unknown runtimes and sessions answered as found": Case(
         "not-found-as-ok",
@@ -84,6 +88,7 @@ CASES = {
             "Expected: the Router to refuse the call with 404 because CodeInterpreter",
             "Expected: the Router to refuse the call with 404 because session",
         ),
+        userdata=MAIN,
     ),
     "idle sessions never collected": Case(
         None,
@@ -136,6 +141,7 @@ CASES = {
             "was not found, with code SESSION_NOT_FOUND",
             "because of 'missing authorization header', opening no session",
         ),
+        userdata=MAIN,
     ),
     "the agent's 404 taken for the Router's": Case(
         "mark-every-404",
@@ -146,6 +152,7 @@ CASES = {
         "opaque-errors",
         ("not valid JSON", "larger than the sandbox accepts", "file that does not exist"),
         ("the body is not JSON", "refused with 413 and an error"),
+        userdata=MAIN,
     ),
     "no workspace jail": Case(
         "no-workspace-jail",

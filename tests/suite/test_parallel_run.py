@@ -35,6 +35,8 @@ def test_the_smoke_scenarios_pass_over_two_processes_with_one_summary(tmp_path: 
     assert output.count("Run summary: ") == 1, output
     assert re.search(rf"Run summary: \d+ scenarios: {count} passed, 0 failed", output), output
     assert output.count("Preflight: ") == 1, output
+    # Detected once, by the run: its workers are held to it.
+    assert output.count("AgentCube release: main (detected: ") == 2, output  # start, summary
     junit = list((tmp_path / "parallel" / "concurrent" / "behave").glob("TESTS-*.xml"))
     assert junit, "behavex writes JUnit XML"
 
@@ -48,11 +50,13 @@ def test_workers_on_a_cluster_share_the_forwards_and_the_token_of_the_run() -> N
         "admin-token",
         frozenset(),
     )
-    defines, secrets = _shared_target(target, load_settings({"platform": "kubernetes"}, {}))
+    settings = load_settings({"platform": "kubernetes", "agentcube_release": "pre-460"}, {})
+    defines, secrets = _shared_target(target, settings)
     assert defines == [
         "--define=router_url=http://127.0.0.1:41001",
         "--define=workload_manager_url=http://127.0.0.1:41002",
         "--define=platform=kubernetes",
+        "--define=agentcube_release=pre-460",
         "--define=port_forward=false",
         "--define=token_source=static",
     ]

@@ -60,6 +60,7 @@ def test_defaults_when_nothing_is_configured() -> None:
     assert settings.echo_agent == "echo-agent"
     assert settings.short_session_timeout == 2.0
     assert settings.poll_interval == pytest.approx(0.1)
+    assert settings.agentcube_release == "auto"  # the preflight detects it
 
 
 @pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: s.name)

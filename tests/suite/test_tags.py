@@ -53,6 +53,7 @@ def test_known_tags(tag: str) -> None:
     [
         "fast",
         "use.with_agentcube_release=0.3",
+        "use.with_agentcube_release=auto",  # a setting's value, resolved before any scenario
         "use.with_interpreter_mode=stateful",
         "use.with_os=linux",
         "requires.gpu",
@@ -97,7 +98,8 @@ def test_a_release_before_pr_460_skips_what_needs_it_with_the_reason() -> None:
     current = ScenarioGate({"agentcube_release": "main"}, "none", ())
     assert current.skip_reason(["not.with_agentcube_release=pre-460"]) is None
     settings = load_settings({"agentcube_release": "pre-460"}, {})
-    assert not settings.since_pr_460 and load_settings({}, {}).since_pr_460
+    assert not settings.since_pr_460
+    assert load_settings({"agentcube_release": "main"}, {}).since_pr_460
 
 
 def test_a_missing_capability_skips_and_names_the_platform() -> None:
