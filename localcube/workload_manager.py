@@ -164,21 +164,40 @@ class WorkloadManager:
             log.info("ended sandbox %s: it was still starting when localcube stopped", sandbox_id)
 
     async def collect_garbage(self) -> None:
-        """One GC pass: idle and expired sessions, dead sandboxes, pools to refill."""
+        """One GC pass: idle and expired sessions (at most 100 candidates of each, as
+        upstream: localcube.collection_rules), dead sandboxes, pools to refill."""
         self.launcher.reap()
         now = time.time()
+        records = self.store.all()
+        sessions = [record for record in records if record.session_id is not None]
+        expired = set(
+            self.rules.expired_sessions(
+                {r.session_id: r.expires_at for r in sessions if r.expires_at is not None}, now
+            )
+        )
+        # a call in flight keeps its session, yet takes one of the pass's places as upstream
+        idle_candidates = set(
+            self.rules.idle_candidates(
+                {
+                    r.session_id: r.last_activity_at
+                    for r in sessions
+                    if r.last_activity_at is not None
+                },
+                now,
+            )
+        )
         endings = []
-        for record in self.store.all():
+        for record in records:
             if record.session_id is None:
                 if not is_alive(record.pid, record.process_start):
                     endings.append(self._end(record, "warm sandbox died"))
-            elif record.expires_at is not None and self.rules.is_expired(record.expires_at, now):
+            elif record.session_id in expired:
                 endings.append(self._end(record, "reached its maximum session duration"))
             elif record.lost_at is None and not is_alive(record.pid, record.process_start):
                 endings.append(self._lose(record))
             elif (
-                record.session_id not in self._in_flight
-                and record.last_activity_at is not None
+                record.session_id in idle_candidates
+                and record.session_id not in self._in_flight
                 and record.idle_timeout is not None
                 and self.rules.is_idle(record.last_activity_at, record.idle_timeout, now)
             ):

@@ -40,3 +40,28 @@ def test_a_session_expires_in_the_second_its_lifetime_ends() -> None:
     Upstream: pkg/store/store_redis.go:230-248"""
     assert not CollectionRules.is_expired(102.7, now=101.999)
     assert CollectionRules.is_expired(102.7, now=102.0)
+
+
+def test_a_pass_looks_at_no_more_than_100_idle_candidates_the_oldest_first() -> None:
+    """100 sessions idle since 100 s with a long timeout hide an idle one behind them, as
+    in upstream issue #454; equal scores are taken by session id, as a sorted set orders
+    them.
+
+    Upstream: pkg/workloadmanager/garbage_collection.go:45,84, pkg/store/store_redis.go:255-266"""
+    rules = CollectionRules(idle_lookback=60.0)
+    long_idle = {f"long-{number:03}": 100 for number in range(100)}
+    candidates = rules.idle_candidates({**long_idle, "idle": 200, "a-recent": 1000}, now=1000.0)
+    assert candidates == sorted(long_idle)
+    assert rules.idle_candidates({**long_idle, "0-first": 100}, now=1000.0)[0] == "0-first"
+    assert "idle" in rules.idle_candidates({"idle": 200, "long-000": 100}, now=1000.0)
+
+
+def test_a_pass_ends_no_more_than_100_expired_sessions_the_earliest_first() -> None:
+    """Expiry scores are whole seconds: 102.7 and 102.1 tie and are taken by id.
+
+    Upstream: pkg/workloadmanager/garbage_collection.go:108, pkg/store/store_redis.go:230-248"""
+    expired = {f"s-{number:03}": 50.0 + number for number in range(120)}
+    chosen = CollectionRules.expired_sessions({**expired, "later": 500.0}, now=200.0)
+    assert chosen == [f"s-{number:03}" for number in range(100)]
+    tied = CollectionRules.expired_sessions({"b": 102.1, "a": 102.7, "c": 103.0}, now=102.5)
+    assert tied == ["a", "b"]
