@@ -63,3 +63,18 @@ def step_close_together(context: Context) -> None:
 @then("no sandbox of theirs is left")
 def step_no_sandbox_left(context: Context) -> None:
     context.world.part(Isolation).expect_no_sandbox_left()
+
+
+@when("I call the {runtime:Runtime} under a namespace it is not in")
+def step_call_under_other_namespace(context: Context, runtime: Role) -> None:
+    context.world.part(Isolation).call_under_a_namespace_without(runtime)
+
+
+@given("an echo agent of the same name in another namespace")
+def step_apply_neighbour_echo_agent(context: Context) -> None:
+    context.world.part(Isolation).apply_neighbour_echo_agent()
+
+
+@then("the call is served by the session's own sandbox or refused, never by the other one")
+def step_served_only_by_own_sandbox(context: Context) -> None:
+    context.world.part(Isolation).expect_served_only_by_the_sessions_own_sandbox()

@@ -7,6 +7,7 @@ so a failure report can be read without re-running anything.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -573,3 +574,92 @@ class ServedByOneSandbox(BaseMatcher[Sequence[Mapping[str, Any]]]):
 
 def served_by_one_sandbox() -> ServedByOneSandbox:
     return ServedByOneSandbox()
+
+
+class _HoldsChecksum(BaseMatcher[requests.Response]):
+    """A 200 answer whose body has this length and SHA-256 digest: a large download, which
+    a failure shows by its length and digest, never by its bytes."""
+
+    def __init__(self, expectation: str, size: int, sha256: str) -> None:
+        self.expectation = expectation
+        self.size = size
+        self.sha256 = sha256
+
+    def _matches(self, item: requests.Response) -> bool:
+        return item.status_code == 200 and _digest(item.content) == (self.size, self.sha256)
+
+    def describe_to(self, description: Description) -> None:
+        description.append_text(f"{self.expectation} ({self.size} bytes, SHA-256 {self.sha256})")
+
+    def describe_mismatch(self, item: requests.Response, mismatch: Description) -> None:
+        size, sha256 = _digest(item.content)
+        mismatch.append_text(
+            f"the body was {size} bytes, SHA-256 {sha256}; the answer was {describe_response(item)}"
+        )
+
+
+def _digest(content: bytes) -> tuple[int, str]:
+    return len(content), hashlib.sha256(content).hexdigest()
+
+
+def holds_checksum(expectation: str, size: int, sha256: str) -> Matcher[requests.Response]:
+    return _HoldsChecksum(expectation, size, sha256)
+
+
+def lists_file_of_size(name: str, size: int) -> Answer:
+    return Answer(
+        f"the workspace listing to show {name} with its size of {size} bytes",
+        status=200,
+        body=has_entry("files", has_item(has_entries(name=name, size=size))),
+    )
+
+
+class _OwnSandboxOrRefusal(Answer):
+    """The answer to a call in a session through a path that names a runtime the session
+    does not belong to. Upstream's Router looks an existing session up by its id alone and
+    forwards the call to the session's own sandbox; a Router that binds a session to its
+    path refuses it (404, or 409 as upstream's open PR #324 proposes). Either way no other
+    sandbox serves it and no new session is opened."""
+
+    REFUSALS = (404, 409)
+
+    def __init__(self, session_id: str, sandbox: Mapping[str, Any], runtime: Runtime) -> None:
+        super().__init__(
+            f"the call to {runtime} in session {session_id} to be served by the session's own "
+            "sandbox or refused with 404 or 409, never by another sandbox or in a new session",
+            status={200, *self.REFUSALS},
+            headers={SESSION_HEADER: is_in([None, session_id])},
+        )
+        self.identity = _sandbox_identity(sandbox)
+
+    def _problem(self, response: requests.Response) -> str | None:
+        problem = super()._problem(response)
+        if problem is not None:
+            return problem
+        body = _json(response)
+        if not isinstance(body, dict):
+            return "the body is not a JSON object"
+        if response.status_code in self.REFUSALS:
+            if "sandbox" in body:
+                return "a sandbox answered the refusal"
+            return None if isinstance(body.get("error"), str) else "the refusal has no error text"
+        served_by = _sandbox_identity(body.get("sandbox"))
+        if served_by != self.identity:
+            return f"it was served by sandbox {served_by}, not by the session's {self.identity}"
+        if response.headers.get(SESSION_HEADER) is None:
+            return f"the answer carries no {SESSION_HEADER}"
+        return None
+
+
+def _sandbox_identity(report: Any) -> dict[str, Any] | None:
+    """What tells the echo agent's sandboxes apart in its report of the one that served."""
+    if not isinstance(report, Mapping):
+        return None
+    return {key: report.get(key) for key in ServedByOneSandbox._IDENTITY}
+
+
+def served_by_its_own_sandbox_or_refused(
+    session_id: str, sandbox: Mapping[str, Any], runtime: Runtime
+) -> Answer:
+    """See _OwnSandboxOrRefusal; `sandbox`: the echo agent's report of the session's own."""
+    return _OwnSandboxOrRefusal(session_id, sandbox, runtime)

@@ -85,6 +85,8 @@ class Role(enum.Enum):
         RuntimeKind.AGENT_RUNTIME,
         None,
     )
+    # The echo agent's namespace's neighbour, serving an echo agent of the same name.
+    NEIGHBOUR_ECHO_AGENT = ("echo agent of the other namespace", RuntimeKind.AGENT_RUNTIME, None)
 
     def __init__(self, phrase: str, kind: RuntimeKind, setting: str | None) -> None:
         self.phrase = phrase

@@ -1,9 +1,11 @@
 """Sessions kept apart: named sessions with files of their own, session ids that are never
-issued twice, and many sessions opened at the same moment."""
+issued twice, many sessions opened at the same moment, and namespaces that keep their
+runtimes and sessions to themselves."""
 
 from __future__ import annotations
 
 import threading
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import requests
@@ -12,9 +14,14 @@ from hamcrest import all_of, assert_that, described_as, has_length
 from acceptance.core import matchers
 from acceptance.core.clients import session_id_of
 from acceptance.core.polling import eventually
-from acceptance.core.runtimes import Role
+from acceptance.core.runtimes import Role, Runtime, RuntimeKind, fixture_manifest
+from acceptance.domain.lifetimes import ECHO_AGENT_FIXTURE
 from acceptance.domain.world import Session, World
 from acceptance.platforms.base import Sandbox
+
+# The namespace beside the run's own that the echo agent of the other namespace is applied
+# in (on a cluster it must exist, with the suite's role bound there: docs/scenarios.md).
+NEIGHBOUR_SUFFIX = "-neighbour"
 
 
 class Isolation:
@@ -65,6 +72,41 @@ class Isolation:
             all_of(
                 matchers.refused_with(404, "File not found"),
                 matchers.carries_session_id(session.session_id),
+            ),
+        )
+
+    # Namespaces.
+
+    def call_under_a_namespace_without(self, role: Role) -> None:
+        """Call the runtime, without a session, under a namespace of its own name that
+        nothing is ever applied in (a new one for each call)."""
+        runtime = self._world.runtime(role)
+        elsewhere = f"{runtime.namespace}-empty-{uuid.uuid4().hex[:8]}"
+        self._world.touch(Runtime(runtime.kind, elsewhere, runtime.name), None)
+
+    def apply_neighbour_echo_agent(self) -> None:
+        """An echo agent named as the run's own, in the namespace beside the run's."""
+        home = self._world.runtime(Role.ECHO_AGENT)
+        manifest = fixture_manifest(RuntimeKind.AGENT_RUNTIME, ECHO_AGENT_FIXTURE)
+        manifest["metadata"] = {
+            **manifest["metadata"],
+            "name": home.name,
+            "namespace": home.namespace + NEIGHBOUR_SUFFIX,
+        }
+        self._world.apply_runtime(Role.NEIGHBOUR_ECHO_AGENT, manifest)
+
+    def expect_served_only_by_the_sessions_own_sandbox(self) -> None:
+        """The last call presented the session through another namespace's path: the
+        sandbox that served the scenario's first echo (which opened the session) answered
+        it, or it was refused."""
+        call = self._world.last_call
+        reports = self._world.sandbox_reports()
+        if not reports:
+            raise AssertionError("no echo has shown which sandbox serves the session")
+        assert_that(
+            call.response,
+            matchers.served_by_its_own_sandbox_or_refused(
+                call.presented_session_id, reports[0], call.runtime
             ),
         )
 

@@ -127,3 +127,23 @@ def test_health_routes(client: Client) -> None:
     assert client.http.get(f"{client.url}/health/live").json() == {"status": "alive"}
     assert client.http.get(f"{client.url}/health/ready").json() == {"status": "ready"}
     assert client.http.get(f"{client.url}/health").json() == {"status": "healthy"}
+
+
+def test_a_session_presented_under_another_path_is_served_by_its_own_sandbox(
+    client: Client,
+) -> None:
+    """Upstream: pkg/router/session_manager.go:137-153 (an existing session is looked up by
+    its id alone: the namespace, name and kind the path names are not compared), as the
+    recordings agent-session-wrong-runtime and agent-session-on-ci-path show"""
+    first = client.agent("echo-agent", json={"input": "mine"})
+    session = first.headers[SESSION_HEADER]
+    for path in (
+        "/v1/namespaces/elsewhere/agent-runtimes/echo-agent/invocations/echo",
+        "/v1/namespaces/default/agent-runtimes/other-agent/invocations/echo",
+    ):
+        answer = client.http.post(
+            client.url + path, json={"input": "again"}, headers={SESSION_HEADER: session}
+        )
+        assert answer.status_code == 200, path
+        assert answer.headers[SESSION_HEADER] == session
+        assert answer.json()["sandbox"]["pid"] == first.json()["sandbox"]["pid"]

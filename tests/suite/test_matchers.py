@@ -3,6 +3,8 @@ expectation broke and show the answer."""
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 from hamcrest import assert_that
 
@@ -271,3 +273,73 @@ def test_a_refusal_with_another_status_or_no_error_text_fails(answer, refusal) -
     assert f"the status was 500, not {status}" in failure(matcher, answer(500, body))
     assert "the body has no error text" in failure(matcher, answer(status, {"message": "no"}))
     assert "the body is not JSON" in failure(matcher, answer(status, b"refused"))
+
+
+OWN_SANDBOX = {"hostname": "box-a", "pid": 11, "started_at": 1.5, "calls": 1}
+NEIGHBOUR = Runtime(RuntimeKind.AGENT_RUNTIME, "default-neighbour", "echo-agent")
+
+
+def _carrying(session: str | None) -> dict[str, str]:
+    return {matchers.SESSION_HEADER: session} if session else {}
+
+
+def _under_another_path() -> matchers.Answer:
+    return matchers.served_by_its_own_sandbox_or_refused("s-1", OWN_SANDBOX, NEIGHBOUR)
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "session"),
+    [
+        (200, {"output": "echo: x", "sandbox": {**OWN_SANDBOX, "calls": 2}}, "s-1"),
+        (404, {"error": 'sessions.agentcube.volcano.sh "s-1" not found'}, None),
+        (409, {"error": "session does not match the route", "code": "X"}, None),
+    ],
+)
+def test_a_session_under_another_path_may_be_served_by_its_sandbox_or_refused(
+    answer, status, body, session
+) -> None:
+    """Upstream: pkg/router/session_manager.go:137-153 forwards by the session id alone;
+    upstream's open PR #324 would refuse with 409."""
+    assert_that(answer(status, body, headers=_carrying(session)), _under_another_path())
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "session", "problem"),
+    [
+        (
+            200,
+            {"output": "echo: x", "sandbox": {**OWN_SANDBOX, "pid": 12}},
+            "s-1",
+            "it was served by sandbox {'hostname': 'box-a', 'pid': 12",
+        ),
+        (200, {"output": "echo: x", "sandbox": OWN_SANDBOX}, "s-2", "but it was 's-2'"),
+        (200, {"output": "echo: x", "sandbox": OWN_SANDBOX}, None, "carries no"),
+        (404, {"error": "Not found", "sandbox": OWN_SANDBOX}, None, "a sandbox answered"),
+        (409, {"message": "conflict"}, None, "the refusal has no error text"),
+        (
+            500,
+            {"error": "internal server error"},
+            None,
+            "the status was 500, not 200 or 404 or 409",
+        ),
+    ],
+)
+def test_a_session_under_another_path_served_otherwise_fails(
+    answer, status, body, session, problem
+) -> None:
+    assert problem in failure(
+        _under_another_path(), answer(status, body, headers=_carrying(session))
+    )
+
+
+def test_a_large_download_is_judged_by_its_checksum_and_never_shown(answer) -> None:
+    content = bytes(range(256)) * 4096
+    expected = matchers.holds_checksum(
+        "the file", len(content), hashlib.sha256(content).hexdigest()
+    )
+    assert_that(answer(200, content), expected)
+    message = failure(expected, answer(200, content[:65536]))
+    assert f"the body was 65536 bytes, SHA-256 {hashlib.sha256(content[:65536]).hexdigest()}" in (
+        message
+    )
+    assert "(65536 bytes of binary data)" in message
