@@ -15,3 +15,13 @@ Feature: Moving files in and out of a session's workspace
       | fibonacci.py |
       | output.json  |
     And "output.json" downloaded from the workspace holds the Fibonacci numbers 0, 1, 1, 2, 3, 5, 8, 13, 21, 34
+
+  Scenario: A file of several megabytes comes back byte for byte
+    Given a session of the python interpreter
+    When I upload a file of several megabytes to the workspace
+    Then the file downloaded from the workspace is byte for byte the one uploaded
+
+  Scenario: The workspace listing shows a large file's full size
+    Given a session of the python interpreter
+    When I upload a file of several megabytes to the workspace
+    Then the workspace listing shows the file with its full size

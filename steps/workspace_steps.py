@@ -5,6 +5,7 @@ from behave.runner import Context
 from hamcrest import assert_that
 
 from acceptance.core import matchers
+from acceptance.domain.large_files import LargeFiles
 
 
 @when('I upload the script "{name}" to the workspace')
@@ -21,3 +22,18 @@ def step_workspace_lists(context: Context) -> None:
 @then('"{path}" downloaded from the workspace holds the Fibonacci numbers {numbers:Integers}')
 def step_download_fibonacci(context: Context, path: str, numbers: list[int]) -> None:
     assert_that(context.world.download(path), matchers.holds_fibonacci(numbers))
+
+
+@when("I upload a file of several megabytes to the workspace")
+def step_upload_large_file(context: Context) -> None:
+    context.world.part(LargeFiles).upload()
+
+
+@then("the file downloaded from the workspace is byte for byte the one uploaded")
+def step_large_file_unchanged(context: Context) -> None:
+    context.world.part(LargeFiles).expect_downloaded_unchanged()
+
+
+@then("the workspace listing shows the file with its full size")
+def step_large_file_listed(context: Context) -> None:
+    context.world.part(LargeFiles).expect_listed_with_its_size()

@@ -440,17 +440,20 @@ class World:
     # Code-interpreter workspace.
 
     def upload_script(self, name: str) -> None:
-        content = (FIXTURE_SCRIPTS / name).read_bytes()
+        self.upload(name, (FIXTURE_SCRIPTS / name).read_bytes())
+
+    def upload(self, path: str, content: bytes) -> None:
+        """Upload a file into the session's workspace; PicoD must store all of it."""
         session = self.session
         response = self.call(
             session.runtime,
             session.session_id,
-            lambda sid: self._router.upload_file(session.runtime, name, content, session_id=sid),
+            lambda sid: self._router.upload_file(session.runtime, path, content, session_id=sid),
         )
         assert_that(
             response,
             matchers.holds_json(
-                f"PicoD to store {name} ({len(content)} bytes) in the workspace",
+                f"PicoD to store {path} ({len(content)} bytes) in the workspace",
                 has_entries(size=len(content)),
             ),
         )
