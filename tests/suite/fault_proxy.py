@@ -29,7 +29,8 @@ from yarl import URL
 SESSION_HEADER = "x-agentcube-session-id"
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "host", "content-length"}
 _INVOCATION = re.compile(
-    r"^/v1/namespaces/[^/]+/(?P<plural>agent-runtimes|code-interpreters)/(?P<name>[^/]+)"
+    r"^/v1/namespaces/(?P<namespace>[^/]+)/(?P<plural>agent-runtimes|code-interpreters)"
+    r"/(?P<name>[^/]+)"
     r"/invocations(?P<tail>/.*)?$"
 )
 _SESSION_CREATION = re.compile(r"^/v1/(agent-runtime|code-interpreter)$")
@@ -76,11 +77,13 @@ class Answer:
     headers: dict[str, str]
     body: bytes
 
+    @property
+    def gzipped(self) -> bool:
+        return any(k.lower() == "content-encoding" and v == "gzip" for k, v in self.headers.items())
+
     def json(self) -> Any:
         """The body as JSON (gunzipped when PicoD compressed it), or None."""
-        body = self.body
-        if any(k.lower() == "content-encoding" and v == "gzip" for k, v in self.headers.items()):
-            body = gzip.decompress(body)
+        body = gzip.decompress(self.body) if self.gzipped else self.body
         try:
             return json.loads(body)
         except ValueError:
@@ -276,6 +279,68 @@ class SharedSandbox(Fault):
             self._shared[runtime] = request.headers[SESSION_HEADER] = own
             answer = await proxy.forward(request)
         return answer
+
+
+class IgnoreNamespace(Fault):
+    """A Router that ignores the namespace a call names: every runtime is looked up in the
+    one namespace that holds localcube's fixtures, so one team's agent serves another's."""
+
+    SERVED = "default"
+
+    def rewrite_request(self, request: Request) -> None:
+        invocation = request.invocation
+        if invocation:
+            prefix = f"/v1/namespaces/{invocation['namespace']}/"
+            served = f"/v1/namespaces/{self.SERVED}/"
+            request.raw_path = served + request.raw_path.removeprefix(prefix)
+
+
+class RouteSessionsByPath(Fault):
+    """A Router that finds a session's sandbox by the call's path: a session presented
+    under a namespace other than its own is dropped, and a new session of that namespace's
+    runtime serves the call."""
+
+    async def answer_instead(self, proxy: FaultProxy, request: Request) -> Answer | None:
+        invocation = request.invocation
+        sandbox = await proxy.sandbox_of(request.session_id) if invocation else None
+        if invocation and sandbox and sandbox["namespace"] != invocation["namespace"]:
+            request.headers = _without(request.headers, SESSION_HEADER)
+        return None
+
+
+@dataclass
+class LargeFileFault(Fault):
+    """Files larger than one 64 KiB buffer broken on their way: uploads or downloads cut at
+    the first buffer boundary, or a listing that reports at most one buffer's size."""
+
+    BUFFER = 64 << 10
+
+    cut_uploads: bool = False
+    cut_downloads: bool = False
+    cap_listed_sizes: bool = False
+
+    def rewrite_request(self, request: Request) -> None:
+        body = request.json()
+        uploading = request.method == "POST" and _tail_of(request) == "/api/files"
+        if self.cut_uploads and uploading and isinstance(body, dict) and "content" in body:
+            content = base64.b64decode(body["content"])[: self.BUFFER]
+            body["content"] = base64.b64encode(content).decode("ascii")
+            request.body = json.dumps(body).encode()
+
+    async def rewrite_answer(self, proxy: FaultProxy, request: Request, answer: Answer) -> None:
+        tail = _tail_of(request) or ""
+        if request.method != "GET" or answer.status != 200:
+            return
+        if self.cut_downloads and tail.startswith("/api/files/"):
+            if answer.gzipped:
+                answer.body = gzip.decompress(answer.body)
+                answer.headers = _without(answer.headers, "content-encoding")
+            answer.body = answer.body[: self.BUFFER]
+        listing = answer.json()
+        if self.cap_listed_sizes and tail == "/api/files" and isinstance(listing, dict):
+            for entry in listing.get("files") or []:
+                entry["size"] = min(entry["size"], self.BUFFER)
+            answer.set_json(listing)
 
 
 class RecycledSessionIds(Fault):

@@ -315,6 +315,35 @@ CASES = {
         target="cube limited to 2",
         userdata={"max_concurrent_requests": "2"},
     ),
+    # Issue 20 item 7: namespaces, and files larger than a buffer.
+    "a Router that ignores the namespace": Case(
+        "ignore-namespace",
+        ("not found under a namespace it is not in",),
+        ("Expected: the Router to refuse the call with 404 because AgentRuntime default-empty-",),
+    ),
+    "sessions found by the path's namespace": Case(
+        "route-sessions-by-path",
+        ("never served by that namespace's runtime",),
+        (
+            "Expected: the call to AgentRuntime default-neighbour/echo-agent in session",
+            "never by another sandbox or in a new session",
+        ),
+    ),
+    "uploads cut at a 64 KiB buffer": Case(
+        "cut-large-uploads",
+        ("several megabytes comes back byte for byte",),
+        ("Expected: PicoD to store large.bin (5247201 bytes)", "value for 'size' was <65536>"),
+    ),
+    "downloads cut at a 64 KiB buffer": Case(
+        "cut-large-downloads",
+        ("several megabytes comes back byte for byte",),
+        ("Expected: large.bin to come back byte for byte", "the body was 65536 bytes"),
+    ),
+    "a listing that reports one buffer's size": Case(
+        "cap-listed-sizes",
+        ("large file's full size",),
+        ("Expected: the workspace listing to show large.bin with its size of 5247201 bytes",),
+    ),
 }
 
 
