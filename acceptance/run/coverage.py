@@ -76,6 +76,13 @@ ABSOLUTE_ROUND_TRIP = _s(
 ABSOLUTE_INSIDE = _s(
     "workspace_jail", 'An absolute path stays inside the workspace: <operation> "<path>"'
 )
+LARGE_FILE_BACK = _s("workspace_files", "A file of several megabytes comes back byte for byte")
+LARGE_FILE_LISTED = _s("workspace_files", "The workspace listing shows a large file's full size")
+NOT_IN_NAMESPACE = _s("namespaces", "A runtime is not found under a namespace it is not in")
+OTHER_NAMESPACE_SESSION = _s(
+    "namespaces",
+    "A session presented under another namespace is never served by that namespace's runtime",
+)
 POOL_SERVES = _s(
     "warm_pools",
     "The first call is served by a sandbox that was waiting in the pool, which refills",
@@ -126,10 +133,11 @@ UPSTREAM_TESTS: tuple[Check, ...] = (
         "TestAgentRuntimeErrorHandling / non-existent runtime",
         f"{GO}:669-735",
         "a call to a missing AgentRuntime answers 404 with `not found` in the body",
-        (MISSING_RUNTIME, NEVER_ISSUED),
+        (MISSING_RUNTIME, NEVER_ISSUED, NOT_IN_NAMESPACE),
         "Nothing.",
         "The error names the runtime's resource and namespace/name, no session is opened, "
-        "code interpreters too, and a session id never issued is refused as well.",
+        "code interpreters too, and a session id never issued is refused as well; a runtime "
+        "is not found under a namespace it is not in.",
     ),
     Check(
         "TestAgentRuntimeSessionTTL",
@@ -170,10 +178,11 @@ UPSTREAM_TESTS: tuple[Check, ...] = (
         f"{GO}:901-1007",
         "an uploaded text file reads back with `cat`; an uploaded script writes "
         "`fibonacci.json`, which downloads with 0 … 34; the listing holds the three files",
-        (FIBONACCI, ABSOLUTE_ROUND_TRIP),
+        (FIBONACCI, ABSOLUTE_ROUND_TRIP, LARGE_FILE_BACK, LARGE_FILE_LISTED),
         "A text file's content read back by a command.",
         "A file uploaded to an absolute path downloads byte for byte (newline and non-ASCII "
-        "included) and nothing lands outside the workspace.",
+        "included) and nothing lands outside the workspace; a file of several MiB comes "
+        "back with the same SHA-256 and is listed with its full size.",
     ),
     Check(
         "TestCodeInterpreterWarmPoolLoad",
@@ -275,9 +284,10 @@ UPSTREAM_TESTS: tuple[Check, ...] = (
         "test_langchain_agentcube_sandbox.py::test_sandbox_upload_download_roundtrip",
         f"{PY}test_langchain_agentcube_sandbox.py:99-119",
         "bytes uploaded come back unchanged from a download",
-        (ABSOLUTE_ROUND_TRIP, FIBONACCI),
+        (ABSOLUTE_ROUND_TRIP, FIBONACCI, LARGE_FILE_BACK),
         "The LangChain adapter.",
-        "Newline and non-ASCII bytes; nothing outside the workspace changes.",
+        "Newline and non-ASCII bytes; nothing outside the workspace changes; several MiB, "
+        "across many 64 KiB buffers.",
     ),
     Check(
         "test_langchain_agentcube_sandbox.py::test_sandbox_absolute_path_normalized",
@@ -358,9 +368,11 @@ UMBRELLA_ITEMS: tuple[Check, ...] = (
         "A2 Missing/invalid AgentRuntime",
         UMBRELLA,
         "404 with a clear error for a missing runtime",
-        (MISSING_RUNTIME, NEVER_ISSUED),
+        (MISSING_RUNTIME, NEVER_ISSUED, NOT_IN_NAMESPACE, OTHER_NAMESPACE_SESSION),
         "Nothing.",
-        "The error names the runtime; code interpreters and unknown sessions too.",
+        "The error names the runtime; code interpreters and unknown sessions too; a runtime "
+        "is not found under another namespace, and a session presented there is never "
+        "served by that namespace's runtime.",
     ),
     Check(
         "A3 Idle session / TTL behavior",
