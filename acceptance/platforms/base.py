@@ -120,6 +120,11 @@ class Platform:
                 found[session_id] = sandbox
         return found
 
+    def session_count(self) -> int | None:
+        """How many sessions the target holds in every namespace (upstream's collector
+        indexes them all together), or None when the platform cannot tell."""
+        return None
+
     def is_running(self, sandbox: Sandbox) -> bool:
         """Whether the sandbox still exists in any form (listed, or its process alive)."""
         raise self._missing(SANDBOX_OBSERVATION)

@@ -84,6 +84,9 @@ class LocalcubePlatform(Platform):
             if entry.get("sessionId") in wanted
         }
 
+    def session_count(self) -> int:
+        return sum(1 for entry in self._sandboxes() if entry.get("sessionId") is not None)
+
     def evidence(self, session_ids: Iterable[str]) -> str:
         """localcube's account of the sessions' sandboxes (process, state, times, workspace)."""
         wanted = set(session_ids)
