@@ -142,8 +142,8 @@ UPSTREAM_TESTS: tuple[Check, ...] = (
     Check(
         "TestAgentRuntimeSessionTTL",
         f"{GO}:738-807",
-        "a session of `echo-agent-short-ttl` answers after 10 s; after 60 s more, a call "
-        "in it is only logged, failed or not",
+        "a session of `echo-agent-short-ttl` answers after 10 s; 50 s later (60 s after it "
+        "opened), a call in it is only logged, failed or not",
         (KEPT_ALIVE, IDLE_ENDS),
         "Nothing: its second half cannot fail.",
         "The expired session must be refused as not found (with SESSION_NOT_FOUND), not "
