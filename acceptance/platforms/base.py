@@ -194,6 +194,15 @@ class Target:
         """Once the target answers ready: make what the features need (fixtures on a
         cluster). Nothing by default."""
 
+    def account(self) -> list[str]:
+        """What the run's first lines tell of the target beside the preflight's checks
+        (a cluster: the agent-sandbox API it serves). Nothing by default."""
+        return []
+
+    def created_runtimes(self) -> frozenset[Runtime]:
+        """The runtimes `prepare` created for the run, rather than found. None by default."""
+        return frozenset()
+
     def close(self, *, keep: bool) -> Closing:
         """Let go of the target once, at the end of the run; `keep`: sessions were kept for
         inspection, so keep what they need. Nothing to do by default."""

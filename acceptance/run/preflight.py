@@ -216,8 +216,14 @@ class Preflight:
             ]
         if problems:
             raise PreflightFailed(problems)
+        created = len(self._target.created_runtimes() & set(runtimes.values()))
+        self._checked += self._target.account()
         self._checked.append(
-            f"{len(runtimes)} runtimes found in namespace {namespace} (platform {platform.name})"
+            f"{len(runtimes)} runtimes in namespace {namespace}, {created} of them created by "
+            f"this run (platform {platform.name})"
+            if created
+            else f"{len(runtimes)} runtimes found in namespace {namespace} "
+            f"(platform {platform.name})"
         )
 
     def _transport_with(self, token: str | None) -> Transport:

@@ -22,10 +22,14 @@ def connect(settings: KubernetesSettings, environ: dict[str, str] | None = None)
 def test_uses_the_configured_context_and_probes_the_groups_agentcube_needs(
     settings: KubernetesSettings, fake: FakeKubernetes
 ) -> None:
+    """agent-sandbox's groups are asked for v1beta1 first; the stand-in serves v1alpha1, as
+    agent-sandbox v0.4.6 does."""
     connect(settings).close()
     assert fake.lines() == [
         "GET /apis/runtime.agentcube.volcano.sh/v1alpha1",
+        "GET /apis/agents.x-k8s.io/v1beta1",
         "GET /apis/agents.x-k8s.io/v1alpha1",
+        "GET /apis/extensions.agents.x-k8s.io/v1beta1",
         "GET /apis/extensions.agents.x-k8s.io/v1alpha1",
     ]
     assert {r.headers["Authorization"] for r in fake.requests} == {f"Bearer {TOKEN}"}
@@ -35,7 +39,7 @@ def test_kubeconfig_from_the_environment_when_the_setting_is_unset(
     kubeconfig: Path, fake: FakeKubernetes
 ) -> None:
     connect(KubernetesSettings(kube_context="fake"), {"KUBECONFIG": str(kubeconfig)}).close()
-    assert len(fake.requests) == 3
+    assert len(fake.requests) == 5
 
 
 def unused_port() -> int:
@@ -65,12 +69,26 @@ def test_rejected_credentials(tmp_path: Path, fake: FakeKubernetes) -> None:
     assert "expired-token-77" not in str(raised.value)
 
 
-def test_a_cluster_without_agent_sandbox_says_what_to_install(
+def test_a_cluster_without_agent_sandbox_names_the_versions_looked_for(
     settings: KubernetesSettings, fake: FakeKubernetes
 ) -> None:
     fake.groups.discard("agents.x-k8s.io/v1alpha1")
+    with pytest.raises(ConfigError) as raised:
+        connect(settings)
+    assert str(raised.value) == (
+        f"the Kubernetes API at {fake.url} (kubeconfig {settings.kubeconfig}, context fake) "
+        "serves none of agents.x-k8s.io/v1beta1, agents.x-k8s.io/v1alpha1, agents.x-k8s.io/v1: "
+        "install agent-sandbox (its manifest.yaml)"
+    )
+
+
+def test_a_cluster_without_agentcube_says_what_to_install(
+    settings: KubernetesSettings, fake: FakeKubernetes
+) -> None:
+    fake.groups.discard("runtime.agentcube.volcano.sh/v1alpha1")
     with pytest.raises(
-        ConfigError, match=r"does not serve agents\.x-k8s\.io/v1alpha1: install agent"
+        ConfigError,
+        match=r"serves none of runtime\.agentcube\.volcano\.sh/v1alpha1: install AgentCube's",
     ):
         connect(settings)
 

@@ -26,10 +26,16 @@ from acceptance.core.evidence import redact
 CONNECT_TIMEOUT = 5.0
 JSON = dict[str, Any]
 _HANDSHAKE_STATUS = re.compile(r"Handshake status (\d{3})")
+# agent-sandbox's API versions, in the order a cluster is asked for them: v0.5.x serves
+# v1beta1 and, deprecated, v1alpha1; v0.4.x v1alpha1 alone; v1.x no longer v1alpha1. The
+# adapter reads only metadata, labels and owner references, the same in each.
+AGENT_SANDBOX_VERSIONS = ("v1beta1", "v1alpha1", "v1")
 
 
 class Resource(enum.Enum):
-    """The kinds of object the adapter reads or writes: (group, version, plural, kind)."""
+    """The kinds of object the adapter reads or writes: (group, version, plural, kind). The
+    version of agent-sandbox's kinds is the one its cluster serves (``KubeApi.serve``);
+    until found, v1alpha1, which v0.4.6 (as AgentCube 939abb5 installs it) serves."""
 
     POD = ("", "v1", "pods", "Pod")
     AGENT_RUNTIME = ("runtime.agentcube.volcano.sh", "v1alpha1", "agentruntimes", "AgentRuntime")
@@ -87,6 +93,15 @@ class KubeApi:
         # one at a time.
         self._streams = client.CoreV1Api(client.ApiClient(configuration))
         self._streams_lock = threading.Lock()
+        self._served: dict[str, str] = {}  # API group -> the version found served
+
+    def serve(self, group: str, version: str) -> None:
+        """Use this version of the group's kinds from now on (the one the cluster serves)."""
+        self._served[group] = version
+
+    def version(self, resource: Resource) -> str:
+        """The API version the resource is read and written in."""
+        return self._served.get(resource.group, resource.version)
 
     @property
     def host(self) -> str:
@@ -125,7 +140,7 @@ class KubeApi:
                 what,
                 self._custom.get_namespaced_custom_object,
                 resource.group,
-                resource.version,
+                self.version(resource),
                 namespace,
                 resource.plural,
                 name,
@@ -148,7 +163,7 @@ class KubeApi:
                 what,
                 self._custom.list_namespaced_custom_object,
                 resource.group,
-                resource.version,
+                self.version(resource),
                 namespace,
                 resource.plural,
                 **selected,
@@ -161,7 +176,7 @@ class KubeApi:
             f"create {resource.qualified} {namespace}/{body['metadata']['name']}",
             self._custom.create_namespaced_custom_object,
             resource.group,
-            resource.version,
+            self.version(resource),
             namespace,
             resource.plural,
             body,
@@ -193,7 +208,7 @@ class KubeApi:
                     what,
                     self._custom.delete_namespaced_custom_object,
                     resource.group,
-                    resource.version,
+                    self.version(resource),
                     namespace,
                     resource.plural,
                     name,

@@ -11,17 +11,22 @@ from kubernetes.config.config_exception import ConfigException
 from kubernetes.config.incluster_config import SERVICE_HOST_ENV_NAME
 
 from acceptance.core.settings import ConfigError
-from acceptance.platforms.kubernetes.api import KubeApi, KubeError, Resource
+from acceptance.platforms.kubernetes.api import AGENT_SANDBOX_VERSIONS, KubeApi, KubeError, Resource
 from acceptance.platforms.kubernetes.settings import KubernetesSettings
 
 DEFAULT_KUBECONFIG = "~/.kube/config"
-# The API groups the adapter needs, and what installs each.
+# The API groups the adapter needs, the versions it can use (the first served is used), and
+# what installs each.
 REQUIRED_GROUPS = {
-    (Resource.AGENT_RUNTIME.group, Resource.AGENT_RUNTIME.version): "AgentCube's CRDs "
-    "(helm install agentcube manifests/charts/base)",
-    (Resource.SANDBOX.group, Resource.SANDBOX.version): "agent-sandbox (its manifest.yaml)",
-    (Resource.SANDBOX_CLAIM.group, Resource.SANDBOX_CLAIM.version): "agent-sandbox's "
-    "extensions (its extensions.yaml)",
+    Resource.AGENT_RUNTIME.group: (
+        (Resource.AGENT_RUNTIME.version,),
+        "AgentCube's CRDs (helm install agentcube manifests/charts/base)",
+    ),
+    Resource.SANDBOX.group: (AGENT_SANDBOX_VERSIONS, "agent-sandbox (its manifest.yaml)"),
+    Resource.SANDBOX_CLAIM.group: (
+        AGENT_SANDBOX_VERSIONS,
+        "agent-sandbox's extensions (its extensions.yaml)",
+    ),
 }
 _FIX_CONNECTION = (
     "check kubeconfig / AGENTCUBE_KUBECONFIG and kube_context / AGENTCUBE_KUBE_CONTEXT"
@@ -81,23 +86,35 @@ def _load(
 
 
 def _probe(api: KubeApi, source: str) -> None:
-    for (group, version), installed_by in REQUIRED_GROUPS.items():
-        try:
-            api.api_resources(group, version)
-        except KubeError as error:
-            raise _probe_error(api, source, group, version, installed_by, error) from None
+    """Find the version of each required group the cluster serves, and use it."""
+    for group, (versions, installed_by) in REQUIRED_GROUPS.items():
+        for version in versions:
+            try:
+                api.api_resources(group, version)
+            except KubeError as error:
+                if error.status == 404:
+                    continue
+                raise _probe_error(api, source, error) from None
+            api.serve(group, version)
+            break
+        else:
+            where = f"the Kubernetes API at {api.host} ({source})"
+            looked_for = ", ".join(f"{group}/{version}" for version in versions)
+            raise ConfigError(f"{where} serves none of {looked_for}: install {installed_by}")
 
 
-def _probe_error(
-    api: KubeApi, source: str, group: str, version: str, installed_by: str, error: KubeError
-) -> ConfigError:
+def served_agent_sandbox(api: KubeApi) -> str:
+    """The agent-sandbox API versions the connection uses, for the run's first lines."""
+    return "agent-sandbox API " + ", ".join(
+        f"{resource.group}/{api.version(resource)}"
+        for resource in (Resource.SANDBOX, Resource.SANDBOX_CLAIM)
+    )
+
+
+def _probe_error(api: KubeApi, source: str, error: KubeError) -> ConfigError:
     where = f"the Kubernetes API at {api.host} ({source})"
     if error.status == 0:
         return ClusterUnreachable(f"{where} is unreachable: {error.detail}; {_FIX_CONNECTION}")
     if error.status == 401:
         return ConfigError(f"{where} rejected the credentials (401); {_FIX_CONNECTION}")
-    if error.status == 404:
-        return ConfigError(
-            f"{where} does not serve {group}/{version}: install {installed_by} first"
-        )
     return ConfigError(f"{where}: {error}")

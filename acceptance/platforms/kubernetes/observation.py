@@ -22,6 +22,9 @@ from acceptance.platforms.kubernetes.objects import (
 
 SESSION_LABEL = "runtime.agentcube.io/session-id"
 WARM_POOL_KIND = "SandboxWarmPool"
+# The Sandbox a SandboxClaim adopted: an annotation on the claim since agent-sandbox's
+# v1beta1 (extensions/api/v1beta1/sandboxclaim_types.go), a label of the same key before.
+ASSIGNED_SANDBOX = "agents.x-k8s.io/sandbox-name"
 
 
 @dataclass(frozen=True)
@@ -61,12 +64,10 @@ class Observer:
         selector = label_selector({SESSION_LABEL: session_id})
         claim = _first(self._api.objects(Resource.SANDBOX_CLAIM, self._namespace, selector))
         sandboxes = self._api.objects(Resource.SANDBOX, self._namespace, selector)
-        if claim is not None:
-            claim_uid = claim["metadata"]["uid"]
-            if not owned_objects(sandboxes, "SandboxClaim", claim_uid):
-                sandboxes = owned_objects(
-                    self._api.objects(Resource.SANDBOX, self._namespace), "SandboxClaim", claim_uid
-                )
+        if claim is not None and not owned_objects(
+            sandboxes, "SandboxClaim", claim["metadata"]["uid"]
+        ):
+            sandboxes = self._adopted(claim)
         sandbox = _first(sandboxes)
         pods = self._api.objects(Resource.POD, self._namespace, selector)
         if not pods and sandbox is not None:
@@ -76,6 +77,21 @@ class Observer:
                 sandbox["metadata"]["uid"],
             )
         return SessionObjects(claim, sandbox, _first(pods))
+
+    def _adopted(self, claim: JSON) -> list[JSON]:
+        """The Sandbox a claim adopted from a warm pool, which lacks the session's label: the
+        one the claim names when the claim owns it, else any the claim owns."""
+        metadata = claim["metadata"]
+        named = (metadata.get("annotations") or {}).get(ASSIGNED_SANDBOX) or (
+            metadata.get("labels") or {}
+        ).get(ASSIGNED_SANDBOX)
+        if named:
+            sandbox = self._api.get(Resource.SANDBOX, self._namespace, named)
+            if sandbox is not None and owned_by(sandbox, "SandboxClaim", uid=metadata["uid"]):
+                return [sandbox]
+        return owned_objects(
+            self._api.objects(Resource.SANDBOX, self._namespace), "SandboxClaim", metadata["uid"]
+        )
 
     def exists(self, ref: ObjectRef) -> bool:
         """Whether this very instance still exists, deleting or not."""

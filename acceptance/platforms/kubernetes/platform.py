@@ -26,6 +26,7 @@ from acceptance.platforms.base import (
 )
 from acceptance.platforms.kubernetes.api import Resource
 from acceptance.platforms.kubernetes.cluster import Cluster
+from acceptance.platforms.kubernetes.connection import served_agent_sandbox
 from acceptance.platforms.kubernetes.evidence import describe_sessions
 from acceptance.platforms.kubernetes.fixtures import RESOURCE_OF_KIND
 from acceptance.platforms.kubernetes.objects import ObjectRef, pod_ready
@@ -206,6 +207,14 @@ class ClusterTarget(Target):
         AssertionError naming cluster_timeout when they never are."""
         assert self.cluster is not None and self.settings is not None
         self.cluster.ensure_fixtures(self.settings)
+
+    def account(self) -> list[str]:
+        assert self.cluster is not None, "the cluster target is closed"
+        return [served_agent_sandbox(self.cluster.api)]
+
+    def created_runtimes(self) -> frozenset[Runtime]:
+        assert self.cluster is not None, "the cluster target is closed"
+        return frozenset(self.cluster.fixtures.created)
 
     def close(self, *, keep: bool) -> Closing:
         """Delete what the run created (unless kept: a CodeInterpreter's deletion would take
