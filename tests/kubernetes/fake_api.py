@@ -106,6 +106,7 @@ _REASONS = {
 # --kubelet-preferred-address-types' default order.
 _ADDRESS_TYPES = ("Hostname", "InternalDNS", "InternalIP", "ExternalDNS", "ExternalIP")
 _DEFAULT_GRACE_SECONDS = 30
+_TYPE_KEYS = ("kind", "apiVersion")
 _VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 Hook = Callable[["FakeKubernetes", "Recorded"], None]
@@ -182,6 +183,10 @@ class _Target:
     collection: str  # the path of the collection, the key of `objects`
 
     @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
     def qualified(self) -> str:
         """As errors name a resource: agentruntimes.runtime.agentcube.volcano.sh, pods."""
         return f"{self.plural}.{self.group}" if self.group else self.plural
@@ -230,6 +235,9 @@ class FakeKubernetes:
             if match and match["namespace"]:
                 metadata.setdefault("namespace", match["namespace"])
             kind = _kind_of(match["group"] or "", match["plural"]) if match else None
+            if kind is not None:
+                stored.setdefault("kind", kind.kind)
+                stored.setdefault("apiVersion", _api_version(match))  # type: ignore[arg-type]
             if kind is None or kind.generation:
                 metadata.setdefault("generation", 1)
             self._written(stored)
@@ -430,10 +438,11 @@ class FakeKubernetes:
                     "retryAfterSeconds": 1,
                 },
             )
+        built_in = target.group in _BUILT_IN  # typed lists: items without kind and apiVersion
         label_selector = query.get("labelSelector", "")
         field_selector = query.get("fieldSelector", "")
         items = [
-            obj
+            {key: value for key, value in obj.items() if not built_in or key not in _TYPE_KEYS}
             for _, obj in sorted(self.objects.get(target.collection, {}).items())
             if _selected(obj, label_selector, _labels) and _selected(obj, field_selector, _field)
         ]
@@ -450,7 +459,7 @@ class FakeKubernetes:
         return _json(
             {
                 "kind": f"{target.kind.kind}List",  # type: ignore[union-attr]
-                "apiVersion": f"{target.group}/{target.version}" if target.group else "v1",
+                "apiVersion": target.api_version,
                 "metadata": metadata,
                 "items": items,
             }
@@ -705,6 +714,10 @@ class FakeKubernetes:
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _api_version(match: re.Match[str]) -> str:
+    return f"{match['group']}/{match['version']}" if match["group"] else "v1"
 
 
 def _kind_of(group: str, plural: str) -> _Kind | None:
