@@ -124,13 +124,14 @@ class Lifetimes:
 
     def leave_session_idle_until_it_ends(self) -> None:
         """Watch the platform, without touching the session, until its sandbox is released;
-        this must happen after the timeout and within the grace period that follows it.
+        this must happen after the timeout, counted from when the last call was sent, and
+        within the grace period that follows the timeout counted from its answer.
         Where sandboxes cannot be observed, only wait out the timeout and the grace period:
         the Router's refusal afterwards is then the only evidence."""
         timeout, grace = self._settings.short_session_timeout, self._settings.ttl_grace
         session = self._world.session
-        idle_since = self._world.last_activity(session)
-        self._deadline = idle_since + timeout + grace
+        last_call = self._world.last_activity(session)
+        self._deadline = last_call.answered_at + timeout + grace
         if SANDBOX_OBSERVATION not in self._world.target.capabilities:
             self._world.note_unobserved(
                 f"{session}: idle expiry judged by the Router's refusal alone; the removal of "
@@ -156,9 +157,13 @@ class Lifetimes:
             if not note:
                 raise
             raise AssertionError(f"{still_served}\n{note}") from None
-        idle = time.monotonic() - idle_since
+        # Counted from when the last call was sent: the target stamped the session active
+        # no sooner, so only a session that really ended early is this short.
+        idle = time.monotonic() - last_call.sent_at
         assert idle >= timeout - self._settings.clock_allowance, (
-            f"{session} ended after {idle:.2f} s idle, before its sessionTimeout of {timeout:g} s"
+            f"{session} ended {idle:.2f} s after its last call was sent, before its "
+            f"sessionTimeout of {timeout:g} s (less clock_allowance, "
+            f"{self._settings.clock_allowance:g} s)"
         )
 
     def expect_session_refused_as_not_found(self) -> None:

@@ -63,6 +63,18 @@ class Session:
 
 
 @dataclass(frozen=True)
+class Activity:
+    """A session's last successful call: when it was sent and when its answer arrived
+    (time.monotonic). The target stamped the session active somewhere between the two
+    (upstream: as it forwards the call and as the call ends, in whole seconds), so idleness
+    judged from `sent_at` is never too long, and a deadline counted from `answered_at`
+    never too short."""
+
+    sent_at: float
+    answered_at: float
+
+
+@dataclass(frozen=True)
 class Call:
     """One call through the Router: where it went, the session it presented, the answer,
     the sessions known before it, and when the answer arrived (time.monotonic)."""
@@ -117,7 +129,7 @@ class World:
         self._ledger = ledger
         self._calls: list[Call] = []
         self._sessions: list[Session] = []
-        self._last_activity: dict[str, float] = {}
+        self._last_activity: dict[str, Activity] = {}
         self._applied: dict[Role, Runtime] = {}
         self._parts: dict[Callable[[World], Any], Any] = {}
         self._kept: list[str] | None = None
@@ -222,8 +234,8 @@ class World:
         """The scenario's sessions, in the order they were opened."""
         return list(self._sessions)
 
-    def last_activity(self, session: Session) -> float:
-        """When (time.monotonic) the session last answered a call successfully."""
+    def last_activity(self, session: Session) -> Activity:
+        """The session's last call that it answered successfully."""
         return self._last_activity[session.session_id]
 
     def sandbox_reports(self) -> list[dict[str, Any]]:
@@ -253,7 +265,7 @@ class World:
             self._adopt(Session(returned, runtime, sent_at))
         if response.status_code == 200:
             for active in {session_id, returned} - {None}:
-                self._last_activity[active] = call.answered_at
+                self._last_activity[active] = Activity(sent_at, call.answered_at)
         return response
 
     def echo(self, runtime: Runtime, text: str, session_id: str | None) -> requests.Response:
@@ -389,7 +401,7 @@ class World:
         )
         session = Session(response.json()["sessionId"], runtime, opened_at)
         self._adopt(session)
-        self._last_activity[session.session_id] = time.monotonic()
+        self._last_activity[session.session_id] = Activity(opened_at, time.monotonic())
         return session
 
     def close_session(self, session: Session) -> requests.Response:
