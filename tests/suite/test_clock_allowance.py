@@ -87,7 +87,10 @@ def test_idleness_counts_from_when_the_last_call_was_sent_not_its_slow_answer() 
     """A cold start of 1 s, the session stamped active as its record was written, before
     its sandbox was ready, in whole seconds (up to 1 s early): it ends 0.61 s after the
     answer. Counted from the answer, that was "ended after 0.61 s idle, before its
-    sessionTimeout of 2 s" (issue 20)."""
+    sessionTimeout of 2 s" (issue 20).
+
+    Upstream: pkg/workloadmanager/handlers.go:392-393, pkg/store/store_redis.go:168-171
+    """
     leave_idle(world_idle_after(sent_ago=1.0, ends_after_sent=1.61))
 
 
