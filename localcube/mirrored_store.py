@@ -67,7 +67,7 @@ class MirroredStore(Store):
         if document is None or record is None:
             return None
         try:
-            endpoints = entry_point_ports(document) or record.endpoints
+            endpoints = entry_point_ports(document)  # none in a placeholder: nothing to reach
         except (AttributeError, KeyError, TypeError, ValueError) as error:
             raise StoreError(f"record of session {session_id} is malformed: {error!r}") from error
         return replace(record, owner=document.get("ownerId") or None, endpoints=endpoints)
