@@ -24,6 +24,11 @@ def test_code_interpreter_scenarios_pass_with_the_picod_command(tmp_path: Path) 
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
     assert " 0 failed" in result.stdout
+    output = result.stdout + result.stderr
+    skipped = output[output.index("Skipped for this target") :]
+    for scenario in ("a variable defined by one run", "When a stateful interpreter's kernel dies"):
+        assert scenario in skipped, "own-picod.md says the stateful scenarios are skipped"
+    assert "set stateful_interpreter" in skipped, skipped
     started = list(records.iterdir())
     assert len(started) >= 3, "the scenarios' interpreters ran the picod_command"
     assert all(record.read_text().endswith("key=given\n") for record in started)
