@@ -2,10 +2,13 @@
 
 Upstream's Router creates the Secret `picod-router-identity` through the in-cluster client
 and, on 409 AlreadyExists, reads it back and signs with `data["private.pem"]`, a PKCS#1 RSA
-key (pkg/router/jwt.go:133-222). localcube answers those two calls, and only those, with its
+key (pkg/router/jwt.go:136-205). localcube answers those two calls, and only those, with its
 own signing key: sandboxes then accept the Router's JWTs, and localcube accepts its identity
-headers. The in-cluster client's files (`token`, `ca.crt`, `namespace`) and the two
-variables it reads (`kubernetes.env`) are written to a directory the user chooses.
+headers. client-go sends the Secret as protobuf and lists protobuf first in `Accept`, so both
+protobuf (localcube/kube_protobuf.py) and JSON are read, and each answer, a failure's
+`Status` too, is in the first acceptable of the two. The in-cluster client's files (`token`,
+`ca.crt`, `namespace`) and the two variables it reads (`kubernetes.env`) are written to a
+directory the user chooses.
 """
 
 from __future__ import annotations
@@ -14,9 +17,11 @@ import base64
 import datetime
 import hmac
 import ipaddress
+import json
 import os
 import secrets
 import ssl
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +31,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 
+from localcube import kube_protobuf
 from localcube.bearer_auth import Handler
 from localcube.signing import RequestSigner
 
@@ -33,6 +39,9 @@ SECRET_NAME = "picod-router-identity"
 SERVICE_ACCOUNT = "system:serviceaccount:default:agentcube-router"
 _SECRETS = "/api/v1/namespaces/{namespace}/secrets"
 _VALIDITY = datetime.timedelta(days=365)
+JSON = "application/json"
+SERVED = (JSON, kube_protobuf.MEDIA_TYPE)
+_ANSWER_TYPE = web.RequestKey("answer_type", str)
 
 
 @dataclass(frozen=True)
@@ -44,8 +53,16 @@ class IdentityCredentials:
     server_context: ssl.SSLContext
 
 
-def status(code: int, reason: str, message: str, name: str | None = None) -> web.Response:
-    """A Kubernetes `Status` failure, as client libraries decode it."""
+class Refusal(Exception):
+    """A call answered with a Kubernetes `Status` failure."""
+
+    def __init__(self, code: int, reason: str, message: str, name: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status_object(code, reason, message, name)
+
+
+def status_object(code: int, reason: str, message: str, name: str | None = None) -> dict:
+    """A `Status` failure as the API server writes it (details only for a named Secret)."""
     body: dict = {
         "kind": "Status",
         "apiVersion": "v1",
@@ -53,20 +70,55 @@ def status(code: int, reason: str, message: str, name: str | None = None) -> web
         "status": "Failure",
         "message": message,
         "reason": reason,
-        "code": code,
     }
     if name is not None:
         body["details"] = {"name": name, "kind": "secrets"}
-    return web.json_response(body, status=code)
+    body["code"] = code
+    return body
+
+
+def answer_type(accept: str) -> str | None:
+    """The media type to answer in: the first of `Accept` (by quality, then order) that
+    is served; JSON for `*/*`, `application/*` or no Accept; None when none is served."""
+    if not accept.strip():
+        return JSON
+    ranges = []
+    for position, item in enumerate(accept.split(",")):
+        media_range, *parameters = (part.strip() for part in item.split(";"))
+        quality = 1.0
+        for parameter in parameters:
+            name, _, value = parameter.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+        if quality > 0:
+            ranges.append((-quality, position, media_range.lower()))
+    for _, _, media_range in sorted(ranges):
+        if media_range in SERVED:
+            return media_range
+        if media_range in ("*/*", "application/*"):
+            return JSON
+    return None
+
+
+def encoded(obj: dict, media_type: str) -> bytes:
+    if media_type == kube_protobuf.MEDIA_TYPE:
+        return kube_protobuf.encode(obj)
+    return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
 
 
 class RouterIdentity:
     def __init__(self, signer: RequestSigner, credentials: IdentityCredentials) -> None:
         self.signer = signer
         self.credentials = credentials
+        # What an API server keeps of the Secret: it exists since localcube started.
+        self.uid = str(uuid.uuid4())
+        self.created = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     def app(self) -> web.Application:
-        app = web.Application(middlewares=[self._authenticate])
+        app = web.Application(middlewares=[self._negotiate])
         app.add_routes(
             [
                 web.post(_SECRETS, self.create),
@@ -76,46 +128,101 @@ class RouterIdentity:
         return app
 
     @web.middleware
-    async def _authenticate(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+    async def _negotiate(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """Every answer in the media type `Accept` prefers, a failure as a `Status` too;
+        callers without the service-account token are refused before anything is read."""
+        media_type = answer_type(request.headers.get("Accept", ""))
+        request[_ANSWER_TYPE] = media_type or JSON
+        if media_type is None:
+            accepted = ", ".join(SERVED)
+            message = f"only the following media types are accepted: {accepted}"
+            return _answer(request, status_object(406, "NotAcceptable", message))
+        try:
+            self._authenticate(request)
+            return await handler(request)
+        except Refusal as refusal:
+            return _answer(request, refusal.status)
+
+    def _authenticate(self, request: web.Request) -> None:
         # The scheme in any case, as the API server takes it (Python's client sends "bearer").
         scheme, _, token = request.headers.get("Authorization", "").partition(" ")
         expected = self.credentials.token.encode()
         if scheme.lower() != "bearer" or not hmac.compare_digest(token.encode(), expected):
-            return status(401, "Unauthorized", "Unauthorized")
-        return await handler(request)
+            raise Refusal(401, "Unauthorized", "Unauthorized")
 
     async def create(self, request: web.Request) -> web.Response:
         """The identity Secret always exists already: the Router then reads it back."""
-        try:
-            body = await request.json()
-            name = body["metadata"]["name"]
-        except (ValueError, KeyError, TypeError):
-            return status(400, "BadRequest", "the body is not a Secret")
+        # No Content-Type is JSON, the API server's first media type
+        # (k8s.io/apiserver pkg/endpoints/handlers/negotiation/negotiate.go:82-86).
+        media_type = request.content_type if request.headers.get("Content-Type") else JSON
+        name = _secret_name(await request.read(), media_type)
         if name != SECRET_NAME:
-            return status(403, "Forbidden", f'localcube serves only the Secret "{SECRET_NAME}"')
-        return status(409, "AlreadyExists", f'secrets "{name}" already exists', name)
+            raise Refusal(403, "Forbidden", f'localcube serves only the Secret "{SECRET_NAME}"')
+        raise Refusal(409, "AlreadyExists", f'secrets "{name}" already exists', name)
 
     async def read(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
         if name != SECRET_NAME:
-            return status(404, "NotFound", f'secrets "{name}" not found', name)
+            raise Refusal(404, "NotFound", f'secrets "{name}" not found', name)
         public_pem = self.signer.public_key_pem.encode()
-        return web.json_response(
-            {
-                "kind": "Secret",
-                "apiVersion": "v1",
-                "metadata": {
-                    "name": SECRET_NAME,
-                    "namespace": request.match_info["namespace"],
-                    "labels": {"app": "agentcube", "component": "router"},
-                },
-                "type": "Opaque",
-                "data": {
-                    "private.pem": _b64(self.signer.private_key_pkcs1_pem()),
-                    "public.pem": _b64(public_pem),
-                },
-            }
+        secret = {
+            "kind": "Secret",
+            "apiVersion": "v1",
+            "metadata": {
+                "name": SECRET_NAME,
+                "namespace": request.match_info["namespace"],
+                "uid": self.uid,
+                "resourceVersion": "1",
+                "creationTimestamp": self.created,
+                "labels": {"app": "agentcube", "component": "router"},
+            },
+            "data": {
+                "private.pem": _b64(self.signer.private_key_pkcs1_pem()),
+                "public.pem": _b64(public_pem),
+            },
+            "type": "Opaque",
+        }
+        return _answer(request, secret, 200)
+
+
+def _secret_name(body: bytes, media_type: str) -> str:
+    """The name of the Secret a create's body holds, in JSON or protobuf. A body it cannot
+    take gets the API server's words, naming the media type, never the body (a key)."""
+    if media_type not in SERVED:
+        accepted = ", ".join(SERVED)
+        raise Refusal(
+            415,
+            "UnsupportedMediaType",
+            "the body of the request was in an unknown format - accepted media types "
+            f"include: {accepted}",
         )
+    try:
+        secret = json.loads(body) if media_type == JSON else kube_protobuf.decode(body)
+    except ValueError as error:  # bad JSON, bad UTF-8 and ProtobufError alike
+        raise _unrecognized(str(error), media_type) from None
+    if not isinstance(secret, dict) or secret.get("kind", "Secret") != "Secret":
+        kind = secret.get("kind") if isinstance(secret, dict) else type(secret).__name__
+        raise _unrecognized(f"it is a {kind}", media_type)
+    metadata = secret.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    if not isinstance(name, str) or not name:
+        raise _unrecognized("it has no metadata.name", media_type)
+    return name
+
+
+def _unrecognized(reason: str, media_type: str) -> Refusal:
+    return Refusal(
+        400,
+        "BadRequest",
+        f"the object provided is unrecognized (must be of type Secret): {reason} "
+        f"(a body of {media_type})",
+    )
+
+
+def _answer(request: web.Request, obj: dict, code: int | None = None) -> web.Response:
+    media_type = request[_ANSWER_TYPE]
+    body = encoded(obj, media_type)
+    return web.Response(body=body, status=code or obj["code"], content_type=media_type)
 
 
 async def serve_identity(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +17,8 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 from kubernetes.config.incluster_config import InClusterConfigLoader
 
-from localcube.router_identity import SECRET_NAME
+from localcube import embedded, kube_protobuf
+from localcube.router_identity import SECRET_NAME, answer_type
 from tests.localcube.picod_process import SigningKey
 from tests.localcube.support import FIXTURES, Client
 from tests.localcube.test_cli import run_cli
@@ -33,16 +35,27 @@ class IdentityCube:
     def kubernetes(self, token_file: Path | None = None) -> k8s.CoreV1Api:
         """A CoreV1 client loaded as rest.InClusterConfig loads the Router's: the two
         variables, the token file and the CA file."""
-        environ = dict(
-            line.split("=", 1) for line in (self.directory / "kubernetes.env").read_text().split()
-        )
         configuration = k8s.Configuration()
         InClusterConfigLoader(
             token_filename=str(token_file or self.directory / "token"),
             cert_filename=str(self.directory / "ca.crt"),
-            environ=environ,
+            environ=self.environ(),
         ).load_and_set(configuration)
         return k8s.CoreV1Api(k8s.ApiClient(configuration))
+
+    def environ(self) -> dict[str, str]:
+        """The two variables the in-cluster client reads."""
+        lines = (self.directory / "kubernetes.env").read_text().split()
+        return dict(line.split("=", 1) for line in lines)
+
+    def assert_serves_localcubes_key(self, private_pem: str) -> None:
+        pem = base64.b64decode(private_pem)
+        assert pem.startswith(b"-----BEGIN RSA PRIVATE KEY-----"), "PKCS#1, as x509.ParsePKCS1"
+        served = serialization.load_pem_private_key(pem, password=None)
+        own = serialization.load_pem_private_key(
+            (self.state_dir / "router-private.pem").read_bytes(), password=None
+        )
+        assert served.private_numbers() == own.private_numbers(), "another key than localcube's"
 
 
 @pytest.fixture
@@ -50,6 +63,19 @@ def identity_cube(tmp_path: Path, start_localcube) -> IdentityCube:
     state, directory = tmp_path / "state", tmp_path / "serviceaccount"
     cube = start_localcube(state_dir=state, extra_arguments=["--router-identity", str(directory)])
     return IdentityCube(Client(cube.url), state, directory)
+
+
+@pytest.fixture(scope="module")
+def shared_identity(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IdentityCube]:
+    """One identity endpoint for the tests that only read or are refused."""
+    base = tmp_path_factory.mktemp("identity")
+    state, directory = base / "state", base / "serviceaccount"
+    arguments = ["--router-identity", str(directory)]
+    cube = embedded.start(
+        [FIXTURES], base / "localcube.log", state_dir=state, extra_arguments=arguments
+    )
+    yield IdentityCube(Client(cube.url), state, directory)
+    cube.stop()
 
 
 def test_the_service_account_files_are_written_private(identity_cube: IdentityCube) -> None:
@@ -73,14 +99,7 @@ def test_the_router_creates_then_reads_back_localcubes_signing_key(
     assert refused.value.status == 409
     assert '"reason":"AlreadyExists"' in refused.value.body.replace(" ", "")
     secret = api.read_namespaced_secret(SECRET_NAME, "default")
-    private_pem = secret.data["private.pem"]
-    pem = base64.b64decode(private_pem)
-    assert pem.startswith(b"-----BEGIN RSA PRIVATE KEY-----"), "PKCS#1, as x509.ParsePKCS1"
-    served = serialization.load_pem_private_key(pem, password=None)
-    own = serialization.load_pem_private_key(
-        (identity_cube.state_dir / "router-private.pem").read_bytes(), password=None
-    )
-    assert served.private_numbers() == own.private_numbers()
+    identity_cube.assert_serves_localcubes_key(secret.data["private.pem"])
 
 
 def test_a_sandbox_accepts_a_jwt_signed_with_the_served_key(identity_cube: IdentityCube) -> None:
@@ -153,3 +172,134 @@ def test_an_identity_directory_that_cannot_be_made_is_refused(tmp_path: Path) ->
     result = run_cli("serve", "--manifests", str(FIXTURES), "--router-identity", str(wanted))
     assert result.returncode == 2
     assert result.stderr.startswith("localcube: ") and str(wanted) in result.stderr
+
+
+PROTOBUF = kube_protobuf.MEDIA_TYPE
+CLIENT_GO_ACCEPT = f"{PROTOBUF},application/json"  # k8s.io/client-go rest/request.go:196-203
+
+
+def call(
+    cube: IdentityCube, method: str, name: str = "", body: bytes = b"", **headers: str
+) -> requests.Response:
+    """A request to the identity endpoint as the Router's client-go makes it."""
+    port = cube.environ()["KUBERNETES_SERVICE_PORT"]
+    url = f"https://127.0.0.1:{port}/api/v1/namespaces/default/"
+    headers.setdefault("Authorization", f"Bearer {(cube.directory / 'token').read_text()}")
+    return requests.request(
+        method,
+        url + ("secrets/" + name if name else "secrets"),
+        data=body,
+        headers=headers,
+        verify=str(cube.directory / "ca.crt"),
+        timeout=30,
+    )
+
+
+def status_of(answer: requests.Response) -> dict:
+    if answer.headers["Content-Type"] == PROTOBUF:
+        return kube_protobuf.decode(answer.content)
+    return answer.json()
+
+
+def test_client_gos_protobuf_create_is_answered_already_exists_in_protobuf(
+    shared_identity: IdentityCube,
+) -> None:
+    """Upstream: pkg/router/jwt.go:177-190 (client-go: protobuf for core types)"""
+    secret = {"kind": "Secret", "apiVersion": "v1", **SECRET}
+    answer = call(
+        shared_identity,
+        "POST",
+        body=kube_protobuf.encode(secret),
+        **{"Content-Type": PROTOBUF, "Accept": CLIENT_GO_ACCEPT},
+    )
+    assert (answer.status_code, answer.headers["Content-Type"]) == (409, PROTOBUF), answer.content
+    status = kube_protobuf.decode(answer.content)
+    assert status["reason"] == "AlreadyExists" and status["details"]["name"] == SECRET_NAME
+    read = call(shared_identity, "GET", SECRET_NAME, Accept=CLIENT_GO_ACCEPT)
+    assert (read.status_code, read.headers["Content-Type"]) == (200, PROTOBUF)
+    shared_identity.assert_serves_localcubes_key(
+        kube_protobuf.decode(read.content)["data"]["private.pem"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body", "reason"),
+    [
+        (PROTOBUF, b'{"metadata": {"name": "picod-router-identity"}}', "k8s\\0 magic"),
+        (PROTOBUF, kube_protobuf.MAGIC + b"\x0a\x80", "varint is cut short"),
+        ("application/json", b"\x6b\x38\x73\x00", "Expecting value"),
+        ("application/json", b"[]", "it is a list"),
+        ("application/json", b'{"kind": "ConfigMap"}', "it is a ConfigMap"),
+        ("application/json", b'{"metadata": "x"}', "it has no metadata.name"),
+    ],
+)
+@pytest.mark.parametrize("accept", [CLIENT_GO_ACCEPT, "application/json"])
+def test_a_body_it_cannot_read_is_a_bad_request_status_naming_the_media_type(
+    shared_identity: IdentityCube, content_type: str, body: bytes, reason: str, accept: str
+) -> None:
+    answer = call(
+        shared_identity, "POST", body=body, **{"Content-Type": content_type, "Accept": accept}
+    )
+    assert answer.status_code == 400, answer.content
+    assert answer.headers["Content-Type"] == accept.split(",")[0]
+    status = status_of(answer)
+    assert (status["kind"], status["reason"], status["code"]) == ("Status", "BadRequest", 400)
+    assert status["message"].startswith(
+        "the object provided is unrecognized (must be of type Secret)"
+    )
+    assert reason in status["message"] and f"(a body of {content_type})" in status["message"]
+
+
+def test_a_body_in_a_media_type_it_does_not_read_is_unsupported(
+    shared_identity: IdentityCube,
+) -> None:
+    answer = call(shared_identity, "POST", body=b"name: x", **{"Content-Type": "application/yaml"})
+    assert answer.status_code == 415
+    status = answer.json()
+    assert status["reason"] == "UnsupportedMediaType"
+    assert status["message"] == (
+        "the body of the request was in an unknown format - accepted media types include: "
+        f"application/json, {PROTOBUF}"
+    )
+
+
+def test_an_accept_it_cannot_satisfy_is_not_acceptable_in_json(
+    shared_identity: IdentityCube,
+) -> None:
+    answer = call(shared_identity, "GET", SECRET_NAME, Accept="application/yaml")
+    assert (answer.status_code, answer.headers["Content-Type"]) == (406, "application/json")
+    assert answer.json()["reason"] == "NotAcceptable"
+    assert answer.json()["message"] == (
+        f"only the following media types are accepted: application/json, {PROTOBUF}"
+    )
+
+
+def test_a_caller_without_the_token_is_refused_in_the_media_type_it_prefers(
+    shared_identity: IdentityCube,
+) -> None:
+    answer = call(
+        shared_identity, "GET", SECRET_NAME, Accept=CLIENT_GO_ACCEPT, Authorization="Bearer wrong"
+    )
+    assert (answer.status_code, answer.headers["Content-Type"]) == (401, PROTOBUF)
+    assert kube_protobuf.decode(answer.content)["reason"] == "Unauthorized"
+
+
+@pytest.mark.parametrize(
+    ("accept", "answered"),
+    [
+        (CLIENT_GO_ACCEPT, PROTOBUF),
+        ("application/json", "application/json"),
+        ("", "application/json"),
+        ("*/*", "application/json"),
+        ("application/*", "application/json"),
+        (f"{PROTOBUF};q=0.5, application/json", "application/json"),
+        (f"application/json;q=0, {PROTOBUF}", PROTOBUF),
+        (f"text/html, {PROTOBUF};q=0.9", PROTOBUF),
+        ("application/yaml, text/html", None),
+        (f"{PROTOBUF};q=zero", None),
+    ],
+)
+def test_the_answer_is_in_the_first_acceptable_media_type(
+    accept: str, answered: str | None
+) -> None:
+    assert answer_type(accept) == answered
