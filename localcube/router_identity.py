@@ -142,6 +142,12 @@ class RouterIdentity:
             return await handler(request)
         except Refusal as refusal:
             return _answer(request, refusal.status)
+        except web.HTTPMethodNotAllowed:
+            message = "the server does not allow this method on the requested resource"
+            return _answer(request, status_object(405, "MethodNotAllowed", message))
+        except web.HTTPNotFound:
+            message = "the server could not find the requested resource"
+            return _answer(request, status_object(404, "NotFound", message))
 
     def _authenticate(self, request: web.Request) -> None:
         # The scheme in any case, as the API server takes it (Python's client sends "bearer").

@@ -274,6 +274,22 @@ def test_an_accept_it_cannot_satisfy_is_not_acceptable_in_json(
     )
 
 
+@pytest.mark.parametrize(
+    ("method", "name", "code", "reason"),
+    [
+        ("GET", f"{SECRET_NAME}/status", 404, "NotFound"),
+        ("GET", "", 405, "MethodNotAllowed"),
+        ("DELETE", SECRET_NAME, 405, "MethodNotAllowed"),
+    ],
+)
+def test_a_call_the_router_never_makes_is_a_status_too(
+    shared_identity: IdentityCube, method: str, name: str, code: int, reason: str
+) -> None:
+    answer = call(shared_identity, method, name, Accept=CLIENT_GO_ACCEPT)
+    assert (answer.status_code, answer.headers["Content-Type"]) == (code, PROTOBUF)
+    assert kube_protobuf.decode(answer.content)["reason"] == reason
+
+
 def test_a_caller_without_the_token_is_refused_in_the_media_type_it_prefers(
     shared_identity: IdentityCube,
 ) -> None:
