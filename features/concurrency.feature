@@ -2,12 +2,13 @@
 Feature: Many calls at once
 
   The Router serves many sessions at the same moment, each kept apart from the others,
-  and ends them all when they are closed. Past its concurrency limit it refuses further
-  calls at once as overloaded, and serves the calls within the limit.
+  and ends them all when they are closed; they are asked for no more at once than the
+  concurrency limit the Router declares. Past that limit it refuses further calls at once
+  as overloaded, and serves the calls within the limit.
 
   @code-interpreter @slow @requires.sandbox-observation
-  Scenario: 20 sessions opened at the same moment are each served apart, and all end when closed
-    When 20 callers each open a session of the python interpreter at the same moment, writing a file of their own
+  Scenario: 20 sessions opened at once within the concurrency limit are each served apart, and all end when closed
+    When 20 callers each open a session of the python interpreter, as many at the same moment as the concurrency limit allows, writing a file of their own
     Then every caller got a session of its own
     And each session's workspace holds only its caller's file
     When all those sessions are closed

@@ -38,8 +38,8 @@ def step_ids_never_reused(context: Context) -> None:
 
 
 @when(
-    "{count:d} callers each open a session of the {runtime:Runtime} at the same moment, "
-    "writing a file of their own"
+    "{count:d} callers each open a session of the {runtime:Runtime}, as many at the same "
+    "moment as the concurrency limit allows, writing a file of their own"
 )
 def step_open_together(context: Context, count: int, runtime: Role) -> None:
     context.world.part(Isolation).open_together(count, runtime)

@@ -395,7 +395,9 @@ SETTINGS: tuple[Setting, ...] = (
         parse_positive_int,
         None,
         "The Router's `--max-concurrent-requests`, declared so that the overload scenario "
-        "(`@requires.overload`) can exceed it; that scenario holds this many calls at once.",
+        "(`@requires.overload`) can exceed it (it holds this many calls at once, and 2 "
+        "more), and so that the scenario of many sessions at once opens no more than this "
+        "many at the same moment, wave after wave (more would be rightly refused).",
         default_text="unset: a localcube the suite starts runs that scenario against a "
         "second localcube with a limit of 4; other targets skip it",
     ),

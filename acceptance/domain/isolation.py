@@ -4,9 +4,7 @@ runtimes and sessions to themselves."""
 
 from __future__ import annotations
 
-import threading
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 
 import requests
 from hamcrest import all_of, assert_that, described_as, has_length
@@ -16,6 +14,7 @@ from acceptance.core.clients import session_id_of
 from acceptance.core.polling import eventually
 from acceptance.core.runtimes import Role, Runtime, RuntimeKind, fixture_manifest
 from acceptance.domain.lifetimes import ECHO_AGENT_FIXTURE
+from acceptance.domain.load import in_waves, within_the_limit
 from acceptance.domain.world import Session, World
 from acceptance.platforms.base import Sandbox
 
@@ -134,18 +133,26 @@ class Isolation:
     # Many sessions at once.
 
     def open_together(self, count: int, role: Role) -> None:
-        """`count` callers each open a session with a first call at the same moment; the
-        call writes a file named after the caller."""
+        """`count` callers each open a session with a first call, as many at the same moment
+        as the Router's declared concurrency limit allows (all of them when none is
+        declared), wave after wave; the call writes a file named after the caller."""
         runtime = self._world.runtime(role)
-        gate = threading.Barrier(count, timeout=self._world.settings.burst_gather_timeout)
+        settings = self._world.settings
+        at_once = within_the_limit(settings, count)
+        limit = settings.max_concurrent_requests
+        print(
+            f"{count} sessions opened {at_once} at a time"
+            + (f": the declared max_concurrent_requests is {limit}" if limit else "")
+        )
 
         def first_call(number: int) -> requests.Response:
-            gate.wait()
             code = f"open('mine-{number}.txt', 'w').write('{number}')"
             return self._world.execute(runtime, ["python3", "-c", code], None)
 
-        with self._world.router.at_once(count), ThreadPoolExecutor(count) as callers:
-            self._first_answers = list(callers.map(first_call, range(count)))
+        with self._world.router.at_once(at_once):
+            self._first_answers = in_waves(
+                count, at_once, first_call, gather_timeout=settings.burst_gather_timeout
+            )
 
     def expect_each_got_a_session(self) -> None:
         for number, answer in enumerate(self._first_answers):

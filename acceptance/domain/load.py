@@ -1,25 +1,65 @@
-"""Sustained load as upstream's load tests apply it (test/e2e/e2e_test.go:1490-1605 at
-939abb5): sessions of a code interpreter opened at a steady rate, each by a first command
-that must print what it was asked to, each closed once it has answered. What the load saw
-is reported (the share that succeeded, latency percentiles, errors by kind) whether or not
-it passes; the share that must succeed is load_required_share."""
+"""Load within what the target declares. Sustained load as upstream's load tests apply it
+(test/e2e/e2e_test.go:1490-1605 at 939abb5): sessions of a code interpreter opened at a
+steady rate, each by a first command that must print what it was asked to, each closed once
+it has answered. What the load saw is reported (the share that succeeded, latency
+percentiles, errors by kind) whether or not it passes; the share that must succeed is
+load_required_share. And bursts of calls at the same moment, never more at once than the
+Router's declared max_concurrent_requests: past it, its 429 would be right."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import Counter
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TypeVar
 
 import requests
 
 from acceptance.core.clients import Router, session_id_of
 from acceptance.core.measurements import Measurements, percentile
 from acceptance.core.runtimes import Role, Runtime
+from acceptance.core.settings import Settings
 from acceptance.core.transport import NoAnswer
 from acceptance.domain.world import Session, World
 
 PERCENTILES = (0.5, 0.9, 0.99)
+T = TypeVar("T")
+
+
+def within_the_limit(settings: Settings, count: int) -> int:
+    """How many of `count` calls may be made at the same moment: all of them, or no more
+    than the Router's declared max_concurrent_requests."""
+    limit = settings.max_concurrent_requests
+    return count if limit is None else min(count, limit)
+
+
+def in_waves(
+    count: int, at_once: int, call: Callable[[int], T], *, gather_timeout: float
+) -> list[T]:
+    """`call(0)` to `call(count - 1)`, `at_once` of them at the same moment, wave after wave
+    (each wave's callers wait for each other up to gather_timeout); the results in order."""
+    results: list[T] = []
+    for first in range(0, count, at_once):
+        results += _at_the_same_moment(
+            range(first, min(first + at_once, count)), call, gather_timeout
+        )
+    return results
+
+
+def _at_the_same_moment(
+    numbers: Sequence[int], call: Callable[[int], T], gather_timeout: float
+) -> list[T]:
+    gate = threading.Barrier(len(numbers), timeout=gather_timeout)
+
+    def gathered(number: int) -> T:
+        gate.wait()
+        return call(number)
+
+    with ThreadPoolExecutor(len(numbers)) as callers:
+        return list(callers.map(gathered, numbers))
 
 
 @dataclass(frozen=True)
