@@ -95,6 +95,24 @@ def test_a_fixture_never_usable_fails_naming_the_timeout_setting(
     assert "has no status.ready=true yet" in str(raised.value)
 
 
+@pytest.mark.parametrize(("auth_mode", "named"), [(None, True), ("none", False)])
+def test_a_warm_pool_never_ready_names_the_routers_secret(
+    make_cluster: MakeCluster, fake: FakeKubernetes, auth_mode: str | None, named: bool
+) -> None:
+    """Upstream's WorkloadManager leaves a CodeInterpreter with a warm pool not ready until
+    it has the Router's public key (codeinterpreter_controller.go:135), unless PicoD's
+    authentication is off (authMode none)."""
+    fake.put(AGENT_RUNTIMES, custom("AgentRuntime", "echo-agent"))
+    plain = fake.put(CODE_INTERPRETERS, custom("CodeInterpreter", "python-interpreter"))
+    plain["status"] = {"ready": True}
+    warm = fake.put(CODE_INTERPRETERS, custom("CodeInterpreter", "python-interpreter-warm"))
+    warm["spec"] = {"warmPoolSize": 2, **({"authMode": auth_mode} if auth_mode else {})}
+    with pytest.raises(AssertionError) as raised:
+        make_cluster(cluster_timeout=0.2).ensure_fixtures(SUITE)
+    assert "python-interpreter-warm has no status.ready=true yet" in str(raised.value)
+    assert ("Secret picod-router-identity" in str(raised.value)) is named
+
+
 def test_forbidden_creation_says_what_to_grant(cluster: Cluster, fake: FakeKubernetes) -> None:
     fake.fail("POST", AGENT_RUNTIMES, 403, 'agentruntimes is forbidden: User "dev" cannot create')
     with pytest.raises(ConfigError) as raised:

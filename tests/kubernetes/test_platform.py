@@ -220,6 +220,18 @@ def test_restarts_the_router_and_waits_for_the_rollout(
     assert reads == 4  # the third read saw the old pod still there; the fourth, none
 
 
+def test_a_router_that_is_no_deployment_fails_naming_the_setting(cluster: Cluster) -> None:
+    with pytest.raises(AssertionError) as raised:
+        platform_of(cluster).restart_router()
+    message = str(raised.value)
+    assert message.startswith(
+        f"the Kubernetes API answered 404 to restart Deployment {NS}/agentcube-router: "
+        'deployments.apps "agentcube-router" not found: the suite restarts the Router as the '
+        "Deployment router_deployment / AGENTCUBE_ROUTER_DEPLOYMENT and system_namespace / "
+        "AGENTCUBE_SYSTEM_NAMESPACE name"
+    ), message
+
+
 def test_a_rollout_that_never_completes_fails_naming_the_timeout(
     make_cluster: MakeCluster, fake: FakeKubernetes
 ) -> None:

@@ -12,7 +12,7 @@ import pytest
 import requests
 
 from acceptance.core.settings import ConfigError, load_settings
-from acceptance.platforms.kubernetes.api import KubeError
+from acceptance.platforms.kubernetes.api import _handshake_refusal
 from acceptance.platforms.kubernetes.platform import ClusterTarget
 from acceptance.platforms.kubernetes.port_forward import PortForwardFailed, in_cluster_service
 from acceptance.platforms.kubernetes.settings import ServiceRef, with_cluster_defaults
@@ -100,9 +100,14 @@ def test_a_service_without_ready_pods_stops_the_run_at_its_start(
         make_cluster(port_forward=True).endpoints(None, None)
 
 
-def test_a_missing_service_is_a_404(make_cluster: MakeCluster) -> None:
-    with pytest.raises(KubeError, match="answered 404 to get Service agentcube/agentcube-router"):
+def test_a_missing_service_names_the_settings_that_name_it(make_cluster: MakeCluster) -> None:
+    with pytest.raises(ConfigError) as raised:
         make_cluster(port_forward=True).endpoints(None, None)
+    assert str(raised.value) == (
+        f"port forward to svc/agentcube-router in {NS}: there is no Service agentcube-router "
+        f"in namespace {NS}: check router_service / AGENTCUBE_ROUTER_SERVICE and "
+        'system_namespace / AGENTCUBE_SYSTEM_NAMESPACE (services "agentcube-router" not found)'
+    )
 
 
 @pytest.mark.usefixtures("services")
@@ -118,8 +123,9 @@ def test_a_forbidden_port_forward_stops_the_run_at_its_start(
         f"port forward to svc/agentcube-router in {NS}: the Kubernetes API answered 403 to "
         f"port-forward to Pod {NS}/router-a port 8080"
     )
-    # The API's own error, and the way around the suite's forward.
-    assert "pods/portforward is forbidden" in message
+    # The API's own error, not the whole handshake, and the way around the suite's forward.
+    assert "port 8080: pods/portforward is forbidden. To forward without the suite" in message
+    assert "-+-+-" not in message and "Content-Type" not in message
     assert re.search(
         rf"kubectl -n {NS} port-forward svc/agentcube-router (\d+):8080, then run with "
         r"-D port_forward=false -D router_url=http://127.0.0.1:\1 ",
@@ -220,3 +226,29 @@ def test_forwards_and_api_calls_run_side_by_side(
         assert cluster.observer.session_objects("s").pod is None
     caller.join()
     assert failures == []
+
+
+@pytest.mark.parametrize(
+    ("reason", "expected"),
+    [
+        (
+            "Handshake status 400 Bad Request -+-+- {'content-type': 'application/json'} -+-+- "
+            '{"kind":"Status","message":"pod router-a does not have a host assigned","code":400}',
+            (400, "pod router-a does not have a host assigned"),
+        ),
+        (
+            "Handshake status 502 Bad Gateway -+-+- {'server': 'proxy'} -+-+- upstream went away",
+            (502, "upstream went away"),
+        ),
+        (
+            "Handshake status 403 Forbidden -+-+- {} -+-+- None",
+            (403, "Handshake status 403 Forbidden"),
+        ),
+        ("Connection to remote host was lost.", (0, "Connection to remote host was lost.")),
+    ],
+    ids=["status", "plain body", "no body", "no handshake"],
+)
+def test_a_refused_handshake_is_told_by_the_apis_own_words(
+    reason: str, expected: tuple[int, str]
+) -> None:
+    assert _handshake_refusal(reason) == expected

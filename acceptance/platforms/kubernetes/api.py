@@ -20,7 +20,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.stream import portforward
 from kubernetes.stream.ws_client import PortForward
 
-from acceptance.core.evidence import redact
+from acceptance.core.evidence import excerpt, redact
 
 # The longest an API call may take to connect; its read timeout is the api_timeout setting.
 CONNECT_TIMEOUT = 5.0
@@ -300,11 +300,24 @@ class KubeApi:
                     ports=str(port),
                 )
         except ApiException as error:
-            # The client reports a refused websocket handshake as status 0 with the HTTP
-            # status in its text ("Handshake status 403 Forbidden ...").
-            reason = str(error.reason or "no details")
-            handshake = _HANDSHAKE_STATUS.search(reason)
-            status = error.status or (int(handshake[1]) if handshake else 0)
+            status, detail = _handshake_refusal(str(error.reason or "no details"))
             raise KubeError(
-                f"port-forward to Pod {namespace}/{pod} port {port}", status, reason
+                f"port-forward to Pod {namespace}/{pod} port {port}", error.status or status, detail
             ) from None
+
+
+def _handshake_refusal(reason: str) -> tuple[int, str]:
+    """The HTTP status and the API's own words in a refused websocket handshake, which the
+    client reports as status 0 with the whole exchange as its text: "Handshake status 403
+    Forbidden -+-+- {headers} -+-+- {body}". The words are the Status's message, else the
+    body, else the status line; 0 and the text as it is when it is no handshake's."""
+    status_line, _, exchange = reason.partition(" -+-+- ")
+    handshake = _HANDSHAKE_STATUS.match(status_line)
+    if handshake is None:
+        return 0, reason
+    body = exchange.rpartition(" -+-+- ")[2].strip()
+    try:
+        return int(handshake[1]), str(json.loads(body)["message"])
+    except (ValueError, KeyError, TypeError):
+        words = excerpt(body, 200) if body and body != "None" else status_line
+        return int(handshake[1]), words

@@ -17,10 +17,7 @@ from acceptance.platforms.kubernetes.port_forward import (
     in_cluster_service,
     local_url,
 )
-from acceptance.platforms.kubernetes.settings import (
-    KubernetesSettings,
-    ServiceRef,
-)
+from acceptance.platforms.kubernetes.settings import KubernetesSettings, ServiceRef, named_by
 from acceptance.platforms.kubernetes.tokens import client_credentials_token, service_account_token
 
 
@@ -68,9 +65,17 @@ class Cluster:
                     "and workload_manager_url unset, or set port_forward=false"
                 )
             namespace = self.settings.system_namespace
-            router = self._forward(namespace, self.settings.router_service, "router_url")
+            router = self._forward(
+                namespace,
+                self.settings.router_service,
+                "router_url",
+                named_by("router_service", "system_namespace"),
+            )
             workload_manager = self._forward(
-                namespace, self.settings.workload_manager_service, "workload_manager_url"
+                namespace,
+                self.settings.workload_manager_service,
+                "workload_manager_url",
+                named_by("workload_manager_service", "system_namespace"),
             )
             return router.url, workload_manager.url
         if not (router_url and workload_manager_url):
@@ -103,7 +108,9 @@ class Cluster:
         url, host = settings.oidc_token_url, None
         service = in_cluster_service(url)
         if service is not None and settings.port_forward:
-            forward = self._forward(service[1], service[0], "oidc_token_url")
+            forward = self._forward(
+                service[1], service[0], "oidc_token_url", named_by("oidc_token_url")
+            )
             url, host = local_url(url, forward), urlsplit(settings.oidc_token_url).netloc
         return client_credentials_token(
             url, settings.oidc_client_id, settings.oidc_client_secret, host=host, timeout=timeout
@@ -116,8 +123,10 @@ class Cluster:
             {role: getattr(suite_settings, str(role.setting)) for role in FIXTURE_OF_ROLE}
         )
 
-    def _forward(self, namespace: str, service: ServiceRef, setting: str) -> ServiceForward:
-        forward = ServiceForward(self.api, namespace, service)
+    def _forward(
+        self, namespace: str, service: ServiceRef, setting: str, service_named_by: str
+    ) -> ServiceForward:
+        forward = ServiceForward(self.api, namespace, service, named_by=service_named_by)
         self._forwards.append(forward)
         forward.check(setting)
         return forward

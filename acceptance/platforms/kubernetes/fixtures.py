@@ -29,6 +29,15 @@ FIXTURE_OF_ROLE: Mapping[Role, str] = {
     Role.PYTHON_INTERPRETER: "python-interpreter",
     Role.WARM_INTERPRETER: "python-interpreter-warm",
 }
+# Why a CodeInterpreter with a warm pool may stay not ready: upstream's WorkloadManager
+# makes its SandboxTemplate, and then its status, only once it holds the Router's public key
+# (pkg/workloadmanager/codeinterpreter_controller.go:65-74,135), which it reads from the
+# Secret the Router creates at its start (pkg/router/jwt.go:44,184).
+WAITS_FOR_ROUTER_KEY = (
+    ": with a warm pool and PicoD's authentication, the WorkloadManager waits for the "
+    "Router's public key in Secret picod-router-identity (in the namespace of the Router, "
+    "its AGENTCUBE_NAMESPACE), which the Router creates when it starts: is it running?"
+)
 RESOURCE_OF_KIND: Mapping[RuntimeKind, Resource] = {
     RuntimeKind.AGENT_RUNTIME: Resource.AGENT_RUNTIME,
     RuntimeKind.CODE_INTERPRETER: Resource.CODE_INTERPRETER,
@@ -132,9 +141,11 @@ class Fixtures:
             return f"{runtime} does not exist"
         if runtime.kind is RuntimeKind.AGENT_RUNTIME:
             return None
-        if not (obj.get("status") or {}).get("ready"):
-            return f"{runtime} has no status.ready=true yet"
         size = int(obj["spec"].get("warmPoolSize") or 0)
+        if not (obj.get("status") or {}).get("ready"):
+            return f"{runtime} has no status.ready=true yet" + (
+                WAITS_FOR_ROUTER_KEY if size and obj["spec"].get("authMode") != "none" else ""
+            )
         if size == 0:
             return None
         ready = sum(

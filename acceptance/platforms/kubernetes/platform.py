@@ -24,7 +24,7 @@ from acceptance.platforms.base import (
     Sandbox,
     Target,
 )
-from acceptance.platforms.kubernetes.api import Resource
+from acceptance.platforms.kubernetes.api import KubeError, Resource
 from acceptance.platforms.kubernetes.cluster import Cluster
 from acceptance.platforms.kubernetes.connection import served_agent_sandbox
 from acceptance.platforms.kubernetes.evidence import describe_sessions
@@ -32,7 +32,7 @@ from acceptance.platforms.kubernetes.fixtures import RESOURCE_OF_KIND
 from acceptance.platforms.kubernetes.objects import ObjectRef, pod_ready
 from acceptance.platforms.kubernetes.observation import SessionObjects
 from acceptance.platforms.kubernetes.rollout import restart_deployment
-from acceptance.platforms.kubernetes.settings import load_kubernetes_settings
+from acceptance.platforms.kubernetes.settings import load_kubernetes_settings, named_by
 
 
 @dataclass(frozen=True)
@@ -127,15 +127,25 @@ class KubernetesPlatform(Platform):
         return int(obj["spec"].get("warmPoolSize") or 0)
 
     def restart_router(self) -> None:
-        """Restart the Router's Deployment and wait until its new pods are available."""
+        """Restart the Router's Deployment and wait until its new pods are available; a
+        Router that is no Deployment by that name fails naming the setting."""
         settings = self._cluster.settings
-        restart_deployment(
-            self._cluster.api,
-            settings.system_namespace,
-            settings.router_deployment,
-            timeout=settings.cluster_timeout,
-            poll=self._cluster.poll_interval,
-        )
+        try:
+            restart_deployment(
+                self._cluster.api,
+                settings.system_namespace,
+                settings.router_deployment,
+                timeout=settings.cluster_timeout,
+                poll=self._cluster.poll_interval,
+            )
+        except KubeError as error:
+            if error.status != 404:
+                raise
+            raise AssertionError(
+                f"{error}: the suite restarts the Router as the Deployment "
+                f"{named_by('router_deployment', 'system_namespace')} name; give the Router's "
+                "Deployment there, or leave the Router restart out (it needs a Deployment)"
+            ) from None
 
     def evidence(self, session_ids: Iterable[str]) -> str:
         """Pod status, events and last log lines of each session, redacted."""

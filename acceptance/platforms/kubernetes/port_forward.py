@@ -41,13 +41,22 @@ class PortForwardFailed(ConfigError):
 
 
 class ServiceForward:
-    """A local port forwarding to a Service's pods; ``url`` is where to reach it."""
+    """A local port forwarding to a Service's pods; ``url`` is where to reach it.
+    `named_by`: the settings that name the Service, for a person to fix when it is missing."""
 
-    def __init__(self, api: KubeApi, namespace: str, service: ServiceRef) -> None:
+    def __init__(self, api: KubeApi, namespace: str, service: ServiceRef, *, named_by: str) -> None:
         self._api = api
         self._namespace = namespace
         self._service = service
-        spec = api.service(namespace, service.name)["spec"]
+        try:
+            spec = api.service(namespace, service.name)["spec"]
+        except KubeError as error:
+            if error.status != 404:
+                raise
+            raise ConfigError(
+                f"{self}: there is no Service {service.name} in namespace {namespace}: check "
+                f"{named_by} ({error.detail})"
+            ) from None
         if not spec.get("selector"):
             raise ConfigError(f"{self}: the Service has no selector, so no pod to forward to")
         self._selector = label_selector(spec["selector"])

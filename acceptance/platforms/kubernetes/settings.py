@@ -274,6 +274,12 @@ class KubernetesSettings:
     cluster_timeout: float = 300.0
 
 
+def named_by(*names: str) -> str:
+    """The adapter's settings as a person gives them: `name / AGENTCUBE_NAME`, joined."""
+    env_of = {setting.name: setting.env for setting in KUBERNETES_SETTINGS}
+    return " and ".join(f"{name} / {env_of[name]}" for name in names)
+
+
 def load_kubernetes_settings(
     userdata: Mapping[str, str], environ: Mapping[str, str]
 ) -> KubernetesSettings:
