@@ -206,7 +206,7 @@ class Router:
                 # gives up, which cancels it (upstream's transport has none either).
                 timeout=aiohttp.ClientTimeout(total=None),
                 auto_decompress=False,
-                skip_auto_headers=("User-Agent", "Accept-Encoding", "Content-Type"),
+                skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding", "Content-Type"),
             )
         return self._upstream
 

@@ -95,7 +95,8 @@ class RequestSigner:
         }
         if user_sub is not None:
             claims["user_sub"] = user_sub
-        token = jwt.encode(claims, self._key, algorithm="RS256")
+        # Go marshals the claims map with its keys sorted (exp, iat, iss, session_id, ...).
+        token = jwt.encode(dict(sorted(claims.items())), self._key, algorithm="RS256")
         if len(self._cache) > 1024:
             self._cache = {
                 key: entry for key, entry in self._cache.items() if now - entry[1] < _REUSE_FOR

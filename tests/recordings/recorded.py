@@ -74,6 +74,12 @@ def _message(recorded: dict[str, Any] | None) -> Message:
     )
 
 
+def message(recorded: dict[str, Any] | None) -> Message:
+    """A message recorded in a field particular to one file (`client_request`,
+    `router_answer`)."""
+    return _message(recorded)
+
+
 @cache
 def load(file_name: str) -> tuple[Exchange, ...]:
     """Every exchange of one recordings file, in recorded order."""

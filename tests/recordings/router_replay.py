@@ -19,8 +19,11 @@ import http.client
 import json
 import re
 import sys
+import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +33,7 @@ import yaml
 
 from localcube import embedded
 from localcube.signing import RequestSigner
+from localcube.upstream_records import go_json, go_time, session_key
 from tests.localcube import redis_process
 from tests.localcube.support import (
     FIXTURES,
@@ -324,3 +328,97 @@ def wait_for_warm_sandbox(cube: Cube, runtime: str) -> None:
 def not_reproduced(exchange: Exchange) -> list[str]:
     """The mismatch a situation localcube cannot recreate stands for; the ledger says why."""
     return [f"{exchange.id}: the recorded situation is not recreated in localcube"]
+
+
+ON_REDIS = {"expired-record-still-stored", "creating-placeholder", "garbage-record"}
+CAPTURE_INTERPRETERS = {"ci-echo-new-session", "claim-echo-new-session"}
+
+
+def cube_for(exchange_id: str, request: pytest.FixtureRequest) -> Cube:
+    """The localcube serving the situation of a router-answers exchange."""
+    if exchange_id.startswith("limit1-"):
+        return request.getfixturevalue("limited_cube")
+    if exchange_id in CAPTURE_INTERPRETERS:
+        cube = request.getfixturevalue("capture_interpreter_cube")
+        wait_for_warm_sandbox(cube, "claim-echo")
+        return cube
+    if exchange_id == "wm-504":
+        return request.getfixturevalue("slow_start_cube")
+    if exchange_id in ON_REDIS:
+        return request.getfixturevalue("redis_cube")
+    return request.getfixturevalue("main_cube")
+
+
+def shared_sessions(cube: Cube) -> dict[str, str]:
+    """The recordings' first agent session and first interpreter session (holding the
+    `a.txt` the recorder uploaded), opened once per localcube."""
+    if not hasattr(cube, "shared"):
+        interpreter = cube.open_session("code-interpreter", "python-interpreter")
+        upload = {"path": "a.txt", "content": "aGVsbG8="}
+        answer = cube.client.interpreter(
+            "python-interpreter", "/api/files", interpreter, json=upload
+        )
+        assert answer.status_code == 200, answer.text
+        cube.shared = {
+            "<SESSION_ID_1>": cube.open_session("agent-runtime", "echo-agent"),
+            "<SESSION_ID_2>": interpreter,
+        }
+    return cube.shared
+
+
+def rewritten_record(cube: Cube, session: str, **fields: object) -> None:
+    """The session's record in Redis with `fields` changed, written as Go writes it."""
+    store = cube.redis.client()
+    stored = store.get(session_key(session))
+    assert stored is not None, f"session {session} has no record"
+    record = {**json.loads(stored), **fields}
+    store.set(session_key(session), go_json(record))
+
+
+def sessions_in(exchange_id: str, headers: dict[str, str], cube: Cube) -> dict[str, str]:
+    """What the session placeholders of a router-answers exchange's request (`headers`)
+    stand for in its situation."""
+    known: dict[str, str] = {}
+    if exchange_id == "ended-session":  # opened, then deleted as DELETE does
+        ended = cube.open_session("agent-runtime", "echo-agent")
+        assert cube.client.delete_session("agent-runtime", ended).status_code == 200
+        known["<SESSION_ID_1>"] = ended
+    elif exchange_id == "expired-record-still-stored":
+        session = cube.open_session("agent-runtime", "echo-agent")
+        rewritten_record(cube, session, expiresAt=go_time(time.time() - 3600))
+        known["<SESSION_ID_8>"] = session
+    elif exchange_id == "creating-placeholder":
+        session = cube.open_session("agent-runtime", "echo-agent")
+        rewritten_record(cube, session, sandboxId="", entryPoints=None, status="creating")
+        known["<SESSION_ID_9>"] = session
+    elif exchange_id == "garbage-record":
+        known = sessions_for(headers, {})
+        cube.redis.client().set(session_key(f"garbage-{known['<SESSION_ID_9>']}"), b"not json")
+    elif SESSION_PLACEHOLDER.search(str(headers)):
+        known = {
+            name: session for name, session in shared_sessions(cube).items() if name in str(headers)
+        }
+    return sessions_for(headers, known)
+
+
+@contextmanager
+def slot_held(cube: Cube) -> Iterator[None]:
+    """The only concurrency slot taken by a call the slow sandbox is still answering."""
+    holder = threading.Thread(
+        target=cube.client.agent,
+        args=("slow-agent",),
+        kwargs={"json": {}, "headers": {"X-Rec-Id": "slot-holder"}},
+    )
+    holder.start()
+    try:
+        wait_until(lambda: cube.captured("slot-holder") is not None, 10, "the slot to be held")
+        yield
+    finally:
+        holder.join()
+
+
+def situation_of(exchange_id: str) -> Callable[[Cube], AbstractContextManager[object]]:
+    """What surrounds the replayed call: the only slot held, for the `limit1-` exchanges
+    made while it was."""
+    held = exchange_id.startswith("limit1-") and exchange_id != "limit1-slow-call"
+    return slot_held if held else lambda _: nullcontext()
