@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from acceptance.run.preflight import PreflightFailed
+from acceptance.run.results import RunResults
 from acceptance.run.suite import Suite
+from acceptance.run.summary import format_summary, summarize
 from tests.suite.fault_proxy import FaultProxy
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -117,3 +119,17 @@ def test_an_answer_that_tells_no_release_stops_the_run_naming_the_setting(
         f"the Router's answer to a session id never issued tells no AgentCube release {answered}"
     ), problem
     assert problem.endswith("set agentcube_release / AGENTCUBE_RELEASE to main or pre-460"), problem
+
+
+def test_the_release_travels_with_a_workers_results_into_the_summary(tmp_path: Path) -> None:
+    """./dev parallel's phases save their results, and the run's summary names the release."""
+    RunResults(release=PRE_460_LINE).save(tmp_path)
+    RunResults().save(tmp_path)
+    merged = RunResults.load(tmp_path)
+    assert merged.release == PRE_460_LINE
+    text = format_summary(summarize(merged, 1.0))
+    assert text.splitlines()[:2] == [
+        "Run summary: 0 scenarios: 0 passed, 0 failed, 0 skipped; 1.0 s wall time, 0.0 s in "
+        "scenarios",
+        PRE_460_LINE,
+    ]
