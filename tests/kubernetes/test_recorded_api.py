@@ -31,8 +31,17 @@ from websocket import WebSocketBadStatusException
 from acceptance.core.settings import ConfigError
 from acceptance.platforms.kubernetes import connection
 from acceptance.platforms.kubernetes.api import KubeApi, KubeError, Resource
+from acceptance.platforms.kubernetes.cluster import Cluster
 from acceptance.platforms.kubernetes.settings import KubernetesSettings
-from tests.kubernetes.conftest import NS, write_kubeconfig
+from tests.kubernetes.conftest import (
+    NS,
+    PODS,
+    SANDBOXES,
+    custom,
+    owner,
+    pod,
+    write_kubeconfig,
+)
 from tests.kubernetes.fake_api import TOKEN, FakeKubernetes, Identity
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -477,3 +486,88 @@ def the_recorded_request(exchange: dict[str, Any], wire: list[Exchange]) -> Exch
         f"{request['method']} {request['path']}"
     )
     return same[0]
+
+
+# What the recordings cannot show (no kubelet, no controller ran on request), through the
+# adapter's calls all the same.
+
+
+def test_a_gracefully_deleted_pod_stays_terminating_until_its_kubelet_finishes(
+    cluster: Cluster, fake: FakeKubernetes
+) -> None:
+    uid = fake.put(PODS, pod("graceful"))["metadata"]["uid"]
+    assert cluster.api.delete(Resource.POD, NS, "graceful", uid)
+    terminating = cluster.api.get(Resource.POD, NS, "graceful")
+    assert terminating is not None, "a bound pod deleted with grace went at once"
+    assert terminating["metadata"]["deletionGracePeriodSeconds"] == 30, terminating
+    fake.kubelet_finishes(PODS, "graceful")
+    assert cluster.api.get(Resource.POD, NS, "graceful") is None
+
+
+def test_only_a_terminating_pod_can_be_finished(fake: FakeKubernetes) -> None:
+    fake.put(PODS, pod("running"))
+    with pytest.raises(AssertionError, match="no Terminating pod running in"):
+        fake.kubelet_finishes(PODS, "running")
+
+
+def sandbox_with_pod(fake: FakeKubernetes, name: str) -> tuple[str, str]:
+    """A Sandbox and its pod, both called name: their uids."""
+    sandbox = fake.put(SANDBOXES, custom("Sandbox", name))
+    pod_uid = fake.put(PODS, pod(name, owners=[owner("Sandbox", sandbox)]))["metadata"]["uid"]
+    return sandbox["metadata"]["uid"], pod_uid
+
+
+def test_a_killed_pod_comes_back_only_when_the_controller_is_on(
+    cluster: Cluster, fake: FakeKubernetes
+) -> None:
+    _, uid = sandbox_with_pod(fake, "plain")
+    assert cluster.api.delete(Resource.POD, NS, "plain", uid, grace_seconds=0)
+    assert cluster.api.get(Resource.POD, NS, "plain") is None, "recreated while switched off"
+    fake.recreate_deleted_pods = True
+    _, uid = sandbox_with_pod(fake, "recreated")
+    assert cluster.api.delete(Resource.POD, NS, "recreated", uid, grace_seconds=0)
+    again = cluster.api.get(Resource.POD, NS, "recreated")
+    assert again is not None, "agent-sandbox's controller did not recreate the pod"
+    assert again["metadata"]["uid"] != uid, again["metadata"]
+    assert "deletionTimestamp" not in again["metadata"], again["metadata"]
+    # Not scheduled yet: no node, so no log either.
+    assert cluster.api.pod_log(NS, "recreated", "main", 40) is None
+
+
+def test_a_pod_whose_sandbox_is_gone_is_not_recreated(
+    cluster: Cluster, fake: FakeKubernetes
+) -> None:
+    fake.recreate_deleted_pods = True
+    _, uid = sandbox_with_pod(fake, "orphan")
+    fake.remove(SANDBOXES, "orphan")
+    assert cluster.api.delete(Resource.POD, NS, "orphan", uid, grace_seconds=0)
+    assert cluster.api.get(Resource.POD, NS, "orphan") is None
+
+
+def test_a_delete_cascades_only_when_garbage_collection_is_on(
+    cluster: Cluster, fake: FakeKubernetes
+) -> None:
+    kept, _ = sandbox_with_pod(fake, "kept")
+    assert cluster.api.delete(Resource.SANDBOX, NS, "kept", kept)
+    assert fake.get(PODS, "kept") is not None, "the pod followed its owner while GC was off"
+    fake.garbage_collection = True
+    cascaded, _ = sandbox_with_pod(fake, "cascaded")
+    assert cluster.api.delete(Resource.SANDBOX, NS, "cascaded", cascaded)
+    dependent = cluster.api.get(Resource.POD, NS, "cascaded")
+    assert dependent is not None and "deletionTimestamp" in dependent["metadata"], (
+        f"a bound dependent pod is deleted with its default grace: {dependent}"
+    )
+
+
+def test_the_stand_in_node_serves_the_log_tail(cluster: Cluster, fake: FakeKubernetes) -> None:
+    fake.put(PODS, pod("chatty"))
+    fake.logs[(NS, "chatty", "main")] = "one\ntwo\nthree"
+    assert cluster.api.pod_log(NS, "chatty", "main", 2) == "two\nthree\n"
+
+
+def test_a_pod_on_a_node_the_api_does_not_know_has_no_log(
+    cluster: Cluster, fake: FakeKubernetes
+) -> None:
+    fake.put(PODS, pod("lost", node="no-such-node"))
+    with pytest.raises(KubeError, match=r'answered 404 .*nodes "no-such-node" not found'):
+        cluster.api.pod_log(NS, "lost", "main", 40)
