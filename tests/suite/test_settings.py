@@ -24,6 +24,7 @@ BAD_VALUES = {
     "ready_timeout": "-1s",
     "short_session_timeout": "0s",
     "ttl_grace": "soon",
+    "gc_interval": "every pass",
     "poll_interval": "1 second",
     "short_session_lifetime": "forever",
     "long_task_duration": "0ms",
