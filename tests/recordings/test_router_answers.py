@@ -37,6 +37,8 @@ FILE = "router-answers.jsonl"
 def test_the_router_answers_as_upstream_did(
     exchange: Exchange, request: pytest.FixtureRequest
 ) -> None:
+    """Upstream: pkg/router/server.go:154-181, pkg/router/handlers.go:37-166,
+    pkg/router/handlers.go:247-275, pkg/router/session_manager.go:137-239"""
     entry = differences(FILE).get(exchange.id)
     if entry is not None and entry["verdict"] == "not reproducible":
         judge(FILE, exchange, not_reproduced(exchange))

@@ -113,6 +113,7 @@ def forwarded_mismatches(
 def test_the_sandbox_receives_what_upstream_sent_it(
     exchange: Exchange, request: pytest.FixtureRequest
 ) -> None:
+    """Upstream: pkg/router/handlers.go:277-359, pkg/router/jwt.go:81-94"""
     client_request = message(exchange.line["client_request"])
     answers_id = client_request.header("X-Rec-Id")
     cube = cube_for(answers_id, request)

@@ -111,6 +111,7 @@ def workload_manager_mismatches(recorded: Message, expected: Message, cube: Cube
 def test_the_workload_manager_is_asked_and_answers_as_upstreams(
     exchange: Exchange, request: pytest.FixtureRequest
 ) -> None:
+    """Upstream: pkg/router/session_manager.go:155-239, pkg/workloadmanager/handlers.go:146-266"""
     entry = differences(FILE).get(exchange.id)
     if entry is not None and entry["verdict"] == "not reproducible":
         judge(FILE, exchange, not_reproduced(exchange))
