@@ -602,19 +602,17 @@ class FakeKubernetes:
 
     # The kubelet's part: logs and port forwards.
 
-    def _pod_or_404(self, target: _Target) -> tuple[dict[str, Any] | None, web.Response | None]:
+    def _pod_or_404(self, target: _Target) -> dict[str, Any] | web.Response:
         with self._lock:
             pod = self.get(target.collection, target.name or "")
-            if pod is None:
-                return None, _not_found(target)
-            return copy.deepcopy(pod), None
+            return _not_found(target) if pod is None else copy.deepcopy(pod)
 
     async def _log(self, request: web.Request, target: _Target) -> web.Response:
         """pods/log: checked against the pod's containers, then asked of its node's kubelet;
         a pod on no node has no log yet and answers 204 without a body."""
-        pod, refused = self._pod_or_404(target)
-        if pod is None:
-            return refused  # type: ignore[return-value]
+        pod = self._pod_or_404(target)
+        if isinstance(pod, web.Response):
+            return pod
         spec = pod.get("spec") or {}
         containers = [
             container["name"]
@@ -640,9 +638,10 @@ class FakeKubernetes:
             lines = lines[len(lines) - min(len(lines), int(request.query["tailLines"])) :]
         return web.Response(text="".join(f"{line}\n" for line in lines))
 
-    async def _other_kubelet(self, node_name: str, request: Callable[[str], str]) -> web.Response:
+    async def _other_kubelet(self, node_name: str, asked: Callable[[str], str]) -> web.Response:
         """A node the stand-in does not play: its address is dialled as the API server would,
-        and the answer is the error it would report (nothing there speaks kubelet)."""
+        and the answer is the error it would report (nothing there speaks kubelet). `asked`
+        words the request to the kubelet at an address, as the error begins."""
         with self._lock:
             node = copy.deepcopy(self.get("/api/v1/nodes", node_name))
         if node is None:
@@ -662,16 +661,16 @@ class FakeKubernetes:
             )
         except (OSError, TimeoutError) as error:
             cause = "connection refused" if isinstance(error, ConnectionRefusedError) else error
-            return _status(500, f"{request(address)}: dial tcp {address}: connect: {cause}")
+            return _status(500, f"{asked(address)}: dial tcp {address}: connect: {cause}")
         writer.close()
-        return _status(500, f"{request(address)}: the stand-in does not speak to real kubelets")
+        return _status(500, f"{asked(address)}: the stand-in does not speak to real kubelets")
 
     async def _portforward(self, request: web.Request, target: _Target) -> web.StreamResponse:
         """pods/portforward, v4.channel.k8s.io: data on channel 0, errors on channel 1, each
         opened by a frame carrying the port number."""
-        pod, refused = self._pod_or_404(target)
-        if pod is None:
-            return refused  # type: ignore[return-value]
+        pod = self._pod_or_404(target)
+        if isinstance(pod, web.Response):
+            return pod
         node = (pod.get("spec") or {}).get("nodeName")
         if not node:
             return _status(400, f"pod {target.name} does not have a host assigned")

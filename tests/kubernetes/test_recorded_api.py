@@ -15,6 +15,7 @@ import base64
 import contextlib
 import json
 import re
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -571,3 +572,17 @@ def test_a_pod_on_a_node_the_api_does_not_know_has_no_log(
     fake.put(PODS, pod("lost", node="no-such-node"))
     with pytest.raises(KubeError, match=r'answered 404 .*nodes "no-such-node" not found'):
         cluster.api.pod_log(NS, "lost", "main", 40)
+
+
+def test_a_forward_to_a_pod_without_a_backend_reports_it_on_the_error_channel(
+    cluster: Cluster, fake: FakeKubernetes
+) -> None:
+    fake.put(PODS, pod("silent"))
+    forward = cluster.api.open_port_forward(NS, "silent", 8080)
+    stream = forward.socket(8080)
+    stream.settimeout(5)
+    assert stream.recv(10) == b"", "a forward without a backend carried data"
+    deadline = time.monotonic() + 5
+    while forward.connected and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert forward.error(8080) == "pod silent has no backend in the stand-in"
