@@ -98,9 +98,10 @@ def _probe(api: KubeApi, source: str) -> None:
             api.serve(group, version)
             break
         else:
-            where = f"the Kubernetes API at {api.host} ({source})"
             looked_for = ", ".join(f"{group}/{version}" for version in versions)
-            raise ConfigError(f"{where} serves none of {looked_for}: install {installed_by}")
+            raise ConfigError(
+                f"{_where(api, source)} serves none of {looked_for}: install {installed_by}"
+            )
 
 
 def served_agent_sandbox(api: KubeApi) -> str:
@@ -111,8 +112,12 @@ def served_agent_sandbox(api: KubeApi) -> str:
     )
 
 
+def _where(api: KubeApi, source: str) -> str:
+    return f"the Kubernetes API at {api.host} ({source})"
+
+
 def _probe_error(api: KubeApi, source: str, error: KubeError) -> ConfigError:
-    where = f"the Kubernetes API at {api.host} ({source})"
+    where = _where(api, source)
     if error.status == 0:
         return ClusterUnreachable(f"{where} is unreachable: {error.detail}; {_FIX_CONNECTION}")
     if error.status == 401:
