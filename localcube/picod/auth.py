@@ -1,10 +1,14 @@
 """Upstream's JWT authentication: the public key from the environment, the bearer check."""
 
+import base64
+import re
 from typing import Any
 
 import jwt
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPublicKey
 from cryptography.hazmat.primitives.serialization import load_pem_public_key
+
+from localcube.picod.binding import BadRequest, go_unmarshal_object
 
 PUBLIC_KEY_ENV = "PICOD_AUTH_PUBLIC_KEY"
 
@@ -32,10 +36,46 @@ def load_public_key(pem: str | None) -> RSAPublicKey:
     return key
 
 
+_NOT_RAW_URL_BASE64 = re.compile(r"[^A-Za-z0-9_\-\r\n]")
+
+
+def _raw_url_base64(segment: str) -> bytes:
+    """base64.RawURLEncoding.DecodeString (CR and LF skipped); ValueError with Go's text."""
+    bad = _NOT_RAW_URL_BASE64.search(segment)
+    data = segment.replace("\r", "").replace("\n", "")
+    if bad is None and len(data) % 4 == 1:
+        bad = re.search(".$", segment)
+    if bad is not None:
+        raise ValueError(f"illegal base64 data at input byte {bad.start()}")
+    return base64.urlsafe_b64decode(data + "=" * (-len(data) % 4))
+
+
+def _go_malformed(token: str) -> str | None:
+    """golang-jwt v5's ParseUnverified: what is malformed in the token's header or claims,
+    in its words, checked before any signature or claim (so before what PyJWT checks)."""
+    header, claims, _ = token.split(".")
+    for segment, name, go_type in (
+        (header, "header", "map[string]interface {}"),
+        (claims, "claim", "jwt.MapClaims"),
+    ):
+        try:
+            data = _raw_url_base64(segment)
+        except ValueError as error:
+            return f"token is malformed: could not base64 decode {name}: {error}"
+        try:
+            go_unmarshal_object(data, go_type)
+        except BadRequest as error:
+            return f"token is malformed: could not JSON decode {name}: {error}"
+    return None
+
+
 def _go_jwt_error(token: str, error: jwt.PyJWTError) -> str:
     """The golang-jwt v5 error text for the check PyJWT failed."""
     if token.count(".") != 2:
         return "token is malformed: token contains an invalid number of segments"
+    malformed = _go_malformed(token)
+    if malformed is not None:
+        return malformed
     if isinstance(error, jwt.InvalidAlgorithmError):
         algorithm = jwt.get_unverified_header(token).get("alg")
         if algorithm in _GO_JWT_METHODS:

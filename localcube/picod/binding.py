@@ -119,16 +119,42 @@ def _innermost_container(doc: str, end: int) -> str:
 
 def _first_json_value(body: bytes) -> Any:
     """The first JSON value of body; like json.Decoder.Decode, data after it is ignored."""
+    return _json_value_and_rest(body)[0]
+
+
+def _json_value_and_rest(body: bytes) -> tuple[Any, str]:
+    """The first JSON value of body, and the text after it."""
     text = go_text(body)
     start = len(text) - len(text.lstrip(" \t\r\n"))
     if start == len(text):
         raise BadRequest("EOF")
     try:
-        return _JSON_DECODER.raw_decode(text, start)[0]
+        value, end = _JSON_DECODER.raw_decode(text, start)
     except json.JSONDecodeError as error:
         raise BadRequest(_go_syntax_error(error)) from None
     except RecursionError:  # Go's limit is 10000 levels, Python's near 1000
         raise BadRequest("exceeded max depth") from None
+    return value, text[end:]
+
+
+def go_unmarshal_object(data: bytes, go_type: str) -> dict[str, Any] | None:
+    """What json.Unmarshal reads from data into a Go map type named `go_type`, with its
+    errors' texts: like json.Decoder's, but the whole input must be that one value, an
+    object or null (None). Raises BadRequest."""
+    try:
+        value, rest = _json_value_and_rest(data)
+    except BadRequest as error:
+        if str(error) in ("EOF", "unexpected EOF"):
+            raise BadRequest("unexpected end of JSON input") from None
+        raise
+    rest = rest.lstrip(" \t\r\n")
+    if rest:
+        raise BadRequest(f"invalid character {_go_quote_char(rest[0])} after top-level value")
+    if value is not None and not isinstance(value, dict):
+        raise BadRequest(
+            f"json: cannot unmarshal {_json_kind(value)} into Go value of type {go_type}"
+        )
+    return value
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")

@@ -11,10 +11,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from localcube.picod.gocompat import errno_text, go_text, path_error, rfc3339
+from localcube.picod.gocompat import errno_text, path_error, rfc3339
 
 TIMEOUT_EXIT_CODE = 124
 _KILL_GRACE = 2.0  # seconds to wait for a killed group's output pipes to close
+
+
+def go_string(data: bytes) -> str:
+    """Go's string(data) of a command's output (pkg/picod/execute.go:153-156): invalid
+    UTF-8 bytes kept, one lone surrogate each, for handlers.json_response to escape."""
+    return data.decode("utf-8", "surrogateescape")
 
 
 class ProcessGroups:
@@ -147,11 +153,11 @@ async def _run(
             outputs.cancel()
             return "", "", None
         out, err, _ = outputs.result()
-        return go_text(out), go_text(err), None
+        return go_string(out), go_string(err), None
     except asyncio.CancelledError:
         groups.kill(process.pid)
         outputs.cancel()
         raise
     finally:
         groups.prune()
-    return go_text(out), go_text(err), code if code >= 0 else -1
+    return go_string(out), go_string(err), code if code >= 0 else -1

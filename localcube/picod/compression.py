@@ -6,18 +6,25 @@ Accept-Encoding contains "gzip" it sets `Content-Encoding: gzip` and `Vary: Acce
 drops the handler's Content-Length and compresses whatever the handler writes; net/http then
 sends a Content-Length only when the whole compressed body fits its 2 KiB buffer, and
 chunks it otherwise. An unknown route writes nothing, so its 404 body is an empty gzip stream.
+Its gzip header is Go's, and a body of under 128 bytes is deflated as Go's BestSpeed writer
+does it (goflate), so the short answers have Go's very bytes and Content-Length.
 """
 
+import struct
 import zlib
 
 from aiohttp import web
+
+from localcube.picod.goflate import SMALL_LIMIT, deflate_small
 
 GZIP_LEVEL = 1  # compress/gzip.BestSpeed
 _EXCLUDED_PATH_PREFIXES = ("/health",)
 _EXCLUDED_EXTENSIONS = frozenset({".png", ".gif", ".jpeg", ".jpg"})  # the middleware's default
 # Set on a request whose answer is compressed, for handlers that stream their own body.
 COMPRESSED = "picod.gzip"
-_GO_BUFFER_SIZE = 2048  # net/http's bufferBeforeChunkingSize
+GO_BUFFER_SIZE = 2048  # net/http's bufferBeforeChunkingSize
+# compress/gzip's header: no name, no time, BestSpeed's flag, "unknown" operating system
+_GO_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x04\xff"
 
 
 def _go_ext(path: str) -> str:
@@ -60,14 +67,28 @@ class GzipWriter:
         mark_compressed(response)
         self._request = request
         self._response = response
-        self._compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
-        self._pending = bytearray()
+        self._compressor = None  # zlib's, from SMALL_LIMIT bytes of input on
+        self._small = bytearray()  # the input until then
+        self._crc = self._size = 0
+        self._pending = bytearray(_GO_GZIP_HEADER)
 
     async def write(self, data: bytes) -> None:
+        self._crc = zlib.crc32(data, self._crc)
+        self._size += len(data)
+        if self._compressor is None:
+            self._small += data
+            if len(self._small) < SMALL_LIMIT:
+                return
+            self._compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS)
+            data, self._small = bytes(self._small), bytearray()
         await self._send(self._compressor.compress(data))
 
     async def finish(self) -> web.StreamResponse:
-        await self._send(self._compressor.flush())
+        if self._compressor is None:
+            deflated = deflate_small(bytes(self._small))
+        else:
+            deflated = self._compressor.flush()
+        await self._send(deflated + struct.pack("<II", self._crc, self._size & 0xFFFFFFFF))
         if not self._response.prepared:
             self._response.content_length = len(self._pending)
             await self._response.prepare(self._request)
@@ -78,7 +99,7 @@ class GzipWriter:
     async def _send(self, data: bytes) -> None:
         if not self._response.prepared:
             self._pending += data
-            if len(self._pending) <= _GO_BUFFER_SIZE:
+            if len(self._pending) <= GO_BUFFER_SIZE:
                 return
             data, self._pending = bytes(self._pending), bytearray()
             self._response.enable_chunked_encoding()

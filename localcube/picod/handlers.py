@@ -19,6 +19,7 @@ from localcube.picod.binding import (
     parse_file_mode,
 )
 from localcube.picod.commands import ProcessGroups, run_command
+from localcube.picod.compression import GO_BUFFER_SIZE
 from localcube.picod.files import (
     create_file,
     list_directory,
@@ -46,8 +47,19 @@ _MULTIPART_SAVE_FAILURES = {
 }
 
 
+# What go_string and os.fsdecode keep of an invalid UTF-8 byte: a lone surrogate.
+_INVALID_BYTE = re.compile("[\udc80-\udcff]")
+
+
 def json_response(status: int, body: dict[str, Any]) -> web.Response:
-    return web.Response(status=status, text=go_json(body), content_type="application/json")
+    """gin's c.JSON: Go's JSON, each invalid UTF-8 byte of a Go string written as Go's
+    encoding/json writes it, a `\\ufffd` escape (command output: commands.go_string);
+    net/http sends a Content-Length only for a body within its 2 KiB buffer, else chunks."""
+    text = _INVALID_BYTE.sub(lambda _: "\\ufffd", go_json(body))
+    response = web.Response(status=status, text=text, content_type="application/json")
+    if len(response.body) > GO_BUFFER_SIZE:
+        response.enable_chunked_encoding()
+    return response
 
 
 def error_response(status: int, message: str) -> web.Response:
@@ -151,7 +163,8 @@ class PicoD:
             except ValueError as error:
                 return error_response(400, str(error))
             mode = parse_file_mode(values.get("mode", ""))
-            return await self._save(target, files["file"], mode, multipart=True)
+            named = self.workspace.upstream_name(values["path"])
+            return await self._save(target, named, files["file"], mode, multipart=True)
         try:  # up to 32 MiB to parse and decode: off the event loop
             raw = await read_body(request)
             body = await asyncio.to_thread(bind_json, raw, UPLOAD_REQUEST)
@@ -159,10 +172,15 @@ class PicoD:
             data = await asyncio.to_thread(decode_base64, body["content"])
         except ValueError as error:
             return error_response(400, str(error))
-        return await self._save(target, data, parse_file_mode(body["mode"]), multipart=False)
+        named = self.workspace.upstream_name(body["path"])
+        mode = parse_file_mode(body["mode"])
+        return await self._save(target, named, data, mode, multipart=False)
 
-    async def _save(self, target: Path, data: bytes, mode: int, *, multipart: bool) -> web.Response:
-        """Write an upload; the two upstream upload paths word their failures differently."""
+    async def _save(
+        self, target: Path, named: Path, data: bytes, mode: int, *, multipart: bool
+    ) -> web.Response:
+        """Write an upload to `target`, answering with the path upstream names (`named`);
+        the two upstream upload paths word their failures differently."""
         if target != self.workspace.root:
             try:
                 await asyncio.to_thread(self.workspace.mkdirs, target.parent)
@@ -183,7 +201,7 @@ class PicoD:
         return json_response(
             200,
             {
-                "path": os_text(os.path.relpath(target, self.workspace.root)),
+                "path": os_text(os.path.relpath(named, self.workspace.root)),
                 "size": info.st_size,
                 "mode": go_file_mode(info.st_mode),
                 "modified": rfc3339(info.st_mtime_ns),
@@ -195,9 +213,11 @@ class PicoD:
         if not path:
             return error_response(400, "Missing 'path' query parameter")
         try:
-            directory = self.workspace.resolve(path)
+            directory = self.workspace.resolve_to_read(path)
         except ValueError as error:
             return error_response(400, str(error))
+        if directory is None:
+            return error_response(404, "Directory not found")
         try:
             files = await asyncio.to_thread(list_directory, directory)
         except FileNotFoundError:
@@ -209,9 +229,11 @@ class PicoD:
 
     async def download(self, request: web.Request) -> web.StreamResponse:
         try:
-            target = self.workspace.resolve(request.match_info["path"])
+            target = self.workspace.resolve_to_read(request.match_info["path"])
         except ValueError as error:
             return error_response(400, str(error))
+        if target is None:
+            return error_response(404, "File not found")
         try:
             info = target.stat()
         except FileNotFoundError:

@@ -27,6 +27,7 @@ from localcube.picod.handlers import MAX_BODY_SIZE, PicoD, json_response
 from localcube.picod.workspace import Workspace
 
 _SHUTDOWN_TIMEOUT = 2.0
+_UNTYPED = "picod.untyped"  # set on a request whose answer has no Content-Type
 
 log = logging.getLogger("localcube.picod")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -41,6 +42,7 @@ def make_app(
         client_max_size=MAX_BODY_SIZE,
         middlewares=[_log_requests, _limit_body, _gzip, _gin_not_found],
     )
+    app.on_response_prepare.append(_leave_untyped)
 
     def authenticated(handler: Handler) -> Handler:
         if public_key is None:
@@ -125,8 +127,16 @@ async def _gin_not_found(request: web.Request, handler: Handler) -> web.StreamRe
         return await handler(request)
     except (web.HTTPNotFound, web.HTTPMethodNotAllowed):
         if request.get(COMPRESSED):
+            request[_UNTYPED] = True
             return web.Response(status=404)
-        return web.Response(status=404, text="404 page not found")
+        return web.Response(status=404, body=b"404 page not found", content_type="text/plain")
+
+
+async def _leave_untyped(request: web.Request, response: web.StreamResponse) -> None:
+    """No Content-Type where Go sends none (aiohttp adds `application/octet-stream` to a
+    body without one): the gzipped 404, whose text gin never writes."""
+    if request.get(_UNTYPED):
+        response.headers.popall("Content-Type", None)
 
 
 def _listen_port(flag: str | None) -> int:

@@ -113,6 +113,27 @@ class Workspace:
             )
         return real
 
+    def resolve_to_read(self, path: str) -> Path | None:
+        """resolve() for a download or a listing, or None where nothing is found at the path
+        even through symlinks (a missing file, a dangling link, a missing name behind a link
+        outside): upstream's sanitizePath hands such a path back as given and its stat
+        finds nothing, a 404 (pkg/picod/files.go:498-501). Nothing outside is read."""
+        candidate = self.candidate(path)
+        try:
+            candidate.stat()
+        except FileNotFoundError:
+            return None
+        except OSError:  # not a directory, a loop, ...: resolve() and the stat tell
+            pass
+        return self.resolve(path)
+
+    def upstream_name(self, path: str) -> Path:
+        """The path upstream's sanitizePath returns, which its upload answer names: an
+        existing one resolved, a new one lexically, symlinks on the way kept as given
+        (pkg/picod/files.go:488-501). For naming only: resolve() says where to write."""
+        candidate = self.candidate(path)
+        return Path(os.path.realpath(candidate)) if candidate.exists() else candidate
+
     def _resolve_new(self, path: str, candidate: Path) -> Path:
         existing, missing = _deepest_existing(candidate)
         real = Path(os.path.realpath(existing))

@@ -60,6 +60,11 @@ def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
+def b64url(data: bytes) -> str:
+    """A JWT segment: URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
 def wait_for(condition, timeout: float = 5.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -146,11 +151,21 @@ GZIP = {"Accept-Encoding": "gzip"}
 
 
 def test_unknown_route_is_gin_404(sandbox: Sandbox) -> None:
+    """gin's 404 for an unknown route or method: its text, `Content-Type: text/plain`.
+
+    Upstream: pkg/picod/server.go:77-102
+    """
     for answer in (
         requests.get(f"{sandbox.url}/nope", headers=PLAIN),
         requests.post(f"{sandbox.url}/health", headers=PLAIN),
+        requests.head(f"{sandbox.url}/api/files/x", headers=PLAIN),
     ):
-        assert (answer.status_code, answer.text) == (404, "404 page not found")
+        assert answer.status_code == 404
+        assert answer.text == ("" if answer.request.method == "HEAD" else "404 page not found")
+        assert (answer.headers["Content-Type"], answer.headers["Content-Length"]) == (
+            "text/plain",
+            "18",
+        )
 
 
 @pytest.mark.parametrize(
@@ -199,10 +214,62 @@ def _other_key_token() -> str:
             lambda key: "not-a-jwt",
             "token is malformed: token contains an invalid number of segments",
         ),
+        (
+            lambda key: "abc.def.ghi",
+            "token is malformed: could not JSON decode header: "
+            "invalid character 'i' looking for beginning of value",
+        ),
+        (
+            lambda key: "ab=c.def.ghi",
+            "token is malformed: could not base64 decode header: "
+            "illegal base64 data at input byte 2",
+        ),
+        (
+            lambda key: f"{b64url(b'{}')}xx.e30.sig",
+            "token is malformed: could not base64 decode header: "
+            "illegal base64 data at input byte 4",
+        ),
+        (
+            lambda key: f"{b64url(b'{} x')}.e30.sig",
+            "token is malformed: could not JSON decode header: "
+            "invalid character 'x' after top-level value",
+        ),
+        (
+            lambda key: f"{b64url(b'[1]')}.e30.sig",
+            "token is malformed: could not JSON decode header: "
+            "json: cannot unmarshal array into Go value of type map[string]interface {}",
+        ),
+        (
+            lambda key: key.token().split(".")[0] + f".{b64url(b'{')}.sig",
+            "token is malformed: could not JSON decode claim: unexpected end of JSON input",
+        ),
+        (
+            lambda key: b64url(b'{"alg":"HS256"}') + "." + b64url(b'"s"') + ".sig",
+            "token is malformed: could not JSON decode claim: "
+            "json: cannot unmarshal string into Go value of type jwt.MapClaims",
+        ),
     ],
-    ids=["wrong-key", "expired", "no-exp", "future-iat", "hs256", "garbage"],
+    ids=[
+        "wrong-key",
+        "expired",
+        "no-exp",
+        "future-iat",
+        "hs256",
+        "one-segment",
+        "garbage",
+        "padded-header",
+        "header-of-one-char-too-many",
+        "header-after-its-value",
+        "header-not-an-object",
+        "claims-cut-short",
+        "claims-malformed-before-the-algorithm",
+    ],
 )
 def test_bad_tokens_are_refused(sandbox: Sandbox, key: SigningKey, make_token, reason) -> None:
+    """golang-jwt's texts, a malformed header or claims reported before anything else.
+
+    Upstream: pkg/picod/auth.go:109-129
+    """
     token = make_token() if make_token is _other_key_token else make_token(key)
     answer = requests.post(
         f"{sandbox.url}/api/execute",
@@ -249,6 +316,34 @@ def test_execute_reports_output_exit_code_and_times(sandbox: Sandbox) -> None:
     end = datetime.fromisoformat(body["end_time"][:26].rstrip("Z") + "+00:00")
     assert start <= end
     assert 0 <= body["duration"] < 5
+
+
+def test_invalid_utf8_output_is_escaped_as_go_escapes_it(sandbox: Sandbox) -> None:
+    """Output is a Go string of the bytes: encoding/json writes each invalid UTF-8 byte as
+    the escape `\\ufffd`, a valid U+FFFD as itself.
+
+    Upstream: pkg/picod/execute.go:153-160
+    """
+    answer = sandbox.execute(["printf", "\\377\\376ok \\357\\277\\275 \\342\\202"])
+    assert answer.status_code == 200
+    assert b'"stdout":"\\ufffd\\ufffdok \xef\xbf\xbd \\ufffd\\ufffd"' in answer.content
+
+
+def test_json_answers_beyond_two_kib_are_chunked(sandbox: Sandbox) -> None:
+    """net/http sends a Content-Length only for a body that fits its 2 KiB buffer.
+
+    Upstream: pkg/picod/execute.go:153-160
+    """
+    for size, sized in ((100, True), (3000, False)):
+        answer, raw = sandbox.raw(
+            "/api/execute",
+            "POST",
+            headers=PLAIN,
+            json={"command": ["head", "-c", str(size), "/dev/zero"]},
+        )
+        assert json.loads(raw)["stdout"] == "\x00" * size
+        assert ("Content-Length" in answer.headers) == sized, answer.headers
+        assert (answer.headers.get("Transfer-Encoding") == "chunked") != sized, answer.headers
 
 
 def test_execute_environment_and_working_dir(sandbox: Sandbox) -> None:
@@ -509,6 +604,26 @@ def test_download_ignores_precompressed_siblings(sandbox: Sandbox) -> None:
         assert answer.content == b"plain"
 
 
+def test_reading_a_path_where_nothing_is_found_is_404(links: Sandbox) -> None:
+    """A download or a listing where nothing is found, even through a symlink outside (a
+    dangling link, a missing name behind a link), is upstream's 404: sanitizePath hands the
+    path back as given and the stat finds nothing.
+
+    Upstream: pkg/picod/files.go:498-501, pkg/picod/files.go:260-266, pkg/picod/files.go:335-341
+    """
+    for path in ("dangling", "link-out/no-such-file", "link-in/no-such-file"):
+        answer = links.download(path)
+        assert (answer.status_code, answer.json()) == (
+            404,
+            {"code": 404, "error": "File not found"},
+        ), path
+        answer = links.listing(path)
+        assert (answer.status_code, answer.json()) == (
+            404,
+            {"code": 404, "error": "Directory not found"},
+        ), path
+
+
 def test_download_errors(sandbox: Sandbox) -> None:
     sandbox.run("mkdir", "-p", "down-dir")
     answer = sandbox.download("no-such-file")
@@ -645,11 +760,18 @@ def test_working_dir_that_is_not_a_directory_fails_to_start(sandbox: Sandbox) ->
     assert body["stderr"] == f"chdir {sandbox.workspace / 'plain-file/sub'}: not a directory"
 
 
-def test_symlinks_inside_work_and_report_where_they_lead(links: Sandbox) -> None:
+def test_symlinks_inside_work_and_a_new_file_is_named_as_given(links: Sandbox) -> None:
+    """An upload of a new file through a symlink inside answers with the path as given
+    (sanitizePath resolves existing paths only), an existing one with where it leads.
+
+    Upstream: pkg/picod/files.go:488-501, pkg/picod/files.go:219-233
+    """
     answer = links.upload("link-in/ok.txt", b"fine")
+    assert (answer.status_code, answer.json()["path"]) == (200, "link-in/ok.txt")
+    answer = links.upload("link-in/ok.txt", b"again")
     assert (answer.status_code, answer.json()["path"]) == (200, "inner/ok.txt")
     answer = links.download("link-in/ok.txt")
-    assert answer.content == b"fine"
+    assert answer.content == b"again"
     assert answer.headers["Content-Disposition"] == 'attachment; filename="ok.txt"'
     body = links.execute(["pwd"], working_dir="link-in/made").json()
     assert body["stdout"] == f"{links.workspace / 'inner/made'}\n"
@@ -836,9 +958,35 @@ def test_gzip_unknown_route_has_an_empty_body(sandbox: Sandbox) -> None:
         answer, raw = sandbox.raw(path, method, headers=GZIP)
         assert answer.status_code == 404 and _is_gzipped(answer, raw)
         assert gzip.decompress(raw) == b""
+        assert "Content-Type" not in answer.headers, answer.headers  # Go sends none
     # gin-contrib/gzip's default excluded extensions: .png .gif .jpeg .jpg
     answer, raw = sandbox.raw("/nope.png", headers=GZIP)
     assert not _is_gzipped(answer, raw) and raw == b"404 page not found"
+
+
+def test_short_gzip_answers_are_gos_very_bytes(sandbox: Sandbox) -> None:
+    """Go's gzip header, and a body under 128 bytes deflated as Go's BestSpeed writer does:
+    nothing, a stored block (up to 16 bytes) or a Huffman-only one, then the final empty
+    stored block (the 401's bytes as upstream's PicoD sent them, in its recorded traffic).
+
+    Upstream: pkg/picod/server.go:84
+    """
+    go_header, final_block = bytes.fromhex("1f8b08000000000004ff"), bytes.fromhex("010000ffff")
+    _, raw = sandbox.raw("/nope", headers=GZIP)
+    assert raw == go_header + final_block + bytes(8)
+    sandbox.upload("gz-short/twelve.txt", b"hello world\n")
+    _, raw = sandbox.raw("/api/files/gz-short/twelve.txt", headers=GZIP)
+    stored = bytes.fromhex("000c00f3ff") + b"hello world\n"
+    assert raw == go_header + stored + final_block + bytes.fromhex("2d3b08af0c000000")
+    _, raw = sandbox.raw("/api/execute", "POST", headers={**GZIP, "Authorization": None})
+    assert raw == bytes.fromhex(UPSTREAMS_GZIPPED_401), raw.hex()
+
+
+UPSTREAMS_GZIPPED_401 = (
+    "1f8b08000000000004ff04c0b10a02310c06e05709ff7c8382533757c14504e770fdb10169689a2e8aef7e"
+    "df0fbb57a25c4ee70d95a9f641c1836371a604c7b2e094dbeb29bab2b1a7ed9ae61d1b18e18182bbcd69fd"
+    "2dd795cdc3be9ae65d1ab532f03f020000ffffc354920a62000000"
+)
 
 
 def test_gzip_download_is_chunked_beyond_two_kib(sandbox: Sandbox) -> None:
