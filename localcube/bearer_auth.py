@@ -21,6 +21,8 @@ from pathlib import Path
 
 from aiohttp import web
 
+from localcube.picod.gocompat import gin_json
+
 CALLER_KEY = "localcube.caller"  # the authenticated Caller, on the request
 ADMIN = "admin"
 REQUIRED_ROLE = "sandbox:invoke"
@@ -45,26 +47,38 @@ class Caller:
 
 
 class TokenTable:
-    """Callers by token; empty means authentication is off."""
+    """Callers by token; empty means authentication is off. `service_accounts_only`: the
+    WorkloadManager admits only service-account subjects, as upstream PR #433 has it."""
 
-    def __init__(self, entries: list[tuple[str, Caller]]) -> None:
+    def __init__(
+        self, entries: list[tuple[str, Caller]], *, service_accounts_only: bool = False
+    ) -> None:
         self._entries = [(token.encode(), caller) for token, caller in entries]
+        self.service_accounts_only = service_accounts_only
 
     @classmethod
-    def parse(cls, specs: list[str], files: list[Path]) -> TokenTable:
+    def parse(
+        cls, specs: list[str], files: list[Path], *, service_accounts_only: bool = False
+    ) -> TokenTable:
         """From `SUBJECT=TOKEN [admin | no-role]` strings and files of such lines (blank
         lines and `#` comments skipped); raise ValueError naming the entry's origin when one
-        is bad."""
+        is bad, or when service accounts alone are admitted but no token is configured."""
         lines = [(spec, "--token") for spec in specs]
         for file in files:
             for number, line in enumerate(file.read_text().splitlines(), start=1):
                 if line.strip() and not line.lstrip().startswith("#"):
                     lines.append((line, f"{file}:{number}"))
-        return cls([_entry(text, origin) for text, origin in lines])
+        if service_accounts_only and not lines:
+            raise ValueError(
+                "--pr-433-workload-manager-auth admits service-account tokens only: "
+                "give them with --token-file or --token"
+            )
+        entries = [_entry(text, origin) for text, origin in lines]
+        return cls(entries, service_accounts_only=service_accounts_only)
 
     def including(self, token: str, caller: Caller) -> TokenTable:
         """This table with one more caller."""
-        table = TokenTable([])
+        table = TokenTable([], service_accounts_only=self.service_accounts_only)
         table._entries = [*self._entries, (token.encode(), caller)]
         return table
 
@@ -105,19 +119,27 @@ def caller(request: web.Request) -> Caller | None:
 
 
 def _router_refusal(message: str) -> web.Response:
-    return web.json_response({"error": message, "code": "UNAUTHORIZED"}, status=401)
+    return gin_json(401, {"error": message, "code": "UNAUTHORIZED"})
 
 
 def _missing_role_refusal() -> web.Response:
     """The Router's 403 to a valid token without the required role (pkg/router/auth.go:96-122)."""
-    return web.json_response(
+    return gin_json(
+        403,
         {"error": f"insufficient permissions: missing role {REQUIRED_ROLE}", "code": "FORBIDDEN"},
-        status=403,
     )
 
 
 def _workload_manager_refusal(message: str) -> web.Response:
-    return web.json_response({"message": message}, status=401)
+    return gin_json(401, {"message": message})
+
+
+def _is_service_account(caller: Caller) -> bool:
+    """With WorkloadManager auth on (upstream PR #433's chart passes `--enable-auth`), the
+    caller must be a service account, `system:serviceaccount:NAMESPACE:NAME`
+    (pkg/workloadmanager/auth.go:120-131)."""
+    parts = caller.subject.split(":")
+    return len(parts) == 4 and parts[:2] == ["system", "serviceaccount"]
 
 
 def _router_credential(header: str) -> str | web.Response:
@@ -166,6 +188,8 @@ def middleware(tokens: TokenTable) -> Callable:
             return unknown
         if at_router and not known.may_invoke:
             return _missing_role_refusal()
+        if not at_router and tokens.service_accounts_only and not _is_service_account(known):
+            return _workload_manager_refusal("Invalid service account format")
         request[CALLER_KEY] = known
         return await handler(request)
 
@@ -179,4 +203,4 @@ def owner_refusal(request: web.Request, owner: str | None) -> web.Response | Non
     if who is None or who.is_admin or who.subject == owner:
         return None
     message = "sandbox has no owner record" if owner is None else "you do not own this sandbox"
-    return web.json_response({"error": message, "code": "FORBIDDEN"}, status=403)
+    return gin_json(403, {"error": message, "code": "FORBIDDEN"})

@@ -117,6 +117,16 @@ def build_parser() -> argparse.ArgumentParser:
             "sandbox:invoke: its Router calls are refused 403)"
         ),
     )
+    run.add_argument(
+        "--pr-433-workload-manager-auth",
+        action="store_true",
+        help=(
+            "as upstream PR #433's chart (WorkloadManager --enable-auth): the WorkloadManager's "
+            "routes admit only tokens of service-account subjects "
+            "(system:serviceaccount:NAMESPACE:NAME=TOKEN), any other token is refused 401 "
+            "'Invalid service account format'"
+        ),
+    )
     run.add_argument("--sandbox-ready-timeout", type=_duration, default=120.0, metavar="DURATION")
     run.add_argument(
         "--store",
@@ -160,7 +170,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     try:
         runtimes = load_paths(arguments.manifests)
-        tokens = TokenTable.parse(arguments.token, arguments.token_file)
+        tokens = TokenTable.parse(
+            arguments.token,
+            arguments.token_file,
+            service_accounts_only=arguments.pr_433_workload_manager_auth,
+        )
         if arguments.router_identity is not None:
             arguments.router_identity.mkdir(mode=0o700, parents=True, exist_ok=True)
     except (ManifestError, ValueError, OSError) as error:

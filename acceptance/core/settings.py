@@ -195,6 +195,19 @@ SETTINGS: tuple[Setting, ...] = (
         secret=True,
     ),
     Setting(
+        "workload_manager_token",
+        "AGENTCUBE_WORKLOAD_MANAGER_TOKEN",
+        parse_token,
+        None,
+        "Bearer token of the calls the suite makes to the WorkloadManager itself (opening and "
+        "deleting sessions there), where it is not the Router's token: with the "
+        "WorkloadManager's auth on (`--enable-auth`, which upstream PR #433 would have the "
+        "chart pass), a Kubernetes service-account token, e.g. `kubectl create token "
+        "agentcube-router -n agentcube`. Never printed.",
+        secret=True,
+        default_text="unset: the Router's token",
+    ),
+    Setting(
         "platform",
         "AGENTCUBE_PLATFORM",
         one_of(PLATFORMS),
@@ -466,6 +479,7 @@ class Settings:
     api_token: str | None = dataclasses.field(repr=False)
     second_api_token: str | None = dataclasses.field(repr=False)
     admin_api_token: str | None = dataclasses.field(repr=False)
+    workload_manager_token: str | None = dataclasses.field(repr=False)
     platform: str | None
     echo_agent: str
     python_interpreter: str

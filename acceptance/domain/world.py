@@ -135,6 +135,10 @@ class World:
         self._kept: list[str] | None = None
         self._token_variable = "AGENTCUBE_API_TOKEN"  # whose token the calls present
         self._closed: set[str] = set()  # session ids the scenario deleted itself
+        if settings.workload_manager_token:  # the WorkloadManager's own credential
+            self._wm = workload_manager.through(
+                self.transport_with_token(settings.workload_manager_token)
+            )
 
     # What the capability helpers build on.
 
@@ -383,15 +387,19 @@ class World:
         """Open a session through the WorkloadManager's API, as the SDK does; `ttl` asks for a
         hard lifetime in seconds. Upstream records no owner for such a session, so where
         tokens are required only an admin may use it: from here on the scenario calls as
-        the admin subject (admin_api_token)."""
+        the admin subject (admin_api_token), and the WorkloadManager is called with its own
+        token (workload_manager_token) when one is set."""
         if self._target.admin_api_token:
             transport = self.transport_with_token(self._target.admin_api_token)
             self._router = self._router.through(transport)
-            self._wm = self._wm.through(transport)
+            if not self._settings.workload_manager_token:
+                self._wm = self._wm.through(transport)
             self._token_variable = "AGENTCUBE_ADMIN_API_TOKEN"
         runtime = self.runtime(role)
         opened_at = time.monotonic()
         response = self._wm.create_session(runtime, ttl=ttl)
+        if response.status_code == 401 and not self._settings.workload_manager_token:
+            raise AssertionError(_refused_by_the_workload_manager(response))
         assert_that(
             response,
             matchers.holds_json(
@@ -518,3 +526,15 @@ def sandbox_report(response: requests.Response) -> Any:
         return response.json().get("sandbox")
     except (ValueError, AttributeError):
         return None
+
+
+def _refused_by_the_workload_manager(response: requests.Response) -> str:
+    """Why the WorkloadManager refused a token the Router takes, and which setting helps."""
+    return (
+        "the WorkloadManager refused with 401 the token the Router accepts: a WorkloadManager "
+        "with its auth on (`--enable-auth`, which upstream PR #433 would have its chart pass) "
+        "admits Kubernetes service-account tokens only, not the tokens of the Router's "
+        "callers. Set workload_manager_token (AGENTCUBE_WORKLOAD_MANAGER_TOKEN) to one, e.g. "
+        "`kubectl create token agentcube-router -n agentcube`. The answer was "
+        f"{describe_response(response)}"
+    )

@@ -80,6 +80,7 @@ def resolve_target(
     target = _platform_target(settings, userdata, environ)
     for token in (target.api_token, target.second_api_token, target.admin_api_token):
         register_secret(token)
+    register_secret(settings.workload_manager_token)
     target.capabilities = target.capabilities | _configured_capabilities(settings, target)
     return target
 

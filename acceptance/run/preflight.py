@@ -147,7 +147,7 @@ class Preflight:
             if token := getattr(target, setting):
                 problems += self._router_refusal(setting, token)[0]
         if not same_url:
-            problems += self._workload_manager_refusal(workload_manager)
+            problems += self._workload_manager_refusal(target.workload_manager_url)
         if problems:
             raise PreflightFailed(problems)
         self._checked.append("token accepted" if target.api_token else "no token needed")
@@ -286,14 +286,32 @@ class Preflight:
             UnknownSessionAnswer(session_id, answer),
         )
 
-    def _workload_manager_refusal(self, workload_manager: WorkloadManager) -> list[str]:
-        """A problem when the WorkloadManager refuses the token: deleting a session it never
-        issued answers 404 once the caller is authenticated."""
+    def _workload_manager_refusal(self, url: str) -> list[str]:
+        """A problem when the WorkloadManager refuses its token (workload_manager_token, else
+        api_token): deleting a session it never issued answers 404 once the caller is
+        authenticated."""
+        own_token = self._settings.workload_manager_token
+        setting, token = (
+            ("workload_manager_token", own_token)
+            if own_token
+            else ("api_token", self._target.api_token)
+        )
+        transport = self._transport_with(token)
         try:
-            answer = workload_manager.delete_session(RuntimeKind.AGENT_RUNTIME, str(uuid.uuid4()))
+            answer = WorkloadManager(transport, url).delete_session(
+                RuntimeKind.AGENT_RUNTIME, str(uuid.uuid4())
+            )
         except NoAnswer as error:
             return [f"the WorkloadManager {_unanswered(error)}"]
-        return _refusal("the WorkloadManager", answer, "api_token", self._target.api_token)
+        finally:
+            transport.close()
+        problems = _refusal("the WorkloadManager", answer, setting, token)
+        if problems and answer.status_code == 401 and not own_token:
+            problems[0] += (
+                " (a WorkloadManager with its auth on, as upstream PR #433 would have the chart "
+                "run it, takes Kubernetes service-account tokens only: set workload_manager_token)"
+            )
+        return problems
 
 
 def _refusal(service: str, answer: requests.Response, setting: str, token: str | None) -> list[str]:

@@ -232,3 +232,42 @@ def test_the_token_is_absent_from_the_server_log(tmp_path: Path, start_localcube
     Client(cube.url, "Bearer-" + ALICE[::-1]).agent("echo-agent", json={})
     cube.stop()
     assert ALICE not in cube.log()
+
+
+SERVICE_ACCOUNT = "sa-token-1212121212"
+
+
+@pytest.mark.parametrize(
+    ("token", "expected"),
+    [
+        (ALICE, "Invalid service account format"),
+        ("unknown-token", "Invalid or expired token"),
+    ],
+)
+def test_with_pr_433_the_workload_manager_admits_service_accounts_only(
+    tmp_path: Path, start_localcube, token: str, expected: str
+) -> None:
+    """PR #433 (closed unmerged) turns the chart's `--enable-auth` on: a token the API server
+    knows but of no service account is refused before any lookup; the Router still takes
+    its callers' tokens.
+
+    Upstream: pkg/workloadmanager/auth.go:112-131"""
+    tokens = tmp_path / "tokens"
+    tokens.write_text(
+        f"alice={ALICE}\nsystem:serviceaccount:agentcube:agentcube-router={SERVICE_ACCOUNT}\n"
+    )
+    running = start_localcube(
+        extra_arguments=["--token-file", str(tokens), "--pr-433-workload-manager-auth"]
+    )
+    for refused in (
+        Client(running.url, token).create_session("agent-runtime", "echo-agent"),
+        Client(running.url, token).delete_session("agent-runtime", "any-session"),
+    ):
+        assert refused.status_code == 401
+        assert refused.json() == {"message": expected}
+    service_account = Client(running.url, SERVICE_ACCOUNT)
+    created = service_account.create_session("agent-runtime", "echo-agent")
+    assert created.status_code == 200, created.text
+    assert Client(running.url, ALICE).agent("echo-agent", json={}).status_code == 200
+    session = created.json()["sessionId"]
+    assert service_account.delete_session("agent-runtime", session).status_code == 200

@@ -118,6 +118,14 @@ def test_a_malformed_token_entry_is_refused_without_echoing_it(tmp_path: Path) -
     assert "no-separator-secret" not in result.stderr
 
 
+def test_pr_433_workload_manager_auth_without_tokens_is_refused() -> None:
+    result = run_cli("serve", "--manifests", str(FIXTURES), "--pr-433-workload-manager-auth")
+    assert result.returncode == 2
+    assert "localcube: --pr-433-workload-manager-auth admits service-account tokens only" in (
+        result.stderr
+    )
+
+
 def test_an_unknown_placeholder_in_the_picod_command_is_refused() -> None:
     result = run_cli(
         "serve", "--manifests", str(FIXTURES), "--picod-command", "picod --port {prot}"

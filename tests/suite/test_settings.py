@@ -14,6 +14,7 @@ BAD_VALUES = {
     "api_token": "two words",
     "second_api_token": "tab\tinside",
     "admin_api_token": "new\nline",
+    "workload_manager_token": "a space",
     "platform": "docker",
     "echo_agent": "Echo Agent",
     "python_interpreter": "-leading-dash",
