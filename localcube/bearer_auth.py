@@ -23,8 +23,6 @@ from aiohttp import web
 
 from localcube.picod.gocompat import gin_json
 
-from localcube.picod.gocompat import gin_json
-
 CALLER_KEY = "localcube.caller"  # the authenticated Caller, on the request
 ADMIN = "admin"
 REQUIRED_ROLE = "sandbox:invoke"
