@@ -1,0 +1,131 @@
+"""Stands in for upstream's Router where tests/localcube/test_own_router_doc.py runs
+docs/own-router.md: CI has no upstream code.
+
+At start-up it makes the calls upstream's Router makes, from what the page gives it: the
+identity Secret through the in-cluster files and variables, as client-go sends it (protobuf;
+pkg/router/jwt.go:136-205), then Redis at `REDIS_ADDR` and the WorkloadManager at
+`WORKLOAD_MANAGER_URL`. Then it listens as the Router does, on every interface
+(pkg/router/server.go:185-214), until SIGTERM. What it found goes to `--report`; a call
+that fails stops it with status 255, as the Router's klog.Fatalf does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import json
+import os
+import signal
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import redis
+import requests
+from cryptography.hazmat.primitives import serialization
+
+from localcube import kube_protobuf
+
+SERVICE_ACCOUNT = Path("/run/secrets/kubernetes.io/serviceaccount")
+PROTOBUF = kube_protobuf.MEDIA_TYPE
+SECRET = {
+    "kind": "Secret",
+    "apiVersion": "v1",
+    "metadata": {
+        "name": "picod-router-identity",
+        "namespace": "default",
+        "labels": {"app": "agentcube", "component": "router"},
+    },
+    "data": {"private.pem": base64.b64encode(b"<a key of the stand-in's>").decode()},
+    "type": "Opaque",
+}
+
+
+class StartupFailed(Exception):
+    pass
+
+
+def identity_key() -> bytes:
+    """The create, then on AlreadyExists the read; the private key PEM read back."""
+    token = (SERVICE_ACCOUNT / "token").read_text()
+    namespace = (SERVICE_ACCOUNT / "namespace").read_text()
+    host, port = os.environ["KUBERNETES_SERVICE_HOST"], os.environ["KUBERNETES_SERVICE_PORT"]
+    secrets = f"https://{host}:{port}/api/v1/namespaces/{namespace}/secrets"
+    session = requests.Session()
+    session.headers.update(
+        {"Authorization": f"Bearer {token}", "Accept": f"{PROTOBUF},application/json"}
+    )
+    trusted = str(SERVICE_ACCOUNT / "ca.crt")  # per call: REQUESTS_CA_BUNDLE would win
+    created = session.post(
+        secrets,
+        data=kube_protobuf.encode(SECRET),
+        headers={"Content-Type": PROTOBUF},
+        verify=trusted,
+        timeout=30,
+    )
+    status = kube_protobuf.decode(created.content)
+    if status.get("reason") != "AlreadyExists":
+        raise StartupFailed(f"failed to create identity secret: {status}")
+    read = session.get(f"{secrets}/{status['details']['name']}", verify=trusted, timeout=30)
+    secret = kube_protobuf.decode(read.content)
+    if read.status_code != 200:
+        raise StartupFailed(f"failed to get identity secret: {secret}")
+    return base64.b64decode(secret["data"]["private.pem"])
+
+
+def start_up(max_concurrent_requests: int) -> dict:
+    pem = identity_key()
+    key = serialization.load_pem_private_key(pem, password=None)
+    public_pem = key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    if os.environ.get("REDIS_PASSWORD_REQUIRED", "").lower() != "false":
+        raise StartupFailed("REDIS_PASSWORD_REQUIRED is not false")
+    redis_host, _, redis_port = os.environ["REDIS_ADDR"].rpartition(":")
+    redis.Redis(host=redis_host, port=int(redis_port), socket_timeout=5).ping()
+    health = requests.get(f"{os.environ['WORKLOAD_MANAGER_URL']}/health", timeout=10)
+    return {
+        "identity_key_pkcs1": pem.startswith(b"-----BEGIN RSA PRIVATE KEY-----"),
+        "identity_public_key_sha256": hashlib.sha256(public_pem.strip()).hexdigest(),
+        "redis": "PONG",
+        "workload_manager_health": health.status_code,
+        "max_concurrent_requests": max_concurrent_requests,
+    }
+
+
+class Health(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        found = self.path == "/health/live"
+        body = b'{"status":"alive"}' if found else b"404 page not found"
+        self.send_response(200 if found else 404)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *arguments: object) -> None:
+        pass
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", required=True)
+    parser.add_argument("--max-concurrent-requests", type=int, required=True)
+    parser.add_argument("--report", type=Path, required=True)
+    arguments = parser.parse_args()
+    try:
+        found = start_up(arguments.max_concurrent_requests)
+    except (StartupFailed, OSError, KeyError, ValueError, redis.RedisError) as error:
+        print(f"F router stand-in: {error}", file=sys.stderr)
+        return 255
+    server = ThreadingHTTPServer(("", int(arguments.port)), Health)
+    arguments.report.write_text(json.dumps({**found, "port": server.server_port}))
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
+    print(f"I router stand-in: Router server listening on :{arguments.port}", file=sys.stderr)
+    server.serve_forever()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
