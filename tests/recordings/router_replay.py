@@ -69,6 +69,7 @@ class Cube:
     capture: Path
     redis: redis_process.RedisServer | None = None
     client: Client = field(init=False)
+    shared: dict[str, str] = field(default_factory=dict)  # placeholder -> a session kept open
 
     def __post_init__(self) -> None:
         self.client = Client(self.running.url)
@@ -352,17 +353,19 @@ def cube_for(exchange_id: str, request: pytest.FixtureRequest) -> Cube:
 def shared_sessions(cube: Cube) -> dict[str, str]:
     """The recordings' first agent session and first interpreter session (holding the
     `a.txt` the recorder uploaded), opened once per localcube."""
-    if not hasattr(cube, "shared"):
+    if not cube.shared:
         interpreter = cube.open_session("code-interpreter", "python-interpreter")
         upload = {"path": "a.txt", "content": "aGVsbG8="}
         answer = cube.client.interpreter(
             "python-interpreter", "/api/files", interpreter, json=upload
         )
         assert answer.status_code == 200, answer.text
-        cube.shared = {
-            "<SESSION_ID_1>": cube.open_session("agent-runtime", "echo-agent"),
-            "<SESSION_ID_2>": interpreter,
-        }
+        cube.shared.update(
+            {
+                "<SESSION_ID_1>": cube.open_session("agent-runtime", "echo-agent"),
+                "<SESSION_ID_2>": interpreter,
+            }
+        )
     return cube.shared
 
 
@@ -404,17 +407,20 @@ def sessions_in(exchange_id: str, headers: dict[str, str], cube: Cube) -> dict[s
 @contextmanager
 def slot_held(cube: Cube) -> Iterator[None]:
     """The only concurrency slot taken by a call the slow sandbox is still answering."""
+    rec_id = f"slot-holder-{uuid.uuid4()}"
+    statuses: list[int] = []
     holder = threading.Thread(
-        target=cube.client.agent,
-        args=("slow-agent",),
-        kwargs={"json": {}, "headers": {"X-Rec-Id": "slot-holder"}},
+        target=lambda: statuses.append(
+            cube.client.agent("slow-agent", json={}, headers={"X-Rec-Id": rec_id}).status_code
+        )
     )
     holder.start()
     try:
-        wait_until(lambda: cube.captured("slot-holder") is not None, 10, "the slot to be held")
+        wait_until(lambda: cube.captured(rec_id) is not None, 10, "the slot to be held")
         yield
     finally:
         holder.join()
+    assert statuses == [200], f"the call holding the slot was answered {statuses}"
 
 
 def situation_of(exchange_id: str) -> Callable[[Cube], AbstractContextManager[object]]:
