@@ -39,18 +39,14 @@ class _Field:
     pointer: bool = False  # Go's *T: emitted only when set
 
 
-def _fields(*fields: _Field) -> tuple[_Field, ...]:
-    return fields
-
-
-_TYPE_META = _fields(_Field(1, "apiVersion", "string"), _Field(2, "kind", "string"))
-_UNKNOWN = _fields(
+_TYPE_META = (_Field(1, "apiVersion", "string"), _Field(2, "kind", "string"))
+_UNKNOWN = (
     _Field(1, "typeMeta", "message", _TYPE_META),
     _Field(2, "raw", "bytes"),
     _Field(3, "contentEncoding", "string"),
     _Field(4, "contentType", "string"),
 )
-_OBJECT_META = _fields(
+_OBJECT_META = (
     _Field(1, "name", "string"),
     _Field(2, "generateName", "string"),
     _Field(3, "namespace", "string"),
@@ -64,23 +60,25 @@ _OBJECT_META = _fields(
     _Field(11, "labels", "string_map"),
     _Field(12, "annotations", "string_map"),
 )
-_SECRET = _fields(
+_SECRET = (
     _Field(1, "metadata", "message", _OBJECT_META),
     _Field(2, "data", "bytes_map"),
     _Field(3, "type", "string"),
     _Field(4, "stringData", "string_map"),
     _Field(5, "immutable", "bool", pointer=True),
 )
-_LIST_META = _fields(
+_LIST_META = (
     _Field(1, "selfLink", "string"),
     _Field(2, "resourceVersion", "string"),
     _Field(3, "continue", "string"),
     _Field(4, "remainingItemCount", "int", pointer=True),
 )
-_STATUS_CAUSE = _fields(
-    _Field(1, "reason", "string"), _Field(2, "message", "string"), _Field(3, "field", "string")
+_STATUS_CAUSE = (
+    _Field(1, "reason", "string"),
+    _Field(2, "message", "string"),
+    _Field(3, "field", "string"),
 )
-_STATUS_DETAILS = _fields(
+_STATUS_DETAILS = (
     _Field(1, "name", "string"),
     _Field(2, "group", "string"),
     _Field(3, "kind", "string"),
@@ -88,7 +86,7 @@ _STATUS_DETAILS = _fields(
     _Field(5, "retryAfterSeconds", "int"),
     _Field(6, "uid", "string"),
 )
-_STATUS = _fields(
+_STATUS = (
     _Field(1, "metadata", "message", _LIST_META),
     _Field(2, "status", "string"),
     _Field(3, "message", "string"),
@@ -276,13 +274,16 @@ def _decode_value(field: _Field, value: bytes, where: str) -> Any:
 
 
 def _decode_time(value: bytes, where: str) -> str | None:
+    """RFC 3339 in whole seconds, as meta/v1 Time is written in JSON (nanos dropped)."""
     if not value:
         return None
-    parts = dict(fields(value))
-    seconds, nanos = parts.get(1, 0), parts.get(2, 0)
-    if not isinstance(seconds, int) or not isinstance(nanos, int):
+    seconds = dict(fields(value)).get(1, 0)
+    if not isinstance(seconds, int):
         raise ProtobufError(f"{where} is not a time")
-    moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
+    try:
+        moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
+    except (OverflowError, OSError, ValueError):
+        raise ProtobufError(f"{where} is out of range: {seconds} s") from None
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

@@ -36,6 +36,10 @@ def envelope(kind: str, raw: bytes, api_version: str = "v1", encoding: str = "")
     return kube_protobuf.MAGIC + unknown + length_delimited(3, encoding.encode())
 
 
+# ObjectMeta.creationTimestamp with 2**62 seconds: ten bytes of Time, far past any datetime.
+FAR_FUTURE = length_delimited(8, bytes([1 << 3]) + bytes([0x80] * 8) + bytes([0x40]))
+
+
 def test_a_secret_comes_back_as_it_was_sent() -> None:
     assert kube_protobuf.decode(kube_protobuf.encode(SECRET)) == SECRET
 
@@ -80,6 +84,7 @@ def test_fields_it_does_not_know_are_skipped() -> None:
         (envelope("Secret", length_delimited(3, b"\xff")), "Secret.type is not UTF-8"),
         (envelope("Secret", bytes([3 << 3 | 0, 1])), "Secret.type is not length-delimited"),
         (envelope("Secret", length_delimited(1, bytes([7 << 3 | 2, 0]))), "generation is not"),
+        (envelope("Secret", length_delimited(1, FAR_FUTURE)), "creationTimestamp is out of range"),
     ],
 )
 def test_a_body_it_cannot_read_is_refused_naming_why(body: bytes, named: str) -> None:
