@@ -139,15 +139,15 @@ def test_a_range_request_is_not_asked_for_gzip(request: pytest.FixtureRequest) -
     """Go's Transport adds `Accept-Encoding: gzip` only to a request that names neither
     Accept-Encoding nor Range (net/http transport.go): a range of a gzip body could not be
     decompressed. No recording has one, so it is checked here."""
-    main_cube = request.getfixturevalue("main_cube")
-    session = main_cube.open_session("agent-runtime", "echo-agent")
-    answer = main_cube.client.agent(
+    cube = request.getfixturevalue("main_cube")
+    session = cube.open_session("agent-runtime", "echo-agent")
+    answer = cube.client.agent(
         "echo-agent",
         json={},
         session=session,
         headers={"Range": "bytes=0-1", "Accept-Encoding": "", "X-Rec-Id": "range-request"},
     )
     assert answer.status_code == 200, answer.text
-    received = dict(main_cube.captured("range-request")["headers"])
+    received = dict(cube.captured("range-request")["headers"])
     assert received.get("Range") == "bytes=0-1", received
     assert received.get("Accept-Encoding", "") == "", f"asked for gzip: {received}"
