@@ -115,9 +115,17 @@ def write_stand_ins(work: Path) -> None:
         path.chmod(0o755)
 
 
-def namespaces_available() -> bool:
-    probe = subprocess.run([*ENTER.split()[:-1], "true"], capture_output=True, timeout=10)
-    return probe.returncode == 0
+def namespaces_missing() -> str | None:
+    """Why the page's namespaces cannot be made here, if they cannot."""
+    for program in ("unshare", "ip"):
+        if shutil.which(program) is None:
+            return f"{program} is not installed (util-linux, iproute2)"
+    probe = subprocess.run(
+        [*ENTER.split()[:-1], "true"], capture_output=True, text=True, timeout=10
+    )
+    if probe.returncode != 0:
+        return f"user and network namespaces are not available here: {probe.stderr.strip()}"
+    return None
 
 
 def ended(pid: int) -> bool:
@@ -168,8 +176,9 @@ def test_the_sequence_starts_every_part_and_the_teardown_leaves_no_process(
 ) -> None:
     if shutil.which("redis-server") is None:
         pytest.skip(MISSING)
-    if not namespaces_available():
-        pytest.skip("user and network namespaces are not available here (unshare -rn)")
+    missing = namespaces_missing()
+    if missing:
+        pytest.skip(missing)
     work = tmp_path / "work"
     work.mkdir()
     write_stand_ins(work)
