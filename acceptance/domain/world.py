@@ -19,12 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import requests
-from hamcrest import all_of, assert_that, has_entries
+from hamcrest import all_of, assert_that, has_entries, is_not
 
 from acceptance.core import matchers
 from acceptance.core.clients import SESSION_HEADER, Router, WorkloadManager, session_id_of
 from acceptance.core.evidence import ExchangeLog, describe_response
 from acceptance.core.measurements import Measurements
+from acceptance.core.polling import eventually
 from acceptance.core.runtimes import (
     FIXTURE_SCRIPTS,
     Role,
@@ -131,6 +132,9 @@ class World:
         self._sessions: list[Session] = []
         self._last_activity: dict[str, Activity] = {}
         self._applied: dict[Role, Runtime] = {}
+        # Runtimes applied for the run or the scenario and not yet served: a WorkloadManager
+        # finds runtimes through a cached watch, so its first calls may not find them yet.
+        self._unserved: set[Runtime] = set(target.created_runtimes())
         self._parts: dict[Callable[[World], Any], Any] = {}
         self._kept: list[str] | None = None
         self._token_variable = "AGENTCUBE_API_TOKEN"  # whose token the calls present
@@ -260,8 +264,11 @@ class World:
     ) -> requests.Response:
         """Make one call with `send`, remember it, and adopt the session it opened, if any."""
         known = tuple(session.session_id for session in self._sessions)
-        sent_at = time.monotonic()
-        response = send(session_id)
+        if session_id is None and runtime in self._unserved:
+            sent_at, response = self._send_once_served(runtime, send)
+        else:
+            sent_at = time.monotonic()
+            response = send(session_id)
         call = Call(runtime, session_id, response, known, time.monotonic())
         self._calls.append(call)
         returned = session_id_of(response)
@@ -271,6 +278,33 @@ class World:
             for active in {session_id, returned} - {None}:
                 self._last_activity[active] = Activity(sent_at, call.answered_at)
         return response
+
+    def _send_once_served(
+        self, runtime: Runtime, send: Callable[[str | None], requests.Response]
+    ) -> tuple[float, requests.Response]:
+        """The first call opening a session of a runtime just applied, sent again while the
+        target answers that the runtime does not exist, within ready_timeout; when it was
+        sent, and its answer. Such a refusal opens nothing, and a runtime served once is
+        served from then on."""
+        sent: list[float] = []
+
+        def attempt() -> requests.Response:
+            sent.append(time.monotonic())
+            return send(None)
+
+        response = eventually(
+            attempt,
+            is_not(matchers.refused_because_runtime_not_found(runtime)),
+            timeout=self._settings.ready_timeout,
+            poll=self._settings.poll_interval,
+            waiting_for=(
+                f"{runtime}, just applied, to be served (a WorkloadManager finds runtimes "
+                "through a cached watch, so its first calls may not find one yet; "
+                "ready_timeout / AGENTCUBE_READY_TIMEOUT)"
+            ),
+        )
+        self._unserved.discard(runtime)
+        return sent[-1], response
 
     def echo(self, runtime: Runtime, text: str, session_id: str | None) -> requests.Response:
         return self.call(
@@ -503,6 +537,7 @@ class World:
             raise ValueError(f"{runtime} cannot play the {role.phrase}")
         self._register_cleanup(self._delete_runtime, runtime)
         self._applied[role] = self._platform.apply_runtime(manifest)
+        self._unserved.add(self._applied[role])
         return self._applied[role]
 
     def use_deployed_runtime(self, role: Role, name: str) -> Runtime:

@@ -12,6 +12,7 @@ import asyncio
 import base64
 import gzip
 import json
+import math
 import os
 import re
 import socket
@@ -306,6 +307,42 @@ class RouteSessionsByPath(Fault):
         if invocation and sandbox and sandbox["namespace"] != invocation["namespace"]:
             request.headers = _without(request.headers, SESSION_HEADER)
         return None
+
+
+# A runtime's kind: its invocation path's plural and the resource a Router's 404 names.
+_RUNTIME_RESOURCES = {
+    "AgentRuntime": ("agent-runtimes", "agentruntimes.agentcube.volcano.sh"),
+    "CodeInterpreter": ("code-interpreters", "codeinterpreters.agentcube.volcano.sh"),
+}
+
+
+@dataclass
+class StaleRuntimeCache(Fault):
+    """A WorkloadManager whose watch of runtimes lags behind the API: a runtime applied
+    through localcube's admin API is not found by the calls that would open its sessions for
+    `lag` seconds, answered as upstream's Router answers a missing runtime
+    (pkg/router/session_manager.go:206-208)."""
+
+    lag: float
+    applied: dict[tuple[str, str, str], float] = field(default_factory=dict)
+
+    async def answer_instead(self, proxy: FaultProxy, request: Request) -> Answer | None:
+        manifest = request.json()
+        if request.method == "POST" and request.path == "/localcube/v1/runtimes":
+            if isinstance(manifest, dict) and manifest.get("kind") in _RUNTIME_RESOURCES:
+                plural = _RUNTIME_RESOURCES[manifest["kind"]][0]
+                metadata = manifest.get("metadata") or {}
+                key = (plural, metadata.get("namespace") or "default", metadata.get("name"))
+                self.applied[key] = time.monotonic()
+            return None
+        invocation = request.invocation
+        if invocation is None or request.session_id:
+            return None
+        key = (invocation["plural"], invocation["namespace"], invocation["name"])
+        if time.monotonic() - self.applied.get(key, -math.inf) >= self.lag:
+            return None
+        resource = dict(_RUNTIME_RESOURCES.values())[key[0]]
+        return json_answer(404, {"error": f'{resource} "{key[1]}/{key[2]}" not found'})
 
 
 @dataclass
@@ -630,6 +667,8 @@ FAULTS = {
     "shared-sandbox": SharedSandbox,
     "ignore-namespace": IgnoreNamespace,
     "route-sessions-by-path": RouteSessionsByPath,
+    "stale-runtime-cache": lambda: StaleRuntimeCache(lag=1.5),
+    "runtime-never-served": lambda: StaleRuntimeCache(lag=math.inf),
     "cut-large-uploads": lambda: LargeFileFault(cut_uploads=True),
     "cut-large-downloads": lambda: LargeFileFault(cut_downloads=True),
     "cap-listed-sizes": lambda: LargeFileFault(cap_listed_sizes=True),

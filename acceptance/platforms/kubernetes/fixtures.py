@@ -124,6 +124,9 @@ class Fixtures:
         return runtime
 
     def wait_usable(self, runtime: Runtime) -> None:
+        """Until the API shows the runtime usable. The WorkloadManager finds runtimes through
+        a cached watch that may lag behind: the first call that opens a session of a runtime
+        the run created waits until it is served (World.call, within ready_timeout)."""
         eventually(
             lambda: self._unusable(runtime),
             described_as("usable", none()),
