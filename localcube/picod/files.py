@@ -41,7 +41,7 @@ def list_directory(directory: Path) -> list[dict[str, Any]]:
             continue
         files.append(
             {
-                "name": os_text(entry.name),
+                "name": entry.name,  # undecodable bytes kept: json_response escapes them
                 "size": info.st_size,
                 "modified": rfc3339(info.st_mtime_ns),
                 "mode": go_file_mode(info.st_mode),

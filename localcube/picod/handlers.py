@@ -31,7 +31,6 @@ from localcube.picod.gocompat import (
     go_duration_string,
     go_file_mode,
     go_json,
-    os_text,
     path_error,
     rfc3339,
 )
@@ -201,7 +200,7 @@ class PicoD:
         return json_response(
             200,
             {
-                "path": os_text(os.path.relpath(named, self.workspace.root)),
+                "path": os.path.relpath(named, self.workspace.root),
                 "size": info.st_size,
                 "mode": go_file_mode(info.st_mode),
                 "modified": rfc3339(info.st_mtime_ns),

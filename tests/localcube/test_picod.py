@@ -329,6 +329,17 @@ def test_invalid_utf8_output_is_escaped_as_go_escapes_it(sandbox: Sandbox) -> No
     assert b'"stdout":"\\ufffd\\ufffdok \xef\xbf\xbd \\ufffd\\ufffd"' in answer.content
 
 
+def test_a_file_name_that_is_not_utf8_is_listed_as_go_lists_it(sandbox: Sandbox) -> None:
+    """A name is a Go string of the directory entry's bytes: each invalid byte is `\\ufffd`.
+
+    Upstream: pkg/picod/files.go:351-369
+    """
+    sandbox.run("sh", "-c", "mkdir -p odd-names && touch \"odd-names/a$(printf '\\377')b\"")
+    answer = sandbox.listing("odd-names")
+    assert answer.status_code == 200
+    assert b'"name":"a\\ufffdb"' in answer.content, answer.content
+
+
 def test_json_answers_beyond_two_kib_are_chunked(sandbox: Sandbox) -> None:
     """net/http sends a Content-Length only for a body that fits its 2 KiB buffer.
 
