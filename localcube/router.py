@@ -14,7 +14,7 @@ import zlib
 
 import aiohttp
 import yarl
-from aiohttp import web
+from aiohttp import hdrs, web
 
 from localcube.bearer_auth import Handler, caller, owner_refusal
 from localcube.forwarding import (
@@ -174,7 +174,7 @@ class Router:
                 kept.popall("Content-Encoding")
                 kept.popall("Content-Length", None)
             sized = upstream.content_length is not None and gunzip is None
-            answer = _SizedResponse if sized else web.StreamResponse
+            answer = _SizedResponse if sized else _ProxiedResponse
             response = answer(status=upstream.status, reason=upstream.reason)
             response.headers.extend(kept)
             response.headers[SESSION_HEADER] = session_id
@@ -211,7 +211,20 @@ class Router:
         return self._upstream
 
 
-class _SizedResponse(web.StreamResponse):
+class _ProxiedResponse(web.StreamResponse):
+    """A sandbox's answer with the sandbox's headers only, as Go's ReverseProxy copies
+    them: none of the defaults aiohttp adds where they are missing (a `Content-Type` of
+    `application/octet-stream`, its own `Server`)."""
+
+    async def _prepare_headers(self) -> None:
+        given = {name.lower() for name in self.headers}
+        await super()._prepare_headers()
+        for name in (hdrs.CONTENT_TYPE, hdrs.SERVER):
+            if name.lower() not in given:
+                self.headers.popall(name, None)
+
+
+class _SizedResponse(_ProxiedResponse):
     """An answer of known length: its headers leave with the first part of its body, in one
     write, as Go's ReverseProxy sends them (it flushes at once only an answer of unknown
     length). Sent apart, they cost a second write and, on loopback, the time the kernel
