@@ -69,13 +69,17 @@ def make_app(
 
 
 def _too_large() -> web.Response:
-    return json_response(
+    """The 413, and the connection closed (`Connection: close`), as net/http closes one
+    whose unread body is too long to discard."""
+    response = json_response(
         413,
         {
             "detail": f"maximum allowed size is {MAX_BODY_SIZE} bytes",
             "error": "request body too large",
         },
     )
+    response.force_close()
+    return response
 
 
 @web.middleware

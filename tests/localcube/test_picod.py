@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import http.client
 import json
 import os
 import re
@@ -833,6 +834,13 @@ def test_declared_body_over_32_mib_is_413(sandbox: Sandbox) -> None:
         body
         == b'{"detail":"maximum allowed size is 33554432 bytes","error":"request body too large"}'
     )
+    connection = http.client.HTTPConnection("127.0.0.1", sandbox.daemon.port, timeout=10)
+    connection.putrequest("POST", "/api/files")
+    connection.putheader("Content-Length", str(MAX_BODY + 1))
+    connection.endheaders()  # the body is never sent: the answer does not wait for it
+    answer = connection.getresponse()
+    assert (answer.status, answer.getheader("Connection")) == (413, "close")
+    connection.close()
 
 
 def _chunks(prefix: bytes, filler: bytes, suffix: bytes) -> Iterator[bytes]:
