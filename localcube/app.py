@@ -22,7 +22,7 @@ from localcube.manifests import Runtime
 from localcube.mirrored_store import MirroredStore
 from localcube.picod_command import PicodCommand
 from localcube.redis_records import RedisRecords
-from localcube.router import Router, gin_no_route
+from localcube.router import Router, gin_no_route, no_server_header
 from localcube.router_identity import SERVICE_ACCOUNT, serve_identity
 from localcube.sandboxes import SandboxLauncher
 from localcube.signing import RequestSigner
@@ -99,6 +99,7 @@ async def serve(settings: Settings) -> int:
         middlewares=[loopback_only, gin_no_route, bearer_auth.middleware(tokens)],
         client_max_size=_MAX_CONTROL_BODY,
     )
+    app.on_response_prepare.append(no_server_header)
     app.add_routes(
         router.routes()
         + WorkloadManagerRoutes(workloads, signer).routes()

@@ -48,6 +48,12 @@ async def gin_no_route(request: web.Request, handler: Handler) -> web.StreamResp
     return await handler(request)
 
 
+async def no_server_header(_: web.Request, response: web.StreamResponse) -> None:
+    """Gin (Go's net/http) names no Server; a proxied answer keeps the sandbox's own."""
+    if not isinstance(response, ProxiedResponse):
+        response.headers.popall(hdrs.SERVER, None)
+
+
 def error(status: int, message: str, code: str | None = None) -> web.Response:
     """The Router's own answers: a gin.H map through c.JSON."""
     body = {"error": message} if code is None else {"error": message, "code": code}
@@ -174,7 +180,7 @@ class Router:
                 kept.popall("Content-Encoding")
                 kept.popall("Content-Length", None)
             sized = upstream.content_length is not None and gunzip is None
-            answer = _SizedResponse if sized else _ProxiedResponse
+            answer = _SizedResponse if sized else ProxiedResponse
             response = answer(status=upstream.status, reason=upstream.reason)
             response.headers.extend(kept)
             response.headers[SESSION_HEADER] = session_id
@@ -211,7 +217,7 @@ class Router:
         return self._upstream
 
 
-class _ProxiedResponse(web.StreamResponse):
+class ProxiedResponse(web.StreamResponse):
     """A sandbox's answer with the sandbox's headers only, as Go's ReverseProxy copies
     them: none of the defaults aiohttp adds where they are missing (a `Content-Type` of
     `application/octet-stream`, its own `Server`)."""
@@ -224,7 +230,7 @@ class _ProxiedResponse(web.StreamResponse):
                 self.headers.popall(name, None)
 
 
-class _SizedResponse(_ProxiedResponse):
+class _SizedResponse(ProxiedResponse):
     """An answer of known length: its headers leave with the first part of its body, in one
     write, as Go's ReverseProxy sends them (it flushes at once only an answer of unknown
     length). Sent apart, they cost a second write and, on loopback, the time the kernel
