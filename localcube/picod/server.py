@@ -42,7 +42,7 @@ def make_app(
         client_max_size=MAX_BODY_SIZE,
         middlewares=[_log_requests, _limit_body, _gzip, _gin_not_found],
     )
-    app.on_response_prepare.append(_leave_untyped)
+    app.on_response_prepare.append(_headers_as_go_sends)
 
     def authenticated(handler: Handler) -> Handler:
         if public_key is None:
@@ -136,9 +136,11 @@ async def _gin_not_found(request: web.Request, handler: Handler) -> web.StreamRe
         return web.Response(status=404, body=b"404 page not found", content_type="text/plain")
 
 
-async def _leave_untyped(request: web.Request, response: web.StreamResponse) -> None:
-    """No Content-Type where Go sends none (aiohttp adds `application/octet-stream` to a
-    body without one): the gzipped 404, whose text gin never writes."""
+async def _headers_as_go_sends(request: web.Request, response: web.StreamResponse) -> None:
+    """No header Go's net/http does not send: aiohttp's `Server`, and the Content-Type
+    aiohttp gives a body without one (`application/octet-stream`) where Go sends none, the
+    gzipped 404, whose text gin never writes."""
+    response.headers.popall("Server", None)
     if request.get(_UNTYPED):
         response.headers.popall("Content-Type", None)
 

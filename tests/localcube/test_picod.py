@@ -169,6 +169,20 @@ def test_unknown_route_is_gin_404(sandbox: Sandbox) -> None:
         )
 
 
+def test_answers_carry_no_server_header(sandbox: Sandbox) -> None:
+    """Go's net/http names no server; aiohttp would (`Server: Python/... aiohttp/...`).
+
+    Upstream: pkg/picod/server.go:77-102
+    """
+    for answer in (
+        requests.get(f"{sandbox.url}/health"),
+        requests.get(f"{sandbox.url}/nope"),
+        sandbox.execute(["true"]),
+        sandbox.download("no-such-file"),
+    ):
+        assert "Server" not in answer.headers, answer.headers
+
+
 @pytest.mark.parametrize(
     ("header", "error", "detail"),
     [

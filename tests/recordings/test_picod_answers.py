@@ -3,9 +3,9 @@
 `picod-answers.jsonl` holds what the real PicoD at 939abb5 answered (its README says how it
 was run). Each request is sent again, byte for byte, to localcube's daemon on a workspace
 holding the same fixtures, its token signed as `request_jwt` says; the answer is normalised
-as the README normalises the recorded one, then compared: status, the headers below, the
-body (gunzipped where the recording kept a gzip body), and for the exchanges that wait on a
-timeout, how long the answer took.
+as the README normalises the recorded one, then compared: status, every header (more than
+the README asks), the body (gunzipped where the recording kept a gzip body), and for the
+exchanges that wait on a timeout, how long the answer took.
 """
 
 from __future__ import annotations
@@ -43,18 +43,10 @@ from tests.recordings.recorded import (
 )
 
 FILE = "picod-answers.jsonl"
-COMPARED_HEADERS = (
-    "Content-Type",
-    "Content-Encoding",
-    "Content-Range",
-    "Accept-Ranges",
-    "Content-Disposition",
-    "Vary",
-    "Content-Length",
-    # beyond the README's list: how the body is framed, and whether the connection stays
-    "Transfer-Encoding",
-    "Connection",
-)
+# Every header is compared, beyond the README's list (Content-Type, Content-Encoding,
+# Content-Range, Accept-Ranges, Content-Disposition, Vary, Content-Length): these by
+# presence only, their values being the moment's.
+PRESENCE_ONLY = ("Date", "Last-Modified")
 FIXTURE_TIME = 1_700_000_000  # 2023-11-14T22:13:20Z, the README's fixture times
 MIB = bytes(range(256)) * 4096
 # The lengths of the recorder's <WORKSPACE> and <OUTSIDE>: the recorded listing shows the
@@ -256,12 +248,13 @@ def _differences(exchange: Exchange, answer: Answer, places: Places) -> list[str
     if answer.status != recorded.fields["status"]:
         found.append(f"status: upstream {recorded.fields['status']}, localcube {answer.status}")
     headers = {k.lower(): v for k, v in answer.headers.items()}
-    for name in COMPARED_HEADERS:
-        want = recorded.header(name)
-        if name == "Content-Length" and want == "<LENGTH>":
-            continue
-        got = headers.get(name.lower())
-        got = None if got is None else places.normalise(got.encode("latin-1")).decode("latin-1")
+    names = {name.lower(): name for name in [*answer.headers, *recorded.headers]}
+    for name in sorted(names.values()):
+        want, got = recorded.header(name), headers.get(name.lower())
+        if got is not None:
+            got = places.normalise(got.encode("latin-1")).decode("latin-1")
+        if name.title() in PRESENCE_ONLY or (name == "Content-Length" and want == "<LENGTH>"):
+            want, got = want is not None, got is not None
         if got != want:
             found.append(f"{name}: upstream {want!r}, localcube {got!r}")
     found += _body_differences(recorded, answer.body, places)
