@@ -4,6 +4,8 @@ httputil.ReverseProxy with the Director of pkg/router/handlers.go:323-344.
 - The path is the decoded one Gin hands over (`%2F` arrives as `/`), written again as Go
   writes a URL path with RawPath cleared; `..` segments are kept, for the sandbox to refuse.
 - Headers named in `Connection:` and the hop-by-hop headers are dropped, both ways.
+- Header names are written as Go's net/http reads them, canonical (`x-agentcube-session-id`
+  arrives as `X-Agentcube-Session-Id`), both ways.
 - `X-Forwarded-For`: the Director sets the prior values plus Gin's client IP, then the
   reverse proxy appends the peer's address once more.
 - A call that names no `Accept-Encoding` (and no `Range`; HEAD is never routed) leaves with
@@ -37,6 +39,8 @@ _HOP_BY_HOP = frozenset(
         "Upgrade",
     )
 )
+# The bytes of an HTTP token: a header name with any other is left as it is by Go.
+_TOKEN = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 # Besides letters, digits and -_.~, what Go's URL.EscapedPath leaves as it is.
 _GO_PATH_SAFE = "/$&+,:;=@"
 
@@ -55,7 +59,9 @@ def escaped(path: str) -> str:
 def request_headers(request: web.Request, token: str) -> CIMultiDict[str]:
     """The headers the sandbox receives for `request`, signed with the Router's `token`."""
     headers = CIMultiDict(
-        (name, value) for name, value in request.headers.items() if name.lower() != "host"
+        (go_header_name(name), value)
+        for name, value in request.headers.items()
+        if name.lower() != "host"
     )
     # The Director (pkg/router/handlers.go:332-340).
     headers["X-Forwarded-Host"] = request.host
@@ -85,9 +91,21 @@ def asks_for_gzip(request: web.Request, headers: CIMultiDict[str]) -> bool:
 
 def response_headers(headers: Iterable[tuple[str, str]]) -> CIMultiDict[str]:
     """The sandbox's answer headers the client receives."""
-    kept = CIMultiDict(headers)
+    kept = CIMultiDict((go_header_name(name), value) for name, value in headers)
     _drop_hop_by_hop(kept)
     return kept
+
+
+def go_header_name(name: str) -> str:
+    """Go's textproto.CanonicalMIMEHeaderKey: each letter upper case after a dash or at the
+    start, lower case elsewhere; a name holding a byte that is no token's left as it is."""
+    if not name or not set(name) <= _TOKEN:
+        return name
+    letters, upper = [], True
+    for char in name:
+        letters.append(char.upper() if upper else char.lower())
+        upper = char == "-"
+    return "".join(letters)
 
 
 def gin_client_ip(request: web.Request) -> str:

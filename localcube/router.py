@@ -31,7 +31,7 @@ from localcube.signing import RequestSigner
 from localcube.store import SandboxRecord, StoreError
 from localcube.workload_manager import WorkloadManager
 
-SESSION_HEADER = "x-agentcube-session-id"
+SESSION_HEADER = "X-Agentcube-Session-Id"  # as Go writes it (matched in any case)
 ADMIN_PREFIX = "/localcube/"
 log = logging.getLogger("localcube.router")
 
@@ -188,6 +188,8 @@ class Router:
             try:
                 async for chunk in upstream.content.iter_any():
                     await response.write(chunk if gunzip is None else gunzip.decompress(chunk))
+                if gunzip is not None:
+                    await response.write(gunzip.flush())
             except (aiohttp.ClientError, zlib.error) as failure:
                 log.warning("sandbox of session %s broke off its answer: %s", session_id, failure)
                 return response
