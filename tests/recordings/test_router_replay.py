@@ -78,9 +78,8 @@ def test_a_hop_by_hop_header_or_claims_out_of_gos_order_differ() -> None:
     same = forwarded_as_recorded(recorded, sorted_claims, [])
     assert forwarded_mismatches(recorded, same, SignedBy(), sessions) == []
     hop = forwarded_as_recorded(recorded, sorted_claims, [("Proxy-Authorization", "Basic x")])
-    assert "proxy-authorization" in " ".join(
-        forwarded_mismatches(recorded, hop, SignedBy(), sessions)
-    )
+    found = forwarded_mismatches(recorded, hop, SignedBy(), sessions)
+    assert any("Proxy-Authorization" in line for line in found), found
     unsorted = dict(reversed(list(sorted_claims.items())))
     found = forwarded_mismatches(
         recorded, forwarded_as_recorded(recorded, unsorted, []), SignedBy(), sessions
