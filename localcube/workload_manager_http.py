@@ -70,9 +70,11 @@ class WorkloadManagerRoutes:
         try:
             # not JSON, not UTF-8, too deep, too many digits, a field Go cannot bind
             body = await request.json(loads=_go_loads)
+            # Go binds each into a string; the bound `kind` is then replaced by the path's
+            # (pkg/common/types/sandbox.go:54-58, pkg/workloadmanager/handlers.go:146-153).
             if not isinstance(body, dict) or any(
                 body.get(field) is not None and not isinstance(body[field], str)
-                for field in ("namespace", "name")
+                for field in ("kind", "namespace", "name")
             ):
                 raise _NotGoJson("not the request's shape")
             ttl = _bound_ttl(body)

@@ -32,6 +32,8 @@ WITH_NAMES = '"name": "echo-agent", "namespace": "default"'
         ('{"name": "echo-agent"}', "namespace is required"),
         ('{"name": null, "namespace": "default"}', "name is required"),
         ('{"name": 7, "namespace": "default"}', "Invalid request body"),
+        (f'{{{WITH_NAMES}, "kind": 7}}', "Invalid request body"),
+        (f'{{{WITH_NAMES}, "kind": ["Sandbox"]}}', "Invalid request body"),
         ('{"ttl": 0}', "namespace is required"),
         (f'{{{WITH_NAMES}, "ttl": 0}}', "ttl must be greater than zero"),
         (f'{{{WITH_NAMES}, "ttl": -1}}', "ttl must be greater than zero"),
@@ -50,13 +52,23 @@ WITH_NAMES = '"name": "echo-agent", "namespace": "default"'
 )
 def test_create_refuses_bad_bodies(client: Client, body: str, expected: str) -> None:
     """A body Go cannot bind into the request (a `ttl` that is not a whole number of
-    seconds in int64's range, NaN, a name that is no string) is `Invalid request body`; then
+    seconds in int64's range, NaN, a kind or name that is no string) is `Invalid request body`; then
     the fields are validated in order, and PR #460 refuses a ttl <= 0.
 
-    Upstream: pkg/workloadmanager/handlers.go:146-159, pkg/common/types/sandbox.go:69-83"""
+    Upstream: pkg/workloadmanager/handlers.go:146-159, pkg/common/types/sandbox.go:54-58,69-83"""
     answer = client.http.post(f"{client.url}/v1/agent-runtime", data=body, timeout=10)
     assert answer.status_code == 400
     assert answer.json() == {"message": expected}
+
+
+def test_a_kind_in_the_body_gives_way_to_the_paths(client: Client) -> None:
+    """A `kind` that binds is replaced by the route's kind before validation.
+
+    Upstream: pkg/workloadmanager/handlers.go:146-153"""
+    body = f'{{{WITH_NAMES}, "kind": "CodeInterpreter"}}'
+    answer = client.http.post(f"{client.url}/v1/agent-runtime", data=body, timeout=10)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["kind"] == "Sandbox"
 
 
 def test_a_null_ttl_keeps_the_runtimes_maximum_session_duration(client: Client) -> None:
