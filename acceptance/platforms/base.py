@@ -139,7 +139,7 @@ class Platform:
         raise self._missing(SANDBOX_OBSERVATION)
 
     def kill_sandbox(self, sandbox: Sandbox) -> None:
-        """Kill the sandbox abruptly (SIGKILL, or a pod deleted without grace)."""
+        """Kill the sandbox abruptly (SIGKILL, or a pod deleted with a one-second grace)."""
         raise self._missing(SANDBOX_KILL)
 
     def is_killed(self, sandbox: Sandbox) -> bool:

@@ -15,7 +15,11 @@ from acceptance.platforms.base import (
 )
 from acceptance.platforms.kubernetes.api import KubeError, Resource
 from acceptance.platforms.kubernetes.cluster import Cluster
-from acceptance.platforms.kubernetes.platform import KubernetesPlatform, KubernetesSandbox
+from acceptance.platforms.kubernetes.platform import (
+    KILL_GRACE_SECONDS,
+    KubernetesPlatform,
+    KubernetesSandbox,
+)
 from tests.kubernetes.conftest import (
     CODE_INTERPRETERS,
     NS,
@@ -261,7 +265,11 @@ def test_a_missing_sandbox_api_is_a_404_not_an_empty_answer(
         platform.sandbox_of(SESSION)
 
 
-def test_kills_the_pod_at_once(platform: KubernetesPlatform, fake: FakeKubernetes) -> None:
+def test_kills_the_pod_with_a_one_second_grace_not_a_force_delete(
+    platform: KubernetesPlatform, fake: FakeKubernetes
+) -> None:
+    """A force delete (grace 0) would remove the pod object while its containers may still
+    run; with a grace period the pod stays Terminating until its kubelet finishes it."""
     _, served_by = plain_sandbox(fake)
     found = platform.sandbox_of(SESSION)
     assert found is not None
@@ -269,8 +277,14 @@ def test_kills_the_pod_at_once(platform: KubernetesPlatform, fake: FakeKubernete
     platform.kill_sandbox(found)
     [delete] = fake.requests
     assert delete.line == f"DELETE {PODS}/echo-agent-x7k2"
-    assert delete.body["gracePeriodSeconds"] == 0
+    assert delete.body["gracePeriodSeconds"] == KILL_GRACE_SECONDS
     assert delete.body["preconditions"] == {"uid": served_by["metadata"]["uid"]}
-    assert fake.get(PODS, "echo-agent-x7k2") is None
+    terminating = fake.get(PODS, "echo-agent-x7k2")
+    assert terminating is not None, "the killed pod went before its kubelet finished it"
+    metadata = terminating["metadata"]
+    assert metadata["deletionGracePeriodSeconds"] == KILL_GRACE_SECONDS, metadata
+    assert not platform.is_killed(found), "a Terminating pod was taken for a killed one"
+    fake.kubelet_finishes(PODS, "echo-agent-x7k2")
+    assert platform.is_killed(found)
     with pytest.raises(AssertionError, match="has no pod left to kill"):
         platform.kill_sandbox(found)

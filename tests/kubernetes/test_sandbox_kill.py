@@ -1,11 +1,16 @@
-"""Killing a session's sandbox on a cluster, against the stand-in's model of agent-sandbox's
-controller: a force-deleted pod is recreated under the same name with a new uid within
-seconds, and the Sandbox keeps its uid until the WorkloadManager's collector runs (issue 22:
-the kill scenario waited for every object of the session and timed out). The kill waits for
-the killed pod's uid alone."""
+"""Killing a session's sandbox on a cluster, against the stand-in's model of the kubelet and of
+agent-sandbox's controller. The pod is deleted with a one-second grace, so it stays
+Terminating until its kubelet has stopped its containers (`kubelet_finishes`); a force
+delete would let the kill end while the killed process may still answer (issue 22's review).
+Once finished, agent-sandbox recreates the pod under the same name with a new uid, and the
+Sandbox keeps its uid until the WorkloadManager's collector runs (issue 22: the kill
+scenario waited for every object of the session and timed out). The kill waits for the
+killed pod's uid alone."""
 
 from __future__ import annotations
 
+import threading
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -13,12 +18,13 @@ import pytest
 from acceptance.core.settings import load_settings
 from acceptance.domain.resilience import Resilience
 from acceptance.platforms.kubernetes.cluster import Cluster
-from acceptance.platforms.kubernetes.platform import KubernetesPlatform
+from acceptance.platforms.kubernetes.platform import KILL_GRACE_SECONDS, KubernetesPlatform
 from tests.kubernetes.conftest import PODS, SANDBOXES, SESSION_LABEL, custom, owner, pod
 from tests.kubernetes.fake_api import FakeKubernetes, Recorded
 
 SESSION = "5b1f0c2e-9a4d-4e21-b7c3-0d8e6f4a2c19"
 NAME = "python-interpreter-k1"
+KILLED_POD = f"{PODS}/{NAME}"
 
 
 def kill(cluster: Cluster, **userdata: str) -> None:
@@ -39,15 +45,65 @@ def serving(fake: FakeKubernetes) -> tuple[dict, dict]:
     return sandbox, fake.put(PODS, pod(NAME, labels=labels, owners=[owner("Sandbox", sandbox)]))
 
 
+def looks_since_the_delete(fake: FakeKubernetes) -> int:
+    """How often the killed pod was read after its delete."""
+    lines = fake.lines()
+    deleted = lines.index(f"DELETE {KILLED_POD}") if f"DELETE {KILLED_POD}" in lines else None
+    return 0 if deleted is None else lines[deleted:].count(f"GET {KILLED_POD}")
+
+
+def test_the_kill_ends_only_when_the_kubelet_has_stopped_the_killed_pod(
+    cluster: Cluster, fake: FakeKubernetes, serving: tuple[dict, dict]
+) -> None:
+    _, killed = serving
+    ended = threading.Event()
+    failures: list[BaseException] = []
+
+    def run_the_kill() -> None:
+        try:
+            kill(cluster, sandbox_gone_timeout="10s")
+        except BaseException as failure:  # handed to the test's thread below
+            failures.append(failure)
+        finally:
+            ended.set()
+
+    killing = threading.Thread(target=run_the_kill, daemon=True)
+    killing.start()
+    try:
+        deadline = time.monotonic() + 5
+        while looks_since_the_delete(fake) < 3 and not ended.is_set():
+            assert time.monotonic() < deadline, f"the kill never looked at its pod: {fake.lines()}"
+            time.sleep(0.01)
+        assert not ended.is_set(), (
+            "the kill must wait while its pod is Terminating; it ended after "
+            f"{fake.lines('DELETE')} with the pod {fake.get(PODS, NAME)}, raising {failures}"
+        )
+        terminating = fake.get(PODS, NAME)
+        assert (
+            terminating is not None
+            and terminating["metadata"]["uid"] == (killed["metadata"]["uid"])
+        ), terminating
+        fake.kubelet_finishes(PODS, NAME)
+        assert ended.wait(5), "the kill went on waiting after the kubelet finished its pod"
+    finally:
+        killing.join(15)
+    assert failures == []
+
+
 def test_the_kill_waits_for_the_killed_pod_not_the_sandbox_agent_sandbox_keeps(
     cluster: Cluster, fake: FakeKubernetes, serving: tuple[dict, dict]
 ) -> None:
     sandbox, killed = serving
     fake.recreate_deleted_pods = True
+
+    def kubelet_stops_it(fake: FakeKubernetes, request: Recorded) -> None:
+        fake.kubelet_finishes(PODS, NAME)
+
+    fake.after("DELETE", KILLED_POD, kubelet_stops_it)
     kill(cluster, sandbox_gone_timeout="2s")
     [delete] = [r for r in fake.requests if r.method == "DELETE"]
-    assert delete.line == f"DELETE {PODS}/{NAME}"
-    assert delete.body["gracePeriodSeconds"] == 0
+    assert delete.line == f"DELETE {KILLED_POD}"
+    assert delete.body["gracePeriodSeconds"] == KILL_GRACE_SECONDS
     assert delete.body["preconditions"] == {"uid": killed["metadata"]["uid"]}
     recreated = fake.get(PODS, NAME)
     assert recreated is not None, "the stand-in's agent-sandbox recreates the pod"
@@ -55,24 +111,14 @@ def test_the_kill_waits_for_the_killed_pod_not_the_sandbox_agent_sandbox_keeps(
     assert fake.get(SANDBOXES, NAME)["metadata"]["uid"] == sandbox["metadata"]["uid"]
 
 
-def test_a_killed_pod_that_stays_fails_the_kill_naming_the_timeout(
+def test_a_killed_pod_its_kubelet_never_finishes_fails_the_kill_naming_the_timeout(
     cluster: Cluster, fake: FakeKubernetes, serving: tuple[dict, dict]
 ) -> None:
-    """A pod a finalizer holds stays, Terminating, under its own uid: not dead yet."""
-    _, killed = serving
-
-    def held_by_a_finalizer(fake: FakeKubernetes, request: Recorded) -> None:
-        fake.put(
-            PODS,
-            {
-                **killed,
-                "metadata": {**killed["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z"},
-            },
-        )
-
-    fake.after("DELETE", f"{PODS}/{NAME}", held_by_a_finalizer)
+    """A pod whose node never reports its containers stopped (a node lost, a finalizer)
+    stays Terminating under its own uid: not dead yet."""
     with pytest.raises(AssertionError) as failure:
         kill(cluster, sandbox_gone_timeout="200ms")
     assert f"the killed sandbox {NAME} (pod {NAME}) gone (sandbox_gone_timeout)" in str(
         failure.value
     )
+    assert "deletionTimestamp" in fake.get(PODS, NAME)["metadata"]

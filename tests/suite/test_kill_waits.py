@@ -1,6 +1,7 @@
-"""Killing a sandbox waits until the platform no longer shows it running: on a cluster a pod
-deleted with grace 0 can still answer for a moment, and a call made then would not meet the
-dead sandbox the scenario is about. A stand-in platform shows the sandbox for a few polls."""
+"""Killing a sandbox waits until the platform no longer shows it running: on a cluster a
+killed pod stays Terminating until its kubelet has stopped its containers, and a call made
+before would not meet the dead sandbox the scenario is about. A stand-in platform shows the
+sandbox for a few polls."""
 
 from __future__ import annotations
 

@@ -193,7 +193,9 @@ class KubeApi:
     ) -> bool:
         """Delete the object with this uid, its dependents in the background; False when it
         is gone. A KubeError with status 409 when the name now belongs to another object.
-        ``grace_seconds=0`` kills a pod at once."""
+        A pod with ``grace_seconds`` other than 0 stays Terminating until its kubelet has
+        stopped its containers; ``grace_seconds=0`` force-deletes it: the object goes at
+        once, whether or not its containers still run."""
         options = client.V1DeleteOptions(
             preconditions=client.V1Preconditions(uid=uid),
             propagation_policy="Background",

@@ -34,6 +34,13 @@ from acceptance.platforms.kubernetes.observation import SessionObjects
 from acceptance.platforms.kubernetes.rollout import restart_deployment
 from acceptance.platforms.kubernetes.settings import load_kubernetes_settings, named_by
 
+# The grace period of a kill. Not 0: a grace-0 delete is a force delete, which removes the
+# pod object at once while its kubelet may still be stopping the containers, so "gone" would
+# prove nothing about the process. With a grace period the API keeps the pod Terminating
+# until its kubelet reports the containers stopped; one second is the immediate shutdown of
+# `kubectl delete --now`. A pod on no node goes at once either way.
+KILL_GRACE_SECONDS = 1
+
 
 @dataclass(frozen=True)
 class KubernetesSandbox(Sandbox):
@@ -53,7 +60,8 @@ class KubernetesSandbox(Sandbox):
 
 class KubernetesPlatform(Platform):
     """Custom resources for runtime admin; pods, Sandboxes and SandboxClaims for observation;
-    a pod deleted without grace for a kill; a rollout restart of the Router's Deployment."""
+    a pod deleted with a one-second grace for a kill; a rollout restart of the Router's
+    Deployment."""
 
     name = "kubernetes"
     capabilities = frozenset({RUNTIME_ADMIN, SANDBOX_OBSERVATION, SANDBOX_KILL, ROUTER_RESTART})
@@ -91,18 +99,19 @@ class KubernetesPlatform(Platform):
         )
 
     def kill_sandbox(self, sandbox: Sandbox) -> None:
-        """Force-delete its pod (grace 0): the pod object goes from the API at once, while
-        its kubelet may still be stopping its containers; its Sandbox may start a new pod
-        under the same name."""
+        """Delete its pod with KILL_GRACE_SECONDS: the pod stays, Terminating, until its
+        kubelet has stopped its containers (SIGKILL after that second) and removes it; its
+        Sandbox may then start a new pod under the same name."""
         pod = self._killable_pod(sandbox)
         if not self._cluster.api.delete(
-            pod.resource, pod.namespace, pod.name, pod.uid, grace_seconds=0
+            pod.resource, pod.namespace, pod.name, pod.uid, grace_seconds=KILL_GRACE_SECONDS
         ):
             raise AssertionError(f"{sandbox} has no pod left to kill")
 
     def is_killed(self, sandbox: Sandbox) -> bool:
-        """Whether the pod it was seen with, by uid, is gone: a pod agent-sandbox recreated
-        under the same name is another, and the Sandbox and its claim stay until the
+        """Whether the pod it was seen with, by uid, is gone, which after a graceful delete
+        means its kubelet has stopped its containers: a pod agent-sandbox recreated under
+        the same name is another, and the Sandbox and its claim stay until the
         WorkloadManager's collector removes the session."""
         return not self._cluster.observer.exists(self._killable_pod(sandbox))
 

@@ -66,9 +66,9 @@ CLUSTER_DEFAULTS: Mapping[str, tuple[str, str]] = {
     ),
     "sandbox_gone_timeout": (
         "60s",
-        "a pod deleted without grace is gone from the API at once, before its kubelet has "
-        "stopped its containers; the kill waits for the killed pod's uid to be gone, and "
-        "agent-sandbox may start a new pod under the same name within seconds",
+        "the kill deletes the pod with a one-second grace, so it stays Terminating until its "
+        "kubelet has stopped its containers; the kill waits for the killed pod's uid to be "
+        "gone, and agent-sandbox may start a new pod under the same name within seconds",
     ),
     "clock_allowance": (
         "1s",
