@@ -32,7 +32,7 @@ FIXTURE_OF_ROLE: Mapping[Role, str] = {
 # Why a CodeInterpreter with a warm pool may stay not ready: upstream's WorkloadManager
 # makes its SandboxTemplate, and then its status, only once it holds the Router's public key
 # (pkg/workloadmanager/codeinterpreter_controller.go:65-74,135), which it reads from the
-# Secret the Router creates at its start (pkg/router/jwt.go:44,184).
+# Secret the Router creates at its start (pkg/router/jwt.go:44,52-57,177).
 WAITS_FOR_ROUTER_KEY = (
     ": with a warm pool and PicoD's authentication, the WorkloadManager waits for the "
     "Router's public key in Secret picod-router-identity (in the namespace of the Router, "
