@@ -1,7 +1,10 @@
 """agent-sandbox's API versions: the adapter uses the one its cluster serves, asked for in the
 order v1beta1, v1alpha1, v1 (issue 22: it was hard-coded to v1alpha1, which v1.x no longer
-serves). v0.5.x serves v1beta1 and, deprecated, v1alpha1; v0.4.6, as AgentCube 939abb5
-installs it, v1alpha1 alone. The adapter reads only metadata, labels and owner references;
+serves). v1.x serves v1beta1 alone (v1.0.0 dropped v1alpha1 and its conversion webhook:
+agent-sandbox issue #1265, PRs #1307 and #1470); v0.5.x serves v1beta1 and, deprecated,
+v1alpha1; v0.4.6, as AgentCube 939abb5 installs it, v1alpha1 alone. No release serves v1;
+it is asked for last so that a later release serving only v1 is used rather than reported
+missing. The adapter reads only metadata, labels and owner references;
 a v1beta1 SandboxClaim names its pool in spec.warmPoolRef and the Sandbox it adopted in the
 annotation agents.x-k8s.io/sandbox-name (agent-sandbox extensions/api/v1beta1/
 sandboxclaim_types.go), v0.4.6's in a label of the same key."""
@@ -73,8 +76,13 @@ def claimed(fake: FakeKubernetes, sandboxes: str, claims: str, **named: dict) ->
 
 @pytest.mark.parametrize(
     ("served", "used"),
-    [(("v1beta1", "v1alpha1"), "v1beta1"), (("v1",), "v1"), (("v1alpha1",), "v1alpha1")],
-    ids=["v0.5", "v1", "v0.4"],
+    [
+        (("v1beta1",), "v1beta1"),
+        (("v1beta1", "v1alpha1"), "v1beta1"),
+        (("v1alpha1",), "v1alpha1"),
+        (("v1",), "v1"),
+    ],
+    ids=["v1.x", "v0.5", "v0.4", "a-future-v1-only-release"],
 )
 def test_the_served_version_is_found_and_said(
     make_cluster: MakeCluster, fake: FakeKubernetes, served: tuple[str, ...], used: str

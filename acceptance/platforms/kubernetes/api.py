@@ -26,9 +26,11 @@ from acceptance.core.evidence import excerpt, redact
 CONNECT_TIMEOUT = 5.0
 JSON = dict[str, Any]
 _HANDSHAKE_STATUS = re.compile(r"Handshake status (\d{3})")
-# agent-sandbox's API versions, in the order a cluster is asked for them: v0.5.x serves
-# v1beta1 and, deprecated, v1alpha1; v0.4.x v1alpha1 alone; v1.x no longer v1alpha1. The
-# adapter reads only metadata, labels and owner references, the same in each.
+# agent-sandbox's API versions, in the order a cluster is asked for them: v1.x serves
+# v1beta1 alone (v1.0.0 dropped v1alpha1); v0.5.x v1beta1 and, deprecated, v1alpha1; v0.4.x
+# v1alpha1 alone. No release serves v1 yet: it is asked for last, so that a release serving
+# only v1 is used and named rather than reported as agent-sandbox missing. The adapter reads
+# only metadata, labels and owner references, the same in each.
 AGENT_SANDBOX_VERSIONS = ("v1beta1", "v1alpha1", "v1")
 
 
