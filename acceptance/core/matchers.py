@@ -619,15 +619,20 @@ class _OwnSandboxOrRefusal(Answer):
     does not belong to. Upstream's Router looks an existing session up by its id alone and
     forwards the call to the session's own sandbox; a Router that binds a session to its
     path refuses it (404, or 409 as upstream's open PR #324 proposes). Either way no other
-    sandbox serves it and no new session is opened."""
-
-    REFUSALS = (404, 409)
+    sandbox serves it and no new session is opened: a refusal is the Router's own (see
+    refusal()), with no session id and no sandbox's report."""
 
     def __init__(self, session_id: str, sandbox: Mapping[str, Any], runtime: Runtime) -> None:
-        super().__init__(
+        expectation = (
             f"the call to {runtime} in session {session_id} to be served by the session's own "
-            "sandbox or refused with 404 or 409, never by another sandbox or in a new session",
-            status={200, *self.REFUSALS},
+            "sandbox or refused with 404 or 409, never by another sandbox or in a new session"
+        )
+        self.refusals = {
+            status: refusal(expectation, status, (), by_the_router=True) for status in (404, 409)
+        }
+        super().__init__(
+            expectation,
+            status={200, *self.refusals},
             headers={SESSION_HEADER: is_in([None, session_id])},
         )
         self.identity = _sandbox_identity(sandbox)
@@ -637,12 +642,13 @@ class _OwnSandboxOrRefusal(Answer):
         if problem is not None:
             return problem
         body = _json(response)
+        if response.status_code in self.refusals:
+            problem = self.refusals[response.status_code]._problem(response)
+            if problem is None and "sandbox" in body:
+                return "a sandbox answered the refusal"
+            return problem
         if not isinstance(body, dict):
             return "the body is not a JSON object"
-        if response.status_code in self.REFUSALS:
-            if "sandbox" in body:
-                return "a sandbox answered the refusal"
-            return None if isinstance(body.get("error"), str) else "the refusal has no error text"
         served_by = _sandbox_identity(body.get("sandbox"))
         if served_by != self.identity:
             return f"it was served by sandbox {served_by}, not by the session's {self.identity}"

@@ -315,7 +315,11 @@ def test_a_session_under_another_path_may_be_served_by_its_sandbox_or_refused(
         (200, {"output": "echo: x", "sandbox": OWN_SANDBOX}, "s-2", "but it was 's-2'"),
         (200, {"output": "echo: x", "sandbox": OWN_SANDBOX}, None, "carries no"),
         (404, {"error": "Not found", "sandbox": OWN_SANDBOX}, None, "a sandbox answered"),
-        (409, {"message": "conflict"}, None, "the refusal has no error text"),
+        (409, {"message": "conflict"}, None, "the body has no error text"),
+        (409, {"error": 409}, None, "the body has no error text"),
+        (404, b"404 page not found", None, "the body is not JSON"),
+        (404, {"error": "Not found"}, "s-1", f"header {matchers.SESSION_HEADER} should be None"),
+        (200, b"echo: x", "s-1", "the body is not a JSON object"),
         (
             500,
             {"error": "internal server error"},
