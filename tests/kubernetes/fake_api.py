@@ -232,12 +232,13 @@ class FakeKubernetes:
             metadata.setdefault("uid", str(uuid.uuid4()))
             metadata.setdefault("creationTimestamp", _now())
             match = _PATH.match(collection)
-            if match and match["namespace"]:
-                metadata.setdefault("namespace", match["namespace"])
-            kind = _kind_of(match["group"] or "", match["plural"]) if match else None
-            if kind is not None:
+            target = _target(match) if match else None
+            if target and target.namespace:
+                metadata.setdefault("namespace", target.namespace)
+            kind = target.kind if target else None
+            if target and kind is not None:
                 stored.setdefault("kind", kind.kind)
-                stored.setdefault("apiVersion", _api_version(match))  # type: ignore[arg-type]
+                stored.setdefault("apiVersion", target.api_version)
             if kind is None or kind.generation:
                 metadata.setdefault("generation", 1)
             self._written(stored)
@@ -713,10 +714,6 @@ class FakeKubernetes:
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _api_version(match: re.Match[str]) -> str:
-    return f"{match['group']}/{match['version']}" if match["group"] else "v1"
 
 
 def _kind_of(group: str, plural: str) -> _Kind | None:
