@@ -15,12 +15,12 @@ from pathlib import Path
 
 from aiohttp import web
 
+from agentcube_contract.picod_command import PicodCommand
 from localcube import bearer_auth
 from localcube.admin import AdminRoutes, loopback_only
 from localcube.collection_rules import CollectionRules
 from localcube.manifests import Runtime
 from localcube.mirrored_store import MirroredStore
-from localcube.picod_command import PicodCommand
 from localcube.redis_records import RedisRecords
 from localcube.router import Router, gin_no_route, no_server_header
 from localcube.router_identity import SERVICE_ACCOUNT, serve_identity

@@ -9,12 +9,12 @@ import logging
 import sys
 from pathlib import Path
 
+from agentcube_contract.durations import parse_duration
+from agentcube_contract.picod_command import PicodCommand, PicodCommandError
 from localcube.app import Settings, serve
 from localcube.bearer_auth import TokenTable
 from localcube.manifests import ManifestError, load_paths
-from localcube.picod_command import PicodCommand, PicodCommandError
 from localcube.redis_records import check_url
-from localcube.validation import parse_duration
 
 
 def _duration(text: str) -> float:

@@ -15,7 +15,8 @@ from typing import Any
 
 import yaml
 
-from localcube.validation import is_dns_label, is_dns_subdomain, parse_duration
+from agentcube_contract.durations import parse_duration
+from agentcube_contract.names import is_dns_label, is_dns_subdomain
 
 log = logging.getLogger("localcube.manifests")
 API_GROUP = "runtime.agentcube.volcano.sh"

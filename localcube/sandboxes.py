@@ -24,8 +24,8 @@ from pathlib import Path
 
 import aiohttp
 
+from agentcube_contract.picod_command import PicodCommand
 from localcube.manifests import CODE_INTERPRETER, Runtime
-from localcube.picod_command import PicodCommand
 from localcube.ports import PortAllocator
 from localcube.sandbox_python import bare_python_bin
 from localcube.sandbox_template import INHERITED_ENV, ForkedSandbox, SandboxTemplate, TemplateError

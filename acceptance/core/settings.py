@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from localcube.picod_command import PicodCommand, PicodCommandError
-from localcube.validation import is_dns_label, is_dns_subdomain, parse_duration
+from agentcube_contract.durations import parse_duration
+from agentcube_contract.names import is_dns_label, is_dns_subdomain
+from agentcube_contract.picod_command import PicodCommand, PicodCommandError
 
 PLATFORMS = ("localcube", "kubernetes", "none")
 # AgentCube releases the suite tells apart: upstream main, and releases before PR #460.

@@ -10,6 +10,7 @@ from typing import Any
 
 from aiohttp import web
 
+from agentcube_contract.durations import parse_duration
 from localcube.picod.binding import (
     EXECUTE_REQUEST,
     UPLOAD_REQUEST,
@@ -35,7 +36,6 @@ from localcube.picod.gocompat import (
     rfc3339,
 )
 from localcube.picod.workspace import Workspace, WorkspaceEscape
-from localcube.validation import parse_duration
 
 MAX_BODY_SIZE = 32 << 20
 DEFAULT_TIMEOUT = 60.0

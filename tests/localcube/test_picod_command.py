@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from localcube.picod_command import PicodCommand, PicodCommandError
+from agentcube_contract.picod_command import PicodCommand, PicodCommandError
 from tests.localcube.picod_process import own_picod_command
 from tests.localcube.support import FIXTURES, SESSION_HEADER, Client, derived_manifest
 

@@ -1,10 +1,12 @@
-"""The validators localcube and the suite share: Go durations and Kubernetes names."""
+"""The contract's vocabulary that localcube and the suite share (agentcube_contract): Go
+durations and Kubernetes names."""
 
 from __future__ import annotations
 
 import pytest
 
-from localcube.validation import is_dns_label, is_dns_subdomain, parse_duration
+from agentcube_contract.durations import parse_duration
+from agentcube_contract.names import is_dns_label, is_dns_subdomain
 
 
 @pytest.mark.parametrize(

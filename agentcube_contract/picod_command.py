@@ -1,4 +1,5 @@
-"""`--picod-command`: run every code-interpreter sandbox with a PicoD of one's own.
+"""The PicoD command template: every code-interpreter sandbox run with a PicoD of one's own
+(localcube's `--picod-command`, the suite's `picod_command` setting).
 
 The command is a shell-like line (split as a POSIX shell would, nothing expanded) whose
 words may name two placeholders, filled in for each sandbox: `{port}`, the loopback port
