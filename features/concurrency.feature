@@ -6,7 +6,7 @@ Feature: Many calls at once
   concurrency limit the Router declares. Past that limit it refuses further calls at once
   as overloaded, and serves the calls within the limit.
 
-  @code-interpreter @slow @requires.sandbox-observation
+  @code-interpreter @slow @serial @requires.sandbox-observation
   Scenario: 20 sessions opened at once within the concurrency limit are each served apart, and all end when closed
     When 20 callers each open a session of the python interpreter, as many at the same moment as the concurrency limit allows, writing a file of their own
     Then every caller got a session of its own

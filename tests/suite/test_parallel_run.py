@@ -11,7 +11,13 @@ from behave.runner_util import collect_feature_locations, parse_features
 
 from acceptance.core.settings import load_settings
 from acceptance.platforms.kubernetes.platform import ClusterTarget
-from acceptance.run.parallel_run import Phase, _names_paths, _shared_target, _slowest_first
+from acceptance.run.parallel_run import (
+    Phase,
+    _names_paths,
+    _runs_alone,
+    _shared_target,
+    _slowest_first,
+)
 from acceptance.run.report_run import reports_dir
 from acceptance.run.results import count_deselected, selected_scenarios
 from tests.suite.commands import run_module
@@ -111,3 +117,20 @@ def test_behavex_settings_table_shows_a_count_of_locations_not_a_row_of_2000_cha
     assert shown == "| TAGS                | @x\n"
     assert phase._shown("|" + "-" * 2000 + "|\n") == "|\n"
     assert phase._shown("63 scenarios passed\n") == "63 scenarios passed\n"
+
+
+def test_a_scenario_that_fills_the_concurrency_limit_runs_alone() -> None:
+    """Filling every slot the Router declares makes any other worker's call rightly
+    refused as overloaded (pkg/router/server.go:142-148): such a scenario runs alone."""
+    features = parse_features(collect_feature_locations([Path("features")]))
+    filling = [
+        scenario
+        for feature in features
+        for scenario in feature.walk_scenarios()
+        if any("concurrency limit" in step.name for step in scenario.steps)
+    ]
+    assert len(filling) >= 2, "the many-sessions and the overload scenarios"
+    beside_others = [scenario.name for scenario in filling if not _runs_alone(scenario)]
+    assert not beside_others, (
+        f"these fill the concurrency limit beside other scenarios: {beside_others}"
+    )
