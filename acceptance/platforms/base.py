@@ -161,6 +161,11 @@ class Platform:
         return f"Platform evidence: platform {self.name!r} shows nothing beyond HTTP"
 
 
+class TargetStartError(Exception):
+    """A target the suite starts itself (a localcube) did not come up; the message says why,
+    with the tail of its log."""
+
+
 @dataclass(frozen=True)
 class Closing:
     """What letting go of a target met: problems to report, and what it kept for a person

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from acceptance.core.evidence import register_secret
 from acceptance.core.runtimes import FIXTURE_RUNTIMES
 from acceptance.core.settings import Settings
+from acceptance.platforms.base import TargetStartError
 from localcube import embedded
 
 # A short garbage-collection interval lets the idle-timeout scenarios finish in seconds: a
@@ -55,7 +56,7 @@ class OwnLocalcube:
 
     @classmethod
     def start(cls, settings: Settings) -> OwnLocalcube:
-        """Start it, logging to <reports_dir>/localcube.log; raises LocalCubeStartError."""
+        """Start it, logging to <reports_dir>/localcube.log; raises TargetStartError."""
         tokens = (
             settings.api_token or secrets.token_urlsafe(24),
             settings.second_api_token or secrets.token_urlsafe(24),
@@ -68,7 +69,7 @@ class OwnLocalcube:
         state_dir = Path(tempfile.mkdtemp(prefix="acceptance-localcube-"))
         try:
             return cls(tokens, state_dir, log_path, settings.ready_timeout, settings.picod_command)
-        except embedded.LocalCubeStartError:
+        except TargetStartError:
             shutil.rmtree(state_dir, ignore_errors=True)
             raise
 
@@ -133,6 +134,8 @@ class OwnLocalcube:
         manifests: tuple[Path, ...] = (FIXTURE_RUNTIMES,),
         extra: tuple[str, ...] = (),
     ) -> embedded.RunningLocalCube:
+        """Start a localcube process; raises TargetStartError, the suite's own, so that the
+        run knows it without knowing localcube."""
         with tempfile.TemporaryDirectory(prefix="acceptance-tokens-") as private:
             token_file = Path(private) / "tokens"
             token_file.write_text(
@@ -141,12 +144,15 @@ class OwnLocalcube:
                     for (subject, roles), token in zip(SUBJECTS, self.tokens, strict=True)
                 )
             )
-            return embedded.start(
-                list(manifests),
-                log_path,
-                port=port,
-                state_dir=state_dir,
-                gc_interval=GC_INTERVAL,
-                extra_arguments=["--token-file", str(token_file), *self._picod(), *extra],
-                ready_timeout=self._ready_timeout,
-            )
+            try:
+                return embedded.start(
+                    list(manifests),
+                    log_path,
+                    port=port,
+                    state_dir=state_dir,
+                    gc_interval=GC_INTERVAL,
+                    extra_arguments=["--token-file", str(token_file), *self._picod(), *extra],
+                    ready_timeout=self._ready_timeout,
+                )
+            except embedded.LocalCubeStartError as error:
+                raise TargetStartError(str(error)) from None

@@ -76,7 +76,7 @@ def resolve_target(
     settings: Settings, userdata: Mapping[str, str], environ: Mapping[str, str]
 ) -> Target:
     """The run's target; raises ConfigError (ClusterUnreachable among them) or
-    LocalCubeStartError. What it started or opened is the Target's to close."""
+    TargetStartError. What it started or opened is the Target's to close."""
     target = _platform_target(settings, userdata, environ)
     for token in (target.api_token, target.second_api_token, target.admin_api_token):
         register_secret(token)

@@ -12,14 +12,14 @@ from xml.etree import ElementTree
 
 from acceptance.core.evidence import redact
 from acceptance.core.settings import ConfigError
+from acceptance.platforms.base import TargetStartError
 from acceptance.run.preflight import PreflightFailed
 from acceptance.run.tag_check import UnknownTagError
-from localcube.embedded import LocalCubeStartError
 
 TITLE = "The run stopped before any scenario"
 JUNIT_FILE = "TESTS-run-stopped.xml"
 # Errors that name their problem and its fix; any other error is told with its traceback.
-EXPLAINED = (PreflightFailed, ConfigError, UnknownTagError, LocalCubeStartError, AssertionError)
+EXPLAINED = (PreflightFailed, ConfigError, UnknownTagError, TargetStartError, AssertionError)
 
 
 @dataclass(frozen=True)

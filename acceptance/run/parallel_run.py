@@ -31,14 +31,13 @@ from behave.model import Scenario
 from behave.runner_util import collect_feature_locations, parse_features
 
 from acceptance.core.settings import SETTINGS, ConfigError, Settings
-from acceptance.platforms.base import Target
+from acceptance.platforms.base import Target, TargetStartError
 from acceptance.platforms.target import read_settings
 from acceptance.run.preflight import PreflightFailed
 from acceptance.run.results import RunResults, count_deselected, selected_scenarios
 from acceptance.run.suite import KEPT, Suite
 from acceptance.run.summary import closing_report, summarize
 from acceptance.run.tag_check import UnknownTagError, check_tags
-from localcube.embedded import LocalCubeStartError
 
 ALONE_TAGS = ("serial", "disruptive")
 # How much of a row of behavex's settings table is shown when the locations widen it.
@@ -97,7 +96,7 @@ def _runs_alone(scenario: Scenario) -> bool:
 def main(arguments: list[str]) -> int:
     try:
         return run(*_parse(arguments))
-    except (UnknownTagError, ConfigError, PreflightFailed, LocalCubeStartError) as error:
+    except (UnknownTagError, ConfigError, PreflightFailed, TargetStartError) as error:
         print(f"./dev parallel: nothing was run: {error}", file=sys.stderr)
         return 2
 

@@ -48,7 +48,7 @@ class Suite:
     def start(cls, userdata: Mapping[str, str], environ: Mapping[str, str]) -> Suite:
         """Read the settings, resolve the target (connecting to a cluster or starting
         localcube), check it (acceptance.run.preflight) and let it prepare (a cluster's
-        fixtures). Raises ConfigError (ClusterUnreachable among them), LocalCubeStartError,
+        fixtures). Raises ConfigError (ClusterUnreachable among them), TargetStartError,
         PreflightFailed or, for fixtures never usable, AssertionError."""
         settings, userdata = read_settings(userdata, environ)
         target = resolve_target(settings, userdata, environ)

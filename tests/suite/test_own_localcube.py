@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import requests
 
 from acceptance.core.settings import load_settings
+from acceptance.platforms.base import TargetStartError
 from acceptance.platforms.own_localcube import OwnLocalcube
 from tests.localcube.support import SESSION_HEADER, Client
 
@@ -44,3 +46,12 @@ def test_it_requires_either_token_restarts_with_its_sessions_and_cleans_up(
     finally:
         assert cube.stop() == 0
     assert not state.exists()
+
+
+def test_a_localcube_that_does_not_come_up_is_the_suites_own_start_error_naming_why(
+    tmp_path: Path,
+) -> None:
+    """The run wing knows TargetStartError, never localcube's own error."""
+    settings = load_settings({"reports_dir": str(tmp_path), "ready_timeout": "1ms"}, {})
+    with pytest.raises(TargetStartError, match="localcube did not start"):
+        OwnLocalcube.start(settings)

@@ -27,7 +27,7 @@ from acceptance.core.settings import (
     read_setting,
     resource_name,
 )
-from localcube.validation import is_dns_label
+from agentcube_contract.names import is_dns_label
 
 TOKEN_SOURCES = ("static", "service-account", "oidc")
 
