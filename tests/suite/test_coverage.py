@@ -1,42 +1,90 @@
-"""docs/coverage.md is the table acceptance/run/coverage.py generates, and every scenario it
-names still exists, under its title, in its feature file."""
+"""The coverage map (acceptance/run/coverage.yaml) holds every scenario of features/ under
+its title, names only scenarios it defines, points only inside the repository, and has a
+row for every item of the umbrella issue; docs/coverage.md is the table it generates."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-from behave.parser import parse_file
+import pytest
 
-from acceptance.run.coverage import CHECKS, Check, Scenario, coverage_document
+from acceptance.run.coverage import (
+    MAP_FILE,
+    CoverageMapError,
+    ScenarioMap,
+    coverage_document,
+    coverage_map,
+    parse_map,
+)
 from tests.suite.commands import run_module
 
 ROOT = Path(__file__).resolve().parents[2]
+UMBRELLA_ISSUE = ROOT.parent / "shared" / "e2e-umbrella-issue.txt"
 
 
-def missing_scenarios(checks: tuple[Check, ...], features: Path) -> list[str]:
-    """The scenarios the checks name that their feature file does not hold."""
-    titles: dict[str, set[str]] = {}
-    for path in features.glob("*.feature"):
-        feature = parse_file(str(path))
-        titles[path.name] = {scenario.name for scenario in feature.scenarios}
-    return sorted(
-        str(scenario)
-        for check in checks
-        for scenario in check.scenarios
-        if scenario.title not in titles.get(scenario.feature, set())
+def a_map(scenario_ids: list[str], *defined: tuple[str, str]) -> dict:
+    """The data of a map that defines `defined` (id, title) in a.feature and whose one
+    upstream test names `scenario_ids`."""
+    return {
+        "upstream": "u@1",
+        "umbrella_issue": "U",
+        "scenarios": {"a.feature": {sid: {"title": t, "proves": "p"} for sid, t in defined}},
+        "upstream_tests": [
+            {
+                "name": "T",
+                "where": "t.go:1",
+                "asserts": "x",
+                "scenarios": scenario_ids,
+                "only_upstream": "",
+                "only_here": "",
+            }
+        ],
+        "umbrella_items": [],
+    }
+
+
+def test_the_map_is_the_scenarios_of_features() -> None:
+    assert coverage_map().scenarios.drift() == [], (
+        f"edit {MAP_FILE.relative_to(ROOT)}: each scenario of features/ by its title"
     )
 
 
-def test_every_scenario_named_exists() -> None:
-    assert missing_scenarios(CHECKS, ROOT / "features") == []
-
-
-def test_a_scenario_that_no_longer_exists_is_named(tmp_path: Path) -> None:
-    (tmp_path / "a.feature").write_text("Feature: A\n  Scenario: Kept\n    Given x\n")
-    check = Check(
-        "T", "t.go:1", "x", (Scenario("a.feature", "Kept"), Scenario("a.feature", "Gone")), "", ""
+def test_a_renamed_and_an_unmapped_scenario_are_named(tmp_path: Path) -> None:
+    (tmp_path / "a.feature").write_text(
+        "Feature: A\n  Scenario: Kept\n    Given x\n  Scenario: New\n    Given x\n"
     )
-    assert missing_scenarios((check,), tmp_path) == ["Gone (`a.feature`)"]
+    scenarios = parse_map(a_map(["kept"], ("kept", "Kept"), ("gone", "Gone"))).scenarios
+    assert scenarios.drift(tmp_path) == [
+        "not in features/: Gone (`a.feature`)",
+        "not in coverage.yaml: New (`a.feature`)",
+    ]
+
+
+def test_a_check_naming_an_undefined_scenario_is_refused_naming_it() -> None:
+    with pytest.raises(CoverageMapError, match="names scenario 'gone', which it lacks"):
+        parse_map(a_map(["kept", "gone"], ("kept", "Kept")))
+
+
+def test_an_id_defined_twice_is_refused_naming_it() -> None:
+    data = a_map(["kept"], ("kept", "Kept"))
+    data["scenarios"]["b.feature"] = {"kept": {"title": "Other", "proves": "p"}}
+    with pytest.raises(CoverageMapError, match=r"defines these scenario ids twice: \['kept'\]"):
+        parse_map(data)
+
+
+def test_a_lookup_by_id_finds_the_scenario() -> None:
+    scenarios: ScenarioMap = coverage_map().scenarios
+    assert str(scenarios.lookup("first-call")) == (
+        "The first call opens a session and the next call in it reaches the same sandbox "
+        "(`agent_invocation.feature`)"
+    )
+
+
+def test_the_map_points_only_inside_the_repository() -> None:
+    text = MAP_FILE.read_text(encoding="utf-8")
+    outside = re.findall(r"https?://\S+|\.\./shared\S*|/work/\S+", text)
+    assert outside == [], f"{MAP_FILE.name} points outside the repository: {outside}"
 
 
 def test_the_document_is_the_generated_table() -> None:
@@ -48,6 +96,20 @@ def test_the_document_is_the_generated_table() -> None:
 
 
 def test_each_upstream_test_and_umbrella_item_has_one_row() -> None:
-    names = [check.name for check in CHECKS]
-    assert len(names) == len(set(names))
-    assert all(f"| {name} |" in coverage_document() for name in names)
+    coverage = coverage_map()
+    names = [check.name for check in coverage.checks]
+    assert len(names) == len(set(names)), f"a check named twice among {names}"
+    document = coverage_document(coverage)
+    assert [name for name in names if f"| {name} |" not in document] == []
+
+
+def test_every_item_of_the_umbrella_issue_is_in_the_map() -> None:
+    if not UMBRELLA_ISSUE.exists():
+        pytest.skip(f"{UMBRELLA_ISSUE} is absent (CI keeps shared/ beside the clone)")
+    text = UMBRELLA_ISSUE.read_text(encoding="utf-8")
+    items = re.findall(r"^([AB]\d)\. ", text, re.MULTILINE)
+    corner_cases = re.findall(r"^(\d)\. ", text.split("Corner cases:", 1)[1], re.MULTILINE)
+    wanted = [*items, *(f"Corner case {number}:" for number in corner_cases)]
+    assert len(wanted) == 8, f"the umbrella issue's items as read: {wanted}"
+    mapped = [check.name for check in coverage_map().umbrella_items]
+    assert [item for item in wanted if not any(name.startswith(item) for name in mapped)] == []
