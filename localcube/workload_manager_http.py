@@ -55,7 +55,7 @@ class WorkloadManagerRoutes:
 
     def routes(self) -> list[web.RouteDef]:
         return [
-            web.get("/health", self.health),
+            web.get("/health", self.health, allow_head=False),  # Gin routes no HEAD
             web.post("/v1/{kind:agent-runtime|code-interpreter}", self.create),
             web.delete(
                 "/v1/{kind:agent-runtime|code-interpreter}/sessions/{session_id}", self.delete
