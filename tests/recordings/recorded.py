@@ -29,7 +29,7 @@ ABSENT = f"the recordings of upstream's programs are absent ({RECORDINGS} not fo
 # Why localcube may answer a recorded request otherwise; docs/fidelity.md explains each.
 VERDICTS = {
     "stricter by design": "an upstream defect localcube refuses to copy (fidelity.md, "
-    '"Upstream defects the suite reports")',
+    '"Upstream defects the suite reports" or "Upstream defects no scenario reports")',
     "localcube extension": "localcube does more than upstream, on purpose (fidelity.md, "
     '"Localcube extensions upstream does not have")',
     "not reproducible": "the recorded situation cannot be recreated in localcube",
