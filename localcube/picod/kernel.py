@@ -160,7 +160,21 @@ class Kernel:
         self._client = AsyncKernelClient(connection_file=connection_file)
         self._client.load_connection_file()
         self._client.start_channels()
-        self._ready = asyncio.ensure_future(self._client.wait_for_ready(timeout=READY_TIMEOUT))
+        self._ready = asyncio.ensure_future(self._wait_ready())
+
+    async def _wait_ready(self) -> None:
+        """jupyter_client's wait_for_ready, tried again until READY_TIMEOUT: it takes a
+        missed heartbeat (a kernel busy starting on a loaded machine) for the kernel's death,
+        which only the process's end, which run() watches, really tells."""
+        assert self._client is not None
+        deadline = asyncio.get_running_loop().time() + READY_TIMEOUT
+        while True:
+            left = deadline - asyncio.get_running_loop().time()
+            try:
+                return await self._client.wait_for_ready(timeout=max(left, 0.0))
+            except RuntimeError:
+                if left <= 0:
+                    raise
 
     async def _watch(self, process: asyncio.subprocess.Process) -> None:
         code = await process.wait()

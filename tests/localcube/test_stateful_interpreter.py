@@ -3,6 +3,7 @@ through the Router with POST /api/run_code in the shape of E2B's run_code."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import stat
 import time
@@ -10,8 +11,11 @@ from pathlib import Path
 
 import pytest
 import requests
+from jupyter_client.asynchronous import AsyncKernelClient
 
 from localcube.manifests import ManifestError, parse_documents
+from localcube.picod.commands import ProcessGroups
+from localcube.picod.kernel import Execution, Kernel
 from localcube.sandboxes import process_start_time
 from tests.localcube.support import FIXTURES, SESSION_HEADER, Client
 
@@ -157,3 +161,36 @@ def test_the_kernel_listens_on_no_port_and_only_to_signed_messages(client: Clien
     assert info["transport"] == "ipc" and info["ip"].startswith("@")  # an abstract socket
     assert len(info["key"]) == 64
     assert stat.S_IMODE(connection.stat().st_mode) == 0o600
+
+
+def test_a_missed_heartbeat_while_the_kernel_starts_is_not_its_death(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """jupyter_client's wait_for_ready takes a heartbeat missed by a kernel busy starting on
+    a loaded machine for its death ("Kernel died before replying to kernel_info"); the
+    kernel, whose process lives, is waited for again and runs the code."""
+    ready = AsyncKernelClient.wait_for_ready
+    missed: list[float | None] = []
+
+    async def missing_a_beat_once(client: AsyncKernelClient, timeout: float | None = None):
+        if not missed:
+            missed.append(timeout)
+            raise RuntimeError("Kernel died before replying to kernel_info")
+        return await ready(client, timeout=timeout)
+
+    monkeypatch.setattr(AsyncKernelClient, "wait_for_ready", missing_a_beat_once)
+    deaths: list[str] = []
+
+    async def run_once() -> Execution:
+        (tmp_path / "workspace").mkdir()
+        kernel = Kernel(tmp_path / "workspace", tmp_path / "kernel", ProcessGroups(), deaths.append)
+        await kernel.start()
+        try:
+            return await kernel.run("1 + 1", 30)
+        finally:
+            await kernel.stop()
+
+    execution = asyncio.run(run_once())
+    assert missed, "the readiness check did not miss"
+    assert [result.get("text") for result in execution.results] == ["2"], execution
+    assert deaths == []
