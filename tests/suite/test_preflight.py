@@ -106,6 +106,29 @@ def test_a_second_token_the_target_does_not_know_is_named_too(cube_with_other_to
     ]
 
 
+@pytest.mark.parametrize("variable", ["AGENTCUBE_SECOND_API_TOKEN", "AGENTCUBE_ADMIN_API_TOKEN"])
+def test_a_token_without_the_required_role_stops_the_run_naming_its_variable_and_the_role(
+    start_localcube: StartLocalCube, tmp_path: Path, variable: str
+) -> None:
+    """The Router's 403 for a valid token without its required role comes before any
+    session is looked up, so no credential scenario could tell it from a wrong ownership
+    refusal: the preflight stops on it.
+
+    Upstream: pkg/router/auth.go:96-122"""
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"known={KNOWN_TOKEN}\nroleless={OTHER_TOKEN} no-role\n")
+    url = start_localcube(extra_arguments=["--token-file", str(tokens)]).url
+    environ = {"AGENTCUBE_API_TOKEN": KNOWN_TOKEN, variable: OTHER_TOKEN}
+    problems = problems_of({"router_url": url}, environ)
+    assert len(problems) == 1, problems
+    assert problems[0].startswith(
+        f"the Router accepted the token in {variable} but refused its permissions (403 "
+    ), problems
+    assert "missing role sandbox:invoke" in problems[0], problems
+    assert problems[0].endswith("use a token of a subject with the role the Router requires")
+    assert OTHER_TOKEN not in problems[0]
+
+
 def test_an_accepted_token_passes(cube_with_other_tokens: str) -> None:
     userdata = {"router_url": cube_with_other_tokens, "platform": "localcube"}
     suite = Suite.start(userdata, {"AGENTCUBE_API_TOKEN": KNOWN_TOKEN})
