@@ -29,12 +29,15 @@ class CoverageMapError(Exception):
 @dataclass(frozen=True)
 class MappedScenario:
     """A scenario by its feature file (under features/) and its title (an outline's title
-    with its <placeholders>), and what it proves."""
+    with its <placeholders>); what it proves; what of it no broken target fails yet, and
+    a proof outside tests/suite/test_broken_targets.py's cases, if any."""
 
     id: str
     feature: str
     title: str
     proves: str
+    not_proven: str = ""
+    other_proof: str = ""
 
     def __str__(self) -> str:
         return f"{self.title} (`{self.feature}`)"
@@ -108,7 +111,14 @@ def parse_map(data: dict) -> CoverageMap:
     """The map from its data (the YAML file's); an id defined twice or named but not
     defined is a CoverageMapError."""
     scenarios = tuple(
-        MappedScenario(scenario_id, feature, entry["title"], entry["proves"])
+        MappedScenario(
+            scenario_id,
+            feature,
+            entry["title"],
+            entry["proves"],
+            entry.get("not_proven", ""),
+            entry.get("other_proof", ""),
+        )
         for feature, entries in data["scenarios"].items()
         for scenario_id, entry in entries.items()
     )
