@@ -289,9 +289,9 @@ def recorded_body(recorded: Message) -> str:
 def answer_mismatches(
     recorded: Message, answer: Answer | None, sessions: dict[str, str]
 ) -> list[str]:
-    """Status, Content-Type, Content-Encoding, the Router's own Server header (none),
-    whether a session id is named, and the body after normalisation, each where localcube
-    differs from the recorded answer."""
+    """Status, Content-Type, Content-Encoding, whether a Server and a session id are named
+    (the capture sandbox's Server is the recorder's own), and the body after normalisation,
+    each where localcube differs from the recorded answer."""
     if recorded.fields.get("status") is None:
         return [] if answer is None else [f"answered {answer.status} where upstream never did"]
     if answer is None:
@@ -302,8 +302,7 @@ def answer_mismatches(
     for name in ("Content-Type", "Content-Encoding"):
         if answer.header(name) != recorded.header(name):
             mismatches.append(f"{name} {answer.header(name)!r}, upstream {recorded.header(name)!r}")
-    own = recorded.header(SESSION_HEADER) is None  # a proxied answer's Server is the sandbox's
-    if own and answer.header("Server") != recorded.header("Server"):
+    if (answer.header("Server") is None) != (recorded.header("Server") is None):
         mismatches.append(
             f"Server {answer.header('Server')!r}, upstream {recorded.header('Server')!r}"
         )
