@@ -221,6 +221,40 @@ def test_the_warm_pool_before_a_claim_holds_the_claimed_sandbox_and_refills(
     assert {s.sandbox_id for s in platform.warm_sandboxes(WARM)} == {"pool-b", "pool-c"}
 
 
+def test_the_sessions_held_are_each_counted_once_by_their_label(
+    platform: KubernetesPlatform, fake: FakeKubernetes
+) -> None:
+    """For the crowded collector's note: a session is a labelled SandboxClaim or Sandbox;
+    pods, a waiting pool's Sandboxes, objects being deleted and other namespaces are not."""
+    assert platform.session_count() == 0
+    cold = fake.put(SANDBOXES, custom("Sandbox", "echo-agent-a", labels={SESSION_LABEL: "s-1"}))
+    fake.put(
+        PODS, pod("echo-agent-a", labels={SESSION_LABEL: "s-1"}, owners=[owner("Sandbox", cold)])
+    )
+    for resource, kind in ((SANDBOX_CLAIMS, "SandboxClaim"), (SANDBOXES, "Sandbox")):
+        fake.put(resource, custom(kind, "python-interpreter-b", labels={SESSION_LABEL: "s-2"}))
+    claim = fake.put(
+        SANDBOX_CLAIMS, custom("SandboxClaim", "warm-claim", labels={SESSION_LABEL: "s-3"})
+    )
+    fake.put(SANDBOXES, custom("Sandbox", "pool-a", ownerReferences=[owner("SandboxClaim", claim)]))
+    fake.put(SANDBOXES, custom("Sandbox", "pool-b", ownerReferences=POOL_OWNER))
+    fake.put(
+        SANDBOXES,
+        custom(
+            "Sandbox",
+            "ended",
+            labels={SESSION_LABEL: "s-4"},
+            deletionTimestamp="2026-01-01T00:00:00Z",
+        ),
+    )
+    elsewhere = SANDBOXES.replace(f"/namespaces/{NS}/", "/namespaces/neighbours/")
+    fake.put(
+        elsewhere,
+        custom("Sandbox", "theirs", namespace="neighbours", labels={SESSION_LABEL: "s-5"}),
+    )
+    assert platform.session_count() == 3
+
+
 def test_a_warm_pool_pod_still_starting_is_not_waiting_yet(
     platform: KubernetesPlatform, fake: FakeKubernetes
 ) -> None:

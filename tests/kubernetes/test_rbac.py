@@ -56,6 +56,10 @@ DECLARED: dict[tuple[str, str, str], frozenset[Resource]] = {
     ("observation.py", "Observer.exists", "get"): frozenset(
         {Resource.SANDBOX_CLAIM, Resource.SANDBOX, Resource.POD}
     ),
+    # The sessions held, by label, for the crowded collector's note.
+    ("observation.py", "Observer.session_ids", "objects"): frozenset(
+        {Resource.SANDBOX_CLAIM, Resource.SANDBOX}
+    ),
     ("platform.py", "KubernetesPlatform.kill_sandbox", "delete"): frozenset({Resource.POD}),
     ("platform.py", "KubernetesPlatform.has_runtime", "get"): RUNTIMES,
 }

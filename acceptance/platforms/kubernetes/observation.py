@@ -78,6 +78,18 @@ class Observer:
             )
         return SessionObjects(claim, sandbox, _first(pods))
 
+    def session_ids(self) -> set[str]:
+        """The sessions the namespace holds: the session label of each SandboxClaim and
+        Sandbox not being deleted (a pool's Sandbox that a claim adopted has none, its claim
+        has), listed whole, as an equality selector cannot ask for the label's presence."""
+        return {
+            session_id
+            for resource in (Resource.SANDBOX_CLAIM, Resource.SANDBOX)
+            for obj in self._api.objects(resource, self._namespace)
+            if not terminating(obj)
+            and (session_id := (obj["metadata"].get("labels") or {}).get(SESSION_LABEL))
+        }
+
     def _adopted(self, claim: JSON) -> list[JSON]:
         """The Sandbox a claim adopted from a warm pool, which lacks the session's label: the
         one the claim names when the claim owns it, else any the claim owns."""

@@ -84,6 +84,11 @@ class KubernetesPlatform(Platform):
         objects = self._cluster.observer.session_objects(session_id)
         return _sandbox(objects) if objects.serving else None
 
+    def session_count(self) -> int:
+        """The sessions held in the runtimes' namespace, the only one the suite may list
+        (docs/examples/rbac.yaml): no more than the collector indexes across namespaces."""
+        return len(self._cluster.observer.session_ids())
+
     def is_running(self, sandbox: Sandbox) -> bool:
         """Whether any of its pod, Sandbox and SandboxClaim still exists, deleting or not."""
         return any(self._cluster.observer.exists(ref) for ref in _observed(sandbox).objects)
