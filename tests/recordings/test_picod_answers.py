@@ -146,9 +146,9 @@ def _lay_out(places: Places, exchange: Exchange) -> None:
         "empty.txt": b"",
         "mib.bin": MIB,
     }
-    earlier = [e.id for e in load(FILE)]
+    recorded_order = [e.id for e in load(FILE)]
     for writer, (path, content) in LEFT_BEHIND.items():
-        if earlier.index(writer) < earlier.index(exchange.id):
+        if recorded_order.index(writer) < recorded_order.index(exchange.id):
             files[path] = content
     for path, content in files.items():
         _write(ws / path, content)
