@@ -24,9 +24,22 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def _type_checking(node: ast.AST) -> bool:
+    """An `if TYPE_CHECKING:` block, whose imports are for type checkers only."""
+    return isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING")
+
+
+def _nodes(node: ast.AST) -> Iterator[ast.AST]:
+    yield node
+    for child in ast.iter_child_nodes(node):
+        if not _type_checking(child):
+            yield from _nodes(child)
+
+
 def imported_modules(path: Path) -> Iterator[str]:
-    """Every module a file imports, wherever the import stands (a function's own too)."""
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    """Every module a file imports when it runs, wherever the import stands (a function's
+    own too; not those for type checkers only)."""
+    for node in _nodes(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
@@ -134,3 +147,13 @@ def test_the_checks_catch_an_upward_import_and_a_circle() -> None:
     }
     assert upward_imports(graph) == ["acceptance.core.a (core) -> acceptance.run.b (run)"]
     assert circles(graph) == [["acceptance.core.a", "acceptance.run.b"]]
+
+
+def test_an_import_for_type_checkers_only_is_no_arrow(tmp_path: Path) -> None:
+    module = tmp_path / "typed.py"
+    module.write_text(
+        "from typing import TYPE_CHECKING\nimport os\n"
+        "if TYPE_CHECKING:\n    from acceptance.run import suite\n"
+        "def later():\n    import json\n"
+    )
+    assert set(imported_modules(module)) == {"typing", "typing.TYPE_CHECKING", "os", "json"}

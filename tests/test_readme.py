@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from acceptance.platforms.kubernetes.settings import cluster_default_rows, settings_rows
+from acceptance.platforms.kubernetes import ADAPTER as CLUSTER_ADAPTER
+from acceptance.run.configuration_table import adapter_default_rows, adapter_settings_rows
 from acceptance.run.tags import tag_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,7 +60,8 @@ def test_the_readme_shows_a_few_settings_each_as_the_generated_table_has_it() ->
 
 def test_the_cluster_page_lists_every_setting_and_cluster_default() -> None:
     page = doc("kubernetes.md")
-    missing = [row for row in settings_rows() + cluster_default_rows() if row not in page]
+    rows = adapter_settings_rows(CLUSTER_ADAPTER) + adapter_default_rows(CLUSTER_ADAPTER)
+    missing = [row for row in rows if row not in page]
     assert not missing, "docs/kubernetes.md lacks these rows:\n" + "\n".join(missing)
 
 

@@ -20,7 +20,6 @@ from agentcube_contract.durations import parse_duration
 from agentcube_contract.names import is_dns_label, is_dns_subdomain
 from agentcube_contract.picod_command import PicodCommand, PicodCommandError
 
-PLATFORMS = ("localcube", "kubernetes", "none")
 # AgentCube releases the suite tells apart: upstream main, and releases before PR #460.
 RELEASES = ("main", "pre-460")
 # What agentcube_release may be set to: a release, or `auto`, which the preflight resolves.
@@ -211,7 +210,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "platform",
         "AGENTCUBE_PLATFORM",
-        one_of(PLATFORMS),
+        satisfying(is_dns_label, "platform name"),
         None,
         "What the suite may do beside HTTP calls: `localcube` (admin API), "
         "`kubernetes` (the cluster's API; docs/kubernetes.md), "
@@ -519,9 +518,18 @@ class Settings:
         return self.agentcube_release != "pre-460"
 
 
-def load_settings(userdata: Mapping[str, str], environ: Mapping[str, str]) -> Settings:
-    """Read every setting from userdata (first) or the environment; raise ConfigError."""
+def load_settings(
+    userdata: Mapping[str, str],
+    environ: Mapping[str, str],
+    defaults: Mapping[str, str] | None = None,
+) -> Settings:
+    """Read every setting from userdata (first) or the environment, else its default, which
+    `defaults` (the chosen platform's, by name) may replace; raise ConfigError. The
+    platform's name is checked against the adapters by ``acceptance.platforms.target``."""
     known = {setting.name for setting in SETTINGS}
+    defaults = defaults or {}
+    if stray := sorted(set(defaults) - known):
+        raise ConfigError(f"a platform gives a default to {stray[0]}, which is no setting")
     unknown = sorted(
         name for name in set(userdata) - known if not name.startswith(FOREIGN_USERDATA)
     )
@@ -529,7 +537,14 @@ def load_settings(userdata: Mapping[str, str], environ: Mapping[str, str]) -> Se
         raise ConfigError(
             f"unknown setting -D {unknown[0]}; the settings are: {', '.join(sorted(known))}"
         )
-    values = {setting.name: read_setting(setting, userdata, environ) for setting in SETTINGS}
+    values = {
+        setting.name: read_setting(
+            dataclasses.replace(setting, default=defaults.get(setting.name, setting.default)),
+            userdata,
+            environ,
+        )
+        for setting in SETTINGS
+    }
     if values["picod_command"] and values["router_url"]:
         raise ConfigError(
             "setting picod_command applies only to the localcube the suite starts: "

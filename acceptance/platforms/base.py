@@ -11,7 +11,7 @@ Scenarios ask for capabilities with `@requires.<name>`. A platform adapter may o
 - ``router-restart``: restart the Router, keeping its session store.
 
 Others belong to the target as configured rather than to an adapter (see
-``acceptance.platforms.target``): ``auth`` (a token), ``second-subject`` (tokens of two
+``configured_capabilities``): ``auth`` (a token), ``second-subject`` (tokens of two
 subjects), ``workload-manager-sessions`` (an admin token, or no authentication),
 ``short-timeout-agent`` (a runtime applied for the scenario, or one already deployed),
 ``overload`` (a Router whose concurrency limit is known), ``admin`` (the token of a subject
@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from acceptance.core.runtimes import Runtime
+from acceptance.core.settings import ConfigError, Settings
 from acceptance.core.transport import Transport
 
 RUNTIME_ADMIN = "runtime-admin"
@@ -179,8 +180,9 @@ class Closing:
 class Target:
     """The target of the run, resolved once at its start (``acceptance.platforms.target``):
     where the Router and the WorkloadManager answer, the tokens to present, the platform and
-    what the run can do with it. Each platform subclasses it with its adapter and its way to
-    let go; nothing rewrites these values afterwards."""
+    what the run can do with it (its adapter's capabilities with ``configured_capabilities``,
+    fixed as it is built). Each platform subclasses it with its adapter and its way to let
+    go; nothing rewrites these values afterwards."""
 
     router_url: str
     workload_manager_url: str
@@ -212,3 +214,46 @@ class Target:
         """Let go of the target once, at the end of the run; `keep`: sessions were kept for
         inspection, so keep what they need. Nothing to do by default."""
         return Closing()
+
+
+def configured_capabilities(
+    offered: frozenset[str], settings: Settings, tokens: tuple[str | None, str | None, str | None]
+) -> frozenset[str]:
+    """What a platform `offered` can do, with what the target as configured adds: the tokens
+    it was given (api, second, admin), a Router whose concurrency limit is declared, a
+    stateful interpreter, and a runtime with a short idle timeout (deployed, or applied for
+    the scenario). Sessions opened at the WorkloadManager can be used through the Router by
+    an admin, or by anyone where no token is required; any session by an admin."""
+    api_token, second_api_token, admin_api_token = tokens
+    available = set(offered)
+    if api_token:
+        available.add(AUTH)
+        if second_api_token:
+            available.add(SECOND_SUBJECT)
+    if admin_api_token or not api_token:
+        available.add(WORKLOAD_MANAGER_SESSIONS)
+    if api_token and admin_api_token:
+        available.add(ADMIN)
+    if settings.max_concurrent_requests:
+        available.add(OVERLOAD)
+    if settings.stateful_interpreter:
+        available.add(STATEFUL_INTERPRETER)
+    if settings.short_timeout_agent or RUNTIME_ADMIN in offered:
+        available.add(SHORT_TIMEOUT_AGENT)
+    return frozenset(available)
+
+
+def configured_tokens(settings: Settings) -> tuple[str | None, str | None, str | None]:
+    """The tokens as configured: api, second, admin."""
+    return (settings.api_token, settings.second_api_token, settings.admin_api_token)
+
+
+def given_urls(settings: Settings, platform: str) -> tuple[str, str]:
+    """The Router's and the WorkloadManager's URLs as given (the WorkloadManager's defaults
+    to the Router's); raises ConfigError when no Router is configured."""
+    if settings.router_url is None:
+        raise ConfigError(
+            f"setting platform={platform} needs router_url: the suite starts a localcube only "
+            "as platform localcube"
+        )
+    return settings.router_url, settings.workload_manager_url or settings.router_url

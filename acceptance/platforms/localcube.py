@@ -8,7 +8,7 @@ import ipaddress
 import json
 import os
 import signal
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +19,7 @@ from hamcrest import assert_that
 
 from acceptance.core.evidence import describe_response, redact
 from acceptance.core.matchers import succeeded
-from acceptance.core.runtimes import Runtime
+from acceptance.core.runtimes import STATEFUL_FIXTURE, Runtime
 from acceptance.core.transport import Transport
 from acceptance.platforms.base import (
     OVERLOAD,
@@ -31,8 +31,12 @@ from acceptance.platforms.base import (
     Platform,
     Sandbox,
     Target,
+    configured_capabilities,
+    configured_tokens,
+    given_urls,
 )
 from acceptance.platforms.own_localcube import OwnLocalcube
+from acceptance.platforms.registry import Adapter, Given, RunSettings
 
 
 class LocalcubePlatform(Platform):
@@ -220,3 +224,29 @@ class LocalcubeTarget(Target):
                 [f"localcube exited with code {code} on SIGTERM; its log: {own.log_path}"]
             )
         return Closing()
+
+
+def open_localcube(run: RunSettings, environ: Mapping[str, str]) -> LocalcubeTarget:
+    """The localcube at the URLs given, else one the suite starts (raises TargetStartError)."""
+    settings = run.suite
+    if settings.router_url is None:
+        own = OwnLocalcube.start(settings)
+        offered = capabilities_of(own.url, own=True)
+        capabilities = configured_capabilities(offered, settings, own.tokens)
+        return LocalcubeTarget(own.url, own.url, *own.tokens, capabilities, own=own)
+    router_url, workload_manager_url = given_urls(settings, LocalcubePlatform.name)
+    tokens = configured_tokens(settings)
+    offered = capabilities_of(router_url, own=False)
+    capabilities = configured_capabilities(offered, settings, tokens)
+    return LocalcubeTarget(router_url, workload_manager_url, *tokens, capabilities)
+
+
+def own_localcube_defaults(given: Given) -> Mapping[str, str]:
+    """The fixture's stateful interpreter, when the suite starts localcube with its own
+    PicoD, which serves it (a PicoD of one's own, `picod_command`, has no kernel)."""
+    if given("router_url") or given("picod_command"):
+        return {}
+    return {"stateful_interpreter": STATEFUL_FIXTURE}
+
+
+ADAPTER = Adapter(LocalcubePlatform.name, open_localcube, given_defaults=own_localcube_defaults)

@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from acceptance.core.transport import Transport
-from acceptance.platforms.base import Platform, Target
+from acceptance.platforms.base import (
+    Platform,
+    Target,
+    configured_capabilities,
+    configured_tokens,
+    given_urls,
+)
+from acceptance.platforms.registry import Adapter, RunSettings
 
 
 class NoPlatform(Platform):
@@ -20,3 +29,13 @@ class HttpOnlyTarget(Target):
 
     def platform(self, transport: Transport) -> Platform:
         return NoPlatform(transport, self.workload_manager_url)
+
+
+def open_http_only(run: RunSettings, environ: Mapping[str, str]) -> HttpOnlyTarget:
+    """The URLs given, and the tokens; raises ConfigError without a Router."""
+    tokens = configured_tokens(run.suite)
+    capabilities = configured_capabilities(NoPlatform.capabilities, run.suite, tokens)
+    return HttpOnlyTarget(*given_urls(run.suite, NoPlatform.name), *tokens, capabilities)
+
+
+ADAPTER = Adapter(NoPlatform.name, open_http_only)

@@ -32,6 +32,7 @@ from behave.runner_util import collect_feature_locations, parse_features
 
 from acceptance.core.settings import SETTINGS, ConfigError, Settings
 from acceptance.platforms.base import Target, TargetStartError
+from acceptance.platforms.registry import adapters
 from acceptance.platforms.target import read_settings
 from acceptance.run.preflight import PreflightFailed
 from acceptance.run.results import RunResults, count_deselected, selected_scenarios
@@ -115,7 +116,7 @@ def run(processes: int, behave_arguments: list[str]) -> int:
         f"{concurrent} in {processes} parallel processes",
         flush=True,
     )
-    out = Path(read_settings(config.userdata, os.environ)[0].reports_dir) / "parallel"
+    out = Path(read_settings(config.userdata, os.environ).suite.reports_dir) / "parallel"
     shutil.rmtree(out, ignore_errors=True)
     arguments = _without_tags(behave_arguments)
     # Paths the user named are run as given; the whole suite, slowest first.
@@ -156,9 +157,9 @@ def _shared_target(target: Target, settings: Settings) -> tuple[list[str], dict[
     process resolved for it (a localcube it started serves a stateful interpreter, which a
     worker given only its URL would not know) and the release its preflight found (each
     worker is held to it, detecting nothing), and its tokens (generated ones included) as
-    environment variables, which other users cannot read as they can a command line. On a
-    cluster the workers use this process's port forwards and token rather than open and
-    mint their own."""
+    environment variables, which other users cannot read as they can a command line; and
+    what its platform's adapter hands them (on a cluster: use this process's port forwards
+    and token)."""
     defines = [
         f"--define=router_url={target.router_url}",
         f"--define=workload_manager_url={target.workload_manager_url}",
@@ -167,8 +168,8 @@ def _shared_target(target: Target, settings: Settings) -> tuple[list[str], dict[
     ]
     if settings.stateful_interpreter:
         defines.append(f"--define=stateful_interpreter={settings.stateful_interpreter}")
-    if target.platform_name == "kubernetes":
-        defines += ["--define=port_forward=false", "--define=token_source=static"]
+    worker_settings = adapters()[target.platform_name].worker_settings
+    defines += [f"--define={name}={value}" for name, value in worker_settings.items()]
     tokens = {
         "api_token": target.api_token,
         "second_api_token": target.second_api_token,

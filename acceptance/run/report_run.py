@@ -20,7 +20,7 @@ from acceptance.platforms.target import read_settings
 
 def reports_dir(arguments: list[str]) -> Path:
     """The reports directory these behave arguments (-D reports_dir) or the environment name."""
-    return Path(read_settings(Configuration(arguments).userdata, os.environ)[0].reports_dir)
+    return Path(read_settings(Configuration(arguments).userdata, os.environ).suite.reports_dir)
 
 
 def report_arguments(arguments: list[str], reports: Path) -> list[str]:

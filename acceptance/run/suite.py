@@ -50,8 +50,9 @@ class Suite:
         localcube), check it (acceptance.run.preflight) and let it prepare (a cluster's
         fixtures). Raises ConfigError (ClusterUnreachable among them), TargetStartError,
         PreflightFailed or, for fixtures never usable, AssertionError."""
-        settings, userdata = read_settings(userdata, environ)
-        target = resolve_target(settings, userdata, environ)
+        run = read_settings(userdata, environ)
+        target = resolve_target(run, environ)
+        settings = run.suite
         suite = cls(settings, target)
         # behave may never reach after_all (a broken pipe, an internal error): stop anyway.
         atexit.register(suite.stop)

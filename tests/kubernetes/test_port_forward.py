@@ -15,7 +15,8 @@ from acceptance.core.settings import ConfigError, load_settings
 from acceptance.platforms.kubernetes.api import _handshake_refusal
 from acceptance.platforms.kubernetes.platform import ClusterTarget
 from acceptance.platforms.kubernetes.port_forward import PortForwardFailed, in_cluster_service
-from acceptance.platforms.kubernetes.settings import ServiceRef, with_cluster_defaults
+from acceptance.platforms.kubernetes.settings import ServiceRef, load_kubernetes_settings
+from acceptance.platforms.target import read_settings
 from tests.kubernetes.conftest import (
     NS,
     PODS,
@@ -174,8 +175,8 @@ def test_the_cluster_target_has_the_forwarded_urls_and_the_minted_token(
         "port_forward": "true",
         "token_source": "service-account",
     }
-    suite = load_settings(with_cluster_defaults({"platform": "kubernetes"}, {}), {})
-    target = ClusterTarget.open(suite, userdata, {})
+    run = read_settings(userdata, {})
+    target = ClusterTarget.open(run.suite, run.adapter_settings, {})
     try:
         assert served_by(target.router_url) == "router-a"
         assert served_by(target.workload_manager_url) == "wm-a"
@@ -196,7 +197,11 @@ def test_a_failed_start_closes_the_forwards_it_opened(
         "token_source": "service-account",
     }
     with pytest.raises(ConfigError, match="api_token is set and token_source=service-account"):
-        ClusterTarget.open(load_settings({}, {"AGENTCUBE_API_TOKEN": "static-token"}), userdata, {})
+        ClusterTarget.open(
+            load_settings({}, {"AGENTCUBE_API_TOKEN": "static-token"}),
+            load_kubernetes_settings(userdata, {}),
+            {},
+        )
     assert len([line for line in fake.lines() if line.endswith("/portforward?ports=8080")]) == 2
     acceptors = [t for t in threading.enumerate() if t.name.startswith("accept port forward")]
     assert acceptors == []

@@ -9,16 +9,17 @@ from pathlib import Path
 import pytest
 
 from acceptance.core.evidence import redact
-from acceptance.core.settings import ConfigError, load_settings
+from acceptance.core.settings import ConfigError
+from acceptance.platforms.kubernetes import ADAPTER
 from acceptance.platforms.kubernetes.settings import (
     CLUSTER_DEFAULTS,
     KUBERNETES_SETTINGS,
     KubernetesSettings,
     ServiceRef,
     load_kubernetes_settings,
-    settings_rows,
-    with_cluster_defaults,
 )
+from acceptance.platforms.target import read_settings
+from acceptance.run.configuration_table import adapter_settings_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "client-secret-3c1d"
@@ -98,22 +99,22 @@ def test_the_client_secret_is_never_shown() -> None:
 def test_cluster_defaults_apply_only_to_kubernetes_and_only_where_unset() -> None:
     userdata = {"platform": "kubernetes", "ttl_grace": "2m"}
     environ = {"AGENTCUBE_NAMESPACE": "workloads"}
-    merged = with_cluster_defaults(userdata, environ)
-    assert merged["ttl_grace"] == "2m"
-    assert "namespace" not in merged
-    assert merged["short_session_timeout"] == CLUSTER_DEFAULTS["short_session_timeout"][0]
-    settings = load_settings(merged, environ)
+    run = read_settings(userdata, environ)
+    assert run.adapter is not None and run.adapter.name == "kubernetes"
+    settings = run.suite
     assert settings.namespace == "workloads"
     assert settings.ttl_grace == 120
     assert settings.request_timeout == 130
-    assert with_cluster_defaults({"platform": "localcube"}, {}) == {"platform": "localcube"}
-    assert with_cluster_defaults({}, {"AGENTCUBE_PLATFORM": "kubernetes"})["namespace"] == (
-        "agentcube"
-    )
+    assert settings.short_session_timeout == 30
+    assert CLUSTER_DEFAULTS["short_session_timeout"][0] == "30s"
+    assert read_settings({"platform": "localcube"}, {}).suite.namespace == "default"
+    on_cluster = read_settings({}, {"AGENTCUBE_PLATFORM": "kubernetes"})
+    assert on_cluster.suite.namespace == "agentcube"
+    assert on_cluster.adapter_settings == KubernetesSettings()
 
 
 def test_rows_cover_every_setting_in_the_readme_columns() -> None:
-    rows = settings_rows()
+    rows = adapter_settings_rows(ADAPTER)
     assert len(rows) == len(KUBERNETES_SETTINGS)
     assert all(row.startswith("| ") and row.count(" | ") == 3 for row in rows)
     assert "| — | `AGENTCUBE_OIDC_CLIENT_SECRET` |" in "\n".join(rows)

@@ -15,7 +15,7 @@ BAD_VALUES = {
     "second_api_token": "tab\tinside",
     "admin_api_token": "new\nline",
     "workload_manager_token": "a space",
-    "platform": "docker",
+    "platform": "Docker Desktop",
     "echo_agent": "Echo Agent",
     "python_interpreter": "-leading-dash",
     "warm_interpreter": "under_score",
@@ -166,5 +166,5 @@ def test_a_share_outside_0_to_100_percent_is_refused(text: str) -> None:
 def test_only_the_localcube_the_suite_starts_names_a_stateful_interpreter_unasked(
     userdata: dict[str, str], environ: dict[str, str], expected: str | None
 ) -> None:
-    settings, _ = read_settings(userdata, environ)
+    settings = read_settings(userdata, environ).suite
     assert settings.stateful_interpreter == expected

@@ -1,10 +1,14 @@
+"""Starting the run: settings, the target they resolve to, and the one start path under
+the suite's runner and under behave's own."""
+
 from __future__ import annotations
 
 import pytest
 
-from acceptance.core.settings import ConfigError, load_settings
+from acceptance.core.settings import ConfigError
 from acceptance.platforms.target import read_settings, resolve_target
 from acceptance.run.suite import Suite
+from tests.suite.commands import run_module
 
 
 def test_a_bad_setting_stops_the_run_before_anything_starts() -> None:
@@ -16,11 +20,11 @@ def test_urls_given_make_an_http_only_target_unless_the_platform_is_named() -> N
     """The Target is resolved once: URLs never None, the WorkloadManager's defaulting to the
     Router's, the platform named or none."""
     userdata = {"router_url": "http://router.test"}
-    target = resolve_target(load_settings(userdata, {}), userdata, {})
+    target = resolve_target(read_settings(userdata, {}), {})
     assert (target.router_url, target.workload_manager_url) == ("http://router.test",) * 2
     assert target.platform_name == "none"
     userdata = {**userdata, "platform": "localcube", "workload_manager_url": "http://wm.test"}
-    target = resolve_target(load_settings(userdata, {}), userdata, {})
+    target = resolve_target(read_settings(userdata, {}), {})
     assert (target.workload_manager_url, target.platform_name) == ("http://wm.test", "localcube")
 
 
@@ -32,7 +36,7 @@ def test_only_the_localcube_platform_starts_a_localcube() -> None:
 def test_a_target_keeps_its_tokens_out_of_its_repr() -> None:
     environ = {"AGENTCUBE_API_TOKEN": "hunter2", "AGENTCUBE_SECOND_API_TOKEN": "hunter3"}
     userdata = {"router_url": "http://router.test"}
-    target = resolve_target(load_settings(userdata, environ), userdata, environ)
+    target = resolve_target(read_settings(userdata, environ), environ)
     assert (target.api_token, target.second_api_token) == ("hunter2", "hunter3")
     assert "hunter2" not in repr(target) and "hunter3" not in repr(target)
 
@@ -42,13 +46,38 @@ def test_a_cluster_setting_without_the_cluster_platform_is_refused_not_ignored()
         Suite.start({"port_forward": "true"}, {})
     with pytest.raises(ConfigError, match="setting kubeconfig"):
         read_settings({"platform": "none", "kubeconfig": "/k"}, {})
-    assert read_settings({"platform": "none", "kubeconfig": ""}, {})[0].platform == "none"
+    assert read_settings({"platform": "none", "kubeconfig": ""}, {}).suite.platform == "none"
 
 
 def test_the_cluster_platform_brings_its_defaults_and_keeps_its_settings_apart() -> None:
     userdata = {"platform": "kubernetes", "kube_context": "kind-e2e", "ttl_grace": "2m"}
-    settings, cluster_userdata = read_settings(userdata, {"AGENTCUBE_FAIL_FAST": "7s"})
+    run = read_settings(userdata, {"AGENTCUBE_FAIL_FAST": "7s"})
+    settings = run.suite
     assert (settings.namespace, settings.ttl_grace, settings.fail_fast) == ("agentcube", 120, 7)
     assert settings.short_session_lifetime == 60
-    assert cluster_userdata["kube_context"] == "kind-e2e"
-    assert read_settings({}, {})[0].short_session_lifetime == 3  # localcube keeps its own
+    assert run.adapter_settings.kube_context == "kind-e2e"
+    assert read_settings({}, {}).suite.short_session_lifetime == 3  # localcube keeps its own
+
+
+def behave_with_a_bad_setting(*runner: str) -> str:
+    """The output of a behave run, under this runner, whose start fails on a bad setting."""
+    status, output = run_module(
+        "behave", *runner, "--tags=@smoke", "-D", "namespace=Bad Namespace", timeout=60
+    )
+    assert status != 0, output
+    assert "setting namespace" in output, output
+    return output
+
+
+def test_a_start_that_fails_under_the_suites_runner_is_a_clean_stop() -> None:
+    output = behave_with_a_bad_setting()
+    assert "The run stopped before any scenario (1 problem to fix):" in output
+    assert "HOOK-ERROR" not in output and "scenarios passed" not in output, output
+
+
+def test_a_start_that_fails_under_behaves_own_runner_is_a_hook_error() -> None:
+    """behavex's workers run behave's own runner: the same start stops them, as a hook
+    error, before any scenario."""
+    output = behave_with_a_bad_setting("--runner=behave.runner:Runner")
+    assert "HOOK-ERROR in before_all" in output, output
+    assert "0 scenarios passed, 0 failed" in output, output

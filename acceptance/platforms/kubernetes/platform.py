@@ -23,6 +23,7 @@ from acceptance.platforms.base import (
     Platform,
     Sandbox,
     Target,
+    configured_capabilities,
 )
 from acceptance.platforms.kubernetes.api import KubeError, Resource
 from acceptance.platforms.kubernetes.cluster import Cluster
@@ -32,7 +33,7 @@ from acceptance.platforms.kubernetes.fixtures import RESOURCE_OF_KIND
 from acceptance.platforms.kubernetes.objects import ObjectRef, pod_ready
 from acceptance.platforms.kubernetes.observation import SessionObjects
 from acceptance.platforms.kubernetes.rollout import restart_deployment
-from acceptance.platforms.kubernetes.settings import load_kubernetes_settings, named_by
+from acceptance.platforms.kubernetes.settings import KubernetesSettings, named_by
 
 # The grace period of a kill. Not 0: a grace-0 delete is a force delete, which removes the
 # pod object at once while its kubelet may still be stopping the containers, so "gone" would
@@ -192,13 +193,16 @@ class ClusterTarget(Target):
 
     @classmethod
     def open(
-        cls, settings: Settings, userdata: Mapping[str, str], environ: Mapping[str, str]
+        cls,
+        settings: Settings,
+        cluster_settings: KubernetesSettings,
+        environ: Mapping[str, str],
     ) -> ClusterTarget:
         """Connect with the adapter's settings, open the endpoints and get the token. What
         it opened is closed again when it fails. Raises ConfigError (ClusterUnreachable
         among them)."""
         cluster = Cluster.connect(
-            load_kubernetes_settings(userdata, environ),
+            cluster_settings,
             environ,
             namespace=settings.namespace,
             poll_interval=settings.poll_interval,
@@ -211,13 +215,12 @@ class ClusterTarget(Target):
         except BaseException:
             cluster.close()
             raise
+        tokens = (token, settings.second_api_token, settings.admin_api_token)
         return cls(
             router_url,
             workload_manager_url,
-            token,
-            settings.second_api_token,
-            settings.admin_api_token,
-            KubernetesPlatform.capabilities,
+            *tokens,
+            configured_capabilities(KubernetesPlatform.capabilities, settings, tokens),
             cluster=cluster,
             settings=settings,
         )

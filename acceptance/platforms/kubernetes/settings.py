@@ -2,8 +2,8 @@
 first, then the environment variable, then the default.
 
 They live beside the suite's table (``acceptance.core.settings.SETTINGS``) rather than in it
-because they mean something only with ``platform=kubernetes``. ``settings_rows()`` gives
-them in the README's table format, and ``with_cluster_defaults`` supplies the suite-wide
+because they mean something only with ``platform=kubernetes`` (the adapter declares them:
+``acceptance.platforms.kubernetes.ADAPTER``), and ``CLUSTER_DEFAULTS`` are the suite-wide
 settings whose sensible value on a cluster differs from the one for localcube.
 """
 
@@ -16,7 +16,6 @@ from pathlib import Path
 
 from acceptance.core.evidence import register_secret
 from acceptance.core.settings import (
-    SETTINGS,
     ConfigError,
     Setting,
     namespace_name,
@@ -247,10 +246,6 @@ KUBERNETES_SETTINGS: tuple[Setting, ...] = (
     ),
 )
 
-# Read from the environment only: a -D value would show in shell history and `ps`.
-ENV_ONLY = frozenset({"oidc_client_secret"})
-KUBERNETES_SETTING_NAMES = frozenset(setting.name for setting in KUBERNETES_SETTINGS)
-
 
 @dataclass(frozen=True)
 class KubernetesSettings:
@@ -283,13 +278,8 @@ def named_by(*names: str) -> str:
 def load_kubernetes_settings(
     userdata: Mapping[str, str], environ: Mapping[str, str]
 ) -> KubernetesSettings:
-    """Read the adapter's settings; raise ConfigError naming the setting to fix."""
-    for name in sorted(ENV_ONLY & set(userdata)):
-        env = next(setting.env for setting in KUBERNETES_SETTINGS if setting.name == name)
-        raise ConfigError(
-            f"setting {name} is read from {env} only: a -D value would show in shell "
-            "history and process lists"
-        )
+    """Read the adapter's settings; raise ConfigError naming the setting to fix (a secret
+    one given as -D among them)."""
     values = {
         setting.name: read_setting(setting, userdata, environ) for setting in KUBERNETES_SETTINGS
     }
@@ -305,36 +295,3 @@ def load_kubernetes_settings(
             names = ", ".join(f"{setting.name} ({setting.env})" for setting in missing)
             raise ConfigError(f"setting token_source=oidc needs {names}")
     return settings
-
-
-def with_cluster_defaults(
-    userdata: Mapping[str, str], environ: Mapping[str, str]
-) -> dict[str, str]:
-    """The userdata, plus CLUSTER_DEFAULTS for the suite settings given neither as -D nor in
-    the environment, when the platform is kubernetes; the userdata as is otherwise."""
-    env_of = {setting.name: setting.env for setting in SETTINGS}
-    platform = userdata.get("platform") or environ.get(env_of["platform"])
-    if platform != "kubernetes":
-        return dict(userdata)
-    unset = {
-        name: value
-        for name, (value, _) in CLUSTER_DEFAULTS.items()
-        if not userdata.get(name) and not environ.get(env_of[name])
-    }
-    return {**userdata, **unset}
-
-
-def settings_rows() -> list[str]:
-    """The adapter's rows of the README's configuration table (same columns as
-    ``acceptance.run.configuration_table.settings_table``)."""
-    return [
-        f"| {'—' if s.name in ENV_ONLY else f'`{s.name}`'} | `{s.env}` | "
-        f"{s.describe_default()} | {s.meaning} |"
-        for s in KUBERNETES_SETTINGS
-    ]
-
-
-def cluster_default_rows() -> list[str]:
-    """Rows telling which suite settings change default under ``platform=kubernetes``, and
-    why (columns: setting, default on a cluster, why)."""
-    return [f"| `{name}` | `{value}` | {why} |" for name, (value, why) in CLUSTER_DEFAULTS.items()]
