@@ -1,7 +1,7 @@
-"""behave hooks: start the run unless the suite's runner did, gate scenarios by their tags,
-give each scenario a World, attach each step's HTTP exchanges to the HTML report and print the
-evidence of a failed step, keep a failed scenario's sessions when asked, and close the run
-with its report and summary.
+"""behave hooks: start the run, gate scenarios by their tags, give each scenario a World,
+attach each step's HTTP exchanges to the HTML report and print the evidence of a failed
+step, keep a failed scenario's sessions when asked, and close the run with its report and
+summary.
 
 The work is in the support package `acceptance`; this file only wires it to behave.
 """
@@ -16,7 +16,7 @@ from behave.model import Scenario, Step
 from behave.runner import Context
 
 from acceptance.domain.step_types import STEP_TYPES
-from acceptance.run.html_report import add_run_summary, attach_text
+from acceptance.run.report_hooks import add_run_summary, attach_text
 from acceptance.run.runner import start_suite
 from acceptance.run.suite import Suite
 from acceptance.run.summary import closing_report, summarize
@@ -25,12 +25,10 @@ register_type(**STEP_TYPES)
 
 
 def before_all(context: Context) -> None:
-    # The suite's runner (behave.ini) has started the run already, or stopped it cleanly.
-    # Under behave's own runner (behavex's workers) it starts here: a tag outside the
-    # vocabulary, a bad setting or a failed preflight is then a hook error, and behave runs
-    # no scenario.
-    if "suite" not in context:
-        context.suite = start_suite(context._runner.features, context.config)
+    # The one start of the run. A tag outside the vocabulary, a bad setting or a failed
+    # preflight stops it: cleanly under the suite's runner (behave.ini), as a hook error
+    # under behave's own (behavex's workers); either way behave runs no scenario.
+    context.suite = start_suite(context.config)
 
 
 def before_scenario(context: Context, scenario: Scenario) -> None:

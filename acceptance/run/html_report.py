@@ -4,22 +4,21 @@ the run summary and a chart of the latencies the scenarios measured; or, for a r
 stopped before any scenario, by why it stopped.
 
 Use it as ``behave -f html-review -o reports/report.html`` (behave.ini registers the name);
-``./dev report`` does. Hooks attach to it through `attach_text` and `add_run_summary`,
-which do nothing when the run has no such report.
+``./dev report`` does. Hooks attach to it through acceptance.run.report_hooks, which
+does nothing when the run has no such report (and then never imports this module).
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Iterable, Iterator
 
 from behave.configuration import Configuration
-from behave.formatter.base import Formatter, StreamOpener
-from behave.runner import Context
+from behave.formatter.base import StreamOpener
 from behave_html_pretty_formatter import PrettyHTMLFormatter
 from dominate.tags import div, h3, h4, img, p, pre, section, table, tbody, td, th, thead, tr
 
 from acceptance.run.early_stop import TITLE, EarlyStop
+from acceptance.run.report_hooks import REVIEW_FORMAT
 from acceptance.run.summary import RunSummary
 
 _STYLE = """<style>
@@ -39,7 +38,7 @@ _STYLE = """<style>
 class ReviewReport(PrettyHTMLFormatter):
     """The pretty HTML report with the run summary under its global summary."""
 
-    name = "html-review"
+    name = REVIEW_FORMAT
     description = "HTML report for review: pretty HTML with the run summary and latencies"
 
     def __init__(self, stream: StreamOpener, config: Configuration) -> None:
@@ -99,42 +98,3 @@ def _render_summary(summary: RunSummary, chart_png: bytes | None) -> None:
                             with tr():
                                 for cell in row:
                                     td(cell)
-
-
-def _review_reports(context: Context) -> Iterator[ReviewReport]:
-    # behave keeps its formatters on the runner; the pretty formatter documents this access.
-    return _among(context._runner.formatters)
-
-
-def _among(formatters: Iterable[Formatter]) -> Iterator[ReviewReport]:
-    for formatter in formatters:
-        if isinstance(formatter, ReviewReport):
-            yield formatter
-
-
-def show_early_stop(formatters: Iterable[Formatter], stop: EarlyStop) -> None:
-    """Have every review report among these formatters show why the run stopped."""
-    for report in _among(formatters):
-        report.set_early_stop(stop)
-
-
-def attach_text(context: Context, caption: str, text: str | Callable[[], str]) -> None:
-    """Attach text to the step that runs (or has just run) in every review report; text
-    given as a function is only made when a review report is written."""
-    reports = list(_review_reports(context))
-    if reports and callable(text):
-        text = text()
-    for report in reports:
-        report.embed("text/plain", text, caption)
-
-
-def add_run_summary(context: Context, summary: RunSummary) -> None:
-    """Give every review report the run summary, and a chart when latencies were measured."""
-    reports = list(_review_reports(context))
-    if reports:
-        # Imported here: matplotlib takes a second to load, which only a report should cost.
-        from acceptance.run.latency_chart import latency_chart_png
-
-        chart = latency_chart_png(summary.latencies) if summary.latencies else None
-        for report in reports:
-            report.set_run_summary(summary, chart)

@@ -1,10 +1,10 @@
-"""behave's runner for the suite (behave.ini names it): it starts the run before behave's
-before_all hook, so that a run that cannot start stops cleanly. The problems are told one
-line each and written into the reports as an error; behave adds nothing after them (no
-"ABORTED", no totals of features that never ran).
+"""The run's start, and behave's runner for the suite (behave.ini names it).
 
-behavex's workers use behave's own runner: for them environment.py's before_all starts the
-run, as behave would report any hook error.
+The run starts in one place, environment.py's before_all, under any runner: behave's, this
+one, behavex's workers'. This runner only makes a start that fails a clean stop: the
+problems are told one line each and written into the reports as an error, and behave adds
+nothing after them (no "HOOK-ERROR", no "ABORTED", no totals of features that never ran).
+Under behavex's workers, which use behave's own runner, a failed start is a hook error.
 """
 
 from __future__ import annotations
@@ -16,17 +16,28 @@ from pathlib import Path
 from behave.configuration import Configuration
 from behave.model import Feature
 from behave.runner import Runner
+from behave.runner_util import collect_feature_locations, parse_features
 
 from acceptance.run.early_stop import EarlyStop
-from acceptance.run.html_report import show_early_stop
+from acceptance.run.report_hooks import show_early_stop
 from acceptance.run.results import count_deselected
 from acceptance.run.suite import Suite
 from acceptance.run.tag_check import check_tags
 
 
-def start_suite(features: list[Feature], config: Configuration) -> Suite:
+def run_features(config: Configuration) -> list[Feature]:
+    """The features behave runs for this configuration, parsed as its runner parses them."""
+    locations = collect_feature_locations(config.paths)
+    return parse_features(
+        [location for location in locations if not config.exclude(location)],
+        language=config.lang,
+    )
+
+
+def start_suite(config: Configuration) -> Suite:
     """Check the run's tags, start the suite (its preflight included) and tell what the
     preflight found. Raises what Suite.start raises, and UnknownTagError."""
+    features = run_features(config)
     check_tags(
         features,
         config.tag_expression,
@@ -39,16 +50,29 @@ def start_suite(features: list[Feature], config: Configuration) -> Suite:
     return suite
 
 
+class _RunStopped(Exception):
+    """The run's start failed and its stop has been told: behave runs nothing more."""
+
+
 class SuiteRunner(Runner):
     def run_model(self, features: list[Feature] | None = None) -> bool:
-        """Start the suite, then run as behave does; True when the run failed."""
-        if not self.config.dry_run:  # a dry run calls no hook and needs no target
-            try:
-                self.context.suite = start_suite(features or self.features, self.config)
-            except (Exception, KeyboardInterrupt) as error:
-                self._stop_early(EarlyStop.of(error))
-                return True
-        return super().run_model(features)
+        """Run as behave does; True when the run failed (or stopped before any scenario)."""
+        try:
+            return super().run_model(features)
+        except _RunStopped:
+            return True
+
+    def run_hook(self, hook_name: str, *args: object) -> bool:
+        """Run the hook as behave does, but for before_all: its error stops the run."""
+        if hook_name != "before_all" or not self.should_run_hook(hook_name):
+            return super().run_hook(hook_name, *args)  # a dry run calls no hook
+        try:
+            with self.context.use_with_user_mode():
+                self.hooks[hook_name](self.context)
+        except (Exception, KeyboardInterrupt) as error:
+            self._stop_early(EarlyStop.of(error))
+            raise _RunStopped from error
+        return True
 
     def _stop_early(self, stop: EarlyStop) -> None:
         """Write the reports with the reason, then tell it last on the console."""

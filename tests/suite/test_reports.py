@@ -2,6 +2,7 @@
 token: one run writes the HTML report (steps, their HTTP exchanges, the platform evidence of
 a failure, the run summary and its latency chart) and the JUnit XML, prints the summary, and
 leaves the token nowhere: not in the reports, not in localcube's log, not on the console.
+A run that writes no report does not load the reporting modules.
 
 The run declares localcube's stateless interpreter to be the stateful one, and adds the
 scenarios that rely on it to the smoke scenarios: those fail and their evidence is written
@@ -10,9 +11,12 @@ too.
 
 from __future__ import annotations
 
+import ast
 import base64
 import gzip
 import re
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +24,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from tests.suite.commands import run_module
+from tests.suite.commands import ROOT, run_module
 
 TOKEN = f"tok-{uuid.uuid4().hex}"
 # A text embed larger than the formatter's threshold is written gzipped and base64-encoded.
@@ -94,3 +98,39 @@ def test_the_token_is_nowhere_in_the_reports_nor_on_the_console(run) -> None:
     leaking = [path for path in files if any(TOKEN in text for text in readable_texts(path))]
     assert leaking == []
     assert TOKEN not in output
+
+
+REPORTING_MODULES = (
+    "acceptance.run.html_report",
+    "acceptance.run.latency_chart",
+    "behave_html_pretty_formatter",
+    "dominate",
+    "matplotlib",
+)
+
+
+def reporting_modules_loaded(*imports: str) -> list[str]:
+    """The reporting modules a fresh interpreter holds after these imports."""
+    code = (
+        "import importlib, sys\n"
+        f"for name in {list(imports)!r}: importlib.import_module(name)\n"
+        f"print(sorted(name for name in {list(REPORTING_MODULES)!r} if name in sys.modules))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    return ast.literal_eval(result.stdout.strip())
+
+
+def test_a_run_without_a_report_does_not_load_the_reporting() -> None:
+    """What behave loads for a plain run: its hooks, the runner behave.ini names (and the
+    modules they start the run with)."""
+    loaded = reporting_modules_loaded("environment", "acceptance.run.runner")
+    assert loaded == [], f"a run without an HTML report imports {loaded}"
+
+
+def test_the_report_loads_its_formatter_and_the_chart() -> None:
+    """The check above sees these modules when they are loaded."""
+    loaded = reporting_modules_loaded("acceptance.run.html_report", "acceptance.run.latency_chart")
+    assert loaded == sorted(REPORTING_MODULES)

@@ -1,0 +1,56 @@
+"""What the hooks and the runner hand to the HTML review report (acceptance.run.html_report)
+when the run writes one: step attachments, the run summary with its latency chart, why a run
+stopped. The report is found among behave's formatters by its format name, so a run that
+writes none imports neither the report's formatter nor the chart's matplotlib."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from behave.formatter.base import Formatter
+from behave.runner import Context
+
+if TYPE_CHECKING:
+    from acceptance.run.early_stop import EarlyStop
+    from acceptance.run.html_report import ReviewReport
+    from acceptance.run.summary import RunSummary
+
+REVIEW_FORMAT = "html-review"  # behave.ini registers the formatter under this name
+
+
+def _among(formatters: Iterable[Formatter]) -> list[ReviewReport]:
+    return [formatter for formatter in formatters if formatter.name == REVIEW_FORMAT]
+
+
+def _review_reports(context: Context) -> list[ReviewReport]:
+    # behave keeps its formatters on the runner; the pretty formatter documents this access.
+    return _among(context._runner.formatters)
+
+
+def show_early_stop(formatters: Iterable[Formatter], stop: EarlyStop) -> None:
+    """Have every review report among these formatters show why the run stopped."""
+    for report in _among(formatters):
+        report.set_early_stop(stop)
+
+
+def attach_text(context: Context, caption: str, text: str | Callable[[], str]) -> None:
+    """Attach text to the step that runs (or has just run) in every review report; text
+    given as a function is only made when a review report is written."""
+    reports = _review_reports(context)
+    if reports and callable(text):
+        text = text()
+    for report in reports:
+        report.embed("text/plain", text, caption)
+
+
+def add_run_summary(context: Context, summary: RunSummary) -> None:
+    """Give every review report the run summary, and a chart when latencies were measured."""
+    reports = _review_reports(context)
+    if reports:
+        # Imported here: matplotlib takes a second to load, which only a report should cost.
+        from acceptance.run.latency_chart import latency_chart_png
+
+        chart = latency_chart_png(summary.latencies) if summary.latencies else None
+        for report in reports:
+            report.set_run_summary(summary, chart)
