@@ -6,24 +6,22 @@ writes none imports neither the report's formatter nor the chart's matplotlib.""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
 
 from behave.formatter.base import Formatter
 from behave.runner import Context
 
-if TYPE_CHECKING:
-    from acceptance.run.early_stop import EarlyStop
-    from acceptance.run.html_report import ReviewReport
-    from acceptance.run.summary import RunSummary
+from acceptance.run.early_stop import EarlyStop
+from acceptance.run.summary import RunSummary
 
 REVIEW_FORMAT = "html-review"  # behave.ini registers the formatter under this name
 
 
-def _among(formatters: Iterable[Formatter]) -> list[ReviewReport]:
+def _among(formatters: Iterable[Formatter]) -> list[Formatter]:
+    """The review reports (acceptance.run.html_report.ReviewReport) among the formatters."""
     return [formatter for formatter in formatters if formatter.name == REVIEW_FORMAT]
 
 
-def _review_reports(context: Context) -> list[ReviewReport]:
+def _review_reports(context: Context) -> list[Formatter]:
     # behave keeps its formatters on the runner; the pretty formatter documents this access.
     return _among(context._runner.formatters)
 
