@@ -2,31 +2,29 @@
 
 from behave import then, when
 from behave.runner import Context
-from hamcrest import assert_that
 
-from acceptance.core import matchers
 from acceptance.core.runtimes import Role
 from acceptance.domain.echoes import Echoes, SampleText
 
 
 @when('I send "{text}" to the {runtime:Runtime} without a session')
 def step_send_without_session(context: Context, text: str, runtime: Role) -> None:
-    context.world.send_to_agent(runtime, text, in_session=False)
+    context.world.part(Echoes).send_text(runtime, text, in_session=False)
 
 
 @when('I send "{text}" to the {runtime:Runtime} in that session')
 def step_send_in_session(context: Context, text: str, runtime: Role) -> None:
-    context.world.send_to_agent(runtime, text, in_session=True)
+    context.world.part(Echoes).send_text(runtime, text, in_session=True)
 
 
 @then('the agent echoes "{text}"')
 def step_agent_echoes(context: Context, text: str) -> None:
-    assert_that(context.world.last_answer, matchers.echoes(text))
+    context.world.part(Echoes).expect_echoes(text)
 
 
 @then("both calls were served by the same sandbox, one after the other")
 def step_same_sandbox(context: Context) -> None:
-    assert_that(context.world.sandbox_reports(), matchers.served_by_one_sandbox())
+    context.world.part(Echoes).expect_served_by_one_sandbox()
 
 
 @when("I send {sample:SampleText} to the {runtime:Runtime} without a session")

@@ -2,9 +2,7 @@
 
 from behave import given, then, when
 from behave.runner import Context
-from hamcrest import assert_that
 
-from acceptance.core import matchers
 from acceptance.domain.refusals import BadRequest, Refusals
 
 
@@ -20,8 +18,7 @@ def step_ask_missing_path(context: Context) -> None:
 
 @then('the agent\'s own "not found" comes back in the session, without the session error code')
 def step_agent_not_found_passed_on(context: Context) -> None:
-    call = context.world.last_call
-    assert_that(call.response, matchers.passed_on_from_the_agent(call.presented_session_id))
+    context.world.part(Refusals).expect_agent_not_found_passed_on()
 
 
 @when("I send the session {request:BadRequest}")

@@ -2,9 +2,7 @@
 
 from behave import then, when
 from behave.runner import Context
-from hamcrest import assert_that
 
-from acceptance.core import matchers
 from acceptance.domain import programs
 from acceptance.domain.long_tasks import LongTasks
 
@@ -29,7 +27,7 @@ def step_run_with_timeout(context: Context, sleep: int, seconds: int) -> None:
 
 @then("the command is stopped because it timed out after {seconds:d} second")
 def step_command_timed_out(context: Context, seconds: int) -> None:
-    assert_that(context.world.last_answer, matchers.timed_out_after(seconds))
+    context.world.part(LongTasks).expect_timed_out_after(seconds)
 
 
 @when(

@@ -2,11 +2,10 @@
 
 from behave import given, then, when
 from behave.runner import Context
-from hamcrest import assert_that
 
-from acceptance.core import matchers
 from acceptance.core.runtimes import Role
 from acceptance.domain.lifetimes import Lifetimes
+from acceptance.domain.sessions import Sessions
 
 
 @given("a session of the {runtime:Runtime}")
@@ -16,19 +15,17 @@ def step_open_session(context: Context, runtime: Role) -> None:
 
 @then("the answer carries a new session id")
 def step_new_session_id(context: Context) -> None:
-    call = context.world.last_call
-    assert_that(call.response, matchers.carries_new_session_id(call.known_before))
+    context.world.part(Sessions).expect_new_session_id()
 
 
 @then("the answer carries the same session id")
 def step_same_session_id(context: Context) -> None:
-    call = context.world.last_call
-    assert_that(call.response, matchers.carries_session_id(call.presented_session_id))
+    context.world.part(Sessions).expect_same_session_id()
 
 
 @when("I call the {runtime:Runtime} with a session id that was never issued")
 def step_call_unknown_session(context: Context, runtime: Role) -> None:
-    context.world.call_with_unknown_session(runtime)
+    context.world.part(Sessions).call_with_unknown_session(runtime)
 
 
 @then("the call is refused because the session was not found")

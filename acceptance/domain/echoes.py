@@ -33,10 +33,21 @@ class Echoes:
         self._world = world
         self._sent: SampleText | None = None
 
+    def send_text(self, role: Role, text: str, *, in_session: bool) -> None:
+        session_id = self._world.session.session_id if in_session else None
+        self._world.echo(self._world.runtime(role), text, session_id)
+
     def send(self, sample: SampleText, role: Role) -> None:
         """Send the text in a call that opens a session."""
         self._sent = sample
-        self._world.send_to_agent(role, sample.text, in_session=False)
+        self.send_text(role, sample.text, in_session=False)
+
+    def expect_echoes(self, text: str) -> None:
+        assert_that(self._world.last_answer, matchers.echoes(text))
+
+    def expect_served_by_one_sandbox(self) -> None:
+        """Every echo of the scenario so far came from the one sandbox."""
+        assert_that(self._world.sandbox_reports(), matchers.served_by_one_sandbox())
 
     def expect_echoed_unchanged(self) -> None:
         if self._sent is None:

@@ -10,6 +10,7 @@ import random
 from hamcrest import assert_that
 
 from acceptance.core import matchers
+from acceptance.domain.workspace import download, listing, store
 from acceptance.domain.world import World
 
 LARGE_FILE = "large.bin"
@@ -28,13 +29,13 @@ class LargeFiles:
     def upload(self) -> None:
         content = random.Random(_SEED).randbytes(LARGE_FILE_SIZE)
         self._sha256 = hashlib.sha256(content).hexdigest()
-        self._world.upload(LARGE_FILE, content)
+        store(self._world, LARGE_FILE, content)
 
     def expect_downloaded_unchanged(self) -> None:
         if self._sha256 is None:
             raise AssertionError("the scenario has not uploaded the large file")
         assert_that(
-            self._world.download(LARGE_FILE),
+            download(self._world, LARGE_FILE),
             matchers.holds_checksum(
                 f"{LARGE_FILE} to come back byte for byte", LARGE_FILE_SIZE, self._sha256
             ),
@@ -42,6 +43,6 @@ class LargeFiles:
 
     def expect_listed_with_its_size(self) -> None:
         assert_that(
-            self._world.list_workspace(),
+            listing(self._world),
             matchers.lists_file_of_size(LARGE_FILE, LARGE_FILE_SIZE),
         )

@@ -9,6 +9,7 @@ import time
 from hamcrest import assert_that
 
 from acceptance.core import matchers
+from acceptance.domain.sessions import expect_served_by_the_same_sandbox
 from acceptance.domain.world import World
 
 # The long command prints at least this many lines, spread over its duration.
@@ -56,6 +57,9 @@ class LongTasks:
             session.session_id,
             fields={"timeout": f"{seconds}s"},
         )
+
+    def expect_timed_out_after(self, seconds: int) -> None:
+        assert_that(self._world.last_answer, matchers.timed_out_after(seconds))
 
     def run_leaving_a_background_process(self, seconds: int) -> None:
         """A command whose shell runs a child that holds the output open well past the
@@ -108,4 +112,4 @@ class LongTasks:
 
     def expect_session_still_answers(self) -> None:
         """A call right after the long one is served in the session, by the same sandbox."""
-        self._world.expect_served_by_the_same_sandbox(self._world.session, "after its long call")
+        expect_served_by_the_same_sandbox(self._world, self._world.session, "after its long call")

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import base64
 import enum
+import uuid
 from collections.abc import Callable
 
 import requests
 from hamcrest import assert_that
 
 from acceptance.core import matchers
+from acceptance.core.runtimes import Runtime, RuntimeKind
 from acceptance.domain.world import World
 
 # PicoD refuses request bodies over 32 MiB (upstream's maxBodySize).
@@ -52,6 +54,14 @@ class Refusals:
         answer = self._world.close_session(self._world.session)
         assert_that(answer, matchers.succeeded("the WorkloadManager to delete the session"))
 
+    def call_missing_runtime(self, kind: RuntimeKind) -> None:
+        namespace = self._world.settings.namespace
+        self._world.touch(Runtime(kind, namespace, f"missing-{uuid.uuid4().hex[:12]}"), None)
+
+    def expect_refused_as_runtime_not_found(self) -> None:
+        call = self._world.last_call
+        assert_that(call.response, matchers.refused_because_runtime_not_found(call.runtime))
+
     def ask_agent_for_missing_path(self) -> None:
         session = self._world.session
         self._world.call(
@@ -61,6 +71,10 @@ class Refusals:
                 session.runtime, "no/such/path", session_id=sid, method="GET"
             ),
         )
+
+    def expect_agent_not_found_passed_on(self) -> None:
+        call = self._world.last_call
+        assert_that(call.response, matchers.passed_on_from_the_agent(call.presented_session_id))
 
     def send(self, request: BadRequest) -> None:
         session = self._world.session

@@ -17,6 +17,7 @@ from acceptance.core.measurements import Measurements
 from acceptance.core.polling import eventually
 from acceptance.core.runtimes import Role
 from acceptance.core.transport import NoAnswer
+from acceptance.domain.sessions import expect_served_by_the_same_sandbox
 from acceptance.domain.world import TOUCH_TEXT, Session, World
 
 # The limit of the second localcube a localcube the suite started runs for the overload
@@ -144,7 +145,7 @@ class Resilience:
 
     def expect_agent_session_survived(self, role: Role) -> None:
         """The agent session is served after the restart, by the same sandbox."""
-        self._world.expect_served_by_the_same_sandbox(self._session_of(role), "across the restart")
+        expect_served_by_the_same_sandbox(self._world, self._session_of(role), "across the restart")
 
     def expect_file_survived(self, role: Role, path: str) -> None:
         session = self._session_of(role)

@@ -13,7 +13,6 @@ with ``world.part(Helper)``; helpers use the World's public methods only.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -27,7 +26,6 @@ from acceptance.core.evidence import ExchangeLog, describe_response
 from acceptance.core.measurements import Measurements
 from acceptance.core.polling import eventually
 from acceptance.core.runtimes import (
-    FIXTURE_SCRIPTS,
     Role,
     Runtime,
     RuntimeKind,
@@ -336,70 +334,6 @@ class World:
             return self.echo(runtime, TOUCH_TEXT, session_id)
         return self.execute(runtime, ["python3", "-c", "pass"], session_id)
 
-    def expect_served_by_the_same_sandbox(self, session: Session, since: str) -> None:
-        """A harmless call is served in the session by the sandbox that served it so far."""
-        answer = self.touch(session.runtime, session.session_id)
-        assert_that(
-            answer,
-            all_of(matchers.echoes(TOUCH_TEXT), matchers.carries_session_id(session.session_id)),
-        )
-        assert_that(
-            self.sandbox_reports(),
-            matchers.served_by_one_sandbox(),
-            f"{session} changed sandbox {since}",
-        )
-
-    def send_to_agent(self, role: Role, text: str, *, in_session: bool) -> None:
-        self.echo(self.runtime(role), text, self.session.session_id if in_session else None)
-
-    def run_python(self, role: Role, code: str, *, in_session: bool) -> None:
-        session_id = self.session.session_id if in_session else None
-        self._python(self.runtime(role), code, session_id)
-
-    def run_python_in_session(self, code: str) -> None:
-        self._python(self.session.runtime, code, self.session.session_id)
-
-    def _python(self, runtime: Runtime, code: str, session_id: str | None) -> requests.Response:
-        """Python code run as a command, or in the session's kernel where the interpreter
-        is the stateful one (the stateful_interpreter setting)."""
-        if self.is_stateful(runtime):
-            return self.call(
-                runtime,
-                session_id,
-                lambda sid: self._router.run_code(runtime, code, session_id=sid),
-            )
-        return self.execute(runtime, ["python3", "-c", code], session_id)
-
-    def is_stateful(self, runtime: Runtime) -> bool:
-        """Whether this is the stateful interpreter, which runs code in a kernel."""
-        return self._settings.stateful_interpreter is not None and runtime == configured_runtime(
-            Role.STATEFUL_INTERPRETER, self._settings
-        )
-
-    def run_command(self, role: Role, command: list[str], *, in_session: bool) -> None:
-        session_id = self.session.session_id if in_session else None
-        self.execute(self.runtime(role), command, session_id)
-
-    def run_command_in_session(self, command: list[str]) -> None:
-        self.execute(self.session.runtime, command, self.session.session_id)
-
-    def prepare_session_with_python(self, code: str) -> None:
-        """Run code that sets the scenario up; it must succeed."""
-        self.run_python_in_session(code)
-        succeeded = (
-            matchers.ran_without_error()
-            if self.is_stateful(self.session.runtime)
-            else matchers.exits_with(0)
-        )
-        assert_that(self.last_answer, succeeded, "setting the session up failed")
-
-    def call_missing_runtime(self, kind: RuntimeKind) -> None:
-        runtime = Runtime(kind, self._settings.namespace, f"missing-{uuid.uuid4().hex[:12]}")
-        self.touch(runtime, None)
-
-    def call_with_unknown_session(self, role: Role) -> None:
-        self.touch(self.runtime(role), str(uuid.uuid4()))
-
     # Sessions.
 
     def open_session(self, role: Role) -> Session:
@@ -490,43 +424,6 @@ class World:
             return
         if response.status_code not in (200, 404):
             self._ledger.leaks.append(f"{session}: {describe_response(response)}")
-
-    # Code-interpreter workspace.
-
-    def upload_script(self, name: str) -> None:
-        self.upload(name, (FIXTURE_SCRIPTS / name).read_bytes())
-
-    def upload(self, path: str, content: bytes) -> None:
-        """Upload a file into the session's workspace; PicoD must store all of it."""
-        session = self.session
-        response = self.call(
-            session.runtime,
-            session.session_id,
-            lambda sid: self._router.upload_file(session.runtime, path, content, session_id=sid),
-        )
-        assert_that(
-            response,
-            matchers.holds_json(
-                f"PicoD to store {path} ({len(content)} bytes) in the workspace",
-                has_entries(size=len(content)),
-            ),
-        )
-
-    def list_workspace(self) -> requests.Response:
-        session = self.session
-        return self.call(
-            session.runtime,
-            session.session_id,
-            lambda sid: self._router.list_files(session.runtime, ".", session_id=sid),
-        )
-
-    def download(self, path: str) -> requests.Response:
-        session = self.session
-        return self.call(
-            session.runtime,
-            session.session_id,
-            lambda sid: self._router.download_file(session.runtime, path, session_id=sid),
-        )
 
     # Runtimes the scenario applies for itself.
 

@@ -82,7 +82,7 @@ def scenario() -> Iterator[MakeScenario]:
 
 def test_a_session_the_router_opens_is_deleted_at_the_end(shared_cube, scenario) -> None:
     run = scenario(shared_cube.url)
-    run.world.send_to_agent(Role.ECHO_AGENT, "hi", in_session=False)
+    run.world.echo(run.world.runtime(Role.ECHO_AGENT), "hi", None)
     session = run.world.session
     assert Client(shared_cube.url).sandbox_of(session.session_id) is not None
     run.end()

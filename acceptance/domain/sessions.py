@@ -1,0 +1,42 @@
+"""Sessions as a client sees them: the session id an answer carries, a session id never
+issued, and a session served throughout by the one sandbox that served it first."""
+
+from __future__ import annotations
+
+import uuid
+
+from hamcrest import all_of, assert_that
+
+from acceptance.core import matchers
+from acceptance.core.runtimes import Role
+from acceptance.domain.world import TOUCH_TEXT, Session, World
+
+
+class Sessions:
+    def __init__(self, world: World) -> None:
+        self._world = world
+
+    def call_with_unknown_session(self, role: Role) -> None:
+        self._world.touch(self._world.runtime(role), str(uuid.uuid4()))
+
+    def expect_new_session_id(self) -> None:
+        call = self._world.last_call
+        assert_that(call.response, matchers.carries_new_session_id(call.known_before))
+
+    def expect_same_session_id(self) -> None:
+        call = self._world.last_call
+        assert_that(call.response, matchers.carries_session_id(call.presented_session_id))
+
+
+def expect_served_by_the_same_sandbox(world: World, session: Session, since: str) -> None:
+    """A harmless call is served in the session by the sandbox that served it so far."""
+    answer = world.touch(session.runtime, session.session_id)
+    assert_that(
+        answer,
+        all_of(matchers.echoes(TOUCH_TEXT), matchers.carries_session_id(session.session_id)),
+    )
+    assert_that(
+        world.sandbox_reports(),
+        matchers.served_by_one_sandbox(),
+        f"{session} changed sandbox {since}",
+    )
