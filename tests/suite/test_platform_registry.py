@@ -5,6 +5,8 @@ no file of the repository changed."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -16,6 +18,8 @@ from acceptance.platforms.registry import ENTRY_POINT_GROUP, adapters
 from acceptance.platforms.target import read_settings, resolve_target
 from acceptance.run.configuration_table import adapter_settings_rows, settings_table
 from acceptance.run.parallel_run import _shared_target
+
+ROOT = Path(__file__).resolve().parents[2]
 
 THROWAWAY = """
 from acceptance.core.settings import Setting, parse_flag
@@ -159,3 +163,15 @@ def test_a_default_for_no_setting_is_refused(
     install(tmp_path, monkeypatch, "misnamed = misnamed_platform:ADAPTER")
     with pytest.raises(ConfigError, match="a platform gives a default to tll_grace"):
         read_settings({"platform": "misnamed", "router_url": "http://router.test"}, {})
+
+
+def test_choosing_among_the_adapters_loads_no_kubernetes_client() -> None:
+    """Every adapter is looked at for a localcube run too; it must not pay for the client."""
+    code = (
+        "import sys; from acceptance.platforms.target import read_settings; "
+        "read_settings({}, {}); print('kubernetes' in sys.modules)"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert shown.stdout.strip() == "False", shown.stdout + shown.stderr
