@@ -16,6 +16,7 @@ import aiohttp
 import yarl
 from aiohttp import hdrs, web
 
+from agentcube_contract.session import SESSION_HEADER as SESSION_HEADER_NAME
 from localcube.bearer_auth import Handler, caller, owner_refusal
 from localcube.forwarding import (
     asks_for_gzip,
@@ -31,7 +32,8 @@ from localcube.signing import RequestSigner
 from localcube.store import SandboxRecord, StoreError
 from localcube.workload_manager import WorkloadManager
 
-SESSION_HEADER = "X-Agentcube-Session-Id"  # as Go writes it (matched in any case)
+# As Go's net/http writes it (CanonicalMIMEHeaderKey); matched in any case.
+SESSION_HEADER = "-".join(word.capitalize() for word in SESSION_HEADER_NAME.split("-"))
 ADMIN_PREFIX = "/localcube/"
 log = logging.getLogger("localcube.router")
 

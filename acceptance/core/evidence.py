@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 
 import requests
 
+from agentcube_contract.session import SESSION_HEADER
+
 REDACTED = "<redacted>"
 BODY_EXCERPT = 600
-# The header that names the session of a call and of its answer (AgentCube's wire contract).
-SESSION_HEADER = "x-agentcube-session-id"
 
 _SECRET_HEADERS = {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key"}
 # What requests adds to every call; it says nothing about the exchange.

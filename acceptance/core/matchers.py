@@ -37,9 +37,9 @@ from hamcrest.core.string_description import StringDescription
 from acceptance.core.clients import SESSION_HEADER
 from acceptance.core.evidence import describe_response
 from acceptance.core.runtimes import Runtime
+from agentcube_contract.session import SESSION_NOT_FOUND
 
 _NO_JSON = object()
-SESSION_NOT_FOUND = "SESSION_NOT_FOUND"
 
 
 def _json(response: requests.Response) -> Any:
