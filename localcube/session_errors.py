@@ -16,6 +16,7 @@ import logging
 
 from aiohttp import web
 
+from agentcube_contract.session import SESSION_NOT_FOUND
 from localcube.manifests import CODE_INTERPRETER, PLURALS
 from localcube.picod.gocompat import gin_json
 from localcube.sandboxes import SandboxNotReady, SandboxStartError
@@ -74,7 +75,7 @@ def session_not_found(session_id: str) -> web.Response:
         404,
         {
             "error": f'sessions.{RESOURCE_GROUP} "{session_id}" not found',
-            "code": "SESSION_NOT_FOUND",
+            "code": SESSION_NOT_FOUND,
         },
     )
 
