@@ -6,14 +6,17 @@ in a circle."""
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-# The suite's wings, from the top down (README.md's layout table).
-WINGS = ("run", "domain", "platforms", "core")
+# The suite's wings, from the top down, as README.md's layout table lists them.
+WINGS = tuple(
+    re.findall(r"^\| `acceptance/(\w+)/` \|", (ROOT / "README.md").read_text(), re.MULTILINE)
+)
 # The one module that starts localcube, and so imports it.
 STARTS_LOCALCUBE = "acceptance.platforms.own_localcube"
 PACKAGES = ("acceptance", "agentcube_contract")
@@ -126,6 +129,10 @@ def test_only_the_module_that_starts_localcube_imports_it() -> None:
 def test_the_contract_package_imports_neither_side(side: str) -> None:
     importers = imports_of("agentcube_contract", side)
     assert importers == [], f"agentcube_contract must stay neutral; importing {side}: {importers}"
+
+
+def test_the_readme_names_the_four_wings_from_the_top_down() -> None:
+    assert WINGS == ("run", "domain", "platforms", "core"), WINGS
 
 
 def test_no_wing_imports_a_higher_one() -> None:
