@@ -11,7 +11,7 @@ Feature: Namespaces keep their runtimes to themselves
     When I call the echo agent under a namespace it is not in
     Then the call is refused because the runtime was not found
 
-  @requires.runtime-admin
+  @requires.runtime-admin @requires.neighbour-namespace
   Scenario: A session presented under another namespace is never served by that namespace's runtime
     Given a session of the echo agent
     And an echo agent of the same name in another namespace

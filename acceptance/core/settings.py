@@ -166,6 +166,19 @@ SETTINGS: tuple[Setting, ...] = (
         "Namespace of the runtimes under test.",
     ),
     Setting(
+        "neighbour_namespace",
+        "AGENTCUBE_NEIGHBOUR_NAMESPACE",
+        namespace_name,
+        None,
+        "A namespace beside `namespace` where the namespaces scenario applies an echo agent "
+        "of the same name, to show that a session is never served by another namespace's "
+        "runtime. On a cluster it must exist with the suite's role bound there "
+        "(docs/examples/rbac.yaml); the preflight checks that the runtime can be created "
+        "there, without creating it.",
+        default_text="unset: `<namespace>-neighbour` on platform localcube, which serves any "
+        "namespace; elsewhere that scenario is skipped",
+    ),
+    Setting(
         "api_token",
         "AGENTCUBE_API_TOKEN",
         parse_token,
@@ -476,6 +489,7 @@ class Settings:
     router_url: str | None
     workload_manager_url: str | None
     namespace: str
+    neighbour_namespace: str | None
     api_token: str | None = dataclasses.field(repr=False)
     second_api_token: str | None = dataclasses.field(repr=False)
     admin_api_token: str | None = dataclasses.field(repr=False)

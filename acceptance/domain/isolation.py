@@ -5,6 +5,7 @@ runtimes and sessions to themselves."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import requests
 from hamcrest import all_of, assert_that, described_as, has_length
@@ -13,14 +14,27 @@ from acceptance.core import matchers
 from acceptance.core.clients import session_id_of
 from acceptance.core.polling import eventually
 from acceptance.core.runtimes import Role, Runtime, RuntimeKind, fixture_manifest
+from acceptance.core.settings import Settings
 from acceptance.domain.lifetimes import ECHO_AGENT_FIXTURE
 from acceptance.domain.load import in_waves, within_the_limit
 from acceptance.domain.world import Session, World
 from acceptance.platforms.base import Sandbox
 
-# The namespace beside the run's own that the echo agent of the other namespace is applied
-# in (on a cluster it must exist, with the suite's role bound there: docs/scenarios.md).
+# The namespace beside the run's own where neighbour_namespace is unset: only on a platform
+# that serves any namespace (localcube); elsewhere the scenario needs the setting.
 NEIGHBOUR_SUFFIX = "-neighbour"
+
+
+def neighbour_namespace(settings: Settings) -> str:
+    """The namespace the echo agent of the other namespace is applied in."""
+    return settings.neighbour_namespace or settings.namespace + NEIGHBOUR_SUFFIX
+
+
+def neighbour_echo_agent(home: Runtime, namespace: str) -> dict[str, Any]:
+    """The manifest of an echo agent named as the run's own, in this other namespace."""
+    manifest = fixture_manifest(RuntimeKind.AGENT_RUNTIME, ECHO_AGENT_FIXTURE)
+    manifest["metadata"] = {**manifest["metadata"], "name": home.name, "namespace": namespace}
+    return manifest
 
 
 class Isolation:
@@ -86,12 +100,7 @@ class Isolation:
     def apply_neighbour_echo_agent(self) -> None:
         """An echo agent named as the run's own, in the namespace beside the run's."""
         home = self._world.runtime(Role.ECHO_AGENT)
-        manifest = fixture_manifest(RuntimeKind.AGENT_RUNTIME, ECHO_AGENT_FIXTURE)
-        manifest["metadata"] = {
-            **manifest["metadata"],
-            "name": home.name,
-            "namespace": home.namespace + NEIGHBOUR_SUFFIX,
-        }
+        manifest = neighbour_echo_agent(home, neighbour_namespace(self._world.settings))
         self._world.apply_runtime(Role.NEIGHBOUR_ECHO_AGENT, manifest)
 
     def expect_served_only_by_the_sessions_own_sandbox(self) -> None:

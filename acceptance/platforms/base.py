@@ -15,8 +15,9 @@ Others belong to the target as configured rather than to an adapter (see
 subjects), ``workload-manager-sessions`` (an admin token, or no authentication),
 ``short-timeout-agent`` (a runtime applied for the scenario, or one already deployed),
 ``overload`` (a Router whose concurrency limit is known), ``admin`` (the token of a subject
-with the admin role, where tokens are required) and ``stateful-interpreter`` (a code
-interpreter whose sessions keep their variables).
+with the admin role, where tokens are required), ``stateful-interpreter`` (a code
+interpreter whose sessions keep their variables) and ``neighbour-namespace`` (a second
+namespace runtimes may be applied in: any on localcube, ``neighbour_namespace`` elsewhere).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ SHORT_TIMEOUT_AGENT = "short-timeout-agent"
 OVERLOAD = "overload"
 ADMIN = "admin"
 STATEFUL_INTERPRETER = "stateful-interpreter"
+NEIGHBOUR_NAMESPACE = "neighbour-namespace"
 CAPABILITIES = {
     RUNTIME_ADMIN: "apply and delete runtime resources",
     SANDBOX_OBSERVATION: "observe the sandbox that serves a session and the warm pools",
@@ -54,6 +56,7 @@ CAPABILITIES = {
     OVERLOAD: "put a Router whose concurrency limit is known under load",
     ADMIN: "call as a subject with the admin role, which may use any session",
     STATEFUL_INTERPRETER: "run code in an interpreter whose sessions keep their variables",
+    NEIGHBOUR_NAMESPACE: "apply runtimes in a namespace beside the one under test",
 }
 # How to obtain a capability that no platform choice alone gives.
 CAPABILITY_HINTS = {
@@ -69,6 +72,8 @@ CAPABILITY_HINTS = {
     ADMIN: "set api_token and admin_api_token for a target that requires tokens",
     STATEFUL_INTERPRETER: "upstream has no stateful interpreter yet (its issue #223): set "
     "stateful_interpreter to one the target serves",
+    NEIGHBOUR_NAMESPACE: "set neighbour_namespace to a namespace where the suite may apply "
+    "runtimes, with its role bound there (docs/kubernetes.md)",
 }
 
 
@@ -102,6 +107,11 @@ class Platform:
 
     def delete_runtime(self, runtime: Runtime) -> None:
         raise self._missing(RUNTIME_ADMIN)
+
+    def check_can_apply(self, manifest: dict[str, Any]) -> None:
+        """Raise AssertionError saying why applying this runtime would fail (a namespace that
+        does not exist, no permission there, a runtime of its name already there), creating
+        nothing; by default there is nothing the platform could refuse."""
 
     def has_runtime(self, runtime: Runtime) -> bool | None:
         """Whether the target serves this runtime; None when the platform cannot tell
@@ -221,9 +231,10 @@ def configured_capabilities(
 ) -> frozenset[str]:
     """What a platform `offered` can do, with what the target as configured adds: the tokens
     it was given (api, second, admin), a Router whose concurrency limit is declared, a
-    stateful interpreter, and a runtime with a short idle timeout (deployed, or applied for
-    the scenario). Sessions opened at the WorkloadManager can be used through the Router by
-    an admin, or by anyone where no token is required; any session by an admin."""
+    stateful interpreter, a runtime with a short idle timeout (deployed, or applied for the
+    scenario), and a neighbour namespace named where runtimes may be applied. Sessions
+    opened at the WorkloadManager can be used through the Router by an admin, or by anyone
+    where no token is required; any session by an admin."""
     api_token, second_api_token, admin_api_token = tokens
     available = set(offered)
     if api_token:
@@ -240,6 +251,8 @@ def configured_capabilities(
         available.add(STATEFUL_INTERPRETER)
     if settings.short_timeout_agent or RUNTIME_ADMIN in offered:
         available.add(SHORT_TIMEOUT_AGENT)
+    if settings.neighbour_namespace and RUNTIME_ADMIN in offered:
+        available.add(NEIGHBOUR_NAMESPACE)
     return frozenset(available)
 
 

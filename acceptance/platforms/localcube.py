@@ -22,6 +22,7 @@ from acceptance.core.matchers import succeeded
 from acceptance.core.runtimes import STATEFUL_FIXTURE, Runtime
 from acceptance.core.transport import Transport
 from acceptance.platforms.base import (
+    NEIGHBOUR_NAMESPACE,
     OVERLOAD,
     ROUTER_RESTART,
     RUNTIME_ADMIN,
@@ -44,8 +45,9 @@ class LocalcubePlatform(Platform):
 
     name = "localcube"
     # Killing a sandbox signals the pid localcube reports: `capabilities_of` adds
-    # SANDBOX_KILL only for a localcube on this machine (a loopback URL).
-    capabilities = frozenset({RUNTIME_ADMIN, SANDBOX_OBSERVATION})
+    # SANDBOX_KILL only for a localcube on this machine (a loopback URL). Every namespace
+    # exists in localcube, so runtimes may be applied beside the one under test.
+    capabilities = frozenset({RUNTIME_ADMIN, SANDBOX_OBSERVATION, NEIGHBOUR_NAMESPACE})
 
     def __init__(
         self, transport: Transport, base_url: str, own: OwnLocalcube | None = None

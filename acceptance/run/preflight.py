@@ -38,10 +38,11 @@ from acceptance.core.matchers import (
 )
 from acceptance.core.measurements import Measurements
 from acceptance.core.polling import eventually
-from acceptance.core.runtimes import Runtime, RuntimeKind, configured_runtimes
+from acceptance.core.runtimes import Role, Runtime, RuntimeKind, configured_runtimes
 from acceptance.core.settings import AUTO_RELEASE, SETTINGS, Setting, Settings
 from acceptance.core.transport import NoAnswer, Transport
-from acceptance.platforms.base import Target
+from acceptance.domain.isolation import neighbour_echo_agent
+from acceptance.platforms.base import NEIGHBOUR_NAMESPACE, Platform, Target
 
 # The name of the runtime the token check calls: none has it, so no sandbox can start.
 PROBE_RUNTIME = "agentcube-preflight-probe"
@@ -225,6 +226,31 @@ class Preflight:
             else f"{len(runtimes)} runtimes found in namespace {namespace} "
             f"(platform {platform.name})"
         )
+        self._check_neighbour_namespace(platform, runtimes[Role.ECHO_AGENT])
+
+    def _check_neighbour_namespace(self, platform: Platform, echo_agent: Runtime) -> None:
+        """Where neighbour_namespace gives the namespaces scenario its namespace, that its
+        echo agent can be created there, asked as a dry run; raises PreflightFailed."""
+        neighbour = self._settings.neighbour_namespace
+        if neighbour is None or NEIGHBOUR_NAMESPACE not in self._target.capabilities:
+            return
+        names = setting_names("neighbour_namespace")
+        if neighbour == self._settings.namespace:
+            raise PreflightFailed(
+                [f"{names} is {neighbour}, the namespace under test itself: name another one"]
+            )
+        try:
+            platform.check_can_apply(neighbour_echo_agent(echo_agent, neighbour))
+        except AssertionError as refused:
+            raise PreflightFailed(
+                [
+                    f"the namespaces scenario cannot apply its echo agent in {neighbour} "
+                    f"({_first_line(refused)}): create that namespace and bind the suite's "
+                    f"role there (docs/examples/rbac.yaml), or unset {names} to skip the "
+                    "scenario"
+                ]
+            ) from None
+        self._checked.append(f"runtimes can be applied in neighbour namespace {neighbour}")
 
     def _transport_with(self, token: str | None) -> Transport:
         timeout = min(self._settings.request_timeout, self._settings.ready_timeout)

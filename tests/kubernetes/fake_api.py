@@ -216,6 +216,9 @@ class FakeKubernetes:
     # Controllers, modelled only when a test turns them on.
     recreate_deleted_pods: bool = False  # agent-sandbox: a Sandbox's pod comes back, new uid
     garbage_collection: bool = False  # kube-controller-manager: dependents follow their owner
+    # The namespaces that exist, when a test names them: a create elsewhere is refused as
+    # the NamespaceLifecycle admission plugin does. None: every namespace exists.
+    namespaces: set[str] | None = None
     url: str = ""
     _failures: list[_Failure] = field(default_factory=list)
     _hooks: list[tuple[str, str, Hook]] = field(default_factory=list)
@@ -380,6 +383,12 @@ class FakeKubernetes:
         if name is None and method == "GET":
             return self._list(target, request.query)
         if name is None and method == "POST":
+            if self.namespaces is not None and target.namespace not in self.namespaces:
+                return _status(
+                    404,
+                    f'namespaces "{target.namespace}" not found',
+                    details={"name": target.namespace or "", "kind": "namespaces"},
+                )
             if self.get(target.collection, body["metadata"]["name"]) is not None:
                 name = body["metadata"]["name"]
                 return _status(
@@ -390,6 +399,8 @@ class FakeKubernetes:
                 )
             for generated in ("uid", "resourceVersion", "creationTimestamp", "generation"):
                 body["metadata"].pop(generated, None)
+            if request.query.get("dryRun") == "All":  # checked as a create is, not stored
+                return _json(body, 201)
             return _json(self.put(target.collection, body), 201)
         stored = self.get(target.collection, name or "")
         if stored is None:

@@ -17,6 +17,7 @@ import yaml
 from acceptance.core.runtimes import Role
 from acceptance.platforms.base import (
     AUTH,
+    NEIGHBOUR_NAMESPACE,
     OVERLOAD,
     ROUTER_RESTART,
     RUNTIME_ADMIN,
@@ -37,7 +38,7 @@ from tests.kubernetes.conftest import (
     ready_on_create,
     write_kubeconfig,
 )
-from tests.kubernetes.fake_api import FakeKubernetes
+from tests.kubernetes.fake_api import TOKEN, FakeKubernetes, Identity
 from tests.suite.commands import run_module
 
 # The adapter's, and the short-timeout agent it can apply.
@@ -53,6 +54,10 @@ FIXTURE_DELETES = [
     f"DELETE {CODE_INTERPRETERS}/python-interpreter",
     f"DELETE {AGENT_RUNTIMES}/echo-agent",
 ]
+NEIGHBOUR = f"{NS}-neighbour"
+NEIGHBOUR_AGENT_RUNTIMES = AGENT_RUNTIMES.replace(f"/namespaces/{NS}/", f"/namespaces/{NEIGHBOUR}/")
+NAMESPACES_SCENARIO_TAGS = ["requires.runtime-admin", "requires.neighbour-namespace"]
+RBAC = Path(__file__).resolve().parents[2] / "docs" / "examples" / "rbac.yaml"
 # The connection line ClusterUnreachable ends with.
 FIX_CONNECTION = "check kubeconfig / AGENTCUBE_KUBECONFIG and kube_context / AGENTCUBE_KUBE_CONTEXT"
 
@@ -223,6 +228,76 @@ def test_auth_and_overload_come_from_the_settings_as_on_any_target(
         }
     finally:
         suite.stop()
+
+
+@pytest.mark.usefixtures("services", "controller")
+def test_without_a_neighbour_namespace_the_namespaces_scenario_is_skipped_saying_why(
+    start_suite: StartSuite,
+) -> None:
+    suite = start_suite()
+    try:
+        reason = suite.gate.skip_reason(NAMESPACES_SCENARIO_TAGS)
+        assert reason is not None and "set neighbour_namespace to a namespace" in reason, reason
+    finally:
+        suite.stop()
+
+
+@pytest.mark.usefixtures("services", "controller")
+def test_a_neighbour_namespace_is_checked_by_a_dry_run_and_the_scenario_runs(
+    start_suite: StartSuite, fake: FakeKubernetes
+) -> None:
+    fake.namespaces = {NS, NEIGHBOUR}
+    suite = start_suite(neighbour_namespace=NEIGHBOUR)
+    try:
+        assert NEIGHBOUR_NAMESPACE in suite.gate.capabilities
+        assert suite.gate.skip_reason(NAMESPACES_SCENARIO_TAGS) is None
+        assert f"runtimes can be applied in neighbour namespace {NEIGHBOUR}" in suite.preflight
+        assert f"POST {NEIGHBOUR_AGENT_RUNTIMES}?dryRun=All" in fake.lines("POST")
+        assert fake.objects.get(NEIGHBOUR_AGENT_RUNTIMES, {}) == {}, "a dry run stores nothing"
+    finally:
+        suite.stop()
+
+
+@pytest.mark.usefixtures("services", "controller")
+@pytest.mark.parametrize(
+    ("namespaces", "bound_in", "refusal"),
+    [
+        ({NS}, {NS, NEIGHBOUR}, f'namespaces "{NEIGHBOUR}" not found'),
+        ({NS, NEIGHBOUR}, {NS}, 'cannot create resource "agentruntimes" in API group'),
+    ],
+    ids=["missing-namespace", "role-not-bound"],
+)
+def test_a_neighbour_namespace_the_runtime_cannot_be_applied_in_stops_the_run(
+    start_suite: StartSuite,
+    fake: FakeKubernetes,
+    namespaces: set[str],
+    bound_in: set[str],
+    refusal: str,
+) -> None:
+    fake.namespaces = namespaces
+    rules = tuple(yaml.safe_load(RBAC.read_text(encoding="utf-8"))["rules"])
+    fake.identities[TOKEN] = Identity("acceptance", rules, frozenset(bound_in))
+    with pytest.raises(PreflightFailed) as failed:
+        start_suite(neighbour_namespace=NEIGHBOUR)
+    [problem] = failed.value.problems
+    assert problem.startswith(
+        f"the namespaces scenario cannot apply its echo agent in {NEIGHBOUR} ("
+    ), problem
+    assert refusal in problem, problem
+    assert "or unset neighbour_namespace / AGENTCUBE_NEIGHBOUR_NAMESPACE" in problem, problem
+    assert fake.lines("DELETE") == FIXTURE_DELETES, "what the run created is deleted"
+
+
+@pytest.mark.usefixtures("services", "controller")
+def test_a_neighbour_namespace_that_is_the_namespace_under_test_stops_the_run(
+    start_suite: StartSuite,
+) -> None:
+    with pytest.raises(PreflightFailed) as failed:
+        start_suite(neighbour_namespace=NS)
+    assert failed.value.problems == [
+        f"neighbour_namespace / AGENTCUBE_NEIGHBOUR_NAMESPACE is {NS}, the namespace under "
+        "test itself: name another one"
+    ]
 
 
 def test_behave_refuses_a_cluster_that_does_not_answer_in_one_line(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ BAD_VALUES = {
     "router_url": "localhost:8081",
     "workload_manager_url": "ftp://wm.example",
     "namespace": "Not_A_Namespace",
+    "neighbour_namespace": "not.a.label",
     "api_token": "two words",
     "second_api_token": "tab\tinside",
     "admin_api_token": "new\nline",

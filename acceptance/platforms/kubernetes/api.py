@@ -172,16 +172,22 @@ class KubeApi:
             )
         return list(answer.get("items") or [])
 
-    def create(self, resource: Resource, namespace: str, body: JSON) -> JSON:
-        """Create a custom object; a KubeError with status 409 when it exists already."""
+    def create(
+        self, resource: Resource, namespace: str, body: JSON, *, dry_run: bool = False
+    ) -> JSON:
+        """Create a custom object; a KubeError with status 409 when it exists already.
+        `dry_run`: the server checks the create as it would do it (permission, namespace,
+        admission) and stores nothing."""
         return self._call(
-            f"create {resource.qualified} {namespace}/{body['metadata']['name']}",
+            f"{'dry-run ' if dry_run else ''}create {resource.qualified} "
+            f"{namespace}/{body['metadata']['name']}",
             self._custom.create_namespaced_custom_object,
             resource.group,
             self.version(resource),
             namespace,
             resource.plural,
             body,
+            **({"dry_run": "All"} if dry_run else {}),
         )
 
     def delete(

@@ -123,6 +123,17 @@ class Fixtures:
         self._created[runtime] = ObjectRef.of(resource, created)
         return runtime
 
+    def check_create(self, manifest: Mapping[str, Any]) -> None:
+        """Have the API server check the create of this runtime without storing it (a dry
+        run); a KubeError says what it refused."""
+        runtime = Runtime.of_manifest(manifest)
+        self._api.create(
+            RESOURCE_OF_KIND[runtime.kind],
+            runtime.namespace,
+            render(manifest, self._settings),
+            dry_run=True,
+        )
+
     def wait_usable(self, runtime: Runtime) -> None:
         """Until the API shows the runtime usable. The WorkloadManager finds runtimes through
         a cached watch that may lag behind: the first call that opens a session of a runtime

@@ -79,6 +79,11 @@ class KubernetesPlatform(Platform):
     def delete_runtime(self, runtime: Runtime) -> None:
         self._cluster.fixtures.delete(runtime)
 
+    def check_can_apply(self, manifest: dict[str, Any]) -> None:
+        """A dry-run create, which the API server checks as a create (permission, namespace,
+        name) and does not store."""
+        self._cluster.fixtures.check_create(manifest)
+
     def sandbox_of(self, session_id: str) -> KubernetesSandbox | None:
         """The sandbox serving the session; None once its deletion has begun. A sandbox taken
         from a warm pool keeps the sandbox_id `warm_sandboxes` gave it."""
