@@ -12,7 +12,7 @@ from aiohttp import web
 
 from localcube.bearer_auth import Handler
 from localcube.manifests import PLURALS, ManifestError, parse_documents
-from localcube.sandboxes import is_alive
+from localcube.sandboxing.launcher import is_alive
 from localcube.session_errors import RuntimeNotFound
 from localcube.store import SandboxRecord
 from localcube.workload_manager import WorkloadManager

@@ -24,7 +24,7 @@ from localcube.mirrored_store import MirroredStore
 from localcube.redis_records import RedisRecords
 from localcube.router import Router, gin_no_route, no_server_header
 from localcube.router_identity import SERVICE_ACCOUNT, serve_identity
-from localcube.sandboxes import SandboxLauncher
+from localcube.sandboxing.launcher import SandboxLauncher
 from localcube.signing import RequestSigner
 from localcube.store import Store, StoreError
 from localcube.workload_manager import WorkloadManager

@@ -19,7 +19,7 @@ from aiohttp import web
 from agentcube_contract.session import SESSION_NOT_FOUND
 from localcube.manifests import CODE_INTERPRETER, PLURALS
 from localcube.picod.gocompat import gin_json
-from localcube.sandboxes import SandboxNotReady, SandboxStartError
+from localcube.sandboxing.launcher import SandboxNotReady, SandboxStartError
 from localcube.store import StoreError
 
 RESOURCE_GROUP = "agentcube.volcano.sh"

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 from localcube.collection_rules import CollectionRules, whole_seconds
 from localcube.manifests import Runtime
-from localcube.sandboxes import SandboxLauncher, is_alive
+from localcube.sandboxing.launcher import SandboxLauncher, is_alive
 from localcube.session_errors import RuntimeNotFound
 from localcube.store import SandboxRecord, Store, StoreError
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from localcube.ports import kernel_free_port
+from localcube.sandboxing.ports import kernel_free_port
 
 MISSING = "redis-server is not installed (apt-get install redis-server; ./dev test installs it)"
 

@@ -14,7 +14,7 @@ from typing import Any
 import requests
 import yaml
 
-from localcube.sandboxes import process_start_time
+from localcube.sandboxing.launcher import process_start_time
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "runtimes"
 SESSION_HEADER = "x-agentcube-session-id"

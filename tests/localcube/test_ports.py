@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from localcube.ports import PortAllocator, kernel_free_port
+from localcube.sandboxing.ports import PortAllocator, kernel_free_port
 from tests.localcube.support import SESSION_HEADER, Client, open_sessions
 
 

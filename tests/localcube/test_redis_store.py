@@ -12,7 +12,7 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from localcube.ports import kernel_free_port
+from localcube.sandboxing.ports import kernel_free_port
 from localcube.upstream_records import go_duration, go_json, go_time
 from tests.localcube import redis_process
 from tests.localcube.redis_process import RedisServer

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from localcube.manifests import load_paths
-from localcube.sandbox_template import SandboxTemplate, TemplateError
-from localcube.sandboxes import SandboxLauncher
+from localcube.sandboxing.launcher import SandboxLauncher
+from localcube.sandboxing.picod_template import SandboxTemplate, TemplateError
 from tests.localcube.support import FIXTURES, SESSION_HEADER, Client
 
 INTERPRETER = "python-interpreter"

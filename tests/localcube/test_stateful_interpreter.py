@@ -16,7 +16,7 @@ from jupyter_client.asynchronous import AsyncKernelClient
 from localcube.manifests import ManifestError, parse_documents
 from localcube.picod.commands import ProcessGroups
 from localcube.picod.kernel import Execution, Kernel
-from localcube.sandboxes import process_start_time
+from localcube.sandboxing.launcher import process_start_time
 from tests.localcube.support import FIXTURES, SESSION_HEADER, Client
 
 STATEFUL = "python-interpreter-stateful"

@@ -26,9 +26,14 @@ import aiohttp
 
 from agentcube_contract.picod_command import PicodCommand
 from localcube.manifests import CODE_INTERPRETER, Runtime
-from localcube.ports import PortAllocator
-from localcube.sandbox_python import bare_python_bin
-from localcube.sandbox_template import INHERITED_ENV, ForkedSandbox, SandboxTemplate, TemplateError
+from localcube.sandboxing.bare_python import bare_python_bin
+from localcube.sandboxing.picod_template import (
+    INHERITED_ENV,
+    ForkedSandbox,
+    SandboxTemplate,
+    TemplateError,
+)
+from localcube.sandboxing.ports import PortAllocator
 
 _LOG_TAIL_BYTES = 2000
 _PROCESS_FILE = "process"  # "PID START_TIME" of the sandbox's session leader

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-_PROJECT_ROOT = Path(__file__).resolve().parent.parent
+_PROJECT_ROOT = Path(__file__).resolve().parents[2]
 _MESSAGE_LIMIT = 1 << 20
 # What a sandbox gets of localcube's environment.
 INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
