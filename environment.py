@@ -1,7 +1,7 @@
-"""behave hooks: start the run, gate scenarios by their tags, give each scenario a World,
-attach each step's HTTP exchanges to the HTML report and print the evidence of a failed
-step, keep a failed scenario's sessions when asked, and close the run with its report and
-summary.
+"""behave hooks: start the run, gate scenarios by their tags, give each scenario a World
+and the fixtures its tags name, attach each step's HTTP exchanges to the HTML report and
+print the evidence of a failed step, keep a failed scenario's sessions when asked, and
+close the run with its report and summary.
 
 The work is in the support package `acceptance`; this file only wires it to behave.
 """
@@ -12,10 +12,12 @@ import sys
 from pathlib import Path
 
 from behave import register_type
+from behave.fixture import use_fixture_by_tag
 from behave.model import Scenario, Step
 from behave.runner import Context
 
 from acceptance.domain.step_types import STEP_TYPES
+from acceptance.run.fixtures import FIXTURES
 from acceptance.run.report_hooks import add_run_summary, attach_text
 from acceptance.run.runner import start_suite
 from acceptance.run.suite import Suite
@@ -38,6 +40,9 @@ def before_scenario(context: Context, scenario: Scenario) -> None:
         scenario.skip(reason)
         return
     context.world = context.suite.new_world(context.add_cleanup)
+    for tag in sorted(scenario.effective_tags):
+        if tag.startswith("fixture."):
+            use_fixture_by_tag(tag, context, FIXTURES)
 
 
 def before_step(context: Context, step: Step) -> None:

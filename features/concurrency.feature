@@ -14,7 +14,7 @@ Feature: Many calls at once
     When all those sessions are closed
     Then no sandbox of theirs is left
 
-  @agent-runtime @serial @requires.overload
+  @agent-runtime @serial @requires.overload @fixture.limited-router
   Scenario: Calls beyond the concurrency limit are refused as overloaded, calls within it are served
     Given a session of the echo agent on a Router whose concurrency limit is known
     When as many slow calls as the limit, and 2 more, arrive in the session at the same moment

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 
 import requests
 from hamcrest import assert_that, described_as, equal_to
@@ -37,20 +38,25 @@ class Resilience:
 
     # Overload.
 
-    def open_session_on_limited_router(self) -> None:
-        """A Router whose concurrency limit is known: the target's, when declared, else a
-        second localcube with a low limit; and a session of the echo agent on it."""
+    @contextmanager
+    def limited_router(self) -> Iterator[None]:
+        """A Router whose concurrency limit is known, while in use (@fixture.limited-router):
+        the target's, when declared, else a second localcube with a low limit."""
         declared = self._settings.max_concurrent_requests
-        if declared:
-            self._limit, url = declared, self._world.target.router_url
-        else:
-            stack = ExitStack()
-            self._world.register_cleanup(stack.close)
-            self._limit = LOCAL_LIMIT
-            url = stack.enter_context(self._world.platform.concurrency_limited_router(LOCAL_LIMIT))
-        transport = self._world.transport_with_token(self._world.target.api_token)
-        # Its calls hold their slot on purpose: their latencies would mislead the run's.
-        self._limited = Router(transport, url, Measurements())
+        with ExitStack() as stack:
+            if declared:
+                self._limit, url = declared, self._world.target.router_url
+            else:
+                self._limit = LOCAL_LIMIT
+                platform = self._world.platform
+                url = stack.enter_context(platform.concurrency_limited_router(LOCAL_LIMIT))
+            transport = self._world.transport_with_token(self._world.target.api_token)
+            # Its calls hold their slot on purpose: their latencies would mislead the run's.
+            self._limited = Router(transport, url, Measurements())
+            yield
+
+    def open_session_on_limited_router(self) -> None:
+        """A session of the echo agent on the scenario's limited Router."""
         runtime = self._world.runtime(Role.ECHO_AGENT)
         answer = self._world.call(
             runtime,
@@ -121,7 +127,9 @@ class Resilience:
     @property
     def _limited_router(self) -> Router:
         if self._limited is None:
-            raise AssertionError("the scenario has no Router with a known limit yet")
+            raise AssertionError(
+                "the scenario has no Router with a known limit: tag it @fixture.limited-router"
+            )
         return self._limited
 
     # Router restart.

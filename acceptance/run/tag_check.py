@@ -14,6 +14,7 @@ from behave.tag_expression.model import Matcher
 from cucumber_tag_expressions.model import Expression, Literal
 
 from acceptance.platforms.base import CAPABILITIES
+from acceptance.run.fixtures import FIXTURES
 from acceptance.run.tags import ACTIVE_CATEGORIES, TAGS, is_known_tag
 
 # behavex adds `not @WIP and not @MANUAL` to the tags of each behave it starts.
@@ -33,7 +34,7 @@ def known_tags() -> list[str]:
         for polarity in ("use", "not")
     ]
     requires = [f"requires.{capability}" for capability in CAPABILITIES]
-    return [tag for tag in [*TAGS, *active, *requires] if is_known_tag(tag)]
+    return [tag for tag in [*TAGS, *active, *requires, *FIXTURES] if is_known_tag(tag)]
 
 
 def unknown_tags_in_features(features: Iterable[Feature]) -> list[str]:

@@ -7,7 +7,8 @@ Three families, and no other tag is allowed:
 - active tags ``@use.with_<setting>=<value>`` / ``@not.with_<setting>=<value>``
   (``ACTIVE_CATEGORIES``, behave's ActiveTagMatcher): run only under that configuration;
 - capability tags ``@requires.<capability>`` (``platforms.CAPABILITIES``): run only when the
-  platform adapter can do it.
+  platform adapter can do it;
+- fixture tags ``@fixture.<name>`` (``run.fixtures.FIXTURES``): set-up the scenario is given.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from behave.tag_matcher import ActiveTagMatcher
 
 from acceptance.core.settings import RELEASES
 from acceptance.platforms.base import CAPABILITIES, CAPABILITY_HINTS
+from acceptance.run.fixtures import FIXTURES
 
 TAGS: dict[str, str] = {
     "smoke": "the core contract in seconds; run on every change",
@@ -56,7 +58,7 @@ def is_known_tag(tag: str) -> bool:
         return active["value"] in ACTIVE_CATEGORIES.get(active["category"], ())
     if requires := _REQUIRES.match(tag):
         return requires["capability"] in CAPABILITIES
-    return False
+    return tag in FIXTURES
 
 
 class ScenarioGate:
@@ -97,7 +99,8 @@ class ScenarioGate:
 
 def tag_table() -> str:
     """The tag vocabulary as docs/configuration.md shows it (generated, kept in step by a
-    test): plain tags, active tags, and a row per capability with how to obtain it."""
+    test): plain tags, active tags, a row per capability with how to obtain it, and a row
+    per fixture."""
     rows = ["| tag | meaning |", "|---|---|"]
     rows += [f"| `@{tag}` | {meaning} |" for tag, meaning in TAGS.items()]
     rows += [
@@ -110,6 +113,10 @@ def tag_table() -> str:
         + (f" ({CAPABILITY_HINTS[capability]})" if capability in CAPABILITY_HINTS else "")
         + " |"
         for capability, meaning in CAPABILITIES.items()
+    ]
+    rows += [
+        f"| `@{tag}` | gives the scenario {' '.join(set_up.__doc__.split())} |"
+        for tag, set_up in FIXTURES.items()
     ]
     return "\n".join(rows)
 

@@ -89,6 +89,7 @@ def test_known_tags_cover_every_family() -> None:
     assert "smoke" in tags
     assert "use.with_agentcube_release=pre-460" in tags
     assert "requires.runtime-admin" in tags
+    assert "fixture.limited-router" in tags
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ from acceptance.platforms.base import (
 )
 from acceptance.platforms.localcube import LocalcubePlatform, capabilities_of
 from acceptance.platforms.target import read_settings, resolve_target
+from acceptance.run.fixtures import FIXTURES
 from acceptance.run.tags import ScenarioGate, is_known_tag
 
 FEATURES = sorted((Path(__file__).resolve().parents[2] / "features").glob("*.feature"))
@@ -42,7 +43,8 @@ def test_features_use_only_the_tag_vocabulary(path: Path) -> None:
 @pytest.mark.parametrize(
     "tag",
     ["smoke", "load", "use.with_agentcube_release=main", "not.with_agentcube_release=pre-460"]
-    + [f"requires.{capability}" for capability in CAPABILITIES],
+    + [f"requires.{capability}" for capability in CAPABILITIES]
+    + list(FIXTURES),
 )
 def test_known_tags(tag: str) -> None:
     assert is_known_tag(tag)
@@ -57,6 +59,8 @@ def test_known_tags(tag: str) -> None:
         "use.with_interpreter_mode=stateful",
         "use.with_os=linux",
         "requires.gpu",
+        "fixture.unlimited-router",
+        "fixture",
     ],
 )
 def test_unknown_tags(tag: str) -> None:
