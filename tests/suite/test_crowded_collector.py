@@ -1,6 +1,7 @@
 """An idle session that outlives its timeout on a target crowded past what upstream's
 collector looks at in one pass fails saying so, with the number of sessions the target held
-(localcube's platform counts them); an ordinary target's failure is left as it is."""
+(localcube's platform and the Kubernetes one count them, the latter tested in
+tests/kubernetes/test_observation.py); an ordinary target's failure is left as it is."""
 
 from __future__ import annotations
 
