@@ -94,6 +94,23 @@ def _tags(feature: Feature, scenario: Scenario) -> str:
     return " ".join(f"@{tag}" for tag in dict.fromkeys(tags))
 
 
+def _description(path: Path, feature: Feature) -> list[str]:
+    """The feature's description as written, its paragraphs apart (behave's model drops
+    the blank lines between them)."""
+    written = path.read_text(encoding="utf-8").splitlines()[feature.line :]
+    lines: list[str] = []
+    for line in map(str.strip, written):
+        if line.startswith(_DESCRIPTION_ENDS):
+            break
+        if line or (lines and lines[-1]):
+            lines.append(line)
+    return lines[: len(lines) - (lines[-1:] == [""])]
+
+
+# Where a feature's description ends: the first tag, comment or block after it.
+_DESCRIPTION_ENDS = ("@", "#", "Background:", "Rule:", "Scenario", "Example")
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -104,7 +121,7 @@ def _feature_section(
     """The feature's section, and its scenarios that the map lacks."""
     feature = parse_file(str(path))
     mapped = {scenario.title: scenario for scenario in coverage.scenarios.of_feature(path.name)}
-    lines = [f"## {feature.name} (`features/{path.name}`)", "", *feature.description, ""]
+    lines = [f"## {feature.name} (`features/{path.name}`)", "", *_description(path, feature), ""]
     lines += [
         "| scenario | tags | what it proves | broken target that fails it |",
         "|---|---|---|---|",

@@ -17,6 +17,16 @@ from tests.suite.test_broken_targets import CASES
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "scenarios.md"
+# A map of one scenario, "Mapped" of a.feature.
+MAPPED_ONLY = parse_map(
+    {
+        "upstream": "u@1",
+        "umbrella_issue": "U",
+        "scenarios": {"a.feature": {"mapped": {"title": "Mapped", "proves": "p"}}},
+        "upstream_tests": [],
+        "umbrella_items": [],
+    }
+)
 
 
 def test_the_page_is_the_generated_index() -> None:
@@ -42,15 +52,8 @@ def test_a_scenario_the_map_lacks_stops_the_index_naming_it(tmp_path: Path) -> N
     (tmp_path / "a.feature").write_text(
         "Feature: A\n  Scenario: Mapped\n    Given x\n  Scenario: Unmapped\n    Given x\n"
     )
-    data = {
-        "upstream": "u@1",
-        "umbrella_issue": "U",
-        "scenarios": {"a.feature": {"mapped": {"title": "Mapped", "proves": "p"}}},
-        "upstream_tests": [],
-        "umbrella_items": [],
-    }
     with pytest.raises(CoverageMapError, match=r"lacks these scenarios: Unmapped \(`a.feature`\)"):
-        scenario_index(parse_map(data), [], tmp_path)
+        scenario_index(MAPPED_ONLY, [], tmp_path)
 
 
 def test_the_broken_targets_are_read_as_the_test_defines_them() -> None:
@@ -97,3 +100,13 @@ def test_a_map_entry_says_what_its_scenario_proves() -> None:
     assert [
         scenario.id for scenario in coverage_map().scenarios.scenarios if not scenario.proves
     ] == []
+
+
+def test_a_features_description_keeps_its_paragraphs(tmp_path: Path) -> None:
+    (tmp_path / "a.feature").write_text(
+        "@smoke\nFeature: A\n\n  First line,\n  and its second.\n\n  Another paragraph.\n\n"
+        "  # a comment\n  @slow\n  Scenario: Mapped\n    Given x\n"
+    )
+    page = scenario_index(MAPPED_ONLY, [], tmp_path)
+    assert "`)\n\nFirst line,\nand its second.\n\nAnother paragraph.\n\n| scenario |" in page
+    assert "| Mapped | @smoke @slow | p | not yet shown to fail" in page
