@@ -12,6 +12,7 @@ from hamcrest import all_of, assert_that
 from acceptance.core import matchers
 from acceptance.core.runtimes import Role
 from acceptance.domain.world import World
+from acceptance.platforms.base import Target
 
 
 class Credentials(enum.Enum):
@@ -28,9 +29,9 @@ class Credentials(enum.Enum):
 
 
 class Authentication:
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: World, target: Target) -> None:
         self._world = world
-        self._settings = world.settings
+        self._target = target
 
     def call_agent_with(self, credentials: Credentials) -> None:
         """A call to the echo agent that opens no session, with these credentials only."""
@@ -38,17 +39,8 @@ class Authentication:
         headers = {}
         if credentials.header is not None:
             headers["Authorization"] = credentials.header.format(random=secrets.token_urlsafe(16))
-        self._world.call(
-            runtime,
-            None,
-            lambda sid: self._world.router.invoke(
-                runtime,
-                "echo",
-                session_id=sid,
-                json={"input": "hello"},
-                authenticated=False,
-                headers=headers,
-            ),
+        self._world.calls(runtime).invoke(
+            "echo", json={"input": "hello"}, authenticated=False, headers=headers
         )
 
     def expect_tokens_required(self) -> None:
@@ -65,22 +57,19 @@ class Authentication:
 
     def call_as_other_subject(self) -> None:
         """The second subject calls the echo agent in the first subject's session."""
-        self._echo_as(self._world.target.second_api_token, "mine")
+        self._echo_as(self._target.second_api_token, "AGENTCUBE_SECOND_API_TOKEN", "mine")
 
     def send_as_admin(self, text: str) -> None:
         """The subject with the admin role calls the echo agent in the session another
         subject opened. A token without the role the Router requires never gets here: the
         preflight stops the run naming its setting (acceptance/run/preflight.py)."""
-        self._echo_as(self._world.target.admin_api_token, text)
+        self._echo_as(self._target.admin_api_token, "AGENTCUBE_ADMIN_API_TOKEN", text)
 
-    def _echo_as(self, token: str | None, text: str) -> None:
+    def _echo_as(self, token: str | None, token_variable: str, text: str) -> None:
+        """An echo in the scenario's session by another caller, presenting this token."""
         session = self._world.session
-        other = self._world.router.through(self._world.transport_with_token(token))
-        self._world.call(
-            session.runtime,
-            session.session_id,
-            lambda sid: other.invoke(session.runtime, "echo", session_id=sid, json={"input": text}),
-        )
+        other = self._world.caller_presenting(token, token_variable)
+        self._world.calls(session.runtime, session.session_id, caller=other).echo(text)
 
     def expect_refused_as_unauthorized(self, reason: str) -> None:
         assert_that(self._world.last_answer, matchers.refused_as_unauthorized(reason))
@@ -93,7 +82,7 @@ class Authentication:
 
     def expect_owner_still_served(self) -> None:
         session = self._world.session
-        answer = self._world.echo(session.runtime, "still mine", session.session_id)
+        answer = self._world.in_session(session).echo("still mine")
         assert_that(
             answer,
             all_of(matchers.echoes("still mine"), matchers.carries_session_id(session.session_id)),
@@ -108,9 +97,9 @@ class Authentication:
         fingerprints = {
             whose: _fingerprint(token)
             for whose, token in (
-                ("api_token", self._world.target.api_token),
-                ("second_api_token", self._world.target.second_api_token),
-                ("admin_api_token", self._world.target.admin_api_token),
+                ("api_token", self._target.api_token),
+                ("second_api_token", self._target.second_api_token),
+                ("admin_api_token", self._target.admin_api_token),
             )
             if token
         }

@@ -1,6 +1,6 @@
-"""Texts the echo agent must give back unchanged: an empty one, and one full of what a
-careless layer mangles (quotes, backslashes, newlines, non-ASCII characters), as
-upstream's own e2e test sends them."""
+"""Calls to the echo agent and what it gives back: texts it must return unchanged (an empty
+one, and one full of what a careless layer mangles: quotes, backslashes, newlines,
+non-ASCII characters, as upstream's own e2e test sends them), and the sandbox it reports."""
 
 from __future__ import annotations
 
@@ -34,8 +34,8 @@ class Echoes:
         self._sent: SampleText | None = None
 
     def send_text(self, role: Role, text: str, *, in_session: bool) -> None:
-        session_id = self._world.session.session_id if in_session else None
-        self._world.echo(self._world.runtime(role), text, session_id)
+        """An echo of the role's runtime, in the scenario's session or opening one."""
+        self._world.calls_to(role, in_session=in_session).echo(text)
 
     def send(self, sample: SampleText, role: Role) -> None:
         """Send the text in a call that opens a session."""

@@ -7,28 +7,29 @@ from hamcrest import assert_that
 
 from acceptance.core import matchers
 from acceptance.core.runtimes import Role, Runtime, configured_runtime
-from acceptance.domain.world import World
+from acceptance.core.settings import Settings
+from acceptance.domain.world import Calls, World
 
 
 class Interpreters:
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: World, settings: Settings) -> None:
         self._world = world
+        self._settings = settings
 
     def run_python(self, role: Role, code: str, *, in_session: bool) -> None:
-        session_id = self._world.session.session_id if in_session else None
-        self._python(self._world.runtime(role), code, session_id)
+        self._python(
+            self._world.runtime(role), self._world.calls_to(role, in_session=in_session), code
+        )
 
     def run_python_in_session(self, code: str) -> None:
         session = self._world.session
-        self._python(session.runtime, code, session.session_id)
+        self._python(session.runtime, self._world.in_session(session), code)
 
     def run_command(self, role: Role, command: list[str], *, in_session: bool) -> None:
-        session_id = self._world.session.session_id if in_session else None
-        self._world.execute(self._world.runtime(role), command, session_id)
+        self._world.calls_to(role, in_session=in_session).execute(command)
 
     def run_command_in_session(self, command: list[str]) -> None:
-        session = self._world.session
-        self._world.execute(session.runtime, command, session.session_id)
+        self._world.in_session(self._world.session).execute(command)
 
     def prepare_session_with_python(self, code: str) -> None:
         """Run code that sets the scenario up; it must succeed."""
@@ -40,21 +41,17 @@ class Interpreters:
         )
         assert_that(self._world.last_answer, succeeded, "setting the session up failed")
 
-    def _python(self, runtime: Runtime, code: str, session_id: str | None) -> None:
+    def _python(self, runtime: Runtime, calls: Calls, code: str) -> None:
         """Python code run as a command, or in the session's kernel where the interpreter
         is the stateful one (the stateful_interpreter setting)."""
         if self._is_stateful(runtime):
-            self._world.call(
-                runtime,
-                session_id,
-                lambda sid: self._world.router.run_code(runtime, code, session_id=sid),
-            )
+            calls.run_code(code)
         else:
-            self._world.execute(runtime, ["python3", "-c", code], session_id)
+            calls.execute(["python3", "-c", code])
 
     def _is_stateful(self, runtime: Runtime) -> bool:
         """Whether this is the stateful interpreter, which runs code in a kernel."""
-        settings = self._world.settings
+        settings = self._settings
         return settings.stateful_interpreter is not None and runtime == configured_runtime(
             Role.STATEFUL_INTERPRETER, settings
         )

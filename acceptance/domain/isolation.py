@@ -18,7 +18,7 @@ from acceptance.core.settings import Settings
 from acceptance.domain.lifetimes import ECHO_AGENT_FIXTURE
 from acceptance.domain.load import in_waves, within_the_limit
 from acceptance.domain.world import Session, World
-from acceptance.platforms.base import Sandbox
+from acceptance.platforms.base import Platform, Sandbox
 
 # The namespace beside the run's own where neighbour_namespace is unset: only on a platform
 # that serves any namespace (localcube); elsewhere the scenario needs the setting.
@@ -38,8 +38,10 @@ def neighbour_echo_agent(home: Runtime, namespace: str) -> dict[str, Any]:
 
 
 class Isolation:
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: World, settings: Settings, platform: Platform) -> None:
         self._world = world
+        self._settings = settings
+        self._platform = platform
         self._named: dict[str, Session] = {}
         self._issued_before: list[str] = []  # the run's session ids before a series of sessions
         self._series: list[Session] = []  # sessions opened one after another, or together
@@ -54,9 +56,7 @@ class Isolation:
 
     def store(self, name: str, path: str, text: str) -> None:
         session = self._named[name]
-        answer = self._world.router.upload_file(
-            session.runtime, path, text.encode(), session_id=session.session_id
-        )
+        answer = self._world.in_session(session).upload_file(path, text.encode())
         assert_that(
             answer,
             all_of(
@@ -66,10 +66,7 @@ class Isolation:
         )
 
     def read(self, name: str, path: str) -> requests.Response:
-        session = self._named[name]
-        return self._world.router.download_file(
-            session.runtime, path, session_id=session.session_id
-        )
+        return self._world.in_session(self._named[name]).download_file(path)
 
     def expect_holds(self, name: str, path: str, text: str) -> None:
         assert_that(
@@ -95,12 +92,12 @@ class Isolation:
         nothing is ever applied in (a new one for each call)."""
         runtime = self._world.runtime(role)
         elsewhere = f"{runtime.namespace}-empty-{uuid.uuid4().hex[:8]}"
-        self._world.touch(Runtime(runtime.kind, elsewhere, runtime.name), None)
+        self._world.calls(Runtime(runtime.kind, elsewhere, runtime.name)).touch()
 
     def apply_neighbour_echo_agent(self) -> None:
         """An echo agent named as the run's own, in the namespace beside the run's."""
         home = self._world.runtime(Role.ECHO_AGENT)
-        manifest = neighbour_echo_agent(home, neighbour_namespace(self._world.settings))
+        manifest = neighbour_echo_agent(home, neighbour_namespace(self._settings))
         self._world.apply_runtime(Role.NEIGHBOUR_ECHO_AGENT, manifest)
 
     def expect_served_only_by_the_sessions_own_sandbox(self) -> None:
@@ -127,7 +124,7 @@ class Isolation:
         runtime = self._world.runtime(role)
         self._issued_before = [session.session_id for session in self._world.run_sessions]
         for _ in range(count):
-            answer = self._world.touch(runtime, None)
+            answer = self._world.calls(runtime).touch()
             assert_that(answer, matchers.succeeded(f"the Router to open a session of {runtime}"))
             session = Session(session_id_of(answer) or "", runtime)
             self._series.append(session)
@@ -146,7 +143,7 @@ class Isolation:
         as the Router's declared concurrency limit allows (all of them when none is
         declared), wave after wave; the call writes a file named after the caller."""
         runtime = self._world.runtime(role)
-        settings = self._world.settings
+        settings = self._settings
         at_once = within_the_limit(settings, count)
         limit = settings.max_concurrent_requests
         print(
@@ -156,9 +153,9 @@ class Isolation:
 
         def first_call(number: int) -> requests.Response:
             code = f"open('mine-{number}.txt', 'w').write('{number}')"
-            return self._world.execute(runtime, ["python3", "-c", code], None)
+            return self._world.calls(runtime).execute(["python3", "-c", code])
 
-        with self._world.router.at_once(at_once):
+        with self._world.caller.router.at_once(at_once):
             self._first_answers = in_waves(
                 count, at_once, first_call, gather_timeout=settings.burst_gather_timeout
             )
@@ -170,9 +167,8 @@ class Isolation:
         assert_that(ids, matchers.new_session_ids(()), "the callers did not get sessions apart")
 
     def expect_each_holds_only_its_file(self) -> None:
-        router = self._world.router
         for number, session in enumerate(self._sessions_of_first_answers()):
-            listing = router.list_files(session.runtime, ".", session_id=session.session_id)
+            listing = self._world.in_session(session).list_files(".")
             assert_that(
                 listing,
                 matchers.lists_exactly([f"mine-{number}.txt"]),
@@ -181,14 +177,14 @@ class Isolation:
 
     def close_together(self) -> None:
         sessions = self._sessions_of_first_answers()
-        serving = self._world.platform.sandboxes_of(session.session_id for session in sessions)
+        serving = self._platform.sandboxes_of(session.session_id for session in sessions)
         for session in sessions:
             self._closed[session] = serving.get(session.session_id)
             self._world.close_session(session)
 
     def expect_no_sandbox_left(self) -> None:
         """Every closed session's sandbox is gone from the platform within ttl_grace."""
-        platform, settings = self._world.platform, self._world.settings
+        platform, settings = self._platform, self._settings
 
         def left() -> list[str]:
             serving = platform.sandboxes_of(session.session_id for session in self._closed)

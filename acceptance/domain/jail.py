@@ -11,7 +11,7 @@ import uuid
 from hamcrest import assert_that, has_entries
 
 from acceptance.core import matchers
-from acceptance.domain.world import World
+from acceptance.domain.world import Calls, World
 
 # In the features, the outside directory's absolute path as the sandbox sees it.
 OUTSIDE = "{outside}"
@@ -61,33 +61,21 @@ class WorkspaceJail:
 
     def prepare_outside(self) -> None:
         """Have the sandbox make the outside directory, its secret and the symlinks."""
-        session = self._world.session
-        answer = self._world.execute(
-            session.runtime, ["python3", "-c", _PREPARE, self._secret], session.session_id
-        )
+        answer = self._in_session().execute(["python3", "-c", _PREPARE, self._secret])
         assert_that(answer, matchers.exits_with(0), "the sandbox could not prepare the scene")
         self._outside = answer.json()["stdout"].strip()
 
     def attempt(self, operation: JailOperation, path: str) -> None:
-        session, router = self._world.session, self._world.router
         path = path.replace(OUTSIDE, self._outside_path)
-        runtime = session.runtime
+        calls = self._in_session()
         if operation is JailOperation.RUN_IN:
-            self._world.execute(
-                runtime,
-                ["python3", "-c", _PLANT],
-                session.session_id,
-                fields={"working_dir": path},
-            )
-            return
-        sends = {
-            JailOperation.UPLOAD: lambda sid: router.upload_file(
-                runtime, path, UPLOADED, session_id=sid
-            ),
-            JailOperation.DOWNLOAD: lambda sid: router.download_file(runtime, path, session_id=sid),
-            JailOperation.LIST: lambda sid: router.list_files(runtime, path, session_id=sid),
-        }
-        self._world.call(runtime, session.session_id, sends[operation])
+            calls.execute(["python3", "-c", _PLANT], fields={"working_dir": path})
+        elif operation is JailOperation.UPLOAD:
+            calls.upload_file(path, UPLOADED)
+        elif operation is JailOperation.DOWNLOAD:
+            calls.download_file(path)
+        else:
+            calls.list_files(path)
 
     def expect_upload_succeeded(self) -> None:
         assert_that(
@@ -99,13 +87,8 @@ class WorkspaceJail:
         )
 
     def expect_download_holds_upload(self, path: str) -> None:
-        session = self._world.session
         path = path.replace(OUTSIDE, self._outside_path)
-        answer = self._world.call(
-            session.runtime,
-            session.session_id,
-            lambda sid: self._world.router.download_file(session.runtime, path, session_id=sid),
-        )
+        answer = self._in_session().download_file(path)
         assert_that(
             answer, matchers.holds_bytes(f"{path} to download as the bytes uploaded", UPLOADED)
         )
@@ -117,12 +100,7 @@ class WorkspaceJail:
         """The answer reveals nothing of the outside directory, which, seen from inside the
         sandbox, still holds its secret and nothing else."""
         assert_that(self._world.last_answer, matchers.reveals_nothing_of(self._secret, SECRET_FILE))
-        session = self._world.session
-        answer = self._world.execute(
-            session.runtime,
-            ["python3", "-c", _INSPECT, self._outside_path],
-            session.session_id,
-        )
+        answer = self._in_session().execute(["python3", "-c", _INSPECT, self._outside_path])
         assert_that(
             answer,
             matchers.command_result(
@@ -131,6 +109,9 @@ class WorkspaceJail:
                 stdout=json.dumps({SECRET_FILE: self._secret}) + "\n",
             ),
         )
+
+    def _in_session(self) -> Calls:
+        return self._world.in_session(self._world.session)
 
     @property
     def _outside_path(self) -> str:

@@ -10,7 +10,7 @@ import random
 from hamcrest import assert_that
 
 from acceptance.core import matchers
-from acceptance.domain.workspace import download, listing, store
+from acceptance.domain.workspace import store
 from acceptance.domain.world import World
 
 LARGE_FILE = "large.bin"
@@ -35,7 +35,7 @@ class LargeFiles:
         if self._sha256 is None:
             raise AssertionError("the scenario has not uploaded the large file")
         assert_that(
-            download(self._world, LARGE_FILE),
+            self._world.in_session(self._world.session).download_file(LARGE_FILE),
             matchers.holds_checksum(
                 f"{LARGE_FILE} to come back byte for byte", LARGE_FILE_SIZE, self._sha256
             ),
@@ -43,6 +43,6 @@ class LargeFiles:
 
     def expect_listed_with_its_size(self) -> None:
         assert_that(
-            listing(self._world),
+            self._world.in_session(self._world.session).list_files("."),
             matchers.lists_file_of_size(LARGE_FILE, LARGE_FILE_SIZE),
         )

@@ -15,8 +15,9 @@ from hamcrest.core.string_description import StringDescription
 from acceptance.core import matchers
 from acceptance.core.polling import consistently, eventually, waiting
 from acceptance.core.runtimes import Role, RuntimeKind, derive_manifest, fixture_manifest
+from acceptance.core.settings import Settings
 from acceptance.domain.world import TOUCH_TEXT, Session, World
-from acceptance.platforms.base import SANDBOX_OBSERVATION, Sandbox
+from acceptance.platforms.base import SANDBOX_OBSERVATION, Platform, Sandbox, Target
 
 # The fixture the derived agents come from (fixtures/runtimes/echo-agent.yaml).
 ECHO_AGENT_FIXTURE = "echo-agent"
@@ -42,9 +43,13 @@ def crowded_collector_note(sessions_held: int | None) -> str:
 
 
 class Lifetimes:
-    def __init__(self, world: World) -> None:
+    def __init__(
+        self, world: World, settings: Settings, platform: Platform, target: Target
+    ) -> None:
         self._world = world
-        self._settings = world.settings
+        self._settings = settings
+        self._platform = platform
+        self._target = target
         self._ending: Sandbox | None = None  # the sandbox seen serving the session that ends
         self._deadline: float | None = None  # when (time.monotonic) it must have ended
         self._lasted: float | None = None  # from opening to the first call it did not serve
@@ -97,7 +102,7 @@ class Lifetimes:
         timeout = self._settings.short_session_timeout
         session = self._world.session
         self._kept_alive = consistently(
-            lambda: self._world.touch(session.runtime, session.session_id),
+            self._world.in_session(session).touch,
             all_of(matchers.echoes(TOUCH_TEXT), matchers.carries_session_id(session.session_id)),
             duration=2 * timeout,
             poll=timeout / 3,
@@ -132,10 +137,10 @@ class Lifetimes:
         session = self._world.session
         last_call = self._world.last_activity(session)
         self._deadline = last_call.answered_at + timeout + grace
-        if SANDBOX_OBSERVATION not in self._world.target.capabilities:
+        if SANDBOX_OBSERVATION not in self._target.capabilities:
             self._world.note_unobserved(
                 f"{session}: idle expiry judged by the Router's refusal alone; the removal of "
-                f"its sandbox was not observed (platform {self._world.platform.name!r})"
+                f"its sandbox was not observed (platform {self._platform.name!r})"
             )
             with waiting(f"{timeout + grace:g} s of idleness to pass", self._deadline):
                 time.sleep(max(self._deadline - time.monotonic(), 0.0))
@@ -143,7 +148,7 @@ class Lifetimes:
         self._ending = self._sandbox_serving(session)
         try:
             eventually(
-                lambda: self._world.platform.sandbox_of(session.session_id),
+                lambda: self._platform.sandbox_of(session.session_id),
                 described_as("no sandbox serving the session", none()),
                 timeout=self._remaining(),
                 poll=self._settings.poll_interval,
@@ -153,7 +158,7 @@ class Lifetimes:
                 ),
             )
         except AssertionError as still_served:
-            note = crowded_collector_note(self._world.platform.session_count())
+            note = crowded_collector_note(self._platform.session_count())
             if not note:
                 raise
             raise AssertionError(f"{still_served}\n{note}") from None
@@ -169,7 +174,7 @@ class Lifetimes:
     def expect_session_refused_as_not_found(self) -> None:
         session = self._world.session
         eventually(
-            lambda: self._world.touch(session.runtime, session.session_id),
+            self._world.in_session(session).touch,
             matchers.refused_because_session_not_found(
                 session.session_id, code_required=self._settings.since_pr_460
             ),
@@ -190,7 +195,7 @@ class Lifetimes:
         self._ending = self._sandbox_serving(session)
         self._deadline = session.opened_at + lifetime + grace
         answer = eventually(
-            lambda: self._world.touch(session.runtime, session.session_id),
+            self._world.in_session(session).touch,
             described_as(
                 "a call the session no longer serves", is_not(matchers.echoes(TOUCH_TEXT))
             ),
@@ -239,7 +244,7 @@ class Lifetimes:
         session, settings = self._world.session, self._settings
         allowed = settings.gc_interval + settings.clock_allowance
         eventually(
-            lambda: self._world.touch(session.runtime, session.session_id),
+            self._world.in_session(session).touch,
             refused,
             timeout=max(call.answered_at + allowed - time.monotonic(), settings.poll_interval),
             poll=settings.poll_interval,
@@ -275,13 +280,13 @@ class Lifetimes:
         """The sandbox seen serving the session is gone within ttl_grace; where sandboxes
         cannot be observed, the end of the run says so (leave_session_idle_until_it_ends
         noted it) and the Router's refusal stands alone."""
-        if SANDBOX_OBSERVATION not in self._world.target.capabilities:
+        if SANDBOX_OBSERVATION not in self._target.capabilities:
             return
         sandbox = self._ending
         if sandbox is None:
             raise AssertionError("no sandbox was observed before the session ended")
         eventually(
-            lambda: self._world.platform.is_running(sandbox),
+            lambda: self._platform.is_running(sandbox),
             described_as("the sandbox neither listed nor running", equal_to(False)),
             timeout=self._settings.ttl_grace,
             poll=self._settings.poll_interval,
@@ -289,7 +294,7 @@ class Lifetimes:
         )
 
     def _sandbox_serving(self, session: Session) -> Sandbox:
-        sandbox = self._world.platform.sandbox_of(session.session_id)
+        sandbox = self._platform.sandbox_of(session.session_id)
         if sandbox is None:
             raise AssertionError(f"the platform shows no sandbox serving the live {session}")
         return sandbox

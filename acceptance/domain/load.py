@@ -23,7 +23,8 @@ from acceptance.core.measurements import Measurements, percentile
 from acceptance.core.runtimes import Role, Runtime
 from acceptance.core.settings import Settings
 from acceptance.core.transport import NoAnswer
-from acceptance.domain.world import Session, World
+from acceptance.domain.world import Caller, Session, World
+from acceptance.platforms.base import Target
 
 PERCENTILES = (0.5, 0.9, 0.99)
 T = TypeVar("T")
@@ -91,9 +92,10 @@ def error_kind(answer: requests.Response, expected_stdout: str) -> str | None:
 
 
 class SustainedLoad:
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: World, settings: Settings, target: Target) -> None:
         self._world = world
-        self._settings = world.settings
+        self._settings = settings
+        self._target = target
         self._outcomes: list[Outcome] = []
         self._elapsed = 0.0
         self._runtime: Runtime | None = None
@@ -104,37 +106,37 @@ class SustainedLoad:
         self._runtime = runtime = self._world.runtime(role)
         count, rate = self._settings.load_sessions, self._settings.load_rate
         # A Router of its own: loaded latencies must not mix with the run's.
-        router = Router(
-            self._world.transport_with_token(self._world.target.api_token),
-            self._world.target.router_url,
-            Measurements(),
+        caller = self._world.caller_through(
+            Router(
+                self._world.transport_with_token(self._target.api_token),
+                self._target.router_url,
+                Measurements(),
+            )
         )
         started = time.monotonic()
         with ThreadPoolExecutor(count) as callers:
             futures = []
             for number in range(count):
                 time.sleep(max(0.0, started + number / rate - time.monotonic()))
-                futures.append(callers.submit(self._one_session, router, runtime, number))
+                futures.append(callers.submit(self._one_session, caller, runtime, number))
             self._outcomes = [future.result() for future in futures]
         self._elapsed = time.monotonic() - started
         report = self.report()
         print(report)  # in the scenario's output and report
         self._world.note_measured(report)  # and at the end of the run, passed or not
 
-    def _one_session(self, router: Router, runtime: Runtime, number: int) -> Outcome:
+    def _one_session(self, caller: Caller, runtime: Runtime, number: int) -> Outcome:
         text = f"Load test request {number}!"
         started = time.perf_counter()
         try:
-            answer = self._world.call(
-                runtime, None, lambda sid: router.execute(runtime, ["echo", text], session_id=sid)
-            )
+            answer = self._world.calls(runtime, caller=caller).execute(["echo", text])
         except NoAnswer:
             return Outcome(time.perf_counter() - started, "no answer")
         seconds = time.perf_counter() - started
         error = error_kind(answer, f"{text}\n")
         session_id = session_id_of(answer)
         if session_id:
-            closing = self._world.close_session(Session(session_id, runtime))
+            closing = self._world.close_session(Session(session_id, runtime, caller=caller))
             if closing.status_code != 200 and error is None:
                 error = f"closing the session: status {closing.status_code}"
         return Outcome(seconds, error)

@@ -9,17 +9,18 @@ import time
 from hamcrest import assert_that
 
 from acceptance.core import matchers
+from acceptance.core.settings import Settings
 from acceptance.domain.sessions import expect_served_by_the_same_sandbox
-from acceptance.domain.world import World
+from acceptance.domain.world import Calls, World
 
 # The long command prints at least this many lines, spread over its duration.
 MIN_LINES = 3
 
 
 class LongTasks:
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: World, settings: Settings) -> None:
         self._world = world
-        self._settings = world.settings
+        self._settings = settings
         self._lines: list[str] = []
         # The timeout of the command that left a background process, and when it was answered.
         self._answered: tuple[int, float] | None = None
@@ -37,26 +38,17 @@ class LongTasks:
             f"    time.sleep({duration / count})\n"
         )
         timeout = math.ceil(2 * duration)
-        session = self._world.session
-        self._world.execute(
-            session.runtime,
+        self._in_session().execute(
             ["python3", "-c", code],
-            session.session_id,
             fields={"timeout": f"{timeout}s"},
-            wait=timeout + self._world.settings.answer_allowance,
+            wait=timeout + self._settings.answer_allowance,
         )
 
     def expect_full_output(self) -> None:
         assert_that(self._world.last_answer, matchers.completes_with_lines(self._lines))
 
     def run_with_timeout(self, command: list[str], seconds: int) -> None:
-        session = self._world.session
-        self._world.execute(
-            session.runtime,
-            command,
-            session.session_id,
-            fields={"timeout": f"{seconds}s"},
-        )
+        self._in_session().execute(command, fields={"timeout": f"{seconds}s"})
 
     def expect_timed_out_after(self, seconds: int) -> None:
         assert_that(self._world.last_answer, matchers.timed_out_after(seconds))
@@ -67,12 +59,9 @@ class LongTasks:
         waiting; stopping all it started answers at the timeout."""
         allowance = self._settings.answer_allowance
         lingers = seconds + allowance + 2
-        session = self._world.session
         started = time.monotonic()
-        self._world.execute(
-            session.runtime,
+        self._in_session().execute(
             ["sh", "-c", f"sleep {lingers:g}; echo too late"],
-            session.session_id,
             fields={"timeout": f"{seconds}s"},
             wait=lingers + allowance,
         )
@@ -94,18 +83,14 @@ class LongTasks:
         platform not counted the call as activity, it would have ended the session
         meanwhile, as the idle-expiry scenario requires it to end an idle one by then."""
         seconds = self._settings.short_session_timeout + self._settings.ttl_grace
-        session = self._world.session
-        self._world.call(
-            session.runtime,
-            session.session_id,
-            lambda sid: self._world.router.invoke(
-                session.runtime,
-                "echo/sleep",
-                session_id=sid,
-                json={"seconds": seconds},
-                timeout=seconds + self._world.settings.answer_allowance,
-            ),
+        self._in_session().invoke(
+            "echo/sleep",
+            json={"seconds": seconds},
+            timeout=seconds + self._settings.answer_allowance,
         )
+
+    def _in_session(self) -> Calls:
+        return self._world.in_session(self._world.session)
 
     def expect_long_call_finished(self) -> None:
         assert_that(self._world.last_answer, matchers.finished_long_call())

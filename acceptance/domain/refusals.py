@@ -13,7 +13,8 @@ from hamcrest import assert_that
 
 from acceptance.core import matchers
 from acceptance.core.runtimes import Runtime, RuntimeKind
-from acceptance.domain.world import World
+from acceptance.core.settings import Settings
+from acceptance.domain.world import Calls, World
 
 # PicoD refuses request bodies over 32 MiB (upstream's maxBodySize).
 MAX_BODY_SIZE = 32 << 20
@@ -45,8 +46,9 @@ class BadRequest(enum.Enum):
 
 
 class Refusals:
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: World, settings: Settings) -> None:
         self._world = world
+        self._settings = settings
         self._sent: BadRequest | None = None
 
     def close_session(self) -> None:
@@ -55,31 +57,22 @@ class Refusals:
         assert_that(answer, matchers.succeeded("the WorkloadManager to delete the session"))
 
     def call_missing_runtime(self, kind: RuntimeKind) -> None:
-        namespace = self._world.settings.namespace
-        self._world.touch(Runtime(kind, namespace, f"missing-{uuid.uuid4().hex[:12]}"), None)
+        namespace = self._settings.namespace
+        self._world.calls(Runtime(kind, namespace, f"missing-{uuid.uuid4().hex[:12]}")).touch()
 
     def expect_refused_as_runtime_not_found(self) -> None:
         call = self._world.last_call
         assert_that(call.response, matchers.refused_because_runtime_not_found(call.runtime))
 
     def ask_agent_for_missing_path(self) -> None:
-        session = self._world.session
-        self._world.call(
-            session.runtime,
-            session.session_id,
-            lambda sid: self._world.router.invoke(
-                session.runtime, "no/such/path", session_id=sid, method="GET"
-            ),
-        )
+        self._world.in_session(self._world.session).invoke("no/such/path", method="GET")
 
     def expect_agent_not_found_passed_on(self) -> None:
         call = self._world.last_call
         assert_that(call.response, matchers.passed_on_from_the_agent(call.presented_session_id))
 
     def send(self, request: BadRequest) -> None:
-        session = self._world.session
-        send = self._senders()[request]
-        self._world.call(session.runtime, session.session_id, send)
+        self._senders()[request](self._world.in_session(self._world.session))
         self._sent = request
 
     def expect_refused_saying_why(self) -> None:
@@ -91,21 +84,16 @@ class Refusals:
             matchers.refused_with(self._sent.status, self._sent.explanation),
         )
 
-    def _senders(self) -> dict[BadRequest, Callable[[str | None], requests.Response]]:
-        router, runtime = self._world.router, self._world.session.runtime
+    @staticmethod
+    def _senders() -> dict[BadRequest, Callable[[Calls], requests.Response]]:
+        def post(path: str, body: bytes) -> Callable[[Calls], requests.Response]:
+            return lambda calls: calls.invoke(path, data=body, headers=_JSON)
 
-        def post(path: str, body: bytes) -> Callable[[str | None], requests.Response]:
-            return lambda sid: router.invoke(
-                runtime, path, session_id=sid, data=body, headers=_JSON
-            )
+        def execute(fields: dict[str, object]) -> Callable[[Calls], requests.Response]:
+            return lambda calls: calls.execute(["true"], fields=fields)
 
-        def execute(fields: dict[str, object]) -> Callable[[str | None], requests.Response]:
-            return lambda sid: router.execute(runtime, ["true"], session_id=sid, fields=fields)
-
-        def get(route: str, **params: str) -> Callable[[str | None], requests.Response]:
-            return lambda sid: router.invoke(
-                runtime, route, session_id=sid, method="GET", params=params
-            )
+        def get(route: str, **params: str) -> Callable[[Calls], requests.Response]:
+            return lambda calls: calls.invoke(route, method="GET", params=params)
 
         return {
             BadRequest.MALFORMED_JSON: post("api/execute", b'{command: ["true"]}'),
@@ -113,20 +101,19 @@ class Refusals:
             BadRequest.BAD_TIMEOUT: execute({"timeout": "soon"}),
             BadRequest.BAD_BASE64: post("api/files", b'{"path": "a.txt", "content": "%%%"}'),
             BadRequest.LISTING_WITHOUT_PATH: get("api/files"),
-            BadRequest.MISSING_FILE: lambda sid: router.download_file(
-                runtime, "no-such-file.txt", session_id=sid
-            ),
+            BadRequest.MISSING_FILE: lambda calls: calls.download_file("no-such-file.txt"),
             BadRequest.MISSING_DIRECTORY: get("api/files", path="no-such-directory"),
-            BadRequest.DIRECTORY_DOWNLOAD: self._download_a_directory,
-            BadRequest.OVERSIZED_UPLOAD: lambda sid: post("api/files", _oversized_upload())(sid),
+            BadRequest.DIRECTORY_DOWNLOAD: _download_a_directory,
+            BadRequest.OVERSIZED_UPLOAD: lambda calls: post("api/files", _oversized_upload())(
+                calls
+            ),
         }
 
-    def _download_a_directory(self, session_id: str | None) -> requests.Response:
-        assert session_id is not None
-        router, runtime = self._world.router, self._world.session.runtime
-        stored = router.upload_file(runtime, "folder/file.txt", b"x", session_id=session_id)
-        assert_that(stored, matchers.succeeded("PicoD to store folder/file.txt"))
-        return router.download_file(runtime, "folder", session_id=session_id)
+
+def _download_a_directory(calls: Calls) -> requests.Response:
+    stored = calls.upload_file("folder/file.txt", b"x")
+    assert_that(stored, matchers.succeeded("PicoD to store folder/file.txt"))
+    return calls.download_file("folder")
 
 
 def _oversized_upload() -> bytes:

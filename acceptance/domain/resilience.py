@@ -17,9 +17,11 @@ from acceptance.core.clients import Router
 from acceptance.core.measurements import Measurements
 from acceptance.core.polling import eventually
 from acceptance.core.runtimes import Role
+from acceptance.core.settings import Settings
 from acceptance.core.transport import NoAnswer
 from acceptance.domain.sessions import expect_served_by_the_same_sandbox
 from acceptance.domain.world import TOUCH_TEXT, Session, World
+from acceptance.platforms.base import Platform, Target
 
 # The limit of the second localcube a localcube the suite started runs for the overload
 # scenario (a cluster declares its Router's limit with max_concurrent_requests).
@@ -27,9 +29,13 @@ LOCAL_LIMIT = 4
 
 
 class Resilience:
-    def __init__(self, world: World) -> None:
+    def __init__(
+        self, world: World, settings: Settings, platform: Platform, target: Target
+    ) -> None:
         self._world = world
-        self._settings = world.settings
+        self._settings = settings
+        self._platform = platform
+        self._target = target
         self._limit = 0
         self._limited: Router | None = None
         self._burst: list[tuple[requests.Response, float]] = []  # answers and their latency
@@ -45,12 +51,12 @@ class Resilience:
         declared = self._settings.max_concurrent_requests
         with ExitStack() as stack:
             if declared:
-                self._limit, url = declared, self._world.target.router_url
+                self._limit, url = declared, self._target.router_url
             else:
                 self._limit = LOCAL_LIMIT
-                platform = self._world.platform
+                platform = self._platform
                 url = stack.enter_context(platform.concurrency_limited_router(LOCAL_LIMIT))
-            transport = self._world.transport_with_token(self._world.target.api_token)
+            transport = self._world.transport_with_token(self._target.api_token)
             # Its calls hold their slot on purpose: their latencies would mislead the run's.
             self._limited = Router(transport, url, Measurements())
             yield
@@ -58,11 +64,8 @@ class Resilience:
     def open_session_on_limited_router(self) -> None:
         """A session of the echo agent on the scenario's limited Router."""
         runtime = self._world.runtime(Role.ECHO_AGENT)
-        answer = self._world.call(
-            runtime,
-            None,
-            lambda sid: self._limited_router.invoke(runtime, "echo", session_id=sid, json={}),
-        )
+        limited = self._world.caller_through(self._limited_router)
+        answer = self._world.calls(runtime, caller=limited).invoke("echo", json={})
         assert_that(answer, matchers.succeeded("the limited Router to open a session"))
 
     def burst(self, extra: int) -> None:
@@ -136,20 +139,18 @@ class Resilience:
 
     def open_answered_session(self, role: Role) -> None:
         session = self._world.open_session(role)
-        answer = self._world.touch(session.runtime, session.session_id)
+        answer = self._world.in_session(session).touch()
         assert_that(answer, matchers.succeeded(f"{session} to answer a call"))
 
     def open_session_holding(self, role: Role, path: str) -> None:
         session = self._world.open_session(role)
         content = f"kept by {session.session_id}".encode()
-        answer = self._world.router.upload_file(
-            session.runtime, path, content, session_id=session.session_id
-        )
+        answer = self._world.in_session(session).upload_file(path, content)
         assert_that(answer, matchers.succeeded(f"{session} to store {path}"))
         self._kept_files[session, path] = content
 
     def restart_router(self) -> None:
-        self._world.platform.restart_router()
+        self._platform.restart_router()
 
     def expect_agent_session_survived(self, role: Role) -> None:
         """The agent session is served after the restart, by the same sandbox."""
@@ -160,9 +161,7 @@ class Resilience:
         content = self._kept_files.get((session, path))
         if content is None:
             raise AssertionError(f"the scenario has not stored {path} in {session}")
-        answer = self._world.router.download_file(
-            session.runtime, path, session_id=session.session_id
-        )
+        answer = self._world.in_session(session).download_file(path)
         assert_that(
             answer,
             matchers.holds_bytes(f"{session} to still hold {path} after the restart", content),
@@ -183,7 +182,7 @@ class Resilience:
         uid), not every object of the session: agent-sandbox recreates the pod under the
         same name within seconds, and the Sandbox and its claim stay until the
         WorkloadManager's collector removes the session."""
-        session, platform = self._world.session, self._world.platform
+        session, platform = self._world.session, self._platform
         sandbox = platform.sandbox_of(session.session_id)
         if sandbox is None:
             raise AssertionError(f"the platform shows no sandbox serving {session}")
@@ -201,8 +200,8 @@ class Resilience:
         session, limit = self._world.session, self._settings.fail_fast
         started = time.perf_counter()
         try:
-            answer: requests.Response | None = self._world.execute(
-                session.runtime, ["python3", "-c", "pass"], session.session_id, wait=limit
+            answer: requests.Response | None = self._world.in_session(session).execute(
+                ["python3", "-c", "pass"], wait=limit
             )
             problem = ""
         except NoAnswer as error:

@@ -17,7 +17,7 @@ class Sessions:
         self._world = world
 
     def call_with_unknown_session(self, role: Role) -> None:
-        self._world.touch(self._world.runtime(role), str(uuid.uuid4()))
+        self._world.calls(self._world.runtime(role), str(uuid.uuid4())).touch()
 
     def expect_new_session_id(self) -> None:
         call = self._world.last_call
@@ -30,7 +30,7 @@ class Sessions:
 
 def expect_served_by_the_same_sandbox(world: World, session: Session, since: str) -> None:
     """A harmless call is served in the session by the sandbox that served it so far."""
-    answer = world.touch(session.runtime, session.session_id)
+    answer = world.in_session(session).touch()
     assert_that(
         answer,
         all_of(matchers.echoes(TOUCH_TEXT), matchers.carries_session_id(session.session_id)),

@@ -20,8 +20,9 @@ from hamcrest.core.matcher import Matcher
 from acceptance.core import matchers
 from acceptance.core.polling import eventually
 from acceptance.core.runtimes import Role, Runtime
+from acceptance.core.settings import Settings
 from acceptance.domain.world import World
-from acceptance.platforms.base import Sandbox
+from acceptance.platforms.base import Platform, Sandbox
 
 # How many first calls of each kind are timed (the fixture's warm pool holds 2).
 FIRST_CALLS = 2
@@ -35,10 +36,10 @@ _PROBE = ["echo", "2"]
 
 
 class WarmPools:
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: World, settings: Settings, platform: Platform) -> None:
         self._world = world
-        self._platform = world.platform
-        self._settings = world.settings
+        self._platform = platform
+        self._settings = settings
         self._waiting: frozenset[str] = frozenset()  # sandbox ids in the pool before the call
         self._first_calls: dict[Role, list[float]] = {}
         self._closed: Sandbox | None = None  # the pooled sandbox of the session closed
@@ -139,7 +140,7 @@ class WarmPools:
 
     def _timed_first_call(self, runtime: Runtime) -> float:
         started = time.perf_counter()
-        answer = self._world.execute(runtime, _PROBE, None)
+        answer = self._world.calls(runtime).execute(_PROBE)
         elapsed = time.perf_counter() - started
         assert_that(answer, matchers.prints_line("2"), f"the first call to {runtime} failed")
         return elapsed

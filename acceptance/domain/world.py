@@ -4,14 +4,19 @@ A World lives for one scenario. It makes the calls, remembers the answers and th
 they opened, registers every session and runtime for deletion the moment it exists, and
 waits (never sleeps) for the platform where the contract allows time.
 
-The World is the core: calls, sessions, runtimes and the workspace. What each capability
-of the platform adds (lifetimes, long tasks, warm pools, the workspace jail, isolation,
-credentials, resilience, refusals) lives in a module of its own, as a helper the steps get
-with ``world.part(Helper)``; helpers use the World's public methods only.
+The World keeps the scenario's calls, sessions and cleanups, and nothing else: who makes a
+call is a value (a `Caller`), the scenario's own unless a call says otherwise, and a session
+is called and deleted by the caller that opened it. What each capability of the platform
+adds (lifetimes, long tasks, warm pools, the workspace jail, isolation, credentials,
+resilience, refusals) lives in a module of its own, as a helper the steps get with
+``world.part(Helper)``, which hands it what its constructor names (the World, the settings,
+the target, the platform) and no more.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -37,6 +42,8 @@ from acceptance.platforms.base import Platform, Target
 
 RegisterCleanup = Callable[..., None]
 Part = TypeVar("Part")
+# A call as the World sends it (again, while a runtime just applied is not served yet).
+Send = Callable[[], requests.Response]
 # What `touch` sends to an agent: a call that only keeps its session active.
 TOUCH_TEXT = "still there?"
 # A call that reaches a kept session of each kind (path under invocations/, JSON body).
@@ -47,15 +54,28 @@ _EXAMPLE_CALL = {
 
 
 @dataclass(frozen=True)
+class Caller:
+    """Who makes a call, as a value: the Router and WorkloadManager clients presenting one
+    subject's bearer token, and the environment variable a user holds that token in (for
+    the curl lines of a kept session)."""
+
+    router: Router
+    workload_manager: WorkloadManager
+    token_variable: str = "AGENTCUBE_API_TOKEN"
+
+
+@dataclass(frozen=True)
 class Session:
     """A session the scenario opened. `opened_at` (time.monotonic) is taken before the call
     that opened it, so the target created it later: counted from it, a deadline is never
     too short, and neither is the span the session lasted (a cold start, which upstream
-    counts in a session's lifetime, lies within)."""
+    counts in a session's lifetime, lies within). `caller` opened it and makes every later
+    call in it, its deletion included (None: the scenario's own caller)."""
 
     session_id: str
     runtime: Runtime
     opened_at: float = field(default_factory=time.monotonic, compare=False)
+    caller: Caller | None = field(default=None, compare=False, repr=False)
 
     def __str__(self) -> str:
         return f"session {self.session_id} of {self.runtime}"
@@ -105,6 +125,79 @@ class RunLedger:
     measured: list[str] = field(default_factory=list)
 
 
+class Calls:
+    """Calls to one runtime by one caller, presenting one session id or none (a call that
+    opens a session); the World records each (`World.calls`, `World.in_session`)."""
+
+    def __init__(
+        self,
+        record: Callable[[Runtime, str | None, Caller, Send], requests.Response],
+        runtime: Runtime,
+        session_id: str | None,
+        caller: Caller,
+    ) -> None:
+        self._record = record
+        self._runtime = runtime
+        self._session_id = session_id
+        self._caller = caller
+
+    def invoke(self, path: str, **options: Any) -> requests.Response:
+        """Any call under the runtime's invocations/ path (the Router's invoke options)."""
+        return self._send(
+            lambda router, sid: router.invoke(self._runtime, path, session_id=sid, **options)
+        )
+
+    def echo(self, text: str) -> requests.Response:
+        return self.invoke("echo", json={"input": text})
+
+    def execute(
+        self,
+        command: list[str],
+        *,
+        fields: Mapping[str, Any] | None = None,
+        wait: float | None = None,
+    ) -> requests.Response:
+        """Run a command (PicoD's other `fields`; `wait`: a longer wait for the answer)."""
+        return self._send(
+            lambda router, sid: router.execute(
+                self._runtime, command, session_id=sid, fields=fields, wait=wait
+            )
+        )
+
+    def run_code(self, code: str) -> requests.Response:
+        """Run code in the session's kernel (a stateful interpreter)."""
+        return self._send(lambda router, sid: router.run_code(self._runtime, code, session_id=sid))
+
+    def touch(self) -> requests.Response:
+        """A harmless call of the runtime's kind: an echo, or a Python no-op."""
+        if self._runtime.kind is RuntimeKind.AGENT_RUNTIME:
+            return self.echo(TOUCH_TEXT)
+        return self.execute(["python3", "-c", "pass"])
+
+    def upload_file(self, path: str, content: bytes) -> requests.Response:
+        return self._send(
+            lambda router, sid: router.upload_file(self._runtime, path, content, session_id=sid)
+        )
+
+    def list_files(self, directory: str) -> requests.Response:
+        return self._send(
+            lambda router, sid: router.list_files(self._runtime, directory, session_id=sid)
+        )
+
+    def download_file(self, path: str) -> requests.Response:
+        return self._send(
+            lambda router, sid: router.download_file(self._runtime, path, session_id=sid)
+        )
+
+    def _send(self, request: Callable[[Router, Any], requests.Response]) -> requests.Response:
+        return self._record(
+            self._runtime,
+            self._session_id,
+            self._caller,
+            lambda: request(self._caller.router, self._session_id),
+        )
+
+
 class World:
     def __init__(
         self,
@@ -121,8 +214,6 @@ class World:
         self._settings = settings
         self._target = target
         self._log = log
-        self._router = router
-        self._wm = workload_manager
         self._platform = platform
         self._register_cleanup = register_cleanup
         self._ledger = ledger
@@ -133,46 +224,57 @@ class World:
         # Runtimes applied for the run or the scenario and not yet served: a WorkloadManager
         # finds runtimes through a cached watch, so its first calls may not find them yet.
         self._unserved: set[Runtime] = set(target.created_runtimes())
-        self._parts: dict[Callable[[World], Any], Any] = {}
+        self._parts: dict[type, Any] = {}
         self._kept: list[str] | None = None
-        self._token_variable = "AGENTCUBE_API_TOKEN"  # whose token the calls present
         self._closed: set[str] = set()  # session ids the scenario deleted itself
-        if settings.workload_manager_token:  # the WorkloadManager's own credential
-            self._wm = workload_manager.through(
-                self.transport_with_token(settings.workload_manager_token)
-            )
+        # The WorkloadManager's own credential, whoever the caller.
+        self._own_workload_manager = (
+            workload_manager.through(self.transport_with_token(settings.workload_manager_token))
+            if settings.workload_manager_token
+            else None
+        )
+        self._caller = Caller(router, self._own_workload_manager or workload_manager)
 
     # What the capability helpers build on.
 
-    def part(self, kind: Callable[[World], Part]) -> Part:
-        """The scenario's helper of this kind, created on first use."""
+    def part(self, kind: type[Part]) -> Part:
+        """The scenario's helper of this kind, created on first use with what its
+        constructor asks for by name, and no more: `world` (the scenario's calls, sessions
+        and cleanups), `settings`, `target` (its URLs, tokens and capabilities) and
+        `platform` (what the suite can do beside HTTP calls)."""
         if kind not in self._parts:
-            self._parts[kind] = kind(self)
+            given = {
+                "world": self,
+                "settings": self._settings,
+                "target": self._target,
+                "platform": self._platform,
+            }
+            wanted = inspect.signature(kind).parameters
+            unknown = sorted(set(wanted) - set(given))
+            if unknown:
+                raise TypeError(f"{kind.__name__} asks for {unknown}, which a World does not give")
+            self._parts[kind] = kind(**{name: given[name] for name in wanted})
         return self._parts[kind]
 
     @property
-    def settings(self) -> Settings:
-        return self._settings
+    def caller(self) -> Caller:
+        """The scenario's own caller: the run's api_token."""
+        return self._caller
 
-    @property
-    def target(self) -> Target:
-        return self._target
+    def caller_presenting(self, token: str | None, token_variable: str) -> Caller:
+        """A caller presenting another bearer token (None: none), held by `token_variable`;
+        its WorkloadManager client keeps the WorkloadManager's own token when one is set."""
+        transport = self.transport_with_token(token)
+        return Caller(
+            self._caller.router.through(transport),
+            self._own_workload_manager or self._caller.workload_manager.through(transport),
+            token_variable,
+        )
 
-    @property
-    def router(self) -> Router:
-        return self._router
-
-    @property
-    def workload_manager(self) -> WorkloadManager:
-        return self._wm
-
-    @property
-    def platform(self) -> Platform:
-        return self._platform
-
-    @property
-    def measurements(self) -> Measurements:
-        return self._ledger.measurements
+    def caller_through(self, router: Router) -> Caller:
+        """The scenario's caller, calling through another Router (another URL, or latencies
+        kept apart from the run's)."""
+        return dataclasses.replace(self._caller, router=router)
 
     @property
     def run_sessions(self) -> list[Session]:
@@ -193,9 +295,6 @@ class World:
         transport = Transport(timeout=self._settings.request_timeout, token=token, log=self._log)
         self._register_cleanup(transport.close)
         return transport
-
-    def register_cleanup(self, cleanup: Callable[..., None], *args: Any) -> None:
-        self._register_cleanup(cleanup, *args)
 
     # What the scenario has seen so far.
 
@@ -254,32 +353,48 @@ class World:
 
     # Calls through the Router.
 
-    def call(
-        self,
-        runtime: Runtime,
-        session_id: str | None,
-        send: Callable[[str | None], requests.Response],
+    def calls(
+        self, runtime: Runtime, session_id: str | None = None, *, caller: Caller | None = None
+    ) -> Calls:
+        """Calls to the runtime presenting this session id (None: calls that open a
+        session), by this caller (None: the scenario's own)."""
+        return Calls(self._record, runtime, session_id, caller or self._caller)
+
+    def calls_to(self, role: Role, *, in_session: bool) -> Calls:
+        """Calls to the role's runtime in the scenario's session, by the caller that opened
+        it, or calls that open a session."""
+        runtime = self.runtime(role)
+        if not in_session:
+            return self.calls(runtime)
+        session = self.session
+        return self.calls(runtime, session.session_id, caller=session.caller)
+
+    def in_session(self, session: Session) -> Calls:
+        """Calls in the session, by the caller that opened it."""
+        return self.calls(session.runtime, session.session_id, caller=session.caller)
+
+    def _record(
+        self, runtime: Runtime, session_id: str | None, caller: Caller, send: Send
     ) -> requests.Response:
-        """Make one call with `send`, remember it, and adopt the session it opened, if any."""
+        """Make one call with `send`, remember it, and adopt the session it opened, if any,
+        as the caller's."""
         known = tuple(session.session_id for session in self._sessions)
         if session_id is None and runtime in self._unserved:
             sent_at, response = self._send_once_served(runtime, send)
         else:
             sent_at = time.monotonic()
-            response = send(session_id)
+            response = send()
         call = Call(runtime, session_id, response, known, time.monotonic())
         self._calls.append(call)
         returned = session_id_of(response)
         if returned and returned not in known:
-            self._adopt(Session(returned, runtime, sent_at))
+            self._adopt(Session(returned, runtime, sent_at, caller))
         if response.status_code == 200:
             for active in {session_id, returned} - {None}:
                 self._last_activity[active] = Activity(sent_at, call.answered_at)
         return response
 
-    def _send_once_served(
-        self, runtime: Runtime, send: Callable[[str | None], requests.Response]
-    ) -> tuple[float, requests.Response]:
+    def _send_once_served(self, runtime: Runtime, send: Send) -> tuple[float, requests.Response]:
         """The first call opening a session of a runtime just applied, sent again while the
         target answers that the runtime does not exist, within ready_timeout; when it was
         sent, and its answer. Such a refusal opens nothing, and a runtime served once is
@@ -288,7 +403,7 @@ class World:
 
         def attempt() -> requests.Response:
             sent.append(time.monotonic())
-            return send(None)
+            return send()
 
         response = eventually(
             attempt,
@@ -304,36 +419,6 @@ class World:
         self._unserved.discard(runtime)
         return sent[-1], response
 
-    def echo(self, runtime: Runtime, text: str, session_id: str | None) -> requests.Response:
-        return self.call(
-            runtime,
-            session_id,
-            lambda sid: self._router.invoke(runtime, "echo", session_id=sid, json={"input": text}),
-        )
-
-    def execute(
-        self,
-        runtime: Runtime,
-        command: list[str],
-        session_id: str | None,
-        fields: Mapping[str, Any] | None = None,
-        wait: float | None = None,
-    ) -> requests.Response:
-        """Run a command (PicoD's other `fields`; `wait`: a longer wait for the answer)."""
-        return self.call(
-            runtime,
-            session_id,
-            lambda sid: self._router.execute(
-                runtime, command, session_id=sid, fields=fields, wait=wait
-            ),
-        )
-
-    def touch(self, runtime: Runtime, session_id: str | None) -> requests.Response:
-        """A harmless call of the runtime's kind: an echo, or a Python no-op."""
-        if runtime.kind is RuntimeKind.AGENT_RUNTIME:
-            return self.echo(runtime, TOUCH_TEXT, session_id)
-        return self.execute(runtime, ["python3", "-c", "pass"], session_id)
-
     # Sessions.
 
     def open_session(self, role: Role) -> Session:
@@ -341,7 +426,7 @@ class World:
         the Router, which must succeed and return a new session id."""
         runtime = self.runtime(role)
         known = [session.session_id for session in self._sessions]
-        answer = self.touch(runtime, None)
+        answer = self.calls(runtime).touch()
         assert_that(
             answer,
             all_of(
@@ -354,18 +439,19 @@ class World:
     def open_session_at_workload_manager(self, role: Role, *, ttl: int | None = None) -> Session:
         """Open a session through the WorkloadManager's API, as the SDK does; `ttl` asks for a
         hard lifetime in seconds. Upstream records no owner for such a session, so where
-        tokens are required only an admin may use it: from here on the scenario calls as
-        the admin subject (admin_api_token), and the WorkloadManager is called with its own
-        token (workload_manager_token) when one is set."""
-        if self._target.admin_api_token:
-            transport = self.transport_with_token(self._target.admin_api_token)
-            self._router = self._router.through(transport)
-            if not self._settings.workload_manager_token:
-                self._wm = self._wm.through(transport)
-            self._token_variable = "AGENTCUBE_ADMIN_API_TOKEN"
+        tokens are required only an admin may use it: the session's caller is then the
+        admin subject (admin_api_token), which makes every call in it and deletes it; the
+        WorkloadManager is called with its own token (workload_manager_token) when one is
+        set."""
+        admin_token = self._target.admin_api_token
+        caller = (
+            self.caller_presenting(admin_token, "AGENTCUBE_ADMIN_API_TOKEN")
+            if admin_token
+            else self._caller
+        )
         runtime = self.runtime(role)
         opened_at = time.monotonic()
-        response = self._wm.create_session(runtime, ttl=ttl)
+        response = caller.workload_manager.create_session(runtime, ttl=ttl)
         if response.status_code == 401 and not self._settings.workload_manager_token:
             raise AssertionError(_refused_by_the_workload_manager(response))
         assert_that(
@@ -375,7 +461,7 @@ class World:
                 has_entries(sessionId=matchers.a_uuid4()),
             ),
         )
-        session = Session(response.json()["sessionId"], runtime, opened_at)
+        session = Session(response.json()["sessionId"], runtime, opened_at, caller)
         self._adopt(session)
         self._last_activity[session.session_id] = Activity(opened_at, time.monotonic())
         return session
@@ -383,10 +469,15 @@ class World:
     def close_session(self, session: Session) -> requests.Response:
         """Delete the session through the WorkloadManager now, as a client ends it; once
         deleted, the scenario's cleanup leaves it alone."""
-        response = self._wm.delete_session(session.runtime.kind, session.session_id)
+        response = self._caller_of(session).workload_manager.delete_session(
+            session.runtime.kind, session.session_id
+        )
         if response.status_code == 200:
             self._closed.add(session.session_id)
         return response
+
+    def _caller_of(self, session: Session) -> Caller:
+        return session.caller or self._caller
 
     def _adopt(self, session: Session) -> None:
         self._sessions.append(session)
@@ -399,15 +490,19 @@ class World:
         self._kept = kept
 
     def _how_to_reach(self, session: Session) -> str:
+        caller = self._caller_of(session)
         auth = (
-            f' -H "Authorization: Bearer ${self._token_variable}"' if self._target.api_token else ""
+            f' -H "Authorization: Bearer ${caller.token_variable}"'
+            if self._target.api_token
+            else ""
         )
         path, body = _EXAMPLE_CALL[session.runtime.kind]
+        delete_url = caller.workload_manager.session_url(session.runtime.kind, session.session_id)
         return (
             f"{session}: call it with curl{auth} -H '{SESSION_HEADER}: {session.session_id}' "
             f"-H 'Content-Type: application/json' -d '{body}' "
-            f"{self._router.invocation_url(session.runtime, path)} ; delete it with curl{auth} "
-            f"-X DELETE {self._wm.session_url(session.runtime.kind, session.session_id)}"
+            f"{caller.router.invocation_url(session.runtime, path)} ; delete it with curl{auth} "
+            f"-X DELETE {delete_url}"
         )
 
     def _delete_session(self, session: Session) -> None:
@@ -418,7 +513,9 @@ class World:
             self._kept.append(self._how_to_reach(session))
             return
         try:
-            response = self._wm.delete_session(session.runtime.kind, session.session_id)
+            response = self._caller_of(session).workload_manager.delete_session(
+                session.runtime.kind, session.session_id
+            )
         except NoAnswer as error:
             self._ledger.leaks.append(f"{session}: {error}")
             return

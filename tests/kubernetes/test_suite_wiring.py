@@ -25,6 +25,7 @@ from acceptance.platforms.base import (
     SANDBOX_OBSERVATION,
     SHORT_TIMEOUT_AGENT,
     WORKLOAD_MANAGER_SESSIONS,
+    Platform,
 )
 from acceptance.platforms.kubernetes.platform import ClusterTarget, KubernetesPlatform
 from acceptance.run.preflight import PreflightFailed
@@ -60,6 +61,13 @@ NAMESPACES_SCENARIO_TAGS = ["requires.runtime-admin", "requires.neighbour-namesp
 RBAC = Path(__file__).resolve().parents[2] / "docs" / "examples" / "rbac.yaml"
 # The connection line ClusterUnreachable ends with.
 FIX_CONNECTION = "check kubeconfig / AGENTCUBE_KUBECONFIG and kube_context / AGENTCUBE_KUBE_CONTEXT"
+
+
+class PlatformOf:
+    """A helper that asks the World for the scenario's platform alone."""
+
+    def __init__(self, platform: Platform) -> None:
+        self.platform = platform
 
 
 def closed_port() -> int:
@@ -142,10 +150,11 @@ def test_a_run_on_a_cluster_from_start_to_finish(
 
     cleanups: list[tuple[Callable[..., Any], tuple[Any, ...]]] = []
     world = suite.new_world(lambda cleanup, *args: cleanups.append((cleanup, args)))
-    assert isinstance(world.platform, KubernetesPlatform)
+    platform = world.part(PlatformOf).platform  # what the World gives a helper
+    assert isinstance(platform, KubernetesPlatform)
     warm = world.runtime(Role.WARM_INTERPRETER)
-    assert world.platform.warm_pool_size(warm) == 2
-    assert len(world.platform.warm_sandboxes(warm)) == 2
+    assert platform.warm_pool_size(warm) == 2
+    assert len(platform.warm_sandboxes(warm)) == 2
     for cleanup, args in reversed(cleanups):
         cleanup(*args)
 

@@ -46,11 +46,20 @@ def world_whose_session_ends(
         return answer(*ending)
 
     platform = SimpleNamespace(sandbox_of=lambda session_id: Sandbox("sandbox-1"))
-    return SimpleNamespace(settings=settings, session=session, touch=touch, platform=platform)
+    world = SimpleNamespace(settings=settings, session=session, touch=touch, platform=platform)
+    # The session's calls, made with whatever `touch` the world holds by then.
+    world.in_session = lambda _: SimpleNamespace(touch=lambda: world.touch(None, SESSION_ID))
+    return world
+
+
+def lifetimes_of(world: SimpleNamespace) -> Lifetimes:
+    """The scenario's Lifetimes helper, given the stand-in's settings and platform."""
+    target = getattr(world, "target", None)
+    return Lifetimes(world, world.settings, world.platform, target)  # type: ignore[arg-type]
 
 
 def busy_until_it_ends(world: SimpleNamespace) -> None:
     """The steps of the lifetime scenarios: call until not served, then judge the span."""
-    lifetimes = Lifetimes(world)  # type: ignore[arg-type]
+    lifetimes = lifetimes_of(world)
     lifetimes.keep_session_busy_until_it_ends()
     lifetimes.expect_session_lasted_its_lifetime()

@@ -15,7 +15,6 @@ from types import SimpleNamespace
 import pytest
 
 from acceptance.core.settings import load_settings
-from acceptance.domain.lifetimes import Lifetimes
 from acceptance.domain.world import Activity
 from acceptance.platforms.base import SANDBOX_OBSERVATION, Sandbox
 from acceptance.platforms.kubernetes.settings import CLUSTER_DEFAULTS
@@ -23,6 +22,7 @@ from tests.suite.stand_in_session import (
     LIFETIME,
     NOT_FOUND,
     busy_until_it_ends,
+    lifetimes_of,
     world_whose_session_ends,
 )
 
@@ -80,7 +80,7 @@ def world_idle_after(sent_ago: float, ends_after_sent: float, **userdata: str) -
 
 
 def leave_idle(world: SimpleNamespace) -> None:
-    Lifetimes(world).leave_session_idle_until_it_ends()  # type: ignore[arg-type]
+    lifetimes_of(world).leave_session_idle_until_it_ends()
 
 
 def test_idleness_counts_from_when_the_last_call_was_sent_not_its_slow_answer() -> None:

@@ -40,8 +40,8 @@ class LingeringPlatform(Platform):
 def resilience(platform: LingeringPlatform, **userdata: str) -> Resilience:
     settings = load_settings({"poll_interval": "10ms", **userdata}, {})
     session = SimpleNamespace(session_id="s-1")
-    world = SimpleNamespace(settings=settings, platform=platform, session=session)
-    return Resilience(world)  # type: ignore[arg-type]
+    world = SimpleNamespace(session=session)
+    return Resilience(world, settings, platform, None)  # type: ignore[arg-type]
 
 
 def test_the_kill_returns_once_the_platform_shows_the_sandbox_gone() -> None:

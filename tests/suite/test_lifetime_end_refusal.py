@@ -14,9 +14,13 @@ from types import SimpleNamespace
 import pytest
 import requests
 
-from acceptance.domain.lifetimes import Lifetimes
 from acceptance.domain.world import Call
-from tests.suite.stand_in_session import LIFETIME, NOT_FOUND, world_whose_session_ends
+from tests.suite.stand_in_session import (
+    LIFETIME,
+    NOT_FOUND,
+    lifetimes_of,
+    world_whose_session_ends,
+)
 
 SANDBOX_GONE = (502, {"error": "sandbox unreachable: dial tcp 10.244.0.7:8080: refused"})
 
@@ -47,7 +51,7 @@ def world_collected_after(
 
 def busy_until_refused(world: SimpleNamespace) -> None:
     """The steps of the lifetime scenarios: busy until not served, the span, the refusal."""
-    lifetimes = Lifetimes(world)  # type: ignore[arg-type]
+    lifetimes = lifetimes_of(world)
     lifetimes.keep_session_busy_until_it_ends()
     lifetimes.expect_session_lasted_its_lifetime()
     lifetimes.expect_call_refused_as_not_found()
@@ -78,7 +82,7 @@ def test_a_first_call_refused_as_not_found_is_judged_without_another_call(answer
     world = world_collected_after(answer, removed_after=0.0)
     busy_until_refused(world)
     calls = world.calls
-    Lifetimes(world).expect_call_refused_as_not_found()  # type: ignore[arg-type]
+    lifetimes_of(world).expect_call_refused_as_not_found()
     assert world.calls == calls, "a call refused as not found is judged as it was answered"
 
 
@@ -88,5 +92,5 @@ def test_a_call_failed_elsewhere_is_not_waited_on(answer) -> None:
     world = world_collected_after(answer, removed_after=None)
     world.last_call = Call(None, "s-1", answer(*SANDBOX_GONE), (), time.monotonic())  # type: ignore[arg-type]
     with pytest.raises(AssertionError, match="the status was 502, not 404"):
-        Lifetimes(world).expect_call_refused_as_not_found()  # type: ignore[arg-type]
+        lifetimes_of(world).expect_call_refused_as_not_found()
     assert world.calls == 0

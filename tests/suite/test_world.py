@@ -21,6 +21,7 @@ from acceptance.core.settings import load_settings
 from acceptance.core.transport import Transport
 from acceptance.domain.resilience import Resilience
 from acceptance.domain.world import RunLedger, World
+from acceptance.platforms.base import Platform
 from acceptance.platforms.localcube import LocalcubeTarget, capabilities_of
 from acceptance.platforms.own_localcube import OwnLocalcube
 from localcube import embedded
@@ -33,6 +34,7 @@ class Scenario:
     """A World and what its scenario registered for cleanup, run as behave would (LIFO)."""
 
     world: World
+    platform: Platform
     cleanups: list[tuple[Callable[..., None], tuple[Any, ...]]]
     leaks: list[str]
 
@@ -53,26 +55,33 @@ MakeScenario = Callable[..., Scenario]
 def scenario() -> Iterator[MakeScenario]:
     started: list[Scenario] = []
 
-    def make(url: str, own: OwnLocalcube | None = None, **userdata: str) -> Scenario:
+    def make(
+        url: str,
+        own: OwnLocalcube | None = None,
+        tokens: tuple[str | None, str | None] = (None, None),
+        **userdata: str,
+    ) -> Scenario:
+        """`tokens`: the api_token and the admin_api_token the target is given."""
         settings = load_settings({"platform": "localcube", **userdata}, {})
-        target = LocalcubeTarget(
-            url, url, None, None, None, capabilities_of(url, own=own is not None), own=own
-        )
+        api_token, admin_api_token = tokens
+        capabilities = capabilities_of(url, own=own is not None)
+        target = LocalcubeTarget(url, url, api_token, None, admin_api_token, capabilities, own=own)
         cleanups: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
         ledger = RunLedger()
         transport = Transport(timeout=30, token=None, log=ExchangeLog())
+        platform = target.platform(transport)
         world = World(
             settings,
             target,
             router=Router(transport, url, ledger.measurements),
             workload_manager=WorkloadManager(transport, url),
-            platform=target.platform(transport),
+            platform=platform,
             register_cleanup=lambda cleanup, *args: cleanups.append((cleanup, args)),
             log=transport.log,
             ledger=ledger,
         )
         cleanups.append((transport.close, ()))
-        started.append(Scenario(world, cleanups, ledger.leaks))
+        started.append(Scenario(world, platform, cleanups, ledger.leaks))
         return started[-1]
 
     yield make
@@ -82,7 +91,7 @@ def scenario() -> Iterator[MakeScenario]:
 
 def test_a_session_the_router_opens_is_deleted_at_the_end(shared_cube, scenario) -> None:
     run = scenario(shared_cube.url)
-    run.world.echo(run.world.runtime(Role.ECHO_AGENT), "hi", None)
+    run.world.calls(run.world.runtime(Role.ECHO_AGENT)).echo("hi")
     session = run.world.session
     assert Client(shared_cube.url).sandbox_of(session.session_id) is not None
     run.end()
@@ -97,9 +106,9 @@ def test_the_platform_finds_the_sandboxes_of_several_sessions_in_one_listing(
     first = run.world.open_session(Role.ECHO_AGENT)
     second = run.world.open_session(Role.ECHO_AGENT)
     calls = run.world.exchange_count
-    found = run.world.platform.sandboxes_of([first.session_id, second.session_id, "unknown"])
+    found = run.platform.sandboxes_of([first.session_id, second.session_id, "unknown"])
     assert set(found) == {first.session_id, second.session_id}
-    assert found[first.session_id] == run.world.platform.sandbox_of(first.session_id)
+    assert found[first.session_id] == run.platform.sandbox_of(first.session_id)
     assert found[first.session_id] != found[second.session_id]
     assert run.world.exchange_count == calls + 2  # one listing each, not one per session
 
@@ -146,6 +155,39 @@ def test_a_refused_session_creation_fails_with_the_answer(shared_cube, scenario)
         run.world.open_session_at_workload_manager(Role.PYTHON_INTERPRETER)
     assert "404 Not Found" in str(error.value)
     assert run.registered == registered, "nothing was registered for a session never opened"
+
+
+def test_a_session_opened_at_the_workload_manager_alone_is_called_as_the_admin(
+    shared_cube, scenario
+) -> None:
+    """Its caller is the admin subject, as a value the session carries: the scenario's own
+    calls, and the sessions they open, stay the api_token's (no switch of the World's)."""
+    run = scenario(shared_cube.url, tokens=("first-token", "admin-token"))
+    at_the_workload_manager = run.world.open_session_at_workload_manager(Role.ECHO_AGENT)
+    through_the_router = run.world.open_session(Role.ECHO_AGENT)
+    assert at_the_workload_manager.caller is not None
+    assert at_the_workload_manager.caller.token_variable == "AGENTCUBE_ADMIN_API_TOKEN"
+    assert through_the_router.caller is run.world.caller
+    kept: list[str] = []
+    run.world.keep_for_inspection(kept)
+    run.end()
+    how_to_reach = {line.split()[1]: line for line in kept if line.startswith("session ")}
+    admins = how_to_reach[at_the_workload_manager.session_id]
+    assert "$AGENTCUBE_ADMIN_API_TOKEN" in admins and "$AGENTCUBE_API_TOKEN" not in admins
+    assert "ADMIN" not in how_to_reach[through_the_router.session_id]
+    for session in (at_the_workload_manager, through_the_router):
+        Client(shared_cube.url).delete_session("agent-runtime", session.session_id)
+
+
+class HelperAskingTooMuch:
+    def __init__(self, world: World, router_url: str) -> None:
+        self.router_url = router_url
+
+
+def test_a_helper_asking_for_what_a_world_does_not_give_is_named(shared_cube, scenario) -> None:
+    run = scenario(shared_cube.url)
+    with pytest.raises(TypeError, match=r"HelperAskingTooMuch asks for \['router_url'\]"):
+        run.world.part(HelperAskingTooMuch)
 
 
 class RestartLosingSessions:
