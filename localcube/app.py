@@ -20,13 +20,13 @@ from localcube import bearer_auth
 from localcube.admin import AdminRoutes, loopback_only
 from localcube.collection_rules import CollectionRules
 from localcube.manifests import Runtime
-from localcube.mirrored_store import MirroredStore
-from localcube.redis_records import RedisRecords
 from localcube.router import Router, gin_no_route, no_server_header
-from localcube.router_identity import SERVICE_ACCOUNT, serve_identity
 from localcube.sandboxing.launcher import SandboxLauncher
 from localcube.signing import RequestSigner
 from localcube.store import Store, StoreError
+from localcube.upstream_router.identity import SERVICE_ACCOUNT, serve_identity
+from localcube.upstream_router.mirrored_store import MirroredStore
+from localcube.upstream_router.redis_records import RedisRecords
 from localcube.workload_manager import WorkloadManager
 from localcube.workload_manager_http import WorkloadManagerRoutes
 

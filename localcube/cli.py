@@ -14,7 +14,7 @@ from agentcube_contract.picod_command import PicodCommand, PicodCommandError
 from localcube.app import Settings, serve
 from localcube.bearer_auth import TokenTable
 from localcube.manifests import ManifestError, load_paths
-from localcube.redis_records import check_url
+from localcube.upstream_router.redis_records import check_url
 
 
 def _duration(text: str) -> float:

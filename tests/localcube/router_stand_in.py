@@ -26,7 +26,7 @@ import redis
 import requests
 from cryptography.hazmat.primitives import serialization
 
-from localcube import kube_protobuf
+from localcube.upstream_router import kube_protobuf
 
 SERVICE_ACCOUNT = Path("/run/secrets/kubernetes.io/serviceaccount")
 PROTOBUF = kube_protobuf.MEDIA_TYPE

@@ -1,13 +1,13 @@
-"""localcube/kube_protobuf.py: the Secret and Status in Kubernetes' protobuf envelope, and
-the errors that name what is wrong with a body. (The recorded client-go bodies are decoded
-and written back byte for byte in tests/recordings/test_k8s_api.py.)"""
+"""localcube/upstream_router/kube_protobuf.py: the Secret and Status in Kubernetes' protobuf
+envelope, and the errors that name what is wrong with a body. (The recorded client-go bodies
+are decoded and written back byte for byte in tests/recordings/test_k8s_api.py.)"""
 
 from __future__ import annotations
 
 import pytest
 
-from localcube import kube_protobuf
-from localcube.kube_protobuf import ProtobufError
+from localcube.upstream_router import kube_protobuf
+from localcube.upstream_router.kube_protobuf import ProtobufError
 
 SECRET = {
     "kind": "Secret",

@@ -13,7 +13,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 
 from localcube.sandboxing.ports import kernel_free_port
-from localcube.upstream_records import go_duration, go_json, go_time
+from localcube.upstream_router.session_records import go_duration, go_json, go_time
 from tests.localcube import redis_process
 from tests.localcube.redis_process import RedisServer
 from tests.localcube.support import (

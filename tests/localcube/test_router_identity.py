@@ -17,8 +17,9 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 from kubernetes.config.incluster_config import InClusterConfigLoader
 
-from localcube import embedded, kube_protobuf
-from localcube.router_identity import SECRET_NAME, answer_type
+from localcube import embedded
+from localcube.upstream_router import kube_protobuf
+from localcube.upstream_router.identity import SECRET_NAME, answer_type
 from tests.localcube.picod_process import SigningKey
 from tests.localcube.support import FIXTURES, Client
 from tests.localcube.test_cli import run_cli

@@ -33,7 +33,7 @@ import yaml
 
 from localcube import embedded
 from localcube.signing import RequestSigner
-from localcube.upstream_records import go_json, go_time, session_key
+from localcube.upstream_router.session_records import go_json, go_time, session_key
 from tests.localcube import redis_process
 from tests.localcube.support import (
     FIXTURES,

@@ -24,8 +24,9 @@ import pytest
 import requests
 from cryptography.hazmat.primitives import serialization
 
-from localcube import embedded, kube_protobuf
-from localcube.router_identity import SECRET_NAME, answer_type
+from localcube import embedded
+from localcube.upstream_router import kube_protobuf
+from localcube.upstream_router.identity import SECRET_NAME, answer_type
 from tests.localcube.support import FIXTURES
 from tests.recordings.recorded import Exchange, Message, judge, load, params
 

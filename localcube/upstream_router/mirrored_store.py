@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from localcube.redis_records import RedisRecords
 from localcube.store import SandboxRecord, Store, StoreError
-from localcube.upstream_records import entry_point_ports, placeholder, ready
+from localcube.upstream_router.redis_records import RedisRecords
+from localcube.upstream_router.session_records import entry_point_ports, placeholder, ready
 
 log = logging.getLogger("localcube.store")
 

@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from localcube.store import StoreError
-from localcube.upstream_records import ACTIVITY_INDEX, EXPIRY_INDEX, session_key
+from localcube.upstream_router.session_records import ACTIVITY_INDEX, EXPIRY_INDEX, session_key
 
 SCHEMES = {"redis": "redis", "valkey": "redis", "rediss": "rediss", "valkeys": "rediss"}
 PASSWORD_VARIABLES = ("REDIS_PASSWORD", "VALKEY_PASSWORD")

@@ -5,10 +5,10 @@ and, on 409 AlreadyExists, reads it back and signs with `data["private.pem"]`, a
 key (pkg/router/jwt.go:136-205). localcube answers those two calls, and only those, with its
 own signing key: sandboxes then accept the Router's JWTs, and localcube accepts its identity
 headers. client-go sends the Secret as protobuf and lists protobuf first in `Accept`, so both
-protobuf (localcube/kube_protobuf.py) and JSON are read, and each answer, a failure's
-`Status` too, is in the first acceptable of the two. The in-cluster client's files (`token`,
-`ca.crt`, `namespace`) and the two variables it reads (`kubernetes.env`) are written to a
-directory the user chooses.
+protobuf (kube_protobuf) and JSON are read, and each answer, a failure's `Status` too, is in
+the first acceptable of the two. The in-cluster client's files (`token`, `ca.crt`,
+`namespace`) and the two variables it reads (`kubernetes.env`) are written to a directory
+the user chooses.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 
-from localcube import kube_protobuf
 from localcube.bearer_auth import Handler
 from localcube.signing import RequestSigner
+from localcube.upstream_router import kube_protobuf
 
 SECRET_NAME = "picod-router-identity"
 SERVICE_ACCOUNT = "system:serviceaccount:default:agentcube-router"
