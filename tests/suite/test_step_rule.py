@@ -1,5 +1,6 @@
 """The rule of acceptance/domain/__init__.py, read from the steps' source (ast): When steps
-act, Then steps call an `expect_*`, and no step asserts anything itself."""
+act, Then steps call an `expect_*`, no step asserts anything itself, and every step is one
+line of intent (a single statement)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,9 @@ def rule_breaches(source: str) -> list[str]:
             "assert_that" in _called_names(step)
         ):
             breaches.append(f"step {step.name} asserts itself instead of calling an expect_*")
+        statements = step.body[1:] if ast.get_docstring(step) else step.body
+        if len(statements) != 1:
+            breaches.append(f"step {step.name} is {len(statements)} statements, not one")
     return breaches
 
 
@@ -81,6 +85,12 @@ def step_acts(context):
     context.world.part(Echoes).send(SampleText.EMPTY, Role.ECHO_AGENT)
 
 
+@when("I act twice")
+def step_acts_twice(context):
+    echoes = context.world.part(Echoes)
+    echoes.send(SampleText.EMPTY, Role.ECHO_AGENT)
+
+
 @then("it is checked")
 def step_checked(context):
     context.world.part(Echoes).expect_echoed_unchanged()
@@ -93,4 +103,5 @@ def test_a_step_breaking_the_rule_is_named() -> None:
         "step step_fine asserts itself instead of calling an expect_*",
         "Then step step_nothing calls no expect_*",
         "When step step_act calls expect_echoed_unchanged",
+        "step step_acts_twice is 2 statements, not one",
     ]
