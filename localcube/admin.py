@@ -77,7 +77,7 @@ class AdminRoutes:
         ]
 
     async def list_runtimes(self, _: web.Request) -> web.Response:
-        runtimes = [runtime.describe() for runtime in self.workloads.runtimes.values()]
+        runtimes = [runtime.describe() for runtime in self.workloads.configured_runtimes()]
         return web.json_response({"runtimes": runtimes})
 
     async def apply_runtimes(self, request: web.Request) -> web.Response:
@@ -111,6 +111,6 @@ class AdminRoutes:
     async def list_sandboxes(self, _: web.Request) -> web.Response:
         sandboxes = [
             describe(record, self.workloads.calls_in_flight(record.session_id or ""))
-            for record in self.workloads.store.all()
+            for record in self.workloads.sandboxes()
         ]
         return web.json_response({"sandboxes": sandboxes})

@@ -67,11 +67,7 @@ async def serve(settings: Settings) -> int:
                 shutil.rmtree(state_dir, ignore_errors=True)
             return 1
     database = state_dir / "localcube.db"
-    store = (
-        Store(database)
-        if records is None
-        else MirroredStore(database, records, lambda record: workloads.sandbox_kind(record))
-    )
+    store = Store(database) if records is None else MirroredStore(database, records)
     signer = RequestSigner(state_dir)
     tokens = settings.tokens
     identity = None

@@ -33,7 +33,8 @@ CREATE TABLE IF NOT EXISTS sandboxes (
     last_activity_at INTEGER,
     idle_timeout REAL,
     expires_at REAL,
-    lost_at REAL
+    lost_at REAL,
+    sandbox_kind TEXT
 )
 """
 
@@ -53,10 +54,16 @@ def _writing(what: str) -> Iterator[None]:
         raise StoreError(f"cannot {what}: {failure}") from failure
 
 
+# Columns a store of an older localcube lacks, with their types.
+_ADDED_COLUMNS = (("lost_at", "REAL"), ("sandbox_kind", "TEXT"))
+
+
 @dataclass(frozen=True)
 class SandboxRecord:
     """One sandbox process; `session_id` is None while it is warm in a pool, `lost_at` set
-    once its session's sandbox was found dead and reaped."""
+    once its session's sandbox was found dead and reaped. `kind` is its runtime's
+    (AgentRuntime or CodeInterpreter); `sandbox_kind` what upstream created for its session,
+    a Sandbox or a SandboxClaim (None while warm, and in a store of an older localcube)."""
 
     sandbox_id: str
     sandbox_name: str
@@ -75,6 +82,7 @@ class SandboxRecord:
     idle_timeout: float | None = None
     expires_at: float | None = None
     lost_at: float | None = None
+    sandbox_kind: str | None = None
 
     @property
     def state(self) -> str:
@@ -83,11 +91,18 @@ class SandboxRecord:
         return "claimed" if self.lost_at is None else "lost"
 
     def claimed(
-        self, session_id: str, owner: str | None, now: float, idle_timeout: float, expires_at: float
+        self,
+        session_id: str,
+        sandbox_kind: str,
+        owner: str | None,
+        now: float,
+        idle_timeout: float,
+        expires_at: float,
     ) -> SandboxRecord:
         return replace(
             self,
             session_id=session_id,
+            sandbox_kind=sandbox_kind,
             owner=owner,
             claimed_at=now,
             last_activity_at=whole_seconds(now),
@@ -106,8 +121,9 @@ class Store:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute(_SCHEMA)
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(sandboxes)")}
-        if "lost_at" not in columns:  # a store of an older localcube
-            self._db.execute("ALTER TABLE sandboxes ADD COLUMN lost_at REAL")
+        for name, sql_type in _ADDED_COLUMNS:
+            if name not in columns:
+                self._db.execute(f"ALTER TABLE sandboxes ADD COLUMN {name} {sql_type}")
 
     def close(self) -> None:
         self._db.close()

@@ -29,10 +29,10 @@ class WorkloadManager:
     def __init__(
         self, store: Store, launcher: SandboxLauncher, rules: CollectionRules | None = None
     ) -> None:
-        self.store = store
-        self.launcher = launcher
-        self.rules = rules or CollectionRules()
-        self.runtimes: dict[tuple[str, str, str], Runtime] = {}
+        self._store = store
+        self._launcher = launcher
+        self._rules = rules or CollectionRules()
+        self._runtimes: dict[tuple[str, str, str], Runtime] = {}
         self._in_flight: Counter[str] = Counter()
         self._refills: dict[tuple[str, str, str], asyncio.Task] = {}
         self._closing = False
@@ -42,14 +42,17 @@ class WorkloadManager:
     async def apply(self, runtimes: Iterable[Runtime]) -> None:
         """Create or replace runtimes; a replaced runtime's warm sandboxes start anew."""
         for runtime in runtimes:
-            previous = self.runtimes.get(runtime.key)
-            self.runtimes[runtime.key] = runtime
+            previous = self._runtimes.get(runtime.key)
+            self._runtimes[runtime.key] = runtime
             if previous is not None and previous != runtime:
                 await self._end_warm(runtime.key)
             self._schedule_refill(runtime.key)
 
+    def configured_runtimes(self) -> list[Runtime]:
+        return list(self._runtimes.values())
+
     async def remove(self, kind: str, namespace: str, name: str) -> Runtime:
-        runtime = self.runtimes.pop((kind, namespace, name), None)
+        runtime = self._runtimes.pop((kind, namespace, name), None)
         if runtime is None:
             raise RuntimeNotFound(kind, namespace, name)
         await self._end_warm(runtime.key)
@@ -65,7 +68,7 @@ class WorkloadManager:
         Raises RuntimeNotFound, SandboxStartError or StoreError (see
         localcube.session_errors); a sandbox started for a session the store cannot record
         is ended, a warm one stays warm."""
-        runtime = self.runtimes.get((kind, namespace, name))
+        runtime = self._runtimes.get((kind, namespace, name))
         if runtime is None:
             raise RuntimeNotFound(kind, namespace, name)
         warm, dead = self._take_warm(runtime)
@@ -79,13 +82,14 @@ class WorkloadManager:
             )
             record = sandbox.claimed(
                 session_id=str(uuid.uuid4()),
+                sandbox_kind=runtime.sandbox_kind,
                 owner=owner,
                 now=now,
                 idle_timeout=runtime.session_timeout,
                 expires_at=now + lifetime,
             )
             try:
-                self.store.put(record)
+                self._store.put(record)
             except StoreError:
                 if warm is None:
                     await self._end_processes(sandbox, "its session could not be recorded")
@@ -101,18 +105,12 @@ class WorkloadManager:
         )
         return record
 
-    def sandbox_kind(self, record: SandboxRecord) -> str:
-        """How upstream names the sandbox behind the record: a SandboxClaim for a runtime
-        with a warm pool, else a Sandbox (a runtime gone meanwhile: a Sandbox)."""
-        runtime = self.runtimes.get((record.kind, record.namespace, record.runtime))
-        return "Sandbox" if runtime is None else runtime.sandbox_kind
-
     def session(self, session_id: str) -> SandboxRecord | None:
-        return self.store.by_session(session_id)
+        return self._store.by_session(session_id)
 
     async def delete_session(self, session_id: str) -> bool:
         """End the session's sandbox; True once its processes are gone, False if unknown."""
-        record = self.store.by_session(session_id)
+        record = self._store.by_session(session_id)
         if record is None:
             return False
         await self._end(record, "deleted")
@@ -133,9 +131,13 @@ class WorkloadManager:
         activity cannot be recorded, as upstream's Router only logs that
         (pkg/router/handlers.go:78-81)."""
         try:
-            self.store.touch(session_id, whole_seconds(time.time()))
+            self._store.touch(session_id, whole_seconds(time.time()))
         except StoreError as failure:
             log.warning("%s", failure)
+
+    def sandboxes(self) -> list[SandboxRecord]:
+        """Every sandbox, warm, claimed or lost, oldest first."""
+        return self._store.all()
 
     def calls_in_flight(self, session_id: str) -> int:
         return self._in_flight.get(session_id, 0)
@@ -145,9 +147,9 @@ class WorkloadManager:
     async def adopt(self) -> None:
         """After a restart: keep live sandboxes from the store, end dead ones and warm
         sandboxes of runtimes no longer configured. Call after `apply`."""
-        records = [record for record in self.store.all() if record.lost_at is None]
+        records = [record for record in self._store.all() if record.lost_at is None]
         for record in records:  # before anything ends: no new sandbox may take these ports
-            self.launcher.ports.reserve(port for _, port in record.endpoints)
+            self._launcher.ports.reserve(port for _, port in record.endpoints)
         for record in records:
             key = (record.kind, record.namespace, record.runtime)
             if not is_alive(record.pid, record.process_start):
@@ -155,29 +157,29 @@ class WorkloadManager:
                     await self._end(record, "found dead after restart")
                 else:
                     await self._lose(record)
-            elif record.session_id is None and key not in self.runtimes:
+            elif record.session_id is None and key not in self._runtimes:
                 await self._end(record, "its runtime is no longer configured")
             else:
                 log.info("adopted sandbox %s (session %s)", record.sandbox_name, record.session_id)
-        known = {record.sandbox_id for record in self.store.all()}
-        for sandbox_id in await self.launcher.sweep(known):
+        known = {record.sandbox_id for record in self._store.all()}
+        for sandbox_id in await self._launcher.sweep(known):
             log.info("ended sandbox %s: it was still starting when localcube stopped", sandbox_id)
 
     async def collect_garbage(self) -> None:
         """One GC pass: idle and expired sessions (at most 100 candidates of each, as
         upstream: localcube.collection_rules), dead sandboxes, pools to refill."""
-        self.launcher.reap()
+        self._launcher.reap()
         now = time.time()
-        records = self.store.all()
+        records = self._store.all()
         sessions = [record for record in records if record.session_id is not None]
         expired = set(
-            self.rules.expired_sessions(
+            self._rules.expired_sessions(
                 {r.session_id: r.expires_at for r in sessions if r.expires_at is not None}, now
             )
         )
         # a call in flight keeps its session, yet takes one of the pass's places as upstream
         idle_candidates = set(
-            self.rules.idle_candidates(
+            self._rules.idle_candidates(
                 {
                     r.session_id: r.last_activity_at
                     for r in sessions
@@ -199,11 +201,11 @@ class WorkloadManager:
                 record.session_id in idle_candidates
                 and record.session_id not in self._in_flight
                 and record.idle_timeout is not None
-                and self.rules.is_idle(record.last_activity_at, record.idle_timeout, now)
+                and self._rules.is_idle(record.last_activity_at, record.idle_timeout, now)
             ):
                 endings.append(self._end(record, "idle past its session timeout"))
         await asyncio.gather(*endings)
-        for key in self.runtimes:
+        for key in self._runtimes:
             self._schedule_refill(key)
 
     async def run_gc(self, interval: float) -> None:
@@ -220,7 +222,7 @@ class WorkloadManager:
         for task in self._refills.values():
             task.cancel()
         await asyncio.gather(*self._refills.values(), return_exceptions=True)
-        await asyncio.gather(*(self._end(r, "localcube stopped") for r in self.store.all()))
+        await asyncio.gather(*(self._end(r, "localcube stopped") for r in self._store.all()))
 
     def warm_count(self, key: tuple[str, str, str]) -> int:
         return sum(1 for record in self._warm(key))
@@ -228,7 +230,7 @@ class WorkloadManager:
     # internals ------------------------------------------------------------------------
 
     def _warm(self, key: tuple[str, str, str]) -> list[SandboxRecord]:
-        return self.store.warm(*key)
+        return self._store.warm(*key)
 
     def _take_warm(self, runtime: Runtime) -> tuple[SandboxRecord | None, list[SandboxRecord]]:
         """A live warm sandbox, if any, and the dead ones met on the way, already forgotten
@@ -239,13 +241,13 @@ class WorkloadManager:
         for record in self._warm(runtime.key):
             if is_alive(record.pid, record.process_start):
                 return record, dead
-            self.store.delete(record.sandbox_id)
+            self._store.delete(record.sandbox_id)
             dead.append(record)
         return None, dead
 
     async def _start(self, runtime: Runtime) -> SandboxRecord:
         sandbox_id = str(uuid.uuid4())
-        started = await self.launcher.start(runtime, sandbox_id)
+        started = await self._launcher.start(runtime, sandbox_id)
         return SandboxRecord(
             sandbox_id=sandbox_id,
             sandbox_name=f"{runtime.name}-{sandbox_id[:8]}",
@@ -260,7 +262,7 @@ class WorkloadManager:
         )
 
     def _schedule_refill(self, key: tuple[str, str, str]) -> None:
-        runtime = self.runtimes.get(key)
+        runtime = self._runtimes.get(key)
         if self._closing or runtime is None or runtime.warm_pool_size == 0:
             return
         task = self._refills.get(key)
@@ -268,7 +270,7 @@ class WorkloadManager:
             self._refills[key] = asyncio.get_running_loop().create_task(self._refill(key))
 
     async def _refill(self, key: tuple[str, str, str]) -> None:
-        runtime = self.runtimes.get(key)
+        runtime = self._runtimes.get(key)
         while not self._closing and runtime is not None:
             missing = runtime.warm_pool_size - self.warm_count(key)
             if missing <= 0:
@@ -279,11 +281,11 @@ class WorkloadManager:
             for result in started:
                 if isinstance(result, BaseException):
                     log.error("warm pool of %s/%s: %s", key[1], key[2], result)
-                elif self.runtimes.get(key) != runtime:  # changed or went while it started
+                elif self._runtimes.get(key) != runtime:  # changed or went while it started
                     await self._end_processes(result, "runtime changed")  # never recorded
                 else:
                     try:
-                        self.store.put(result)
+                        self._store.put(result)
                     except StoreError as failure:
                         log.error("warm pool of %s/%s: %s", key[1], key[2], failure)
                         await self._end_processes(result, "it could not be recorded")
@@ -291,7 +293,7 @@ class WorkloadManager:
                     log.info("warm sandbox %s ready", result.sandbox_name)
             if any(isinstance(result, BaseException) for result in started):
                 return  # the GC pass tries again
-            runtime = self.runtimes.get(key)
+            runtime = self._runtimes.get(key)
 
     async def _end_warm(self, key: tuple[str, str, str]) -> None:
         await asyncio.gather(*(self._end(r, "runtime changed") for r in self._warm(key)))
@@ -300,7 +302,7 @@ class WorkloadManager:
         """Forget the sandbox at once (no caller finds it any more), then end its processes,
         unless another ending forgot it first or it was lost (its processes already ended).
         If the store cannot forget it (StoreError), the sandbox is left whole."""
-        if not self.store.delete(record.sandbox_id):
+        if not self._store.delete(record.sandbox_id):
             return
         if record.lost_at is None:
             await self._end_processes(record, reason)
@@ -312,14 +314,14 @@ class WorkloadManager:
         its port and workspace are released; the session stays, marked lost, so that its
         calls are answered 502 at once (the Router neither forwards them nor counts them as
         activity) until it idles out or expires. It is not started again: its state is gone."""
-        if self.store.mark_lost(record.sandbox_id, time.time()):
+        if self._store.mark_lost(record.sandbox_id, time.time()):
             await self._end_processes(record, f"its process died (session {record.session_id})")
 
     async def _end_processes(self, record: SandboxRecord, reason: str) -> None:
-        await self.launcher.end(
+        await self._launcher.end(
             record.pid,
             record.process_start,
-            self.launcher.directory_of(record.sandbox_id),
+            self._launcher.directory_of(record.sandbox_id),
             (port for _, port in record.endpoints),
         )
         log.info("sandbox %s ended: %s", record.sandbox_name, reason)

@@ -100,7 +100,7 @@ class WorkloadManagerRoutes:
         except CREATION_FAILURES as failure:
             return workload_manager_refusal(failure)
         created = {
-            "kind": self.workloads.sandbox_kind(record),
+            "kind": record.sandbox_kind,
             "sessionId": record.session_id,
             "sandboxId": record.sandbox_id,
             "sandboxName": record.sandbox_name,

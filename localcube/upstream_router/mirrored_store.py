@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -23,14 +22,9 @@ log = logging.getLogger("localcube.store")
 
 
 class MirroredStore(Store):
-    """`kind_of` names what upstream would have created for a session's sandbox."""
-
-    def __init__(
-        self, path: Path, records: RedisRecords, kind_of: Callable[[SandboxRecord], str]
-    ) -> None:
+    def __init__(self, path: Path, records: RedisRecords) -> None:
         super().__init__(path)
         self.records = records
-        self._kind_of = kind_of
 
     def close(self) -> None:
         super().close()
@@ -44,14 +38,13 @@ class MirroredStore(Store):
         if session_id is None:
             super().put(record)
             return
-        kind = self._kind_of(record)
         new = super().by_session(session_id) is None
         try:
             if new:
                 self.records.store(
-                    session_id, placeholder(record, kind), record.expires_at or 0.0, time.time()
+                    session_id, placeholder(record), record.expires_at or 0.0, time.time()
                 )
-            self.records.update(session_id, ready(record, kind))
+            self.records.update(session_id, ready(record))
             super().put(record)
         except StoreError:
             if new:

@@ -39,12 +39,11 @@ def go_duration(seconds: float) -> str:
     return gocompat.go_duration_string(round(seconds * 1_000_000_000))
 
 
-def placeholder(record: SandboxRecord, kind: str) -> bytes:
+def placeholder(record: SandboxRecord) -> bytes:
     """What the WorkloadManager stores before the sandbox exists: no sandbox id, no entry
     points, the times as taken, status `creating` (pkg/workloadmanager/sandbox_helper.go:50-76)."""
     return _record(
         record,
-        kind,
         sandbox_id="",
         entry_points=None,
         created_at=record.claimed_at or record.created_at,
@@ -53,13 +52,13 @@ def placeholder(record: SandboxRecord, kind: str) -> bytes:
     )
 
 
-def ready(record: SandboxRecord, kind: str) -> bytes:
+def ready(record: SandboxRecord) -> bytes:
     """The record that replaces the placeholder once the sandbox serves
     (pkg/workloadmanager/sandbox_helper.go:78-109, handlers.go:442-448): a Sandbox's times
     as the API server hands them back (whole seconds), a SandboxClaim's the placeholder's."""
     created_at = record.claimed_at or record.created_at
     expires_at = record.expires_at or 0.0
-    if kind != SANDBOX_CLAIM:
+    if record.sandbox_kind != SANDBOX_CLAIM:
         created_at, expires_at = math.floor(created_at), math.floor(expires_at)
     entry_points = [
         {"path": prefix, "protocol": "HTTP", "endpoint": f"127.0.0.1:{port}"}
@@ -67,7 +66,6 @@ def ready(record: SandboxRecord, kind: str) -> bytes:
     ]
     return _record(
         record,
-        kind,
         sandbox_id=record.sandbox_id,
         entry_points=entry_points,
         created_at=created_at,
@@ -78,7 +76,6 @@ def ready(record: SandboxRecord, kind: str) -> bytes:
 
 def _record(
     record: SandboxRecord,
-    kind: str,
     *,
     sandbox_id: str,
     entry_points: list[dict[str, str]] | None,
@@ -87,7 +84,7 @@ def _record(
     status: str,
 ) -> bytes:
     fields: dict[str, Any] = {
-        "kind": kind,
+        "kind": record.sandbox_kind,
         "sandboxId": sandbox_id,
         "sandboxNamespace": record.namespace,
         "name": record.sandbox_name,

@@ -32,6 +32,7 @@ def test_a_store_of_an_older_localcube_is_read_and_extended(tmp_path: Path) -> N
     try:
         (record,) = store.all()
         assert (record.last_activity_at, record.lost_at, record.state) == (12, None, "claimed")
+        assert record.sandbox_kind is None, "an older store never recorded upstream's kind"
         assert store.mark_lost("b-1", 13.0)
         assert store.by_session("s-1").state == "lost"
         assert store.delete("b-1") and not store.delete("b-1")
@@ -62,5 +63,28 @@ def test_warm_sandboxes_are_those_of_the_runtime_no_session_claimed_oldest_first
         assert store.warm("AgentRuntime", "default", "warm") == []
         assert store.by_sandbox("claimed").session_id == "s-1"
         assert store.by_sandbox("gone") is None
+    finally:
+        store.close()
+
+
+def test_a_claimed_record_keeps_the_kind_upstream_created_for_its_session(
+    tmp_path: Path,
+) -> None:
+    store = Store(tmp_path / "localcube.db")
+    try:
+        warm = SandboxRecord(
+            "b-1",
+            "warm-b1",
+            "CodeInterpreter",
+            "default",
+            "warm",
+            1,
+            "1",
+            (("/", 9000),),
+            "/w",
+            1.0,
+        )
+        store.put(warm.claimed("s-1", "SandboxClaim", None, 2.0, 60.0, 99.0))
+        assert store.by_session("s-1").sandbox_kind == "SandboxClaim"
     finally:
         store.close()
