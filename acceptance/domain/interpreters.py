@@ -8,7 +8,8 @@ from hamcrest import assert_that
 from acceptance.core import matchers
 from acceptance.core.runtimes import Role, Runtime, configured_runtime
 from acceptance.core.settings import Settings
-from acceptance.domain.world import Calls, World
+from acceptance.domain.calls import Calls
+from acceptance.domain.world import World
 
 
 class Interpreters:

@@ -11,7 +11,8 @@ import uuid
 from hamcrest import assert_that, has_entries
 
 from acceptance.core import matchers
-from acceptance.domain.world import Calls, World
+from acceptance.domain.calls import Calls
+from acceptance.domain.world import World
 
 # In the features, the outside directory's absolute path as the sandbox sees it.
 OUTSIDE = "{outside}"

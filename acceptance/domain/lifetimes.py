@@ -16,7 +16,8 @@ from acceptance.core import matchers
 from acceptance.core.polling import consistently, eventually, waiting
 from acceptance.core.runtimes import Role, RuntimeKind, derive_manifest, fixture_manifest
 from acceptance.core.settings import Settings
-from acceptance.domain.world import TOUCH_TEXT, Session, World
+from acceptance.domain.calls import TOUCH_TEXT
+from acceptance.domain.world import Session, World
 from acceptance.platforms.base import SANDBOX_OBSERVATION, Platform, Sandbox, Target
 
 # The fixture the derived agents come from (fixtures/runtimes/echo-agent.yaml).

@@ -23,7 +23,8 @@ from acceptance.core.measurements import Measurements, percentile
 from acceptance.core.runtimes import Role, Runtime
 from acceptance.core.settings import Settings
 from acceptance.core.transport import NoAnswer
-from acceptance.domain.world import Caller, Session, World
+from acceptance.domain.calls import Caller
+from acceptance.domain.world import Session, World
 from acceptance.platforms.base import Target
 
 PERCENTILES = (0.5, 0.9, 0.99)

@@ -10,8 +10,9 @@ from hamcrest import assert_that
 
 from acceptance.core import matchers
 from acceptance.core.settings import Settings
+from acceptance.domain.calls import Calls
 from acceptance.domain.sessions import expect_served_by_the_same_sandbox
-from acceptance.domain.world import Calls, World
+from acceptance.domain.world import World
 
 # The long command prints at least this many lines, spread over its duration.
 MIN_LINES = 3

@@ -14,7 +14,8 @@ from hamcrest import assert_that
 from acceptance.core import matchers
 from acceptance.core.runtimes import Runtime, RuntimeKind
 from acceptance.core.settings import Settings
-from acceptance.domain.world import Calls, World
+from acceptance.domain.calls import Calls
+from acceptance.domain.world import World
 
 # PicoD refuses request bodies over 32 MiB (upstream's maxBodySize).
 MAX_BODY_SIZE = 32 << 20

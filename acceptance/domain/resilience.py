@@ -19,8 +19,9 @@ from acceptance.core.polling import eventually
 from acceptance.core.runtimes import Role
 from acceptance.core.settings import Settings
 from acceptance.core.transport import NoAnswer
+from acceptance.domain.calls import TOUCH_TEXT
 from acceptance.domain.sessions import expect_served_by_the_same_sandbox
-from acceptance.domain.world import TOUCH_TEXT, Session, World
+from acceptance.domain.world import Session, World
 from acceptance.platforms.base import Platform, Target
 
 # The limit of the second localcube a localcube the suite started runs for the overload

@@ -9,7 +9,8 @@ from hamcrest import all_of, assert_that
 
 from acceptance.core import matchers
 from acceptance.core.runtimes import Role
-from acceptance.domain.world import TOUCH_TEXT, Session, World
+from acceptance.domain.calls import TOUCH_TEXT
+from acceptance.domain.world import Session, World
 
 
 class Sessions:

@@ -7,7 +7,8 @@ from hamcrest import assert_that, has_entries
 
 from acceptance.core import matchers
 from acceptance.core.runtimes import FIXTURE_SCRIPTS
-from acceptance.domain.world import Calls, World
+from acceptance.domain.calls import Calls
+from acceptance.domain.world import World
 
 
 class Workspace:

@@ -5,9 +5,9 @@ they opened, registers every session and runtime for deletion the moment it exis
 waits (never sleeps) for the platform where the contract allows time.
 
 The World keeps the scenario's calls, sessions and cleanups, and nothing else: who makes a
-call is a value (a `Caller`), the scenario's own unless a call says otherwise, and a session
-is called and deleted by the caller that opened it. What each capability of the platform
-adds (lifetimes, long tasks, warm pools, the workspace jail, isolation, credentials,
+call is a value (a `Caller`, in calls.py), the scenario's own unless a call says otherwise,
+and a session is called and deleted by the caller that opened it. What each capability of
+the platform adds (lifetimes, long tasks, warm pools, the workspace jail, isolation, credentials,
 resilience, refusals) lives in a module of its own, as a helper the steps get with
 ``world.part(Helper)``, which hands it what its constructor names (the World, the settings,
 the target, the platform) and no more.
@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -38,30 +38,16 @@ from acceptance.core.runtimes import (
 )
 from acceptance.core.settings import Settings
 from acceptance.core.transport import NoAnswer, Transport
+from acceptance.domain.calls import Caller, Calls, Send
 from acceptance.platforms.base import Platform, Target
 
 RegisterCleanup = Callable[..., None]
 Part = TypeVar("Part")
-# A call as the World sends it (again, while a runtime just applied is not served yet).
-Send = Callable[[], requests.Response]
-# What `touch` sends to an agent: a call that only keeps its session active.
-TOUCH_TEXT = "still there?"
 # A call that reaches a kept session of each kind (path under invocations/, JSON body).
 _EXAMPLE_CALL = {
     RuntimeKind.AGENT_RUNTIME: ("echo", '{"input": "hello"}'),
     RuntimeKind.CODE_INTERPRETER: ("api/execute", '{"command": ["ls", "-l"]}'),
 }
-
-
-@dataclass(frozen=True)
-class Caller:
-    """Who makes a call, as a value: the Router and WorkloadManager clients presenting one
-    subject's bearer token, and the environment variable a user holds that token in (for
-    the curl lines of a kept session)."""
-
-    router: Router
-    workload_manager: WorkloadManager
-    token_variable: str = "AGENTCUBE_API_TOKEN"
 
 
 @dataclass(frozen=True)
@@ -123,79 +109,6 @@ class RunLedger:
     leaks: list[str] = field(default_factory=list)
     unobserved: list[str] = field(default_factory=list)
     measured: list[str] = field(default_factory=list)
-
-
-class Calls:
-    """Calls to one runtime by one caller, presenting one session id or none (a call that
-    opens a session); the World records each (`World.calls`, `World.in_session`)."""
-
-    def __init__(
-        self,
-        record: Callable[[Runtime, str | None, Caller, Send], requests.Response],
-        runtime: Runtime,
-        session_id: str | None,
-        caller: Caller,
-    ) -> None:
-        self._record = record
-        self._runtime = runtime
-        self._session_id = session_id
-        self._caller = caller
-
-    def invoke(self, path: str, **options: Any) -> requests.Response:
-        """Any call under the runtime's invocations/ path (the Router's invoke options)."""
-        return self._send(
-            lambda router, sid: router.invoke(self._runtime, path, session_id=sid, **options)
-        )
-
-    def echo(self, text: str) -> requests.Response:
-        return self.invoke("echo", json={"input": text})
-
-    def execute(
-        self,
-        command: list[str],
-        *,
-        fields: Mapping[str, Any] | None = None,
-        wait: float | None = None,
-    ) -> requests.Response:
-        """Run a command (PicoD's other `fields`; `wait`: a longer wait for the answer)."""
-        return self._send(
-            lambda router, sid: router.execute(
-                self._runtime, command, session_id=sid, fields=fields, wait=wait
-            )
-        )
-
-    def run_code(self, code: str) -> requests.Response:
-        """Run code in the session's kernel (a stateful interpreter)."""
-        return self._send(lambda router, sid: router.run_code(self._runtime, code, session_id=sid))
-
-    def touch(self) -> requests.Response:
-        """A harmless call of the runtime's kind: an echo, or a Python no-op."""
-        if self._runtime.kind is RuntimeKind.AGENT_RUNTIME:
-            return self.echo(TOUCH_TEXT)
-        return self.execute(["python3", "-c", "pass"])
-
-    def upload_file(self, path: str, content: bytes) -> requests.Response:
-        return self._send(
-            lambda router, sid: router.upload_file(self._runtime, path, content, session_id=sid)
-        )
-
-    def list_files(self, directory: str) -> requests.Response:
-        return self._send(
-            lambda router, sid: router.list_files(self._runtime, directory, session_id=sid)
-        )
-
-    def download_file(self, path: str) -> requests.Response:
-        return self._send(
-            lambda router, sid: router.download_file(self._runtime, path, session_id=sid)
-        )
-
-    def _send(self, request: Callable[[Router, Any], requests.Response]) -> requests.Response:
-        return self._record(
-            self._runtime,
-            self._session_id,
-            self._caller,
-            lambda: request(self._caller.router, self._session_id),
-        )
 
 
 class World:

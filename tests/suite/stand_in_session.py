@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import requests
 
 from acceptance.core.settings import load_settings
+from acceptance.domain.calls import TOUCH_TEXT
 from acceptance.domain.lifetimes import Lifetimes
-from acceptance.domain.world import TOUCH_TEXT
 from acceptance.platforms.base import Sandbox
 
 SESSION_ID = "s-1"
