@@ -10,7 +10,7 @@ from acceptance.domain.sessions import Sessions
 
 @given("a session of the {runtime:Runtime}")
 def step_open_session(context: Context, runtime: Role) -> None:
-    context.world.open_session(runtime)
+    context.world.part(Sessions).open(runtime)
 
 
 @then("the answer carries a new session id")

@@ -17,6 +17,7 @@ from acceptance.core.runtimes import Role, Runtime, RuntimeKind, fixture_manifes
 from acceptance.core.settings import Settings
 from acceptance.domain.lifetimes import ECHO_AGENT_FIXTURE
 from acceptance.domain.load import in_waves, within_the_limit
+from acceptance.domain.sessions import open_session
 from acceptance.domain.world import Session, World
 from acceptance.platforms.base import Platform, Sandbox
 
@@ -52,7 +53,7 @@ class Isolation:
 
     def open_named(self, role: Role, names: list[str]) -> None:
         for name in names:
-            self._named[name] = self._world.open_session(role)
+            self._named[name] = open_session(self._world, role)
 
     def store(self, name: str, path: str, text: str) -> None:
         session = self._named[name]

@@ -20,7 +20,7 @@ from acceptance.core.runtimes import Role
 from acceptance.core.settings import Settings
 from acceptance.core.transport import NoAnswer
 from acceptance.domain.calls import TOUCH_TEXT
-from acceptance.domain.sessions import expect_served_by_the_same_sandbox
+from acceptance.domain.sessions import expect_served_by_the_same_sandbox, open_session
 from acceptance.domain.world import Session, World
 from acceptance.platforms.base import Platform, Target
 
@@ -139,12 +139,12 @@ class Resilience:
     # Router restart.
 
     def open_answered_session(self, role: Role) -> None:
-        session = self._world.open_session(role)
+        session = open_session(self._world, role)
         answer = self._world.in_session(session).touch()
         assert_that(answer, matchers.succeeded(f"{session} to answer a call"))
 
     def open_session_holding(self, role: Role, path: str) -> None:
-        session = self._world.open_session(role)
+        session = open_session(self._world, role)
         content = f"kept by {session.session_id}".encode()
         answer = self._world.in_session(session).upload_file(path, content)
         assert_that(answer, matchers.succeeded(f"{session} to store {path}"))

@@ -1,5 +1,6 @@
-"""Sessions as a client sees them: the session id an answer carries, a session id never
-issued, and a session served throughout by the one sandbox that served it first."""
+"""Sessions as a client sees them: one opened by a first call through the Router, the
+session id an answer carries, a session id never issued, and a session served throughout
+by the one sandbox that served it first."""
 
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ class Sessions:
     def __init__(self, world: World) -> None:
         self._world = world
 
+    def open(self, role: Role) -> None:
+        open_session(self._world, role)
+
     def call_with_unknown_session(self, role: Role) -> None:
         self._world.calls(self._world.runtime(role), str(uuid.uuid4())).touch()
 
@@ -27,6 +31,22 @@ class Sessions:
     def expect_same_session_id(self) -> None:
         call = self._world.last_call
         assert_that(call.response, matchers.carries_session_id(call.presented_session_id))
+
+
+def open_session(world: World, role: Role) -> Session:
+    """Open a session as a client the Router authorises does: with a first call through
+    the Router, which must succeed and return a new session id."""
+    runtime = world.runtime(role)
+    known = [session.session_id for session in world.sessions]
+    answer = world.calls(runtime).touch()
+    assert_that(
+        answer,
+        all_of(
+            matchers.succeeded(f"the Router to open a session of {runtime}"),
+            matchers.carries_new_session_id(known),
+        ),
+    )
+    return world.session
 
 
 def expect_served_by_the_same_sandbox(world: World, session: Session, since: str) -> None:

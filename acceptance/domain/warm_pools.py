@@ -21,6 +21,7 @@ from acceptance.core import matchers
 from acceptance.core.polling import eventually
 from acceptance.core.runtimes import Role, Runtime
 from acceptance.core.settings import Settings
+from acceptance.domain.sessions import open_session
 from acceptance.domain.world import World
 from acceptance.platforms.base import Platform, Sandbox
 
@@ -69,7 +70,7 @@ class WarmPools:
 
     def open_session_from_pool(self, role: Role) -> None:
         """Open a session, which a sandbox that was waiting in the pool must serve."""
-        self._world.open_session(role)
+        open_session(self._world, role)
         self.expect_served_from_pool()
 
     def close_session(self) -> None:

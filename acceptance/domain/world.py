@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import requests
-from hamcrest import all_of, assert_that, has_entries, is_not
+from hamcrest import assert_that, has_entries, is_not
 
 from acceptance.core import matchers
 from acceptance.core.clients import SESSION_HEADER, Router, WorkloadManager, session_id_of
@@ -333,21 +333,6 @@ class World:
         return sent[-1], response
 
     # Sessions.
-
-    def open_session(self, role: Role) -> Session:
-        """Open a session as a client the Router authorises does: with a first call through
-        the Router, which must succeed and return a new session id."""
-        runtime = self.runtime(role)
-        known = [session.session_id for session in self._sessions]
-        answer = self.calls(runtime).touch()
-        assert_that(
-            answer,
-            all_of(
-                matchers.succeeded(f"the Router to open a session of {runtime}"),
-                matchers.carries_new_session_id(known),
-            ),
-        )
-        return self.session
 
     def open_session_at_workload_manager(self, role: Role, *, ttl: int | None = None) -> Session:
         """Open a session through the WorkloadManager's API, as the SDK does; `ttl` asks for a

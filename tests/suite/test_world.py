@@ -20,6 +20,7 @@ from acceptance.core.runtimes import FIXTURE_RUNTIMES, Role, RuntimeKind
 from acceptance.core.settings import load_settings
 from acceptance.core.transport import Transport
 from acceptance.domain.resilience import Resilience
+from acceptance.domain.sessions import open_session
 from acceptance.domain.world import RunLedger, World
 from acceptance.platforms.base import Platform
 from acceptance.platforms.localcube import LocalcubeTarget, capabilities_of
@@ -103,8 +104,8 @@ def test_the_platform_finds_the_sandboxes_of_several_sessions_in_one_listing(
     shared_cube, scenario
 ) -> None:
     run = scenario(shared_cube.url)
-    first = run.world.open_session(Role.ECHO_AGENT)
-    second = run.world.open_session(Role.ECHO_AGENT)
+    first = open_session(run.world, Role.ECHO_AGENT)
+    second = open_session(run.world, Role.ECHO_AGENT)
     calls = run.world.exchange_count
     found = run.platform.sandboxes_of([first.session_id, second.session_id, "unknown"])
     assert set(found) == {first.session_id, second.session_id}
@@ -115,7 +116,7 @@ def test_the_platform_finds_the_sandboxes_of_several_sessions_in_one_listing(
 
 def test_a_session_opened_through_the_router_is_deleted(shared_cube, scenario) -> None:
     run = scenario(shared_cube.url)
-    session = run.world.open_session(Role.PYTHON_INTERPRETER)
+    session = open_session(run.world, Role.PYTHON_INTERPRETER)
     assert session.runtime.kind is RuntimeKind.CODE_INTERPRETER
     assert run.world.run_sessions == [session]
     run.end()
@@ -125,7 +126,7 @@ def test_a_session_opened_through_the_router_is_deleted(shared_cube, scenario) -
 
 def test_a_session_the_scenario_closed_is_not_deleted_again(shared_cube, scenario) -> None:
     run = scenario(shared_cube.url)
-    session = run.world.open_session(Role.ECHO_AGENT)
+    session = open_session(run.world, Role.ECHO_AGENT)
     assert run.world.close_session(session).status_code == 200
     run.end()
     assert run.leaks == []
@@ -135,7 +136,7 @@ def test_a_session_the_scenario_closed_is_not_deleted_again(shared_cube, scenari
 def test_a_failed_deletion_is_reported_with_the_answer(shared_cube, scenario) -> None:
     with FaultProxy(shared_cube.url, "deletion-fails") as broken:
         run = scenario(broken.url)
-        session = run.world.open_session(Role.ECHO_AGENT)
+        session = open_session(run.world, Role.ECHO_AGENT)
         run.end()
     assert len(run.leaks) == 1
     assert session.session_id in run.leaks[0] and "500 Internal Server Error" in run.leaks[0]
@@ -149,7 +150,7 @@ def test_a_refused_session_creation_fails_with_the_answer(shared_cube, scenario)
     run = scenario(shared_cube.url, python_interpreter="no-such-interpreter")
     registered = list(run.registered)
     with pytest.raises(AssertionError, match="the Router to open a session") as error:
-        run.world.open_session(Role.PYTHON_INTERPRETER)
+        open_session(run.world, Role.PYTHON_INTERPRETER)
     assert "the status was 404" in str(error.value)
     with pytest.raises(AssertionError, match="the WorkloadManager to create a session") as error:
         run.world.open_session_at_workload_manager(Role.PYTHON_INTERPRETER)
@@ -164,7 +165,7 @@ def test_a_session_opened_at_the_workload_manager_alone_is_called_as_the_admin(
     calls, and the sessions they open, stay the api_token's (no switch of the World's)."""
     run = scenario(shared_cube.url, tokens=("first-token", "admin-token"))
     at_the_workload_manager = run.world.open_session_at_workload_manager(Role.ECHO_AGENT)
-    through_the_router = run.world.open_session(Role.ECHO_AGENT)
+    through_the_router = open_session(run.world, Role.ECHO_AGENT)
     assert at_the_workload_manager.caller is not None
     assert at_the_workload_manager.caller.token_variable == "AGENTCUBE_ADMIN_API_TOKEN"
     assert through_the_router.caller is run.world.caller
