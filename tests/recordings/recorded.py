@@ -114,8 +114,9 @@ def params(file_name: str, only: Iterable[str] | None = None) -> list[Any]:
 
 
 @cache
-def differences(file_name: str) -> dict[str, dict[str, str]]:
-    """The ledger of one recordings file: id -> {"verdict", "why"}."""
+def differences(file_name: str) -> dict[str, dict[str, Any]]:
+    """The ledger of one recordings file: id -> {"verdict", "why", "differs"}, `differs`
+    the mismatches localcube's answer shows, each as the replay states it."""
     path = LEDGER / (Path(file_name).stem + ".yaml")
     if not path.is_file():
         return {}
@@ -123,23 +124,57 @@ def differences(file_name: str) -> dict[str, dict[str, str]]:
     for exchange_id, entry in entries.items():
         if entry.get("verdict") not in VERDICTS or not entry.get("why"):
             raise ValueError(f"{path.name}: {exchange_id} needs a verdict of {sorted(VERDICTS)}")
+        differs = entry.get("differs")
+        if not differs or not all(isinstance(line, str) for line in differs):
+            raise ValueError(f"{path.name}: {exchange_id} needs `differs`, its mismatches")
     return entries
 
 
+ANY = "<ANY>"  # in a ledger's `differs` line: any text there (the moment's values)
+
+
+def _matches(expected: str, mismatch: str) -> bool:
+    pattern = ".*?".join(re.escape(part) for part in expected.split(ANY))
+    return re.fullmatch(pattern, mismatch, re.DOTALL) is not None
+
+
+def unexplained(expected: list[str], mismatches: list[str]) -> tuple[list[str], list[str]]:
+    """What of `expected` the `mismatches` lack, and what they show beyond it: each expected
+    line stands for one mismatch, whole, `<ANY>` in it matching any text."""
+    left = list(mismatches)
+    missing = []
+    for line in expected:
+        found = next((mismatch for mismatch in left if _matches(line, mismatch)), None)
+        if found is None:
+            missing.append(line)
+        else:
+            left.remove(found)
+    return missing, left
+
+
 def judge(file_name: str, exchange: Exchange, mismatches: list[str]) -> None:
-    """Pass when localcube agreed with upstream, or when the ledger says why it does not;
-    a ledger entry for an exchange that now agrees is stale and fails too."""
+    """Pass when localcube agreed with upstream, or when it differs exactly as the ledger
+    says (`differs`); a ledgered exchange that now agrees is stale, and one that differs
+    otherwise (a mismatch more, or another) is a regression: both fail."""
     entry = differences(file_name).get(exchange.id)
+    ledger = f"tests/recordings/differences/{Path(file_name).stem}.yaml"
     if entry is None:
         assert not mismatches, (
             f"{exchange.id} ({exchange.what}): localcube answers otherwise than upstream "
             f"did:\n  " + "\n  ".join(mismatches)
         )
-    else:
-        assert mismatches, (
-            f"{exchange.id}: localcube now answers as upstream did; remove it from "
-            f"tests/recordings/differences/{Path(file_name).stem}.yaml"
-        )
+        return
+    assert mismatches, (
+        f"{exchange.id}: localcube now answers as upstream did; remove it from {ledger}"
+    )
+    missing, beyond = unexplained(entry["differs"], mismatches)
+    assert not missing and not beyond, (
+        f"{exchange.id}: expected localcube to differ from upstream only as {ledger} says; "
+        "not seen:\n  "
+        + "\n  ".join(missing or ["-"])
+        + "\nseen beyond it:\n  "
+        + "\n  ".join(beyond or ["-"])
+    )
 
 
 _RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)")

@@ -333,7 +333,7 @@ def wait_for_warm_sandbox(cube: Cube, runtime: str) -> None:
 
 def not_reproduced(exchange: Exchange) -> list[str]:
     """The mismatch a situation localcube cannot recreate stands for; the ledger says why."""
-    return [f"{exchange.id}: the recorded situation is not recreated in localcube"]
+    return ["the recorded situation is not recreated in localcube"]
 
 
 ON_REDIS = {"expired-record-still-stored", "creating-placeholder", "garbage-record"}
