@@ -32,10 +32,15 @@ VERDICTS = {
     '"Upstream defects the suite reports" or "Upstream defects no scenario reports")',
     "localcube extension": "localcube does more than upstream, on purpose (fidelity.md, "
     '"Localcube extensions upstream does not have")',
+    "localcube design": "localcube sets itself up otherwise on purpose, so the recorded "
+    "situation does not arise there (the fidelity.md row the entry names)",
     "not reproducible": "the recorded situation cannot be recreated in localcube",
     "later upstream": "localcube answers as upstream does after the recorded commit (PR #460, "
     "which fidelity.md's rows name), where the recording predates it",
 }
+# Verdicts that are localcube's choice: the ledger entry names (`row`) the docs/fidelity.md row
+# that says so.
+CHOSEN = ("stricter by design", "localcube extension", "localcube design")
 
 
 @dataclass(frozen=True)
@@ -115,8 +120,9 @@ def params(file_name: str, only: Iterable[str] | None = None) -> list[Any]:
 
 @cache
 def differences(file_name: str) -> dict[str, dict[str, Any]]:
-    """The ledger of one recordings file: id -> {"verdict", "why", "differs"}, `differs`
-    the mismatches localcube's answer shows, each as the replay states it."""
+    """The ledger of one recordings file: id -> {"verdict", "why", "differs", "row"},
+    `differs` the mismatches localcube's answer shows, each as the replay states it, `row` a
+    phrase of the docs/fidelity.md row that explains a verdict of CHOSEN."""
     path = LEDGER / (Path(file_name).stem + ".yaml")
     if not path.is_file():
         return {}
@@ -127,6 +133,8 @@ def differences(file_name: str) -> dict[str, dict[str, Any]]:
         differs = entry.get("differs")
         if not differs or not all(isinstance(line, str) for line in differs):
             raise ValueError(f"{path.name}: {exchange_id} needs `differs`, its mismatches")
+        if entry["verdict"] in CHOSEN and not entry.get("row"):
+            raise ValueError(f"{path.name}: {exchange_id} needs `row`, its fidelity.md row")
     return entries
 
 

@@ -32,10 +32,8 @@ from jwt.warnings import InsecureKeyLengthWarning
 
 from tests.localcube.picod_process import Picod, SigningKey
 from tests.recordings.recorded import (
-    ROOT,
     Exchange,
     Message,
-    differences,
     judge,
     load,
     normalise_times,
@@ -339,15 +337,3 @@ def test_localcube_answers_as_upstreams_picod_did(
     judge(FILE, exchange, _differences(exchange, answer, places))
     written = sorted(os.listdir(places.outside))
     assert written == ["secret.txt"], f"{exchange.id}: localcube wrote outside: {written}"
-
-
-def test_each_difference_on_purpose_names_its_fidelity_row() -> None:
-    """The ledger's `row` is a phrase of the docs/fidelity.md row that explains it."""
-    page = (ROOT / "docs" / "fidelity.md").read_text(encoding="utf-8")
-    rows = [line for line in page.splitlines() if line.startswith("| ")]
-    unexplained = {
-        exchange_id: entry.get("row")
-        for exchange_id, entry in differences(FILE).items()
-        if not entry.get("row") or not any(entry["row"] in line for line in rows)
-    }
-    assert not unexplained, f"ledger entries naming no row of docs/fidelity.md: {unexplained}"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.recordings import recorded
-from tests.recordings.recorded import Exchange, Message, differences, judge
+from tests.recordings.recorded import CHOSEN, LEDGER, ROOT, Exchange, Message, differences, judge
 
 ANSWERS = "router-answers.jsonl"
 
@@ -64,3 +64,27 @@ def test_a_ledger_entry_without_what_differs_is_refused(
     monkeypatch.setattr(recorded, "LEDGER", tmp_path)
     with pytest.raises(ValueError, match="some-id needs `differs`"):
         differences("vague.jsonl")
+
+
+def test_each_difference_localcube_chose_names_its_fidelity_row() -> None:
+    """A ledger's `row` is a phrase of the docs/fidelity.md row that explains the choice."""
+    page = (ROOT / "docs" / "fidelity.md").read_text(encoding="utf-8")
+    rows = [line for line in page.splitlines() if line.startswith("| ")]
+    unexplained = {
+        f"{ledger.name}: {exchange_id}": entry.get("row")
+        for ledger in sorted(LEDGER.glob("*.yaml"))
+        for exchange_id, entry in differences(f"{ledger.stem}.jsonl").items()
+        if entry["verdict"] in CHOSEN and not any(entry["row"] in line for line in rows)
+    }
+    assert not unexplained, f"ledger entries naming no row of docs/fidelity.md: {unexplained}"
+
+
+def test_a_chosen_difference_without_its_row_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "rowless.yaml").write_text(
+        "some-id:\n  verdict: localcube design\n  why: because\n  differs: [status]\n"
+    )
+    monkeypatch.setattr(recorded, "LEDGER", tmp_path)
+    with pytest.raises(ValueError, match="some-id needs `row`"):
+        differences("rowless.jsonl")
