@@ -11,6 +11,7 @@ import asyncio
 import logging
 import socket
 import zlib
+from collections.abc import AsyncIterator
 
 import aiohttp
 import yarl
@@ -18,6 +19,7 @@ from aiohttp import hdrs, web
 
 from agentcube_contract.session import SESSION_HEADER as SESSION_HEADER_NAME
 from localcube.bearer_auth import Handler, caller, owner_refusal
+from localcube.content_sniff import SNIFF_LENGTH, detect_content_type, sniffed_by_go
 from localcube.forwarding import (
     asks_for_gzip,
     escaped,
@@ -182,16 +184,25 @@ class Router:
                 kept.popall("Content-Encoding")
                 kept.popall("Content-Length", None)
             sized = upstream.content_length is not None and gunzip is None
+            chunks = _decoded(upstream.content.iter_any(), gunzip)
+            opening: bytes = b""
+            broken: BaseException | None = None
+            if sniffed_by_go(upstream.status, kept):  # Go's server names a type, as sniffed
+                opening, broken = await _opening(chunks, SNIFF_LENGTH if sized else 1)
+                if opening:
+                    kept["Content-Type"] = detect_content_type(opening)
             answer = _SizedResponse if sized else ProxiedResponse
             response = answer(status=upstream.status, reason=upstream.reason)
             response.headers.extend(kept)
             response.headers[SESSION_HEADER] = session_id
             await response.prepare(request)
             try:
-                async for chunk in upstream.content.iter_any():
-                    await response.write(chunk if gunzip is None else gunzip.decompress(chunk))
-                if gunzip is not None:
-                    await response.write(gunzip.flush())
+                if opening:
+                    await response.write(opening)
+                if broken is not None:
+                    raise broken
+                async for chunk in chunks:
+                    await response.write(chunk)
             except (aiohttp.ClientError, zlib.error) as failure:
                 log.warning("sandbox of session %s broke off its answer: %s", session_id, failure)
                 return response
@@ -219,6 +230,33 @@ class Router:
                 skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding", "Content-Type"),
             )
         return self._upstream
+
+
+async def _decoded(
+    chunks: AsyncIterator[bytes], gunzip: zlib._Decompress | None
+) -> AsyncIterator[bytes]:
+    """The sandbox's body as the client gets it: gunzipped where the Router asked for gzip
+    (Go's Transport decompresses what it asked for)."""
+    async for chunk in chunks:
+        yield chunk if gunzip is None else gunzip.decompress(chunk)
+    if gunzip is not None:
+        yield gunzip.flush()
+
+
+async def _opening(chunks: AsyncIterator[bytes], wanted: int) -> tuple[bytes, BaseException | None]:
+    """The body's first `wanted` bytes or more (fewer at its end), what Go's server sniffs:
+    the first 512 of an answer of known length, which it buffers; the first part of one of
+    unknown length, which the ReverseProxy flushes as it comes. With the failure, if the
+    sandbox broke off before."""
+    opening = b""
+    try:
+        async for chunk in chunks:
+            opening += chunk
+            if len(opening) >= wanted:
+                break
+    except (aiohttp.ClientError, zlib.error) as failure:
+        return opening, failure
+    return opening, None
 
 
 class ProxiedResponse(web.StreamResponse):

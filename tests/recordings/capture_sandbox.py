@@ -7,6 +7,10 @@ file `--capture` names, and answers as the recorder's capture sandbox did
 readiness probe reached it), `hang-up` (accepts and closes), `stall` (never accepts, so its accept
 queue stays full), `silent` (accepts and never answers), `never-ready` (listens nowhere),
 `exit` (exits at once).
+
+`/untyped/<kind>` is answered with no Content-Type: `text`, `html`, `binary` or `empty`
+bytes of known length, or `streamed` text in chunks; gzipped, with its Content-Encoding,
+for a request that asks for gzip.
 """
 
 import argparse
@@ -27,6 +31,13 @@ HOP_BY_HOP_ANSWER = (
     ("Keep-Alive", "timeout=5"),
     ("Proxy-Authenticate", "x"),
 )
+UNTYPED = {
+    "text": b"hello, world\n",
+    "html": b"\n  <!doctype html><p>hello</p>",
+    "binary": bytes(range(32)),
+    "empty": b"",
+    "streamed": b"hello, world\n",
+}
 _lock = threading.Lock()
 
 
@@ -49,6 +60,9 @@ def serve(capture: str, delay: float, address: tuple[str, int]) -> None:
                 }
                 out.write(json.dumps(entry) + "\n")
             time.sleep(delay)
+            if self.path.startswith("/untyped/"):
+                self.untyped(self.path.removeprefix("/untyped/"))
+                return
             data, extra = OK, []
             if self.path == "/gzip" and "gzip" in self.headers.get("Accept-Encoding", ""):
                 data, extra = gzip.compress(COMPRESSED), [("Content-Encoding", "gzip")]
@@ -62,6 +76,21 @@ def serve(capture: str, delay: float, address: tuple[str, int]) -> None:
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+
+        def untyped(self, kind: str) -> None:
+            data = UNTYPED[kind]
+            self.send_response(200)
+            if "gzip" in self.headers.get("Accept-Encoding", ""):
+                data = gzip.compress(data)
+                self.send_header("Content-Encoding", "gzip")
+            if kind != "streamed":
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(data), data))
 
         def body(self) -> bytes:
             if self.headers.get("Transfer-Encoding", "").lower() == "chunked":

@@ -19,6 +19,8 @@ import json
 import jwt
 import pytest
 
+from localcube import content_sniff
+from tests.recordings import capture_sandbox
 from tests.recordings.recorded import Exchange, judge, message, params
 from tests.recordings.router_replay import (  # noqa: F401 (the fixtures this module uses)
     SESSION_PLACEHOLDER,
@@ -152,3 +154,38 @@ def test_a_range_request_is_not_asked_for_gzip(request: pytest.FixtureRequest) -
     received = dict(cube.captured("range-request")["headers"])
     assert received.get("Range") == "bytes=0-1", received
     assert received.get("Accept-Encoding", "") == "", f"asked for gzip: {received}"
+
+
+@pytest.mark.parametrize(
+    ("kind", "accept_encoding", "content_type", "content_encoding"),
+    [
+        ("text", "identity", content_sniff.TEXT, None),
+        ("html", "identity", "text/html; charset=utf-8", None),
+        ("binary", "identity", content_sniff.BINARY, None),
+        ("empty", "identity", None, None),
+        ("streamed", "identity", content_sniff.TEXT, None),
+        ("text", "gzip", None, "gzip"),  # the client's gzip, passed on: not sniffed
+        ("text", None, content_sniff.TEXT, None),  # the Router's, undone: sniffed once undone
+    ],
+)
+def test_an_answer_naming_no_type_gets_the_one_gos_server_sniffs(
+    kind: str,
+    accept_encoding: str | None,
+    content_type: str | None,
+    content_encoding: str | None,
+    request: pytest.FixtureRequest,
+) -> None:
+    """Go's ReverseProxy copies the sandbox's headers, then Go's server sniffs a type for
+    a body with bytes and neither Content-Type nor Content-Encoding (net/http server.go
+    `chunkWriter.writeHeader`, sniff.go `DetectContentType`); an empty body gets none."""
+    cube = request.getfixturevalue("main_cube")
+    answer = cube.client.agent(
+        "echo-agent", f"/untyped/{kind}", headers={"Accept-Encoding": accept_encoding}
+    )
+    assert answer.status_code == 200, answer.text
+    found = (answer.headers.get("Content-Type"), answer.headers.get("Content-Encoding"))
+    assert found == (content_type, content_encoding), (
+        f"expected a {kind} answer naming no type to reach the client with Content-Type "
+        f"{content_type!r} and Content-Encoding {content_encoding!r}, got {found}"
+    )
+    assert answer.content == capture_sandbox.UNTYPED[kind], answer.content
