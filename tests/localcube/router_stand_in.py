@@ -3,10 +3,16 @@ docs/own-router.md: CI has no upstream code.
 
 At start-up it makes the calls upstream's Router makes, from what the page gives it: the
 identity Secret through the in-cluster files and variables, as client-go sends it (protobuf;
-pkg/router/jwt.go:136-205), then Redis at `REDIS_ADDR` and the WorkloadManager at
-`WORKLOAD_MANAGER_URL`. Then it listens as the Router does, on every interface
-(pkg/router/server.go:185-214), until SIGTERM. What it found goes to `--report`; a call
-that fails stops it with status 255, as the Router's klog.Fatalf does.
+pkg/router/jwt.go:136-205), then Redis at `REDIS_ADDR`; the WorkloadManager's address,
+`WORKLOAD_MANAGER_URL`, is only read, as upstream reads it (pkg/router/session_manager.go:68).
+Then it listens as the Router does, on every interface (pkg/router/server.go:185-214), until
+SIGTERM, serving `/health/live` and one thing more of the Router's: a call to a code
+interpreter opens a session at the WorkloadManager with the service-account token
+(`POST /v1/code-interpreter`, as router-to-workload-manager.jsonl records it;
+pkg/router/session_manager.go:155-239) and is passed to the sandbox with a JWT signed by the
+key read back (pkg/router/handlers.go:277-307). Nothing else: no session is looked up or kept,
+no header but the token is passed. What it found goes to `--report`; a start-up call that
+fails stops it with status 255, as the Router's klog.Fatalf does.
 """
 
 from __future__ import annotations
@@ -16,12 +22,15 @@ import base64
 import hashlib
 import json
 import os
+import re
 import signal
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import jwt
 import redis
 import requests
 from cryptography.hazmat.primitives import serialization
@@ -30,6 +39,7 @@ from localcube.upstream_router import kube_protobuf
 
 SERVICE_ACCOUNT = Path("/run/secrets/kubernetes.io/serviceaccount")
 PROTOBUF = kube_protobuf.MEDIA_TYPE
+INTERPRETER_CALL = re.compile(r"/v1/namespaces/([^/]+)/code-interpreters/([^/]+)/invocations(/.*)")
 SECRET = {
     "kind": "Secret",
     "apiVersion": "v1",
@@ -85,21 +95,63 @@ def start_up(max_concurrent_requests: int) -> dict:
         raise StartupFailed("REDIS_PASSWORD_REQUIRED is not false")
     redis_host, _, redis_port = os.environ["REDIS_ADDR"].rpartition(":")
     redis.Redis(host=redis_host, port=int(redis_port), socket_timeout=5).ping()
-    health = requests.get(f"{os.environ['WORKLOAD_MANAGER_URL']}/health", timeout=10)
+    Routes.identity_pem = pem
+    Routes.workload_manager = os.environ["WORKLOAD_MANAGER_URL"]
     return {
         "identity_key_pkcs1": pem.startswith(b"-----BEGIN RSA PRIVATE KEY-----"),
         "identity_public_key_sha256": hashlib.sha256(public_pem.strip()).hexdigest(),
         "redis": "PONG",
-        "workload_manager_health": health.status_code,
         "max_concurrent_requests": max_concurrent_requests,
     }
 
 
-class Health(BaseHTTPRequestHandler):
+def interpreter_call(namespace: str, name: str, path: str, body: bytes) -> requests.Response:
+    """A new session at the WorkloadManager as the Router opens one, then the call passed to
+    its sandbox's first entry point with the Router's JWT."""
+    opened = requests.post(
+        f"{Routes.workload_manager}/v1/code-interpreter",
+        json={"kind": "CodeInterpreter", "name": name, "namespace": namespace},
+        headers={"Authorization": f"Bearer {(SERVICE_ACCOUNT / 'token').read_text()}"},
+        timeout=60,
+    )
+    opened.raise_for_status()
+    session = opened.json()
+    now = int(time.time())
+    claims = {"exp": now + 300, "iat": now, "iss": "agentcube-router"}
+    token = jwt.encode({**claims, "session_id": session["sessionId"]}, Routes.identity_pem, "RS256")
+    return requests.post(
+        f"http://{session['entryPoints'][0]['endpoint']}{path}",
+        data=body,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        timeout=60,
+    )
+
+
+class Routes(BaseHTTPRequestHandler):
+    identity_pem: bytes = b""
+    workload_manager = ""
+
     def do_GET(self) -> None:
-        found = self.path == "/health/live"
-        body = b'{"status":"alive"}' if found else b"404 page not found"
-        self.send_response(200 if found else 404)
+        if self.path == "/health/live":
+            self.answer(200, b'{"status":"alive"}')
+        else:
+            self.answer(404, b"404 page not found")
+
+    def do_POST(self) -> None:
+        call = INTERPRETER_CALL.fullmatch(self.path)
+        if call is None:
+            self.answer(404, b"404 page not found")
+            return
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        try:
+            answer = interpreter_call(*call.groups(), body)
+        except (requests.RequestException, KeyError, ValueError) as error:
+            self.answer(502, json.dumps({"error": str(error)}).encode())
+            return
+        self.answer(answer.status_code, answer.content)
+
+    def answer(self, status: int, body: bytes) -> None:
+        self.send_response(status)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
@@ -119,7 +171,7 @@ def main() -> int:
     except (StartupFailed, OSError, KeyError, ValueError, redis.RedisError) as error:
         print(f"F router stand-in: {error}", file=sys.stderr)
         return 255
-    server = ThreadingHTTPServer(("", int(arguments.port)), Health)
+    server = ThreadingHTTPServer(("", int(arguments.port)), Routes)
     arguments.report.write_text(json.dumps({**found, "port": server.server_port}))
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
     print(f"I router stand-in: Router server listening on :{arguments.port}", file=sys.stderr)

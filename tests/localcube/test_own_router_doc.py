@@ -2,9 +2,10 @@
 
 Two steps need upstream's programs, which CI does not have; each is replaced here, in plain
 sight: step 1 (building the Router and PicoD) sets `ROUTER` to tests/localcube/
-router_stand_in.py, which makes the Router's start-up calls and listens as it does, and
-`PICOD` to localcube's own daemon; step 7 (the suite against the Router) becomes a look at
-what every part answers, from inside the namespace. Every other line runs as written: the
+router_stand_in.py, which makes the Router's start-up calls, listens as it does and passes
+a code interpreter's call on as the Router would, and `PICOD` to localcube's own daemon;
+step 7 (the suite against the Router) becomes a look at what every part answers, one call
+through the stand-in included, from inside the namespace. Every other line runs as written: the
 private network namespace (its `unshare` line fed the rest as a paste would), the free
 ports, redis-server, localcube with `--router-identity` and `--picod-command`, the Router's
 mount namespace with the in-cluster files, and the teardown by pid, after which no process
@@ -54,8 +55,9 @@ wait_for "$WORK/picod-pids" "[0-9]"
 ip -o link > "$WORK/links"
 "$PYTHON" - > "$WORK/look.json" <<'LOOK'
 import json, os, urllib.request
-def get(url):
-    with urllib.request.urlopen(url, timeout=10) as answer:
+def get(url, body=None):
+    data = None if body is None else json.dumps(body).encode()
+    with urllib.request.urlopen(url, data, timeout=60) as answer:
         return answer.status, json.loads(answer.read())
 local = f"http://127.0.0.1:{os.environ['LOCALCUBE_PORT']}"
 router = f"http://127.0.0.1:{os.environ['ROUTER_PORT']}"
@@ -63,6 +65,11 @@ print(json.dumps({
     "localcube_health": get(f"{local}/health")[0],
     "sandboxes": len(get(f"{local}/localcube/v1/sandboxes")[1]["sandboxes"]),
     "router_live": get(f"{router}/health/live"),
+    "through_router": get(
+        f"{router}/v1/namespaces/default/code-interpreters/python-interpreter/invocations"
+        "/api/execute",
+        {"command": ["echo", "through the Router"]},
+    ),
 }))
 LOOK
 """
@@ -202,7 +209,15 @@ def test_the_sequence_starts_every_part_and_the_teardown_leaves_no_process(
     assert look["router_live"] == [200, {"status": "alive"}], look
     router = json.loads((work / "router.json").read_text())
     assert router["identity_key_pkcs1"] and router["redis"] == "PONG", router
-    assert router["workload_manager_health"] == 200 and router["max_concurrent_requests"] == 8
+    assert router["max_concurrent_requests"] == 8, router
+    # A call through the Router: a session opened with the service-account token, then the
+    # sandbox's PicoD accepting the JWT signed by the key the Router read back.
+    status, executed = look["through_router"]
+    assert (status, executed.get("stdout"), executed.get("exit_code")) == (
+        200,
+        "through the Router\n",
+        0,
+    ), f"expected the Router's call to run in a sandbox, got {status} {executed}"
     # Sandboxes trust the key the Router read back: both are localcube's.
     picod_key = (work / "picod-key").read_bytes().strip()
     assert router["identity_public_key_sha256"] == hashlib.sha256(picod_key).hexdigest()
