@@ -118,17 +118,19 @@ def interpreter(directory: Path, name: str, warm_pool_size: int) -> Path:
 
 def start(
     directory: Path,
-    manifests: Callable[[Path], list[Path]],
+    manifests: Callable[[Path, Path], list[Path]],
     *arguments: str,
     redis: redis_process.RedisServer | None = None,
 ) -> Cube:
+    """A localcube in `directory` serving the runtimes `manifests(runtimes, capture)` writes
+    under `runtimes`, their capture sandboxes recording into `capture`."""
     directory.mkdir(parents=True, exist_ok=True)
     capture = directory / "captured.jsonl"
     runtimes = directory / "runtimes"
     runtimes.mkdir()
     extra = list(arguments) + (["--store", redis.url] if redis else [])
     running = embedded.start(
-        manifests(runtimes),
+        manifests(runtimes, capture),
         directory / "localcube.log",
         state_dir=directory / "state",
         gc_interval="100ms",
@@ -153,10 +155,8 @@ def stopped_at_the_end(cube: Cube) -> Iterator[Cube]:
 @pytest.fixture(scope="module")
 def main_cube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cube]:
     """The recordings' default situation: every runtime the Router answered for."""
-    directory = tmp_path_factory.mktemp("main")
-    capture = directory / "captured.jsonl"
 
-    def manifests(runtimes: Path) -> list[Path]:
+    def manifests(runtimes: Path, capture: Path) -> list[Path]:
         return [
             agent(runtimes, "echo-agent", *capturing(capture)),
             FIXTURES / "python-interpreter.yaml",
@@ -167,22 +167,21 @@ def main_cube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cube]:
             agent(runtimes, "silent-agent", "--behave", "silent"),
         ]
 
-    yield from stopped_at_the_end(start(directory, manifests))
+    yield from stopped_at_the_end(start(tmp_path_factory.mktemp("main"), manifests))
 
 
 @pytest.fixture(scope="module")
 def limited_cube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cube]:
     """`--max-concurrent-requests 1`, with a sandbox slow enough to hold the only slot."""
-    directory = tmp_path_factory.mktemp("limited")
-    capture = directory / "captured.jsonl"
 
-    def manifests(runtimes: Path) -> list[Path]:
+    def manifests(runtimes: Path, capture: Path) -> list[Path]:
         return [
             agent(runtimes, "echo-agent", *capturing(capture)),
             agent(runtimes, "slow-agent", *capturing(capture, "--delay", str(SLOW_ANSWER))),
         ]
 
-    yield from stopped_at_the_end(start(directory, manifests, "--max-concurrent-requests", "1"))
+    limited = start(tmp_path_factory.mktemp("limited"), manifests, "--max-concurrent-requests", "1")
+    yield from stopped_at_the_end(limited)
 
 
 @pytest.fixture(scope="module")
@@ -193,7 +192,7 @@ def capture_interpreter_cube(tmp_path_factory: pytest.TempPathFactory) -> Iterat
     command = f"{sys.executable} {CAPTURE_PROGRAM} --capture {directory / 'captured.jsonl'}"
     command += " --port {port} --workspace {workspace}"
 
-    def manifests(runtimes: Path) -> list[Path]:
+    def manifests(runtimes: Path, _: Path) -> list[Path]:
         return [interpreter(runtimes, "ci-echo", 0), interpreter(runtimes, "claim-echo", 1)]
 
     cube = start(directory, manifests, "--picod-command", command)
@@ -203,12 +202,12 @@ def capture_interpreter_cube(tmp_path_factory: pytest.TempPathFactory) -> Iterat
 @pytest.fixture(scope="module")
 def slow_start_cube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cube]:
     """A sandbox that is never ready, with a creation timeout of one second."""
-    directory = tmp_path_factory.mktemp("slow-start")
 
-    def manifests(runtimes: Path) -> list[Path]:
+    def manifests(runtimes: Path, _: Path) -> list[Path]:
         return [agent(runtimes, "wm-504", "--behave", "never-ready")]
 
-    yield from stopped_at_the_end(start(directory, manifests, "--sandbox-ready-timeout", "1s"))
+    slow = start(tmp_path_factory.mktemp("slow-start"), manifests, "--sandbox-ready-timeout", "1s")
+    yield from stopped_at_the_end(slow)
 
 
 @pytest.fixture(scope="module")
@@ -217,9 +216,8 @@ def redis_cube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cube]:
     upstream's WorkloadManager and GC would have left them (skipped without redis-server)."""
     directory = tmp_path_factory.mktemp("redis")
     server = redis_process.start(directory / "redis")
-    capture = directory / "captured.jsonl"
 
-    def manifests(runtimes: Path) -> list[Path]:
+    def manifests(runtimes: Path, capture: Path) -> list[Path]:
         return [agent(runtimes, "echo-agent", *capturing(capture))]
 
     yield from stopped_at_the_end(start(directory, manifests, redis=server))

@@ -14,20 +14,15 @@ from __future__ import annotations
 import pytest
 
 from tests.recordings.recorded import Exchange, differences, judge, params
-from tests.recordings.router_replay import (  # noqa: F401 (the fixtures this module uses)
+from tests.recordings.router_replay import (
     GIVE_UP_AFTER,
     answer_mismatches,
     bind_answer,
-    capture_interpreter_cube,
     cube_for,
-    limited_cube,
-    main_cube,
     not_reproduced,
-    redis_cube,
     send,
     sessions_in,
     situation_of,
-    slow_start_cube,
 )
 
 FILE = "router-answers.jsonl"

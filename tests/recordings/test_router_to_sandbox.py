@@ -22,16 +22,12 @@ import pytest
 from localcube import content_sniff
 from tests.recordings import capture_sandbox
 from tests.recordings.recorded import Exchange, judge, message, params
-from tests.recordings.router_replay import (  # noqa: F401 (the fixtures this module uses)
+from tests.recordings.router_replay import (
     SESSION_PLACEHOLDER,
     Cube,
     answer_mismatches,
     bind_answer,
-    capture_interpreter_cube,
     cube_for,
-    limited_cube,
-    main_cube,
-    redis_cube,
     send,
     sessions_in,
     situation_of,

@@ -27,19 +27,15 @@ import pytest
 import requests
 
 from tests.recordings.recorded import Exchange, Message, differences, judge, message, params
-from tests.recordings.router_replay import (  # noqa: F401 (the fixtures this module uses)
+from tests.recordings.router_replay import (
     GIVE_UP_AFTER,
     SESSION_HEADER,
     Cube,
-    capture_interpreter_cube,
     cube_for,
-    limited_cube,
-    main_cube,
     not_reproduced,
     send,
     sessions_in,
     situation_of,
-    slow_start_cube,
 )
 
 FILE = "router-to-workload-manager.jsonl"
