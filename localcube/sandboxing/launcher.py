@@ -79,6 +79,16 @@ def is_alive(pid: int, process_start: str) -> bool:
 _KILL_PATIENCE = 0.5
 
 
+def _sandbox_processes(pid: int, process_start: str) -> list[int]:
+    """The members of the sandbox's session, and the sandbox itself while it leads none: the
+    template reports a fork's pid before the child calls setsid, so a sandbox ended at once
+    (localcube stopping while it starts) may still be in the template's session."""
+    members = _session_members(pid)
+    if pid not in members and is_alive(pid, process_start):
+        members.append(pid)
+    return members
+
+
 def _session_members(session_id: int) -> list[int]:
     members = []
     for entry in os.scandir("/proc"):
@@ -301,7 +311,7 @@ class SandboxLauncher:
         if current_start is None or current_start == process_start:
             give_up = time.monotonic() + _KILL_PATIENCE
             while time.monotonic() < give_up:
-                members = _session_members(pid)
+                members = _sandbox_processes(pid, process_start)
                 if not members:
                     break
                 for member in members:

@@ -7,13 +7,14 @@ import asyncio
 import os
 import resource
 import signal
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
 from localcube.manifests import load_paths
-from localcube.sandboxing.launcher import SandboxLauncher
+from localcube.sandboxing.launcher import SandboxLauncher, process_start_time
 from localcube.sandboxing.picod_template import SandboxTemplate, TemplateError
 from tests.localcube.support import FIXTURES, SESSION_HEADER, Client
 
@@ -174,3 +175,29 @@ def test_a_start_cancelled_while_the_template_forks_ends_what_it_forked(tmp_path
             await launcher.close()
 
     run(scenario())
+
+
+def test_a_sandbox_ended_before_it_leads_its_session_is_killed(tmp_path: Path) -> None:
+    """The template reports a fork's pid before the child calls setsid, so a start cancelled
+    at once (localcube stopping while its warm pool forks) can end a sandbox still in the
+    template's session. It must die all the same, not go on to become a daemon: here a
+    process of this test's session stands for such a child."""
+    directory = tmp_path / "sandboxes" / "not-yet-a-leader"
+    directory.mkdir(parents=True)
+    child = subprocess.Popen(["sleep", "60"])
+    assert os.getsid(child.pid) != child.pid
+
+    async def scenario() -> None:
+        launcher = SandboxLauncher(tmp_path / "sandboxes", "", ready_timeout=10)
+        try:
+            await launcher.end(child.pid, process_start_time(child.pid) or "", directory)
+        finally:
+            await launcher.close()
+
+    run(scenario())
+    ended = child.poll()
+    if ended is None:
+        child.kill()
+        child.wait()
+    assert ended == -signal.SIGKILL, f"the ended sandbox was left running (exit {ended})"
+    assert not directory.exists()
