@@ -275,25 +275,32 @@ class WorkloadManager:
             missing = runtime.warm_pool_size - self.warm_count(key)
             if missing <= 0:
                 return
-            started = await asyncio.gather(
-                *(self._start(runtime) for _ in range(missing)), return_exceptions=True
-            )
-            for result in started:
-                if isinstance(result, BaseException):
-                    log.error("warm pool of %s/%s: %s", key[1], key[2], result)
-                elif self._runtimes.get(key) != runtime:  # changed or went while it started
-                    await self._end_processes(result, "runtime changed")  # never recorded
-                else:
-                    try:
-                        self._store.put(result)
-                    except StoreError as failure:
-                        log.error("warm pool of %s/%s: %s", key[1], key[2], failure)
-                        await self._end_processes(result, "it could not be recorded")
-                        return  # the GC pass tries again
-                    log.info("warm sandbox %s ready", result.sandbox_name)
-            if any(isinstance(result, BaseException) for result in started):
+            warmed = await asyncio.gather(*(self._warm_one(runtime) for _ in range(missing)))
+            if not all(warmed):
                 return  # the GC pass tries again
             runtime = self._runtimes.get(key)
+
+    async def _warm_one(self, runtime: Runtime) -> bool:
+        """Start one warm sandbox and record it as soon as it serves, so that a refill
+        cancelled while others of its batch still start (a stop) leaves none unrecorded,
+        which the stop would never end. False if it could not start or be recorded."""
+        key = runtime.key
+        try:
+            sandbox = await self._start(runtime)
+        except Exception as failure:
+            log.error("warm pool of %s/%s: %s", key[1], key[2], failure)
+            return False
+        if self._runtimes.get(key) != runtime:  # changed or went while it started
+            await self._end_processes(sandbox, "runtime changed")  # never recorded
+            return True
+        try:
+            self._store.put(sandbox)
+        except StoreError as failure:
+            log.error("warm pool of %s/%s: %s", key[1], key[2], failure)
+            await self._end_processes(sandbox, "it could not be recorded")
+            return False
+        log.info("warm sandbox %s ready", sandbox.sandbox_name)
+        return True
 
     async def _end_warm(self, key: tuple[str, str, str]) -> None:
         await asyncio.gather(*(self._end(r, "runtime changed") for r in self._warm(key)))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -81,3 +84,31 @@ def test_a_warm_sandbox_that_finishes_starting_after_its_runtime_went_is_ended(
     wait_until(lambda: not processes_under(state / "sandboxes"), 10, "no sandbox process left")
     assert client.sandboxes() == []
     assert list((state / "sandboxes").iterdir()) == []
+
+
+def test_a_stop_while_one_warm_sandbox_serves_and_another_starts_leaves_no_process(
+    tmp_path: Path, start_localcube
+) -> None:
+    """A pool of two whose second sandbox starts slowly (its wrapper waits half a minute).
+    The first is recorded as soon as it serves, not once the whole batch has started: a
+    stop ends what the records know, so one left unrecorded would outlive localcube."""
+    own_picod_command(tmp_path, tmp_path / "records")  # writes my-picod.sh
+    second_slow = tmp_path / "second-slow-picod.sh"
+    second_slow.write_text(
+        f"mkdir {tmp_path}/first-started 2>/dev/null || sleep 30\n"
+        f'exec sh {tmp_path}/my-picod.sh "$@"\n'
+    )
+    pooled = derived_manifest(tmp_path, WARM, "half-ready-pool", warmPoolSize=2)
+    state = tmp_path / "state"
+    command = f"sh {second_slow} --port {{port}} --workspace {{workspace}}"
+    cube = start_localcube([pooled], state_dir=state, extra_arguments=["--picod-command", command])
+    client = Client(cube.url)
+    wait_until(
+        lambda: warm_sandboxes(client, "half-ready-pool"), 10, "the first warm sandbox listed"
+    )
+    assert cube.stop() == 0
+    left = processes_under(state / "sandboxes")
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert left == [], f"the stop left sandbox processes running: {left}"
