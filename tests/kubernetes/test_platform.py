@@ -49,6 +49,18 @@ def test_applies_and_deletes_a_runtime_as_the_world_does(
     assert fake.lines("DELETE") == [f"DELETE {AGENT_RUNTIMES}/echo-agent-idle-5"]
 
 
+def pod_event(pod_name: str, reason: str, message: str, **fields) -> dict:
+    """An Event about one pod of the namespace, as the API lists it."""
+    return {
+        "kind": "Event",
+        "metadata": meta(f"{pod_name}.1"),
+        "involvedObject": {"kind": "Pod", "name": pod_name, "namespace": NS},
+        "reason": reason,
+        "message": message,
+        **fields,
+    }
+
+
 def crashing_pod(fake: FakeKubernetes) -> None:
     obj = pod("echo-agent-q1", labels={SESSION_LABEL: SESSION})
     obj["status"]["containerStatuses"] = [
@@ -64,27 +76,16 @@ def crashing_pod(fake: FakeKubernetes) -> None:
     fake.put(PODS, obj)
     fake.put(
         EVENTS,
-        {
-            "kind": "Event",
-            "metadata": meta("echo-agent-q1.1"),
-            "involvedObject": {"kind": "Pod", "name": "echo-agent-q1", "namespace": NS},
-            "type": "Warning",
-            "reason": "BackOff",
-            "message": "Back-off restarting failed container",
-            "count": 4,
-            "lastTimestamp": "2026-01-01T00:00:04Z",
-        },
+        pod_event(
+            "echo-agent-q1",
+            "BackOff",
+            "Back-off restarting failed container",
+            type="Warning",
+            count=4,
+            lastTimestamp="2026-01-01T00:00:04Z",
+        ),
     )
-    fake.put(
-        EVENTS,
-        {
-            "kind": "Event",
-            "metadata": meta("other.1"),
-            "involvedObject": {"kind": "Pod", "name": "other", "namespace": NS},
-            "reason": "Pulled",
-            "message": "unrelated",
-        },
-    )
+    fake.put(EVENTS, pod_event("other", "Pulled", "unrelated"))
     fake.logs[(NS, "echo-agent-q1", "main")] = "\n".join(
         [f"line {n}" for n in range(1, 60)] + [f"got Authorization: Bearer {USER_TOKEN}"]
     )
@@ -145,15 +146,13 @@ def test_evidence_of_a_pod_no_node_will_take(cluster: Cluster, fake: FakeKuberne
     fake.put(PODS, obj)
     fake.put(
         EVENTS,
-        {
-            "kind": "Event",
-            "metadata": meta("echo-agent-u1.1"),
-            "involvedObject": {"kind": "Pod", "name": "echo-agent-u1", "namespace": NS},
-            "type": "Warning",
-            "reason": "FailedScheduling",
-            "message": "0/1 nodes are available: 1 Insufficient memory.",
-            "count": 2,
-        },
+        pod_event(
+            "echo-agent-u1",
+            "FailedScheduling",
+            "0/1 nodes are available: 1 Insufficient memory.",
+            type="Warning",
+            count=2,
+        ),
     )
     evidence = platform_of(cluster).evidence([SESSION])
     assert evidence.splitlines()[2:] == [
