@@ -143,7 +143,7 @@ def refused_because_session_not_found(session_id: str, *, code_required: bool) -
     """404 with an error naming the session and, since upstream PR #460, code
     SESSION_NOT_FOUND, which a 404 from the application inside the sandbox never carries.
     Without `code_required` (older releases) the code may be missing, but no other code."""
-    return refusal(
+    return Refusal(
         f"the Router to refuse the call with 404 because session {session_id} was not found"
         + (f", with code {SESSION_NOT_FOUND}" if code_required else "")
         + ", opening no session",
@@ -167,11 +167,14 @@ def passed_on_from_the_agent(session_id: str) -> Answer:
     )
 
 
-class _Refusal(Answer):
-    """A refusal as the contract promises it, and no more: the status, an error text that
-    contains each reason (in any case, so a gateway may wrap it in words of its own), the
-    stable code when there is one, any other field allowed. A refusal by the Router opens
-    no session, so it carries no session id."""
+class Refusal(Answer):
+    """The one matcher of refusals: what the contract promises of one, and no more: the
+    status, an error text that contains each reason (in any case, so a gateway may wrap it
+    in words of its own), the stable code when there is one, any other field allowed.
+    `code` None checks no code (PicoD's errors carry a number there);
+    `code_may_be_missing` accepts a body without any code but no other code;
+    `by_the_router` demands that no session id came back, as a Router's refusal opens no
+    session."""
 
     def __init__(
         self,
@@ -179,9 +182,9 @@ class _Refusal(Answer):
         status: int,
         reasons: Sequence[str],
         *,
-        code: str | None,
-        code_may_be_missing: bool,
-        by_the_router: bool,
+        code: str | None = None,
+        code_may_be_missing: bool = False,
+        by_the_router: bool = False,
     ) -> None:
         super().__init__(
             expectation,
@@ -214,31 +217,9 @@ class _Refusal(Answer):
         return None
 
 
-def refusal(
-    expectation: str,
-    status: int,
-    reasons: Sequence[str],
-    *,
-    code: str | None = None,
-    code_may_be_missing: bool = False,
-    by_the_router: bool = False,
-) -> Answer:
-    """The one matcher of refusals (see _Refusal): `code` None checks no code (PicoD's
-    errors carry a number there), `code_may_be_missing` accepts a body without any code
-    but no other code, `by_the_router` demands that no session id came back."""
-    return _Refusal(
-        expectation,
-        status,
-        reasons,
-        code=code,
-        code_may_be_missing=code_may_be_missing,
-        by_the_router=by_the_router,
-    )
-
-
 def refused_with(status: int, explanation: str) -> Answer:
     """A refusal whose JSON error explains the problem in these words (any case)."""
-    return refusal(
+    return Refusal(
         f"the call to be refused with {status} and an error that says {explanation!r}",
         status,
         (explanation,),
@@ -246,7 +227,7 @@ def refused_with(status: int, explanation: str) -> Answer:
 
 
 def refused_as_escaping_the_workspace() -> Answer:
-    return refusal(
+    return Refusal(
         "the call to be refused with 400 because the path escapes the workspace",
         400,
         ("access denied", "escapes"),
@@ -255,7 +236,7 @@ def refused_as_escaping_the_workspace() -> Answer:
 
 def refused_as_unauthorized(reason: str) -> Answer:
     """The Router's 401, which opens no session (pkg/router/auth.go:44-83)."""
-    return refusal(
+    return Refusal(
         f"the Router to refuse the call with 401 because of {reason!r}, opening no session "
         "(code UNAUTHORIZED)",
         401,
@@ -267,7 +248,7 @@ def refused_as_unauthorized(reason: str) -> Answer:
 
 def refused_as_not_the_owner() -> Answer:
     """The Router's 403 for another subject's session (pkg/router/handlers.go:118-127)."""
-    return refusal(
+    return Refusal(
         "the Router to refuse another subject's call in the session with 403 FORBIDDEN "
         "because the caller does not own it",
         403,
@@ -279,7 +260,7 @@ def refused_as_not_the_owner() -> Answer:
 
 def refused_as_overloaded() -> Answer:
     """The Router's 429 past --max-concurrent-requests (pkg/router/server.go:142-148)."""
-    return refusal(
+    return Refusal(
         "the Router to refuse the call with 429 because it is overloaded, opening no session "
         "(code SERVER_OVERLOADED)",
         429,
@@ -327,7 +308,7 @@ def failed_because_the_sandbox_died() -> Answer:
 
 
 def refused_because_runtime_not_found(runtime: Runtime) -> Answer:
-    return refusal(
+    return Refusal(
         f"the Router to refuse the call with 404 because {runtime} was not found, "
         "opening no session",
         404,
@@ -620,7 +601,7 @@ class _OwnSandboxOrRefusal(Answer):
     forwards the call to the session's own sandbox; a Router that binds a session to its
     path refuses it (404, or 409 as upstream's open PR #324 proposes). Either way no other
     sandbox serves it and no new session is opened: a refusal is the Router's own (see
-    refusal()), with no session id and no sandbox's report."""
+    Refusal()), with no session id and no sandbox's report."""
 
     def __init__(self, session_id: str, sandbox: Mapping[str, Any], runtime: Runtime) -> None:
         expectation = (
@@ -628,7 +609,7 @@ class _OwnSandboxOrRefusal(Answer):
             "sandbox or refused with 404 or 409, never by another sandbox or in a new session"
         )
         self.refusals = {
-            status: refusal(expectation, status, (), by_the_router=True) for status in (404, 409)
+            status: Refusal(expectation, status, (), by_the_router=True) for status in (404, 409)
         }
         super().__init__(
             expectation,
