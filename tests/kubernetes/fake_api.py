@@ -52,7 +52,7 @@ GROUPS = (
     "extensions.agents.x-k8s.io/v1alpha1",
 )
 # Served whatever `groups` says: the core API and the built-in groups the adapter uses.
-_BUILT_IN = {"", "apps"}
+_BUILT_IN = {"", "apps", "coordination.k8s.io"}
 NOT_FOUND_PAGE = "404 page not found\n"  # what the server's mux answers for a path it lacks
 
 
@@ -74,13 +74,14 @@ class _Kind:
 
 _RESOURCES: dict[str, tuple[_Kind, ...]] = {
     "": (
-        _Kind("pods", "Pod", ("log", "portforward", "status")),
+        _Kind("pods", "Pod", ("binding", "log", "portforward", "status")),
         _Kind("events", "Event", (), generation=False),
         _Kind("services", "Service", ("status",), generation=False),
         _Kind("serviceaccounts", "ServiceAccount", ("token",), generation=False),
         _Kind("nodes", "Node", ("status",), namespaced=False, generation=False),
     ),
     "apps": (_Kind("deployments", "Deployment", ("scale", "status")),),
+    "coordination.k8s.io": (_Kind("leases", "Lease", (), generation=False),),
     "runtime.agentcube.volcano.sh": (
         _Kind("agentruntimes", "AgentRuntime"),
         _Kind("codeinterpreters", "CodeInterpreter"),
@@ -106,6 +107,7 @@ _REASONS = {
 # --kubelet-preferred-address-types' default order.
 _ADDRESS_TYPES = ("Hostname", "InternalDNS", "InternalIP", "ExternalDNS", "ExternalIP")
 _DEFAULT_GRACE_SECONDS = 30
+_WATCH_POLL_SECONDS = 0.02  # how often an open watch looks for new events
 _TYPE_KEYS = ("kind", "apiVersion")
 _VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
@@ -170,6 +172,16 @@ class _Failure:
 
 
 @dataclass(frozen=True)
+class _Event:
+    """One write as a watch sees it: the object before and after (None: it did not exist)."""
+
+    revision: int
+    collection: str
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
 class _Target:
     """What a request names: the resource, and the object and subresource when given."""
 
@@ -185,6 +197,23 @@ class _Target:
     @property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
+
+    def covers(self, collection: str) -> bool:
+        """Whether objects stored under this collection path are in what the request names:
+        the collection itself, or any namespace's for a namespaced resource asked for
+        across all namespaces (/api/v1/pods)."""
+        if collection == self.collection:
+            return True
+        match = _PATH.match(collection)
+        return bool(
+            self.namespace is None
+            and self.kind is not None
+            and self.kind.namespaced
+            and match
+            and match["namespace"]
+            and (match["group"] or "") == self.group
+            and match["plural"] == self.plural
+        )
 
     @property
     def qualified(self) -> str:
@@ -224,6 +253,10 @@ class FakeKubernetes:
     _hooks: list[tuple[str, str, Hook]] = field(default_factory=list)
     _revision: int = 1
     _lock: threading.RLock = field(default_factory=threading.RLock)
+    # What watches replay: every write since the last compaction, oldest first.
+    _events: list[_Event] = field(default_factory=list)
+    _compacted: int = 1  # the revision below which a watch is answered 410 Expired
+    _watch_epoch: int = 0  # bumped to end every open watch (compact, stop)
 
     # Setting the stage.
 
@@ -244,8 +277,9 @@ class FakeKubernetes:
                 stored.setdefault("apiVersion", target.api_version)
             if kind is None or kind.generation:
                 metadata.setdefault("generation", 1)
-            self._written(stored)
+            before = self.get(collection, metadata["name"])
             self.objects.setdefault(collection, {})[metadata["name"]] = stored
+            self._written(collection, before, stored)
             return stored
 
     def get(self, collection: str, name: str) -> dict[str, Any] | None:
@@ -266,6 +300,15 @@ class FakeKubernetes:
             if stored is None or "deletionTimestamp" not in stored["metadata"]:
                 raise AssertionError(f"no Terminating pod {name} in {collection} to finish")
             self._gone(collection, stored)
+
+    def compact(self) -> None:
+        """What etcd's compaction and an API server restart do to watches: every open watch
+        ends, and a watch from a resourceVersion older than now is answered 410 Expired, so
+        the client must list again."""
+        with self._lock:
+            self._events.clear()
+            self._compacted = self._revision
+            self._watch_epoch += 1
 
     def fail(
         self, method: str, path: str, status: int, message: str = "", *, times: int | None = None
@@ -304,6 +347,8 @@ class FakeKubernetes:
             raise RuntimeError("the fake Kubernetes API did not start")
 
     def stop(self) -> None:
+        with self._lock:
+            self._watch_epoch += 1  # open watches end, or the runner's cleanup waits for them
         asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
@@ -373,6 +418,8 @@ class FakeKubernetes:
             return await self._portforward(request, target)
         if target.sub == "log":
             return await self._log(request, target)
+        if request.method == "GET" and request.query.get("watch", "").lower() in ("true", "1"):
+            return await self._watch(request, target)
         with self._lock:
             return self._rest(request, target, request[_BODY])
 
@@ -380,6 +427,8 @@ class FakeKubernetes:
         method, name = request.method, target.name
         if target.sub == "token" and method == "POST":
             return self._token(target, body)
+        if target.sub == "binding" and method == "POST":
+            return self._bind(target, body)
         if name is None and method == "GET":
             return self._list(target, request.query)
         if name is None and method == "POST":
@@ -409,13 +458,95 @@ class FakeKubernetes:
             return _json(stored)
         if method == "DELETE":
             return self._delete(target, stored, body or {})
-        if method == "PATCH":
+        before = copy.deepcopy(stored)
+        if method == "PATCH" and target.sub == "status":
+            # The status subresource takes the status alone (a JSON merge patch: null
+            # removes a key, a list is replaced whole).
+            _merge(stored.setdefault("status", {}), (body or {}).get("status") or {})
+        elif method == "PATCH":
             _merge(stored, body)
             if "spec" in body:
                 stored["metadata"]["generation"] = stored["metadata"].get("generation", 1) + 1
-            self._written(stored)
-            return _json(stored)
-        return _status(405, f"{method} not supported by the fake")
+        elif method == "PUT":
+            return self._update(target, stored, body)
+        else:
+            return _status(405, f"{method} not supported by the fake")
+        self._written(target.collection, before, stored)
+        return _json(stored)
+
+    def _update(self, target: _Target, stored: dict[str, Any], body: dict) -> web.Response:
+        """PUT: the whole object replaced, if the resourceVersion it carries is the stored
+        one (optimistic concurrency); identity fields and a status kept by its subresource
+        stay as stored."""
+        metadata = stored["metadata"]
+        sent = (body.get("metadata") or {}).get("resourceVersion")
+        if sent and sent != metadata["resourceVersion"]:
+            return _status(
+                409,
+                f'Operation cannot be fulfilled on {target.qualified} "{target.name}": the object '
+                "has been modified; please apply your changes to the latest version and try again",
+                details=target.details(),
+            )
+        before = copy.deepcopy(stored)
+        replaced = copy.deepcopy(body)
+        replaced["metadata"] = {
+            **replaced.get("metadata", {}),
+            **{key: metadata[key] for key in ("uid", "creationTimestamp") if key in metadata},
+        }
+        kind = target.kind
+        if kind is not None and "status" in kind.subresources and "status" in stored:
+            replaced["status"] = stored["status"]
+        if kind is not None and kind.generation:
+            changed = replaced.get("spec") != stored.get("spec")
+            replaced["metadata"]["generation"] = metadata.get("generation", 1) + int(changed)
+        stored.clear()
+        stored.update(replaced)
+        self._written(target.collection, before, stored)
+        return _json(stored)
+
+    def _bind(self, target: _Target, body: dict[str, Any]) -> web.Response:
+        """pods/binding, as the scheduler binds: the pod gets its node and a PodScheduled
+        condition, unless it has a node already or is being deleted (409 Conflict on
+        pods/binding; kubernetes pkg/registry/core/pod/storage/storage.go, BindingREST)."""
+        if (body.get("metadata") or {}).get("name") != target.name:
+            return _status(400, "name in URL does not match name in Binding object")
+        stored = self.get(target.collection, target.name or "")
+        if stored is None:
+            return _not_found(target)
+        spec = stored.setdefault("spec", {})
+        if "deletionTimestamp" in stored["metadata"]:
+            why = f"pod {target.name} is being deleted, cannot be assigned to a host"
+        elif spec.get("nodeName"):
+            why = f'pod {target.name} is already assigned to node "{spec["nodeName"]}"'
+        else:
+            before = copy.deepcopy(stored)
+            spec["nodeName"] = body["target"]["name"]
+            conditions = stored.setdefault("status", {}).setdefault("conditions", [])
+            conditions[:] = [c for c in conditions if c.get("type") != "PodScheduled"]
+            conditions.append(
+                {
+                    "type": "PodScheduled",
+                    "status": "True",
+                    "lastProbeTime": None,
+                    "lastTransitionTime": _now(),
+                }
+            )
+            self._written(target.collection, before, stored)
+            return _json(
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "metadata": {},
+                    "status": "Success",
+                    "code": 201,
+                },
+                201,
+            )
+        return _status(
+            409,
+            f'Operation cannot be fulfilled on pods/binding "{target.name}": {why}',
+            details={"name": target.name or "", "kind": "pods/binding"},
+        )
 
     def _list(self, target: _Target, query: Any) -> web.Response:
         version, match = query.get("resourceVersion"), query.get("resourceVersionMatch")
@@ -455,7 +586,7 @@ class FakeKubernetes:
         field_selector = query.get("fieldSelector", "")
         items = [
             {key: value for key, value in obj.items() if not built_in or key not in _TYPE_KEYS}
-            for _, obj in sorted(self.objects.get(target.collection, {}).items())
+            for obj in self._stored_in(target)
             if _selected(obj, label_selector, _labels) and _selected(obj, field_selector, _field)
         ]
         metadata: dict[str, Any] = {"resourceVersion": str(self._revision)}
@@ -476,6 +607,70 @@ class FakeKubernetes:
                 "items": items,
             }
         )
+
+    def _stored_in(self, target: _Target) -> list[dict[str, Any]]:
+        """The objects a collection path names, in etcd's key order (namespace, then name);
+        a namespaced resource without a namespace is every namespace's."""
+        return [
+            obj
+            for collection in sorted(self.objects)
+            if target.covers(collection)
+            for _, obj in sorted(self.objects[collection].items())
+        ]
+
+    async def _watch(self, request: web.Request, target: _Target) -> web.StreamResponse:
+        """A watch, as the API server's watch cache serves one: from resourceVersion (none or
+        "0": the current objects first, as ADDED), each later write that matches the
+        selectors, an object leaving them as DELETED; a resourceVersion older than the last
+        compaction is an ERROR event 410 Expired. It ends after timeoutSeconds, or when the
+        stand-in compacts or stops."""
+        query = request.query
+        selectors = query.get("labelSelector", ""), query.get("fieldSelector", "")
+
+        def matches(obj: dict[str, Any] | None) -> bool:
+            return (
+                obj is not None
+                and _selected(obj, selectors[0], _labels)
+                and _selected(obj, selectors[1], _field)
+            )
+
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await response.prepare(request)
+        with self._lock:
+            epoch, version = self._watch_epoch, query.get("resourceVersion", "")
+            cursor = int(version) if version not in ("", "0") else self._revision
+            if cursor < self._compacted:
+                lines = [_watch_line("ERROR", _expired(cursor, self._compacted))]
+                cursor = -1
+            elif version in ("", "0"):
+                lines = [_watch_line("ADDED", o) for o in self._stored_in(target) if matches(o)]
+            else:
+                lines = []
+        deadline = asyncio.get_running_loop().time() + float(query.get("timeoutSeconds", 1800))
+        while True:
+            for line in lines:
+                await response.write(line)
+            if cursor < 0 or asyncio.get_running_loop().time() >= deadline:
+                break
+            await asyncio.sleep(_WATCH_POLL_SECONDS)
+            with self._lock:
+                if self._watch_epoch != epoch:
+                    break
+                events = [e for e in self._events if e.revision > cursor]
+                cursor = self._revision
+            lines = []
+            for event in events:
+                if not target.covers(event.collection):
+                    continue
+                was, now = matches(event.before), matches(event.after)
+                if now:
+                    lines.append(_watch_line("MODIFIED" if was else "ADDED", event.after))
+                elif was:
+                    gone = copy.deepcopy(event.before)
+                    gone["metadata"]["resourceVersion"] = str(event.revision)  # type: ignore[index]
+                    lines.append(_watch_line("DELETED", gone))  # type: ignore[arg-type]
+        await response.write_eof()
+        return response
 
     def _delete(self, target: _Target, stored: dict[str, Any], options: dict) -> web.Response:
         metadata = stored["metadata"]
@@ -507,6 +702,7 @@ class FakeKubernetes:
         """A pod is marked for deletion with its grace period and answered as it is then; a
         pod on no node, or with grace 0 (a force delete), goes at once, the others when
         their kubelet has stopped them (kubelet_finishes)."""
+        before = copy.deepcopy(stored)
         metadata, spec = stored["metadata"], stored.get("spec") or {}
         grace = options.get("gracePeriodSeconds")
         if grace is None:
@@ -519,7 +715,7 @@ class FakeKubernetes:
         metadata["deletionGracePeriodSeconds"] = min(
             grace, metadata.get("deletionGracePeriodSeconds", grace)
         )
-        self._written(stored)
+        self._written(collection, before, stored)
         answer = copy.deepcopy(stored)
         if metadata["deletionGracePeriodSeconds"] == 0:
             self._gone(collection, stored)
@@ -528,6 +724,8 @@ class FakeKubernetes:
     def _gone(self, collection: str, stored: dict[str, Any]) -> None:
         """The object leaves the store; the controllers a test turned on react."""
         self.objects.get(collection, {}).pop(stored["metadata"]["name"], None)
+        self._revision += 1
+        self._events.append(_Event(self._revision, collection, copy.deepcopy(stored), None))
         if self.garbage_collection:
             for dependent_collection, dependent in self._dependents(stored["metadata"]["uid"]):
                 if _PATH.match(dependent_collection)["plural"] == "pods":  # type: ignore[index]
@@ -571,9 +769,15 @@ class FakeKubernetes:
         recreated["status"] = {"phase": "Pending"}
         self.put(collection, recreated)
 
-    def _written(self, stored: dict[str, Any]) -> None:
+    def _written(
+        self, collection: str, before: dict[str, Any] | None, stored: dict[str, Any]
+    ) -> None:
+        """A write: the object gets the next resourceVersion, and watches an event."""
         self._revision += 1
         stored["metadata"]["resourceVersion"] = str(self._revision)
+        self._events.append(
+            _Event(self._revision, collection, copy.deepcopy(before), copy.deepcopy(stored))
+        )
 
     def _token(self, target: _Target, body: dict[str, Any]) -> web.Response:
         account = self.get(target.collection, target.name or "")
@@ -826,6 +1030,24 @@ def _forbidden(identity: Identity, verb: str, target: _Target) -> web.Response:
     )
 
 
+def _watch_line(kind: str, obj: dict[str, Any]) -> bytes:
+    return json.dumps({"type": kind, "object": obj}, separators=(",", ":")).encode() + b"\n"
+
+
+def _expired(version: int, compacted: int) -> dict[str, Any]:
+    """The watch cache's answer to a resourceVersion it no longer has (apiserver
+    pkg/storage/cacher: NewResourceExpired, "too old resource version")."""
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": f"too old resource version: {version} ({compacted})",
+        "reason": "Expired",
+        "code": 410,
+    }
+
+
 def _encode_continue(name: str) -> str:
     return base64.urlsafe_b64encode(json.dumps({"start": name}).encode()).decode()
 
@@ -838,22 +1060,29 @@ def _labels(obj: dict[str, Any], key: str) -> Any:
     return (obj["metadata"].get("labels") or {}).get(key)
 
 
-def _field(obj: dict[str, Any], key: str) -> Any:
+def _field(obj: dict[str, Any], key: str) -> str:
+    """A field as a field selector sees it: a string, empty when unset (spec.nodeName=)."""
     value: Any = obj
     for part in key.split("."):
         value = (value or {}).get(part)
-    return value
+    return "" if value is None else str(value)
 
 
 def _selected(obj: dict[str, Any], selector: str, lookup: Callable[..., Any]) -> bool:
-    """Equality-based selectors only (k=v,k2=v2), which is all the adapter sends."""
-    terms = [term.split("=", 1) for term in selector.split(",") if term]
-    return all(lookup(obj, key) == value for key, value in terms)
+    """Equality-based selectors (k=v, k==v, k!=v, comma-separated), which is all the adapter
+    and the node send."""
+    for term in filter(None, selector.split(",")):
+        key, operator, value = re.split(r"(!=|==|=)", term, maxsplit=1)
+        if (lookup(obj, key) == value) != (operator != "!="):
+            return False
+    return True
 
 
 def _merge(target: dict[str, Any], patch: dict[str, Any]) -> None:
     for key, value in patch.items():
-        if isinstance(value, dict) and isinstance(target.get(key), dict):
+        if value is None:
+            target.pop(key, None)
+        elif isinstance(value, dict) and isinstance(target.get(key), dict):
             _merge(target[key], value)
         else:
             target[key] = value
