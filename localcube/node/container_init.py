@@ -1,0 +1,86 @@
+"""A container started inside a pod: `python -m localcube.node.container_init --spec-fd N`.
+
+It reads its spec (JSON: the pod's holder pid, the working directory, argv and the whole
+environment; on a pipe, so that no value of the environment shows in a process list),
+enters the pod's network, UTS, mount and PID namespaces and its root, and forks twice: a
+process in the pod's PID namespace makes a PID namespace of the container's own, whose
+PID 1 is the command (so a command without a SIGTERM handler ignores SIGTERM, as in a
+container, and killing it ends every process it started). Each level exits as the level
+below it did (same code, same signal) and dies with the level above it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import signal
+import sys
+
+from localcube.netns import CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUTS, setns, unshare
+
+_PR_SET_PDEATHSIG = 1
+_libc = ctypes.CDLL(None, use_errno=True)
+_NAMESPACES = (("uts", CLONE_NEWUTS), ("net", CLONE_NEWNET), ("pid", CLONE_NEWPID))
+
+
+def _enter(holder_pid: int) -> None:
+    """Into the namespaces and the root of the pod's PID 1."""
+    root = os.open(f"/proc/{holder_pid}/root", os.O_RDONLY | os.O_DIRECTORY)
+    mount = os.open(f"/proc/{holder_pid}/ns/mnt", os.O_RDONLY)
+    for kind, nstype in _NAMESPACES:
+        descriptor = os.open(f"/proc/{holder_pid}/ns/{kind}", os.O_RDONLY)
+        setns(descriptor, nstype)
+        os.close(descriptor)
+    setns(mount, CLONE_NEWNS)
+    os.fchdir(root)
+    os.chroot(".")
+    os.close(root)
+    os.close(mount)
+
+
+def _exit_as(child: int) -> None:
+    """Wait for `child` and end as it ended: its exit code, or killed by its signal."""
+    _, status = os.waitpid(child, 0)
+    if os.WIFSIGNALED(status):
+        if os.WTERMSIG(status) != signal.SIGKILL:
+            signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+        os.kill(os.getpid(), os.WTERMSIG(status))
+        os._exit(128 + os.WTERMSIG(status))  # a signal that does not end a process
+    os._exit(os.waitstatus_to_exitcode(status))
+
+
+def _die_with_parent() -> None:
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m localcube.node.container_init")
+    parser.add_argument("--spec-fd", required=True, type=int)
+    options = parser.parse_args(argv)
+    with os.fdopen(options.spec_fd, "rb") as spec_file:
+        spec = json.load(spec_file)
+    try:
+        _enter(spec["holder_pid"])
+        os.chdir(spec["working_dir"])
+    except OSError as error:
+        sys.exit(f"container_init: cannot enter the pod: {error}")
+    in_pod = os.fork()
+    if in_pod:
+        _exit_as(in_pod)
+    _die_with_parent()
+    unshare(CLONE_NEWPID)
+    command = os.fork()
+    if command:
+        _exit_as(command)
+    _die_with_parent()
+    try:
+        os.execvpe(spec["argv"][0], spec["argv"], spec["env"])
+    except OSError as error:
+        print(f"exec {spec['argv'][0]}: {error.strerror}", file=sys.stderr, flush=True)
+        os._exit(127)
+
+
+if __name__ == "__main__":
+    main()

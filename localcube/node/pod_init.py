@@ -1,0 +1,146 @@
+"""A pod's holder process, as a pause container: `python -m localcube.node.pod_init`.
+
+It enters new network, UTS, mount and PID namespaces, then forks the pod's PID 1, which
+sets the pod's hostname, makes the pod's root (below), reaps orphans and waits until the node
+kills it; every process of the pod dies with it (the kernel ends a PID namespace with its
+PID 1). The first process stays outside the pod's PID namespace and only waits for PID 1.
+
+The pod's root is an overlay of the machine's file system: every mount below `/` (bar
+/proc, /sys and /dev, which are the machine's, and a fresh /proc of the pod) is overlaid
+with an upper directory in the pod's directory, so whatever a container writes -- its
+workspace, `/outside`, `/tmp` -- lands in `<pod directory>/upper/` and the machine's files
+stay unchanged. The pod is chrooted into it, as root: this isolates writes, it is no
+security boundary (a root process can leave a chroot; /sys and /dev are shared).
+
+The node reads its report on the descriptor `--report-fd`: `pid N` (PID 1's pid in the
+node's view), then `ready`, or `unavailable MESSAGE` (the machine refused a namespace) or
+`error MESSAGE`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+
+from localcube.netns import (
+    CLONE_NEWNET,
+    CLONE_NEWNS,
+    CLONE_NEWPID,
+    CLONE_NEWUTS,
+    NamespaceUnavailable,
+    unshare,
+)
+
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 0x2, 0x4, 0x8
+_MS_RDONLY, _MS_REMOUNT = 0x1, 0x20
+_MS_BIND, _MS_REC, _MS_PRIVATE = 0x1000, 0x4000, 0x40000
+_PR_SET_PDEATHSIG = 1
+# Mounts shared with the machine, bound whole into the pod's root.
+_SHARED = ("/dev", "/sys")
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _mount(source: str, target: str, fstype: str | None, flags: int, data: str = "") -> None:
+    fs = fstype.encode() if fstype else None
+    if _libc.mount(source.encode(), target.encode(), fs, flags, data.encode() or None) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"mount {fstype or 'bind'} {source} on {target}: {os.strerror(errno)}")
+
+
+def _mount_points() -> list[str]:
+    """The machine's mount points other than /, parents before children (mountinfo order)."""
+    points = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        point = line.split()[4].encode().decode("unicode_escape")
+        if point != "/" and point not in points:
+            points.append(point)
+    return points
+
+
+def _below(path: str, parents: tuple[str, ...]) -> bool:
+    return any(path == parent or path.startswith(parent + "/") for parent in parents)
+
+
+def _overlay(lower: str, layer: Path, target: str) -> None:
+    """`lower` at `target` with writes in `layer/upper`; a mount below / the kernel will
+    not overlay (an unusual file system) is bound read-only instead."""
+    (layer / "upper").mkdir(parents=True, exist_ok=True)
+    (layer / "work").mkdir(parents=True, exist_ok=True)
+    options = f"lowerdir={lower},upperdir={layer}/upper,workdir={layer}/work"
+    try:
+        _mount("overlay", target, "overlay", 0, options)
+    except OSError:
+        if lower == "/":
+            raise
+        _mount(lower, target, None, _MS_BIND | _MS_REC)
+        _mount("none", target, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY)
+
+
+def make_root(directory: Path) -> Path:
+    """The pod's root under `directory`: `/` and every other mount overlaid, writes in
+    `directory/upper/` (the root's) and `directory/mounts/N/upper/` (mount N's)."""
+    root = directory / "root"
+    root.mkdir(exist_ok=True)
+    points = _mount_points()
+    _mount("none", "/", None, _MS_REC | _MS_PRIVATE)
+    layers = [("/", directory)]
+    for number, point in enumerate(points):
+        if not _below(point, (*_SHARED, "/proc", str(directory))):
+            layers.append((point, directory / f"mounts/{number}"))
+    for lower, layer in layers:
+        _overlay(lower, layer, f"{root}{lower.rstrip('/')}")
+    for point in _SHARED:
+        _mount(point, f"{root}{point}", None, _MS_BIND | _MS_REC)
+    _mount("proc", f"{root}/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+    return root
+
+
+def _pod_init(hostname: str, directory: Path, report: int) -> None:
+    """PID 1 of the pod: its hostname and root, then reaping until it is killed."""
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    try:
+        socket.sethostname(hostname)
+        os.chroot(make_root(directory))
+        os.chdir("/")
+    except OSError as error:
+        os.write(report, f"error {error.strerror or error}\n".encode())
+        os._exit(1)
+    os.write(report, b"ready\n")
+    os.close(report)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+    while True:
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            pass
+        signal.sigtimedwait({signal.SIGCHLD}, 5)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m localcube.node.pod_init")
+    parser.add_argument("--hostname", required=True)
+    parser.add_argument("--directory", required=True, type=Path)
+    parser.add_argument("--report-fd", required=True, type=int)
+    options = parser.parse_args(argv)
+    try:
+        unshare(CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWNS | CLONE_NEWPID)
+    except NamespaceUnavailable as refused:
+        os.write(options.report_fd, f"unavailable {refused}\n".encode())
+        sys.exit(1)
+    pid = os.fork()
+    if pid == 0:
+        _pod_init(options.hostname, options.directory, options.report_fd)
+    os.write(options.report_fd, f"pid {pid}\n".encode())
+    os.close(options.report_fd)
+    _, status = os.waitpid(pid, 0)
+    sys.exit(os.waitstatus_to_exitcode(status))
+
+
+if __name__ == "__main__":
+    main()

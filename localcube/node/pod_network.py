@@ -1,0 +1,141 @@
+"""Pod addresses and the links that carry them, with iproute2's `ip`.
+
+Pods get addresses from 198.18.0.0/16, a block IANA reserves for benchmarking (RFC 2544,
+in 198.18.0.0/15): not a private LAN range and never routed on the Internet, so it cannot
+collide with the machine's own network. The node owns a bridge `lcpods0` holding
+198.18.0.1/16; each pod's network namespace gets `lo` up and the pod end of a veth as
+`eth0` 198.18.0.N/16 with its default route via 198.18.0.1. All of this lives in the node's
+network namespace, which must be a private one (the launcher's, or a test's): the node
+refuses to make pod links anywhere that holds other interfaces, so no address it assigns
+ever reaches the machine's network.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from ipaddress import IPv4Address, IPv4Network
+
+from localcube.netns import NotPrivateNamespace, interfaces, only_loopback
+
+POD_NETWORK = IPv4Network("198.18.0.0/16")
+GATEWAY = IPv4Address("198.18.0.1")
+BRIDGE = "lcpods0"
+_VETH_PREFIX = "lcv"  # the node's end of a pod's veth: lcv<address index>
+
+
+class AddressesExhausted(RuntimeError):
+    """Every pod address is in use."""
+
+
+class PodNetworkError(RuntimeError):
+    """An `ip` command the pod network needs failed."""
+
+
+class AddressPool:
+    """Pod addresses from `network`, from .2 upwards (.1 is the node's), round robin: a
+    released address is handed out again only after the ones after it, so a client that
+    still holds a gone pod's address does not reach its successor at once."""
+
+    def __init__(self, network: IPv4Network = POD_NETWORK) -> None:
+        self._first = int(network.network_address) + 2
+        self._last = int(network.broadcast_address) - 1
+        self._next = self._first
+        self._in_use: set[IPv4Address] = set()
+        self._lock = threading.Lock()
+
+    @property
+    def in_use(self) -> frozenset[IPv4Address]:
+        with self._lock:
+            return frozenset(self._in_use)
+
+    def allocate(self) -> IPv4Address:
+        with self._lock:
+            for offset in range(self._last - self._first + 1):
+                candidate = self._first + (self._next - self._first + offset) % (
+                    self._last - self._first + 1
+                )
+                address = IPv4Address(candidate)
+                if address not in self._in_use:
+                    self._in_use.add(address)
+                    self._next = candidate + 1 if candidate < self._last else self._first
+                    return address
+        raise AddressesExhausted(f"all {self._last - self._first + 1} pod addresses are in use")
+
+    def release(self, address: IPv4Address) -> None:
+        with self._lock:
+            self._in_use.discard(address)
+
+
+def _ip(*commands: str, namespace_of: int | None = None) -> None:
+    """Run `ip` commands (one batch), in the network namespace of pid `namespace_of` if given."""
+    argv = ["ip", "-batch", "-"]
+    if namespace_of is not None:
+        argv = ["nsenter", f"--net=/proc/{namespace_of}/ns/net", *argv]
+    result = subprocess.run(
+        argv, input="\n".join(commands) + "\n", capture_output=True, text=True, check=False
+    )
+    if result.returncode != 0:
+        raise PodNetworkError(f"{' '.join(argv)} failed: {result.stderr.strip()}")
+
+
+def _node_owned(name: str) -> bool:
+    return name == BRIDGE or name.startswith(_VETH_PREFIX)
+
+
+class PodNetwork:
+    """The node's bridge and the pods' links, in the calling thread's network namespace."""
+
+    def __init__(self, pool: AddressPool) -> None:
+        self._pool = pool
+
+    @classmethod
+    def open(cls, pool: AddressPool | None = None) -> PodNetwork:
+        """The pod network of this (private) network namespace: lo up, the bridge made."""
+        try:
+            only_loopback(also=_node_owned)
+        except NotPrivateNamespace as refused:
+            raise NotPrivateNamespace(
+                f"the node makes pod networks only inside a private network namespace, "
+                f"and {refused}; run it through `python -m localcube cluster`, which "
+                "creates one holding only loopback"
+            ) from None
+        commands = ["link set lo up"]
+        if BRIDGE not in interfaces():
+            commands += [f"link add {BRIDGE} type bridge", f"addr add {GATEWAY}/16 dev {BRIDGE}"]
+        _ip(*commands, f"link set {BRIDGE} up")
+        return cls(pool or AddressPool())
+
+    def attach(self, holder_pid: int) -> IPv4Address:
+        """A new address on `eth0` in the network namespace of `holder_pid`, linked to the
+        bridge; lo up there too, and the default route via the node."""
+        address = self._pool.allocate()
+        veth = _veth(address)
+        try:
+            _ip(
+                f"link add {veth} type veth peer name eth0 netns {holder_pid}",
+                f"link set {veth} master {BRIDGE} up",
+            )
+            _ip(
+                "link set lo up",
+                f"addr add {address}/{POD_NETWORK.prefixlen} dev eth0",
+                "link set eth0 up",
+                f"route add default via {GATEWAY}",
+                namespace_of=holder_pid,
+            )
+        except PodNetworkError:
+            self.detach(address)
+            raise
+        return address
+
+    def detach(self, address: IPv4Address) -> None:
+        """The node's end of the pod's link removed (if the pod's end has not taken it
+        along already) and the address released."""
+        veth = _veth(address)
+        if veth in interfaces():
+            subprocess.run(["ip", "link", "del", veth], capture_output=True, check=False)
+        self._pool.release(address)
+
+
+def _veth(address: IPv4Address) -> str:
+    return f"{_VETH_PREFIX}{int(address) - int(POD_NETWORK.network_address)}"

@@ -1,0 +1,333 @@
+"""A pod as local processes: its sandbox (namespaces, address, scratch root) and its
+containers, started and stopped as a container runtime does.
+
+A sandbox is a holder process (`localcube.node.pod_init`, the pause container) in new
+network, UTS, mount and PID namespaces, with the pod's name as hostname and an overlay of
+the machine's file system whose writes land in the pod's directory. Each container enters
+those namespaces and gets a PID namespace of its own (`localcube.node.container_init`) whose
+PID 1 is the container's command: as in a container, a PID 1 that installed no SIGTERM
+handler is not stopped by SIGTERM, and killing PID 1 ends every process it started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from ipaddress import IPv4Address
+from pathlib import Path
+from typing import IO
+
+import localcube
+from localcube.netns import NamespaceUnavailable
+from localcube.node.pod_network import PodNetwork
+
+# Docker's defaults for a container whose image and spec set no PATH or HOME.
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+DEFAULT_HOME = "/root"
+_HOSTNAME_MAX = 63  # the kubelet truncates a pod's hostname so
+_HOLDER_READY_TIMEOUT = 10.0
+_CHILD_LOOKUP_TIMEOUT = 2.0
+_SIGTERM_BIT = 1 << (signal.SIGTERM - 1)
+
+
+class SandboxError(RuntimeError):
+    """A pod's sandbox could not be made."""
+
+
+class ContainerStartError(RuntimeError):
+    """A container's command could not be started."""
+
+
+@dataclass(frozen=True)
+class ExitStatus:
+    """How a container ended; `exit_code` is 128 + `signal` when a signal ended it."""
+
+    exit_code: int
+    signal: int | None
+
+    @classmethod
+    def of(cls, returncode: int) -> ExitStatus:
+        return cls(128 - returncode, -returncode) if returncode < 0 else cls(returncode, None)
+
+
+@dataclass(frozen=True)
+class ContainerLaunch:
+    """A container to start: `env` is its whole environment (PATH and HOME defaulted as
+    Docker does), `working_dir` a path inside the pod (default `/`, made if missing)."""
+
+    name: str
+    argv: Sequence[str]
+    env: Mapping[str, str]
+    working_dir: str | None = None
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [
+            int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        ]
+    except (FileNotFoundError, ProcessLookupError):
+        return []
+
+
+def catches_sigterm(pid: int) -> bool:
+    """Whether process `pid` installed a SIGTERM handler (SigCgt of /proc/PID/status)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    caught = next(line for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(caught.split()[1], 16) & _SIGTERM_BIT)
+
+
+class ContainerProcess:
+    """One running container: `container_init` entering the pod, its child making the
+    container's PID namespace, and the command as that namespace's PID 1 (`pid`, in the
+    node's view; None if it ended before it could be seen)."""
+
+    def __init__(self, name: str, process: subprocess.Popen, log_path: Path) -> None:
+        self.name = name
+        self.log_path = log_path
+        self.started_at = time.time()
+        self._process = process
+        self.pid = self._find_command(process.pid)
+
+    def _find_command(self, entering: int) -> int | None:
+        deadline = time.monotonic() + _CHILD_LOOKUP_TIMEOUT
+        while time.monotonic() < deadline and self._process.poll() is None:
+            for in_pod in _children(entering):
+                for command in _children(in_pod):
+                    return command
+            time.sleep(0.001)
+        return None
+
+    def poll(self) -> ExitStatus | None:
+        returncode = self._process.poll()
+        return None if returncode is None else ExitStatus.of(returncode)
+
+    def wait(self, timeout: float | None = None) -> ExitStatus | None:
+        """Its exit status once it ended, or None if it still runs after `timeout` seconds."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            return ExitStatus.of(self._process.wait(timeout))
+        return None
+
+    def stop(self, grace_seconds: float) -> ExitStatus:
+        """SIGTERM if the command catches it, SIGKILL of the whole container at the end of
+        the grace period (a PID 1 without a handler ignores SIGTERM: it waits it out)."""
+        if self.poll() is None and grace_seconds > 0:
+            if self.pid is not None and catches_sigterm(self.pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.pid, signal.SIGTERM)
+            if (ended := self.wait(grace_seconds)) is not None:
+                return ended
+        return self.kill()
+
+    def kill(self) -> ExitStatus:
+        """SIGKILL of the container's PID 1, which ends its whole PID namespace (and the
+        `container_init` processes above it, which end as it did)."""
+        if self.pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+        if (ended := self.wait(1.0)) is not None:
+            return ended
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self._process.pid, signal.SIGKILL)
+        return ExitStatus.of(self._process.wait())
+
+
+class PodSandbox:
+    """One pod's namespaces, address and directory, and the containers started in it."""
+
+    def __init__(
+        self,
+        directory: Path,
+        hostname: str,
+        holder: subprocess.Popen,
+        holder_pid: int,
+        on_close: Callable[[PodSandbox], None],
+    ) -> None:
+        self.directory = directory
+        self.hostname = hostname
+        self.holder_pid = holder_pid
+        self.address: IPv4Address | None = None
+        self._holder = holder
+        self._containers: list[ContainerProcess] = []
+        self._lock = threading.Lock()
+        self._on_close = on_close
+        self._closed = False
+
+    def start_container(self, launch: ContainerLaunch) -> ContainerProcess:
+        env = {"PATH": DEFAULT_PATH, "HOME": DEFAULT_HOME, **launch.env}
+        working_dir = launch.working_dir or "/"
+        root = Path(f"/proc/{self.holder_pid}/root")
+        self._executable(root, launch.argv, env["PATH"], working_dir)
+        (root / working_dir.lstrip("/")).mkdir(parents=True, exist_ok=True)
+        log_path = self.directory / "logs" / f"{launch.name}.log"
+        spec = {
+            "holder_pid": self.holder_pid,
+            "working_dir": working_dir,
+            "argv": list(launch.argv),
+            "env": env,
+        }
+        with self._lock:
+            if self._closed:
+                raise ContainerStartError(f"pod sandbox {self.hostname} is closed")
+            spec_reader, spec_writer = os.pipe()
+            with log_path.open("ab") as log:
+                process = _start_module(
+                    "localcube.node.container_init", "--spec-fd", spec_reader, stdout=log
+                )
+            os.close(spec_reader)
+            with os.fdopen(spec_writer, "w") as spec_file:
+                json.dump(spec, spec_file)
+            container = ContainerProcess(launch.name, process, log_path)
+            self._containers.append(container)
+        return container
+
+    @staticmethod
+    def _executable(root: Path, argv: Sequence[str], path: str, working_dir: str) -> None:
+        """Refuse a command that is not an executable file inside the pod, as the runtime's
+        `executable file not found in $PATH` does."""
+        if not argv:
+            raise ContainerStartError("the container has no command: its image maps to none")
+        first = argv[0]
+        if "/" in first:
+            candidates = [Path(working_dir, first)]
+        else:
+            candidates = [Path(folder or ".", first) for folder in path.split(":")]
+        for candidate in candidates:
+            inside = root / str(candidate).lstrip("/")
+            if inside.is_file() and os.access(inside, os.X_OK):
+                return
+        where = "in $PATH" if "/" not in first else "in the pod"
+        raise ContainerStartError(f'exec: "{first}": executable file not found {where}')
+
+    def close(self, grace_seconds: float = 0) -> None:
+        """Every container stopped (in parallel, each with `grace_seconds`), every process
+        of the pod killed, its address released and its directory removed."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            containers = list(self._containers)
+        if containers:
+            with ThreadPoolExecutor(len(containers)) as stopping:
+                list(stopping.map(lambda c: c.stop(grace_seconds), containers))
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.holder_pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self._holder.pid, signal.SIGKILL)
+        self._holder.wait()
+        self._on_close(self)
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _read_report(descriptor: int, holder: subprocess.Popen) -> int:
+    """The pod's PID 1 (node's view) from the holder's report, once it says `ready`."""
+    said: dict[str, str] = {}
+    pending = b""
+    deadline = time.monotonic() + _HOLDER_READY_TIMEOUT
+    while not {"pid", "ready"} <= said.keys():
+        if "unavailable" in said:
+            raise NamespaceUnavailable(said["unavailable"])
+        if "error" in said:
+            raise SandboxError(f"the pod's sandbox could not be made: {said['error']}")
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([descriptor], [], [], left)[0]:
+            raise SandboxError(f"the pod's holder was not ready within {_HOLDER_READY_TIMEOUT:g}s")
+        chunk = os.read(descriptor, 4096)
+        if not chunk:
+            raise SandboxError(f"the pod's holder exited (code {holder.wait()}) before ready")
+        *lines, pending = (pending + chunk).split(b"\n")
+        for line in lines:
+            word, _, rest = line.decode().partition(" ")
+            said[word] = rest
+    return int(said["pid"])
+
+
+class PodRuntime:
+    """The node's pod sandboxes, under `root/pods/`, on one pod network."""
+
+    def __init__(self, root: Path, network: PodNetwork) -> None:
+        self._pods = root / "pods"
+        self._network = network
+        self._sandboxes: set[PodSandbox] = set()
+        self._lock = threading.Lock()
+
+    def create(self, namespace: str, name: str, uid: str) -> PodSandbox:
+        """A running sandbox for the pod, with its address (raises SandboxError or
+        NamespaceUnavailable)."""
+        directory = self._pods / f"{namespace}_{name}_{uid}"
+        (directory / "logs").mkdir(parents=True, exist_ok=True)
+        hostname = name[:_HOSTNAME_MAX]
+        holder, holder_pid = _start_holder(directory, hostname)
+        sandbox = PodSandbox(directory, hostname, holder, holder_pid, self._forget)
+        try:
+            sandbox.address = self._network.attach(holder_pid)
+        except BaseException:
+            sandbox.close()
+            raise
+        with self._lock:
+            self._sandboxes.add(sandbox)
+        return sandbox
+
+    def _forget(self, sandbox: PodSandbox) -> None:
+        if sandbox.address is not None:
+            self._network.detach(sandbox.address)
+        with self._lock:
+            self._sandboxes.discard(sandbox)
+
+    def close(self) -> None:
+        """Every sandbox still open closed at once (the node stops)."""
+        with self._lock:
+            sandboxes = list(self._sandboxes)
+        for sandbox in sandboxes:
+            sandbox.close()
+
+
+def _start_module(
+    module: str, fd_option: str, fd: int, *arguments: str, stdout: IO | None = None
+) -> subprocess.Popen:
+    """`python -S -m module` (localcube's, nothing of the node's environment), in a session
+    of its own, handed descriptor `fd` through `fd_option`."""
+    return subprocess.Popen(
+        [sys.executable, "-S", "-m", module, fd_option, str(fd), *arguments],
+        env={"PYTHONPATH": str(Path(localcube.__file__).parent.parent)},
+        pass_fds=(fd,),
+        stdin=subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=subprocess.STDOUT if stdout else None,
+        start_new_session=True,
+        cwd="/",
+    )
+
+
+def _start_holder(directory: Path, hostname: str) -> tuple[subprocess.Popen, int]:
+    report, report_writer = os.pipe()
+    try:
+        holder = _start_module(
+            "localcube.node.pod_init", "--report-fd", report_writer,
+            "--hostname", hostname, "--directory", str(directory),
+        )  # fmt: skip
+        os.close(report_writer)
+        try:
+            return holder, _read_report(report, holder)
+        except BaseException:
+            holder.kill()
+            holder.wait()
+            raise
+    finally:
+        os.close(report)
+        with contextlib.suppress(OSError):
+            os.close(report_writer)
