@@ -1,0 +1,195 @@
+"""The launcher's processes: started in their own process groups, waited for until ready,
+and all stopped at the end, children included.
+
+Everything a part started is stopped with it: at stop time the supervisor collects each
+part's descendants (a pod the node started in a session of its own is still its child),
+sends SIGTERM to each process group, and SIGKILL to whatever is left after the grace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from localcube.cluster.parts import Part
+
+LOG = logging.getLogger("localcube.cluster")
+TAIL_LINES = 20
+POLL_INTERVAL = 0.1
+
+
+class PartFailed(Exception):
+    """A part that exited or was not ready in time; the message names it and shows the end
+    of its log."""
+
+
+@dataclass
+class Running:
+    part: Part
+    process: subprocess.Popen[bytes]
+    log: Path
+    started: float
+
+    @property
+    def name(self) -> str:
+        return self.part.name
+
+
+class Supervisor:
+    """Starts parts and stops them all, last started first."""
+
+    def __init__(self, logs: Path, base_env: Mapping[str, str], cwd: Path) -> None:
+        self._logs = logs
+        self._base_env = dict(base_env)
+        self._cwd = cwd
+        self.running: list[Running] = []
+
+    def start(self, part: Part) -> Running:
+        log = self._logs / f"{part.name}.log"
+        with log.open("ab") as output:
+            process = subprocess.Popen(
+                part.argv,
+                env={**self._base_env, **part.env},
+                cwd=self._cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        running = Running(part, process, log, time.monotonic())
+        self.running.append(running)
+        LOG.info("started %s (pid %d), log %s", part.name, process.pid, log)
+        return running
+
+    def wait_ready(self, running: Running, timeout: float) -> None:
+        """Return once the part's probe passes; PartFailed if it exits or times out."""
+        deadline = running.started + timeout
+        while True:
+            code = running.process.poll()
+            if code is not None:
+                raise PartFailed(
+                    f"{running.name} exited ({_exit(code)}) before it was ready"
+                    + _tail(running.log)
+                )
+            if running.part.ready():
+                LOG.info("%s ready (%.1f s)", running.name, time.monotonic() - running.started)
+                return
+            if time.monotonic() >= deadline:
+                raise PartFailed(
+                    f"{running.name} was not ready within {timeout:g} s "
+                    f"(waiting for {running.part.ready})" + _tail(running.log)
+                )
+            time.sleep(POLL_INTERVAL)
+
+    def start_ready(self, part: Part, timeout: float) -> Running:
+        running = self.start(part)
+        self.wait_ready(running, timeout)
+        return running
+
+    def wait_any_exit(self) -> Running:
+        """Block until one of the parts exits, and return it."""
+        while True:
+            for running in self.running:
+                if running.process.poll() is not None:
+                    return running
+            time.sleep(0.5)
+
+    def describe_exit(self, running: Running) -> str:
+        return f"{running.name} exited ({_exit(running.process.returncode)})" + _tail(running.log)
+
+    def stop_all(self, grace: float) -> None:
+        """SIGTERM to every part, last started first, then SIGKILL after `grace` seconds."""
+        targets = self._everything()
+        for running in reversed(self.running):
+            _signal_group(running.process.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and any(_alive(pid) for pid in targets):
+            self._reap()
+            time.sleep(POLL_INTERVAL)
+        self.kill_all(targets)
+
+    def kill_all(self, targets: set[int] | None = None) -> None:
+        """SIGKILL every part's process group and every descendant, at once."""
+        targets = self._everything() if targets is None else targets
+        for running in self.running:
+            _signal_group(running.process.pid, signal.SIGKILL)
+        for pid in targets:
+            _signal(pid, signal.SIGKILL)
+        for running in self.running:
+            running.process.wait()
+        while any(_alive(pid) for pid in targets):
+            time.sleep(POLL_INTERVAL)
+
+    def _everything(self) -> set[int]:
+        pids = {running.process.pid for running in self.running if running.process.poll() is None}
+        return pids | descendants(pids)
+
+    def _reap(self) -> None:
+        for running in self.running:
+            running.process.poll()
+
+
+def descendants(roots: set[int]) -> set[int]:
+    """Every live process below `roots`, by parent pid."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            parent = _parent(entry)
+            if parent is not None:
+                children.setdefault(parent, []).append(int(entry.name))
+    found: set[int] = set()
+    pending = list(roots)
+    while pending:
+        for child in children.get(pending.pop(), []):
+            if child not in found:
+                found.add(child)
+                pending.append(child)
+    return found
+
+
+def _parent(entry: Path) -> int | None:
+    try:
+        stat = (entry / "stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+def _alive(pid: int) -> bool:
+    """Alive and not a zombie (a zombie of ours is reaped by its Popen; another's by init)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, sig)
+
+
+def _exit(code: int) -> str:
+    return f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+
+
+def _tail(log: Path) -> str:
+    try:
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()[-TAIL_LINES:]
+    except OSError:
+        return f"; its log {log} cannot be read"
+    if not lines:
+        return f"; its log {log} is empty"
+    return f"; the end of its log {log}:\n" + "\n".join(f"  | {line}" for line in lines)

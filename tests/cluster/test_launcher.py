@@ -1,0 +1,115 @@
+"""`python -m localcube cluster` with stand-ins for the real programs: what it refuses
+before starting anything, the part it names when one fails, and that it leaves no process
+behind, however it ends."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from tests.cluster import stand_ins
+from tests.cluster.conftest import (
+    ROOT,
+    alive,
+    launcher_command,
+    needs_namespaces,
+    started_pids,
+)
+
+
+def test_missing_programs_are_named_with_where_they_come_from_and_nothing_starts(
+    tmp_path: Path, run_launcher
+) -> None:
+    bin_dir = stand_ins.bin_dir(tmp_path / "bin")
+    (bin_dir / "kube-controller-manager").unlink()
+    (bin_dir / "picod").unlink()
+    result = run_launcher(bin_dir)
+    assert result.returncode == 2
+    assert "nothing was started" in result.stderr
+    assert f"{bin_dir / 'kube-controller-manager'}: `make WHAT=cmd/kube-controller-manager`" in (
+        result.stderr
+    )
+    assert f"{bin_dir / 'picod'}: `go build -o DIR/picod ./cmd/picod`" in result.stderr
+    assert "etcd" not in result.stderr.replace(str(bin_dir), "")
+    assert started_pids(result.stderr) == {}
+    assert not (tmp_path / "state").exists()
+
+
+def test_a_missing_checkout_is_named_by_its_flag(tmp_path: Path) -> None:
+    bin_dir = stand_ins.bin_dir(tmp_path / "bin")
+    command = [arg for arg in launcher_command(bin_dir, tmp_path) if arg != "--agentcube-src"]
+    command.remove(str(tmp_path / "checkouts" / "agentcube"))
+    result = subprocess.run(command, capture_output=True, text=True, timeout=30, cwd=ROOT)
+    assert result.returncode == 2
+    assert "--agentcube-src is needed: the checkout whose manifests/charts/base/crds/" in (
+        result.stderr
+    )
+    assert started_pids(result.stderr) == {}
+
+
+@needs_namespaces
+def test_a_part_that_exits_is_named_with_the_end_of_its_log_and_the_rest_stopped(
+    tmp_path: Path, run_launcher
+) -> None:
+    bin_dir = stand_ins.bin_dir(
+        tmp_path / "bin", etcd=stand_ins.serving(), kube_apiserver=stand_ins.exiting()
+    )
+    result = run_launcher(bin_dir, "--ready-timeout", "20s")
+    assert result.returncode == 1, result.stderr
+    assert "kube-apiserver exited (exit code 3) before it was ready" in result.stderr
+    assert "  | E1201 run.go:72] error: stand-in refuses to start" in result.stderr
+    pids = started_pids(result.stderr)
+    assert set(pids) == {"etcd", "kube-apiserver"}
+    assert not any(alive(pid) for pid in pids.values())
+
+
+@needs_namespaces
+def test_a_part_never_ready_is_named_when_its_wait_times_out(tmp_path: Path, run_launcher) -> None:
+    bin_dir = stand_ins.bin_dir(tmp_path / "bin", etcd=stand_ins.serving())
+    result = run_launcher(bin_dir, "--ready-timeout", "2s")
+    assert result.returncode == 1, result.stderr
+    assert (
+        "kube-apiserver was not ready within 2 s (waiting for GET https://127.0.0.1:6443/readyz "
+        "answering 200)"
+    ) in result.stderr
+    assert "  | starting, and never ready" in result.stderr
+    assert not any(alive(pid) for pid in started_pids(result.stderr).values())
+
+
+@needs_namespaces
+def test_an_api_server_ready_late_is_waited_for_over_tls_with_the_cluster_ca(
+    tmp_path: Path, run_launcher
+) -> None:
+    bin_dir = stand_ins.bin_dir(
+        tmp_path / "bin", etcd=stand_ins.serving(), kube_apiserver=stand_ins.serving(delay=1.5)
+    )
+    result = run_launcher(bin_dir, "--ready-timeout", "20s")
+    assert "kube-apiserver ready" in result.stderr
+    # The stand-in serves only /readyz: the first manifest is refused, and named.
+    assert result.returncode == 1
+    assert "the API server refused Namespace agentcube: 404 Not Found" in result.stderr
+    assert not any(alive(pid) for pid in started_pids(result.stderr).values())
+
+
+@needs_namespaces
+def test_sigterm_stops_every_part_and_exits_0(tmp_path: Path) -> None:
+    bin_dir = stand_ins.bin_dir(tmp_path / "bin", etcd=stand_ins.serving())
+    launcher = subprocess.Popen(
+        launcher_command(bin_dir, tmp_path, "--ready-timeout", "60s"),
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    log = tmp_path / "state" / "logs" / "kube-apiserver.log"
+    deadline = time.monotonic() + 30
+    while not (log.exists() and log.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    launcher.send_signal(signal.SIGTERM)
+    _, stderr = launcher.communicate(timeout=30)
+    assert launcher.returncode == 0, stderr
+    pids = started_pids(stderr)
+    assert set(pids) == {"etcd", "kube-apiserver"}
+    assert not any(alive(pid) for pid in pids.values())
