@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
+from localcube import netns
 from localcube.cluster import manifests, parts
 from localcube.cluster.binaries import MissingBinaries, locate
 from localcube.cluster.credentials import (
@@ -31,7 +32,7 @@ from localcube.cluster.credentials import (
     write_token_file,
 )
 from localcube.cluster.layout import LOOPBACK, SYSTEM_NAMESPACE, StateDir
-from localcube.cluster.network import NamespaceUnavailable, enter_private_network
+from localcube.cluster.network import enter_private_network
 from localcube.cluster.pki import PkiError, make_pki
 from localcube.cluster.relay import Relay, listen
 from localcube.cluster.suite_command import suite_command
@@ -72,7 +73,7 @@ def launch(options: Options) -> int:
     host_ports = {name: listen() for name in ("api", "router", "workload-manager")}
     try:
         enter_private_network()
-    except NamespaceUnavailable as error:
+    except (netns.NamespaceUnavailable, netns.NotPrivateNamespace) as error:
         print(f"localcube cluster: {error}", file=sys.stderr)
         return 2
     relay = Relay(

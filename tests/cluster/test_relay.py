@@ -18,13 +18,14 @@ from tests.cluster.conftest import ROOT, needs_namespaces
 CHILD = textwrap.dedent(
     """\
     import socket, sys, threading
-    from localcube.cluster.network import enter_private_network, links
+    from localcube.cluster.network import enter_private_network
+    from localcube.netns import interfaces
     from localcube.cluster.relay import Relay, listen
 
     inner_port = int(sys.argv[1])
     host_side = listen()
     enter_private_network()
-    assert links() == ["lo"]
+    assert interfaces() == ["lo"]
     server = socket.create_server(("127.0.0.1", inner_port))
 
     def echo():
