@@ -21,10 +21,10 @@ CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 
 _KINDS = {
-    CLONE_NEWNS: ("mount", "CLONE_NEWNS"),
-    CLONE_NEWUTS: ("UTS", "CLONE_NEWUTS"),
-    CLONE_NEWPID: ("PID", "CLONE_NEWPID"),
     CLONE_NEWNET: ("network", "CLONE_NEWNET"),
+    CLONE_NEWUTS: ("UTS", "CLONE_NEWUTS"),
+    CLONE_NEWNS: ("mount", "CLONE_NEWNS"),
+    CLONE_NEWPID: ("PID", "CLONE_NEWPID"),
 }
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -39,8 +39,11 @@ class NotPrivateNamespace(RuntimeError):
 
 
 def _describe(flags: int) -> tuple[str, str]:
+    """('network, UTS and mount', 'CLONE_NEWNET|CLONE_NEWUTS|CLONE_NEWNS') for `flags`."""
     kinds = [kind for flag, kind in _KINDS.items() if flags & flag] or [("these", hex(flags))]
-    return " and ".join(k[0] for k in kinds), "|".join(k[1] for k in kinds)
+    words = [kind[0] for kind in kinds]
+    listed = ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else words[0]
+    return listed, "|".join(kind[1] for kind in kinds)
 
 
 def _refused(call: str, flags: int) -> NamespaceUnavailable:

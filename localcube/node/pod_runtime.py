@@ -37,6 +37,7 @@ DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 DEFAULT_HOME = "/root"
 _HOSTNAME_MAX = 63  # the kubelet truncates a pod's hostname so
 _HOLDER_READY_TIMEOUT = 10.0
+_HOLDER_EXIT_TIMEOUT = 5.0
 _CHILD_LOOKUP_TIMEOUT = 2.0
 _SIGTERM_BIT = 1 << (signal.SIGTERM - 1)
 
@@ -168,6 +169,8 @@ class PodSandbox:
         self._closed = False
 
     def start_container(self, launch: ContainerLaunch) -> ContainerProcess:
+        """The container started (ContainerStartError if its command is not in the pod)."""
+        self._refuse_if_closed()
         env = {"PATH": DEFAULT_PATH, "HOME": DEFAULT_HOME, **launch.env}
         working_dir = launch.working_dir or "/"
         root = Path(f"/proc/{self.holder_pid}/root")
@@ -181,8 +184,7 @@ class PodSandbox:
             "env": env,
         }
         with self._lock:
-            if self._closed:
-                raise ContainerStartError(f"pod sandbox {self.hostname} is closed")
+            self._refuse_if_closed()
             spec_reader, spec_writer = os.pipe()
             with log_path.open("ab") as log:
                 process = _start_module(
@@ -194,6 +196,10 @@ class PodSandbox:
             container = ContainerProcess(launch.name, process, log_path)
             self._containers.append(container)
         return container
+
+    def _refuse_if_closed(self) -> None:
+        if self._closed:
+            raise ContainerStartError(f"pod sandbox {self.hostname} is closed")
 
     @staticmethod
     def _executable(root: Path, argv: Sequence[str], path: str, working_dir: str) -> None:
@@ -224,11 +230,15 @@ class PodSandbox:
         if containers:
             with ThreadPoolExecutor(len(containers)) as stopping:
                 list(stopping.map(lambda c: c.stop(grace_seconds), containers))
+        # The pod's PID 1 killed, the kernel ends every process of the pod before its parent
+        # (the holder) sees it exit and exits itself.
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.holder_pid, signal.SIGKILL)
-        with contextlib.suppress(ProcessLookupError):
+        try:
+            self._holder.wait(_HOLDER_EXIT_TIMEOUT)
+        except subprocess.TimeoutExpired:
             os.killpg(self._holder.pid, signal.SIGKILL)
-        self._holder.wait()
+            self._holder.wait()
         self._on_close(self)
         shutil.rmtree(self.directory, ignore_errors=True)
 
@@ -271,7 +281,11 @@ class PodRuntime:
         directory = self._pods / f"{namespace}_{name}_{uid}"
         (directory / "logs").mkdir(parents=True, exist_ok=True)
         hostname = name[:_HOSTNAME_MAX]
-        holder, holder_pid = _start_holder(directory, hostname)
+        try:
+            holder, holder_pid = _start_holder(directory, hostname)
+        except BaseException:
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
         sandbox = PodSandbox(directory, hostname, holder, holder_pid, self._forget)
         try:
             sandbox.address = self._network.attach(holder_pid)

@@ -1,0 +1,105 @@
+"""Pod addresses and links: allocation, release and reuse; the refusal outside a private
+namespace; an address that exists only inside the node's namespace.
+
+No packet is ever sent from the host's namespace: there, 198.18.0.0/16 may follow the default
+route onto the machine's network. That a pod cannot be reached from outside the node's
+namespace is shown from a sibling namespace (as bare as a fresh host), and that the host
+gained nothing from its `ip -o addr` and `ip route`, unchanged."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from ipaddress import IPv4Address, IPv4Network
+from pathlib import Path
+
+import pytest
+
+from localcube import netns
+from localcube.netns import NotPrivateNamespace
+from localcube.node.pod_network import (
+    BRIDGE,
+    AddressesExhausted,
+    AddressPool,
+    PodNetwork,
+)
+from localcube.node.pod_runtime import ContainerLaunch, PodRuntime
+from tests.node.pod_support import wait_for_text
+
+
+def _ip(*arguments: str) -> str:
+    return subprocess.run(["ip", *arguments], capture_output=True, text=True, check=True).stdout
+
+
+def test_addresses_start_at_two_and_a_released_one_returns_only_after_the_others() -> None:
+    pool = AddressPool(IPv4Network("198.18.0.0/29"))  # .2 to .6
+    first = [pool.allocate() for _ in range(3)]
+    assert first == [IPv4Address(f"198.18.0.{n}") for n in (2, 3, 4)]
+    pool.release(IPv4Address("198.18.0.3"))
+    assert pool.in_use == {IPv4Address("198.18.0.2"), IPv4Address("198.18.0.4")}
+    assert [pool.allocate() for _ in range(3)] == [IPv4Address(f"198.18.0.{n}") for n in (5, 6, 3)]
+    with pytest.raises(AddressesExhausted, match="all 5 pod addresses are in use"):
+        pool.allocate()
+    pool.release(IPv4Address("198.18.0.6"))
+    pool.release(IPv4Address("198.18.0.6"))  # twice: no harm
+    assert pool.allocate() == IPv4Address("198.18.0.6")
+
+
+def test_the_node_refuses_a_namespace_that_holds_another_interface(node_netns: int) -> None:
+    _ip("link", "add", "stray0", "type", "bridge")
+    with pytest.raises(NotPrivateNamespace) as refused:
+        PodNetwork.open()
+    assert str(refused.value) == (
+        "the node makes pod networks only inside a private network namespace, and this "
+        "network namespace is not private: it holds stray0 besides lo; run it through "
+        "`python -m localcube cluster`, which creates one holding only loopback"
+    )
+    assert BRIDGE not in netns.interfaces()
+
+
+def test_the_bridge_holds_the_gateway_and_opening_again_keeps_it(node_netns: int) -> None:
+    PodNetwork.open()
+    PodNetwork.open()
+    assert "inet 198.18.0.1/16" in _ip("-o", "addr", "show", "dev", BRIDGE)
+    assert netns.interfaces() == ["lo", BRIDGE]
+
+
+_SERVE = (
+    "import socket, sys\n"
+    "server = socket.create_server(('0.0.0.0', 8080))\n"
+    "print('listening', flush=True)\n"
+    "while True:\n"
+    "    connection, peer = server.accept()\n"
+    "    connection.sendall(f'{socket.gethostname()} {peer[0]}'.encode())\n"
+    "    connection.close()\n"
+)
+
+
+def _ask(address: IPv4Address) -> str:
+    with socket.create_connection((str(address), 8080), timeout=2) as connection:
+        return connection.recv(100).decode()
+
+
+def test_a_pod_is_reached_at_its_address_from_the_node_only(
+    tmp_path: Path, fresh_namespace: int, other_namespace: int
+) -> None:
+    host_addresses, host_routes = _ip("-o", "addr"), _ip("route")
+    with netns.entered(fresh_namespace):
+        pods = PodRuntime(tmp_path / "node", PodNetwork.open())
+        try:
+            sandbox = pods.create("default", "echo", "uid-1")
+            assert sandbox.address == IPv4Address("198.18.0.2")
+            serving = ContainerLaunch("serve", [sys.executable, "-c", _SERVE], {})
+            wait_for_text(sandbox.start_container(serving).log_path, "listening")
+            # from the node's namespace (the control plane's) the pod answers, and sees the
+            # node at the gateway address
+            assert _ask(sandbox.address) == "echo 198.18.0.1"
+            with netns.entered(other_namespace), pytest.raises(OSError, match="unreachable"):
+                _ask(sandbox.address)
+            assert _ip("-o", "addr").count("198.18.") == 1  # the bridge's gateway address
+        finally:
+            pods.close()
+        assert netns.interfaces() == ["lo", BRIDGE]  # the pod's veth went with it
+    assert (_ip("-o", "addr"), _ip("route")) == (host_addresses, host_routes)
+    assert "198.18." not in host_addresses + host_routes

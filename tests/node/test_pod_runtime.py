@@ -1,0 +1,267 @@
+"""Pods as local processes: each its own hostname, address and scratch root; containers with
+the given environment and working directory, logged, stopped as a container runtime stops
+them; nothing of a pod left once it is closed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from localcube.node.pod_network import AddressPool
+from localcube.node.pod_runtime import (
+    DEFAULT_HOME,
+    DEFAULT_PATH,
+    ContainerLaunch,
+    ContainerProcess,
+    ContainerStartError,
+    ExitStatus,
+    PodRuntime,
+    PodSandbox,
+)
+from tests.node.pod_support import wait_for_text
+
+PYTHON = sys.executable
+# A PID 1 that installed no SIGTERM handler, and one whose handler says so and exits.
+NO_HANDLER = "import time\nprint('up', flush=True)\ntime.sleep(60)\n"
+IGNORES = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n" + NO_HANDLER
+HANDLES = (
+    "import signal, sys, time\n"
+    "def stop(*_):\n"
+    "    print('got SIGTERM', flush=True)\n"
+    "    sys.exit(0)\n"
+    "signal.signal(signal.SIGTERM, stop)\n"
+    "print('up', flush=True)\n"
+    "time.sleep(60)\n"
+)
+# Children and a grandchild that leaves the session (setsid): all die with the container.
+FORKS = (
+    "import subprocess, time\n"
+    "subprocess.Popen(['sleep', '60'])\n"
+    "subprocess.Popen(['sh', '-c', 'sleep 61 & sleep 62'], start_new_session=True)\n"
+    "print('up', flush=True)\n"
+    "time.sleep(60)\n"
+)
+
+
+def python(name: str, code: str, **launch) -> ContainerLaunch:
+    return ContainerLaunch(name, [PYTHON, "-c", code], launch.pop("env", {}), **launch)
+
+
+def started(sandbox: PodSandbox, launch: ContainerLaunch) -> ContainerProcess:
+    """The container, once it printed `up`."""
+    container = sandbox.start_container(launch)
+    wait_for_text(container.log_path, "up")
+    return container
+
+
+def output(sandbox: PodSandbox, launch: ContainerLaunch) -> str:
+    container = sandbox.start_container(launch)
+    assert container.wait(10) == ExitStatus(0, None), container.log_path.read_text()
+    return container.log_path.read_text()
+
+
+def namespace_members(pid: int, kind: str) -> set[int]:
+    """Every live process in the `kind` namespace (net, pid) of process `pid`."""
+    inode = os.stat(f"/proc/{pid}/ns/{kind}").st_ino
+    members = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}/ns/{kind}").st_ino == inode:
+                    members.add(int(entry))
+            except (FileNotFoundError, ProcessLookupError, PermissionError):
+                continue
+    return members
+
+
+def test_each_pod_has_its_own_hostname_address_and_directory(runtime: PodRuntime) -> None:
+    first = runtime.create("default", "echo-a", "uid-a")
+    second = runtime.create("team", "echo-b", "uid-b")
+    hostname = python("main", "import socket; print(socket.gethostname())")
+    assert output(first, hostname) == "echo-a\n"
+    assert output(second, hostname) == "echo-b\n"
+    assert first.address != second.address
+    assert first.directory.name == "default_echo-a_uid-a"
+    assert second.directory.parent == first.directory.parent == runtime_pods(runtime)
+    assert os.uname().nodename not in ("echo-a", "echo-b")
+
+
+def runtime_pods(runtime: PodRuntime) -> Path:
+    return next(iter(runtime._sandboxes)).directory.parent
+
+
+def test_a_long_pod_name_is_cut_to_a_hostname_of_63_characters(runtime: PodRuntime) -> None:
+    sandbox = runtime.create("default", "x" * 70, "uid")
+    assert sandbox.hostname == "x" * 63
+    assert output(sandbox, python("main", "import socket; print(socket.gethostname())")) == (
+        "x" * 63 + "\n"
+    )
+
+
+def test_writes_to_the_workspace_and_outside_it_stay_in_the_pods_directory(
+    runtime: PodRuntime,
+) -> None:
+    sandbox = runtime.create("default", "writer", "uid")
+    mark = uuid.uuid4().hex
+    workspace, outside = f"/workspace-{mark}", f"/outside-{mark}"
+    writes = (
+        "import os\n"
+        "open('inside.txt', 'w').write('in')\n"
+        f"os.mkdir('{outside}')\n"
+        f"open('{outside}/planted.txt', 'w').write('out')\n"
+        f"open('/tmp/{mark}', 'w').write('tmp')\n"
+        "print(os.listdir('.'))\n"
+    )
+    assert output(sandbox, python("main", writes, working_dir=workspace)) == "['inside.txt']\n"
+    upper = sandbox.directory / "upper"
+    assert (upper / workspace[1:] / "inside.txt").read_text() == "in"
+    assert (upper / outside[1:] / "planted.txt").read_text() == "out"
+    assert (upper / "tmp" / mark).read_text() == "tmp"
+    for on_the_machine in (workspace, outside, f"/tmp/{mark}"):
+        assert not Path(on_the_machine).exists()
+    # another pod does not see them either
+    other = runtime.create("default", "reader", "uid")
+    seen = f"import os; print(os.path.exists('{outside}'), os.path.exists('/tmp/{mark}'))"
+    assert output(other, python("main", seen)) == "False False\n"
+
+
+def test_the_container_gets_exactly_its_environment_and_working_directory(
+    runtime: PodRuntime,
+) -> None:
+    sandbox = runtime.create("default", "env", "uid")
+    report = "import json, os; print(json.dumps({'env': dict(os.environ), 'cwd': os.getcwd()}))"
+    env = {"LANG": "C.UTF-8", "POD_IP": str(sandbox.address), "GREETING": "a b=c"}
+    seen = json.loads(output(sandbox, python("first", report, env=env, working_dir="/srv/app")))
+    assert seen == {"env": {"PATH": DEFAULT_PATH, "HOME": DEFAULT_HOME, **env}, "cwd": "/srv/app"}
+    own = {"LANG": "C.UTF-8", "PATH": "/usr/bin:/bin", "HOME": "/home/app"}
+    seen = json.loads(output(sandbox, python("second", report, env=own)))
+    assert seen == {"env": own, "cwd": "/"}
+
+
+def test_stdout_and_stderr_go_to_the_containers_log_appended_on_each_start(
+    runtime: PodRuntime,
+) -> None:
+    sandbox = runtime.create("default", "logs", "uid")
+    speak = "import sys; print('out', flush=True); print('err', file=sys.stderr, flush=True)"
+    output(sandbox, python("main", speak))
+    assert output(sandbox, python("main", speak)) == "out\nerr\nout\nerr\n"
+    assert (sandbox.directory / "logs" / "main.log").exists()
+
+
+def test_an_exit_code_is_reported(runtime: PodRuntime) -> None:
+    sandbox = runtime.create("default", "exits", "uid")
+    container = sandbox.start_container(python("main", "import sys; sys.exit(7)"))
+    assert container.wait(10) == ExitStatus(7, None)
+    assert container.poll() == ExitStatus(7, None)
+    assert container.stop(5) == ExitStatus(7, None)
+
+
+def test_a_pid_1_without_a_sigterm_handler_is_not_stopped_by_sigterm(
+    runtime: PodRuntime,
+) -> None:
+    container = started(runtime.create("default", "pid1", "uid"), python("main", NO_HANDLER))
+    os.kill(container.pid, signal.SIGTERM)
+    assert container.wait(0.3) is None
+
+
+@pytest.mark.parametrize("code", [NO_HANDLER, IGNORES], ids=["no handler", "SIG_IGN"])
+def test_without_a_handler_the_container_is_killed_at_the_end_of_the_grace(
+    runtime: PodRuntime, code: str
+) -> None:
+    container = started(runtime.create("default", "stubborn", "uid"), python("main", code))
+    began = time.monotonic()
+    assert container.stop(0.5) == ExitStatus(137, signal.SIGKILL)
+    assert 0.5 <= time.monotonic() - began < 2.5
+
+
+def test_with_a_handler_the_container_gets_sigterm_and_ends_early(runtime: PodRuntime) -> None:
+    container = started(runtime.create("default", "polite", "uid"), python("main", HANDLES))
+    began = time.monotonic()
+    assert container.stop(30) == ExitStatus(0, None)
+    assert time.monotonic() - began < 2
+    assert "got SIGTERM" in container.log_path.read_text()
+
+
+def test_a_container_that_forks_is_killed_whole(runtime: PodRuntime) -> None:
+    container = started(runtime.create("default", "forks", "uid"), python("main", FORKS))
+    wait_for_pids = time.monotonic() + 5
+    while (
+        len(members := namespace_members(container.pid, "pid")) < 5
+    ):  # python, sleep, sh, 2 sleeps
+        assert time.monotonic() < wait_for_pids, members
+        time.sleep(0.01)
+    assert container.stop(0.2) == ExitStatus(137, signal.SIGKILL)
+    assert not any(Path(f"/proc/{pid}").exists() for pid in members)
+
+
+def test_closing_a_sandbox_leaves_no_process_and_releases_its_address(
+    tmp_path: Path, runtime: PodRuntime, pool: AddressPool
+) -> None:
+    sandbox = runtime.create("default", "whole", "uid")
+    started(sandbox, python("forks", FORKS))
+    started(sandbox, python("polite", HANDLES))
+    sandbox.start_container(python("quick", "pass")).wait(10)
+    members = namespace_members(sandbox.holder_pid, "net")
+    assert len(members) >= 8  # the holder, each container's entry, command and children
+    sandbox.close(grace_seconds=0.2)
+    assert not any(Path(f"/proc/{pid}").exists() for pid in members)
+    assert not sandbox.directory.exists()
+    assert pool.in_use == frozenset()
+    sandbox.close()  # again: no harm
+    with pytest.raises(ContainerStartError, match="pod sandbox whole is closed"):
+        sandbox.start_container(python("late", "pass"))
+
+
+def test_the_runtimes_close_ends_every_sandbox(runtime: PodRuntime, pool: AddressPool) -> None:
+    sandboxes = [runtime.create("default", f"pod-{n}", "uid") for n in range(3)]
+    holders = [sandbox.holder_pid for sandbox in sandboxes]
+    for sandbox in sandboxes:
+        started(sandbox, python("main", NO_HANDLER))
+    runtime.close()
+    assert not any(Path(f"/proc/{pid}").exists() for pid in holders)
+    assert pool.in_use == frozenset()
+
+
+def test_a_command_that_is_not_in_the_pod_is_refused(runtime: PodRuntime) -> None:
+    sandbox = runtime.create("default", "missing", "uid")
+    not_found = r'exec: "{}": executable file not found in {}'
+    with pytest.raises(ContainerStartError, match=not_found.format("no-such-cmd", r"\$PATH")):
+        sandbox.start_container(ContainerLaunch("main", ["no-such-cmd"], {}))
+    with pytest.raises(ContainerStartError, match=not_found.format("/opt/none/bin/x", "the pod")):
+        sandbox.start_container(ContainerLaunch("main", ["/opt/none/bin/x"], {}))
+    with pytest.raises(ContainerStartError, match="the container has no command"):
+        sandbox.start_container(ContainerLaunch("main", [], {}))
+
+
+def test_a_machine_that_refuses_namespaces_gets_the_refusal_not_a_pod(tmp_path: Path) -> None:
+    """Without CAP_SYS_ADMIN (setpriv drops it), as on a machine that allows no namespaces."""
+    attempt = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from localcube.netns import NamespaceUnavailable\n"
+        "from localcube.node.pod_network import AddressPool, PodNetwork\n"
+        "from localcube.node.pod_runtime import PodRuntime\n"
+        "try:\n"
+        f"    PodRuntime(Path('{tmp_path}'), PodNetwork(AddressPool())).create('a', 'b', 'c')\n"
+        "except NamespaceUnavailable as refused:\n"
+        "    sys.exit(str(refused))\n"
+    )
+    refused = subprocess.run(
+        ["setpriv", "--bounding-set=-sys_admin", PYTHON, "-c", attempt],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert refused.returncode == 1
+    assert refused.stderr == (
+        "this machine does not allow network, UTS, mount and PID namespaces: "
+        "unshare(CLONE_NEWNET|CLONE_NEWUTS|CLONE_NEWNS|CLONE_NEWPID) failed: "
+        "Operation not permitted\n"
+    )
+    assert list(tmp_path.glob("pods/*")) == []
