@@ -113,3 +113,38 @@ def test_sigterm_stops_every_part_and_exits_0(tmp_path: Path) -> None:
     pids = started_pids(stderr)
     assert set(pids) == {"etcd", "kube-apiserver"}
     assert not any(alive(pid) for pid in pids.values())
+
+
+STUBBORN = (
+    "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    "print('ignoring SIGTERM', flush=True)\ntime.sleep(600)\n"
+)
+
+
+@needs_namespaces
+def test_a_second_signal_during_the_stop_kills_at_once(tmp_path: Path) -> None:
+    bin_dir = stand_ins.bin_dir(tmp_path / "bin", etcd=stand_ins.serving(), kube_apiserver=STUBBORN)
+    errors = tmp_path / "launcher.err"
+    with errors.open("w") as output:
+        launcher = subprocess.Popen(
+            launcher_command(bin_dir, tmp_path, "--ready-timeout", "60s"),
+            stderr=output,
+            stdout=subprocess.DEVNULL,
+            cwd=ROOT,
+        )
+
+    def wait_for(text: str, path: Path = errors) -> None:
+        deadline = time.monotonic() + 30
+        while not (path.exists() and text in path.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert text in path.read_text()
+
+    wait_for("ignoring SIGTERM", tmp_path / "state" / "logs" / "kube-apiserver.log")
+    launcher.send_signal(signal.SIGTERM)
+    wait_for("stopping every part")
+    started = time.monotonic()
+    launcher.send_signal(signal.SIGTERM)
+    launcher.wait(timeout=30)
+    assert time.monotonic() - started < 5, "the stop waited for its grace after all"
+    assert "second signal: killing every part" in errors.read_text()
+    assert not any(alive(pid) for pid in started_pids(errors.read_text()).values())
