@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
+import urllib3
+from kubernetes.client.rest import ApiException
+
 from localcube import netns
 from localcube.cluster import manifests, parts
 from localcube.cluster.binaries import MissingBinaries, locate
@@ -101,6 +104,9 @@ def launch(options: Options) -> int:
         return 0
     except (PartFailed, manifests.ManifestError) as error:
         print(f"localcube cluster: {error}", file=sys.stderr)
+        return 1
+    except (ApiException, urllib3.exceptions.HTTPError) as error:
+        print(f"localcube cluster: the API server, as the admin: {error}", file=sys.stderr)
         return 1
     finally:
         signal.signal(signal.SIGTERM, _kill_at_once(supervisor))
