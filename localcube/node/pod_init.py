@@ -9,8 +9,12 @@ The pod's root is an overlay of the machine's file system: every mount below `/`
 /proc, /sys and /dev, which are the machine's, and a fresh /proc of the pod) is overlaid
 with an upper directory in the pod's directory, so whatever a container writes -- its
 workspace, `/outside`, `/tmp` -- lands in `<pod directory>/upper/` and the machine's files
-stay unchanged. The pod is chrooted into it, as root: this isolates writes, it is no
-security boundary (a root process can leave a chroot; /sys and /dev are shared).
+stay unchanged. Where the pod's directory is on a file system that cannot hold an overlay's
+writes (an overlay itself, as inside a container), they go to a tmpfs of the pod's own
+instead: still off the machine's files, but in memory and not visible from the node. A
+mount below / that the kernel will not overlay is bound read-only. The pod is chrooted into
+it, as root: this isolates writes, it is no security boundary (a root process can leave a
+chroot; /sys and /dev are shared).
 
 The node reads its report on the descriptor `--report-fd`: `pid N` (PID 1's pid in the
 node's view), then `ready`, or `unavailable MESSAGE` (the machine refused a namespace) or
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import errno
 import os
 import signal
 import socket
@@ -42,14 +47,15 @@ _MS_BIND, _MS_REC, _MS_PRIVATE = 0x1000, 0x4000, 0x40000
 _PR_SET_PDEATHSIG = 1
 # Mounts shared with the machine, bound whole into the pod's root.
 _SHARED = ("/dev", "/sys")
+_NOT_IN_OPTIONS = (",", ":", "\\")  # separators of overlayfs' mount options
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
 def _mount(source: str, target: str, fstype: str | None, flags: int, data: str = "") -> None:
     fs = fstype.encode() if fstype else None
     if _libc.mount(source.encode(), target.encode(), fs, flags, data.encode() or None) != 0:
-        errno = ctypes.get_errno()
-        raise OSError(errno, f"mount {fstype or 'bind'} {source} on {target}: {os.strerror(errno)}")
+        error = ctypes.get_errno()
+        raise OSError(error, f"mount {fstype or 'bind'} {source} on {target}: {os.strerror(error)}")
 
 
 def _mount_points() -> list[str]:
@@ -69,8 +75,8 @@ def _below(path: str, parents: tuple[str, ...]) -> bool:
 def _overlay(lower: str, layer: Path, target: str) -> None:
     """`lower` at `target` with writes in `layer/upper`; a mount below / the kernel will
     not overlay (an unusual file system) is bound read-only instead."""
-    (layer / "upper").mkdir(parents=True, exist_ok=True)
-    (layer / "work").mkdir(parents=True, exist_ok=True)
+    for made in (layer / "upper", layer / "work", Path(target)):
+        made.mkdir(parents=True, exist_ok=True)
     options = f"lowerdir={lower},upperdir={layer}/upper,workdir={layer}/work"
     try:
         _mount("overlay", target, "overlay", 0, options)
@@ -84,20 +90,31 @@ def _overlay(lower: str, layer: Path, target: str) -> None:
 def make_root(directory: Path) -> Path:
     """The pod's root under `directory`: `/` and every other mount overlaid, writes in
     `directory/upper/` (the root's) and `directory/mounts/N/upper/` (mount N's)."""
-    root = directory / "root"
-    root.mkdir(exist_ok=True)
+    if any(character in str(directory) for character in _NOT_IN_OPTIONS):
+        raise OSError(
+            errno.EINVAL,
+            f"the pod's directory {directory} holds one of {' '.join(_NOT_IN_OPTIONS)}, "
+            "which overlayfs options cannot carry: give the node a --root without them",
+        )
     points = _mount_points()
     _mount("none", "/", None, _MS_REC | _MS_PRIVATE)
-    layers = [("/", directory)]
+    root = f"{directory}/root"
+    try:
+        _overlay("/", directory, root)
+    except OSError as refused:
+        if refused.errno != errno.EINVAL:
+            raise
+        # `directory` is on a file system an overlay cannot write to (an overlay itself, as
+        # in a container): the layers go to a tmpfs of the pod's own instead.
+        _mount("tmpfs", str(directory), "tmpfs", 0, "mode=0700")
+        _overlay("/", directory, root)
     for number, point in enumerate(points):
         if not _below(point, (*_SHARED, "/proc", str(directory))):
-            layers.append((point, directory / f"mounts/{number}"))
-    for lower, layer in layers:
-        _overlay(lower, layer, f"{root}{lower.rstrip('/')}")
+            _overlay(point, directory / f"mounts/{number}", f"{root}{point}")
     for point in _SHARED:
         _mount(point, f"{root}{point}", None, _MS_BIND | _MS_REC)
     _mount("proc", f"{root}/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
-    return root
+    return Path(root)
 
 
 def _pod_init(hostname: str, directory: Path, report: int) -> None:

@@ -22,7 +22,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from ipaddress import IPv4Address
 from pathlib import Path
@@ -227,9 +226,13 @@ class PodSandbox:
                 return
             self._closed = True
             containers = list(self._containers)
-        if containers:
-            with ThreadPoolExecutor(len(containers)) as stopping:
-                list(stopping.map(lambda c: c.stop(grace_seconds), containers))
+        # one thread a container (not an executor, which refuses work once the interpreter
+        # is shutting down: a node stopping)
+        stopping = [threading.Thread(target=c.stop, args=(grace_seconds,)) for c in containers]
+        for thread in stopping:
+            thread.start()
+        for thread in stopping:
+            thread.join()
         # The pod's PID 1 killed, the kernel ends every process of the pod before its parent
         # (the holder) sees it exit and exits itself.
         with contextlib.suppress(ProcessLookupError):

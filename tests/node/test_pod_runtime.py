@@ -11,11 +11,12 @@ import subprocess
 import sys
 import time
 import uuid
+from ipaddress import IPv4Network
 from pathlib import Path
 
 import pytest
 
-from localcube.node.pod_network import AddressPool
+from localcube.node.pod_network import AddressesExhausted, AddressPool, PodNetwork
 from localcube.node.pod_runtime import (
     DEFAULT_HOME,
     DEFAULT_PATH,
@@ -25,6 +26,7 @@ from localcube.node.pod_runtime import (
     ExitStatus,
     PodRuntime,
     PodSandbox,
+    SandboxError,
 )
 from tests.node.pod_support import wait_for_text
 
@@ -90,12 +92,8 @@ def test_each_pod_has_its_own_hostname_address_and_directory(runtime: PodRuntime
     assert output(second, hostname) == "echo-b\n"
     assert first.address != second.address
     assert first.directory.name == "default_echo-a_uid-a"
-    assert second.directory.parent == first.directory.parent == runtime_pods(runtime)
+    assert second.directory.parent == first.directory.parent
     assert os.uname().nodename not in ("echo-a", "echo-b")
-
-
-def runtime_pods(runtime: PodRuntime) -> Path:
-    return next(iter(runtime._sandboxes)).directory.parent
 
 
 def test_a_long_pod_name_is_cut_to_a_hostname_of_63_characters(runtime: PodRuntime) -> None:
@@ -265,3 +263,72 @@ def test_a_machine_that_refuses_namespaces_gets_the_refusal_not_a_pod(tmp_path: 
         "Operation not permitted\n"
     )
     assert list(tmp_path.glob("pods/*")) == []
+
+
+def test_a_pod_directory_overlayfs_cannot_name_fails_the_sandbox_with_the_reason(
+    tmp_path: Path, network: PodNetwork, pool: AddressPool
+) -> None:
+    pods = PodRuntime(tmp_path / "node,1", network)
+    with pytest.raises(SandboxError) as refused:
+        pods.create("default", "comma", "uid")
+    assert str(refused.value) == (
+        f"the pod's sandbox could not be made: the pod's directory {tmp_path}/node,1/pods/"
+        "default_comma_uid holds one of , : \\, which overlayfs options cannot carry: give "
+        "the node a --root without them"
+    )
+    assert list((tmp_path / "node,1" / "pods").iterdir()) == []
+    assert pool.in_use == frozenset()
+
+
+def test_with_no_address_left_the_sandbox_is_refused_and_undone(
+    tmp_path: Path, node_netns: int
+) -> None:
+    pool = AddressPool(IPv4Network("198.18.0.0/30"))  # one pod address: .2
+    pods = PodRuntime(tmp_path / "node", PodNetwork.open(pool))
+    first = pods.create("default", "first", "uid")
+    with pytest.raises(AddressesExhausted):
+        pods.create("default", "second", "uid")
+    assert [path.name for path in (tmp_path / "node" / "pods").iterdir()] == [first.directory.name]
+    pods.close()
+    assert pool.in_use == frozenset()
+
+
+_IN_A_CONTAINER = """
+import sys
+from pathlib import Path
+from localcube.node.pod_network import PodNetwork
+from localcube.node.pod_runtime import ContainerLaunch, PodRuntime
+root, outside = Path(sys.argv[1]), sys.argv[2]
+pods = PodRuntime(root, PodNetwork.open())
+sandbox = pods.create("default", "nested", "uid")
+write = f"open('{outside}', 'w').write('planted'); print(open('{outside}').read())"
+container = sandbox.start_container(ContainerLaunch("main", [sys.executable, "-c", write], {}))
+print(container.wait(10), container.log_path.read_text().strip())
+print(list((sandbox.directory / "upper").iterdir()))
+pods.close()
+"""
+
+
+def test_on_a_node_root_that_is_an_overlay_writes_go_to_the_pods_own_tmpfs(
+    tmp_path: Path, fresh_namespace: int
+) -> None:
+    """As inside a container, whose files are an overlay: the kernel will not take an upper
+    layer there, so the pod's writes stay in memory, off the machine's files all the same.
+    The node runs in a mount namespace of its own here (`unshare -m`), with an overlay as
+    its root directory."""
+    layers = {name: tmp_path / name for name in ("lower", "upper", "work", "merged")}
+    for layer in layers.values():
+        layer.mkdir()
+    mount = (
+        "mount -t overlay overlay -o lowerdir={lower},upperdir={upper},workdir={work} {merged}"
+    ).format(**layers)
+    outside = f"/outside-{uuid.uuid4().hex}"
+    node = subprocess.run(
+        ["unshare", "--mount", "--net", "--propagation", "private", "sh", "-c",
+         f'{mount} && exec "$0" -c "$1" "$2" "$3"', PYTHON, _IN_A_CONTAINER,
+         str(layers["merged"]), outside],
+        capture_output=True, text=True, check=False, timeout=30,
+    )  # fmt: skip
+    assert node.returncode == 0, node.stderr
+    assert node.stdout == "ExitStatus(exit_code=0, signal=None) planted\n[]\n"
+    assert not Path(outside).exists()
