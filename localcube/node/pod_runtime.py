@@ -101,16 +101,19 @@ class ContainerProcess:
         self.log_path = log_path
         self.started_at = time.time()
         self._process = process
-        self.pid = self._find_command(process.pid)
-
-    def _find_command(self, entering: int) -> int | None:
+        self._pid: int | None = None
         deadline = time.monotonic() + _CHILD_LOOKUP_TIMEOUT
-        while time.monotonic() < deadline and self._process.poll() is None:
-            for in_pod in _children(entering):
-                for command in _children(in_pod):
-                    return command
+        while self.pid is None and self._process.poll() is None and time.monotonic() < deadline:
             time.sleep(0.001)
-        return None
+
+    @property
+    def pid(self) -> int | None:
+        """The command's pid, once the two forks above it have started it."""
+        if self._pid is None and self._process.poll() is None:
+            for in_pod in _children(self._process.pid):
+                for command in _children(in_pod):
+                    self._pid = command
+        return self._pid
 
     def poll(self) -> ExitStatus | None:
         returncode = self._process.poll()
@@ -174,9 +177,14 @@ class PodSandbox:
         working_dir = launch.working_dir or "/"
         root = Path(f"/proc/{self.holder_pid}/root")
         self._executable(root, launch.argv, env["PATH"], working_dir)
-        (root / working_dir.lstrip("/")).mkdir(parents=True, exist_ok=True)
+        try:
+            (root / working_dir.lstrip("/")).mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise ContainerStartError(
+                f"working directory {working_dir!r}: {error.strerror}"
+            ) from None
         log_path = self.directory / "logs" / f"{launch.name}.log"
-        spec = {
+        spec_of_it = {
             "holder_pid": self.holder_pid,
             "working_dir": working_dir,
             "argv": list(launch.argv),
@@ -185,13 +193,20 @@ class PodSandbox:
         with self._lock:
             self._refuse_if_closed()
             spec_reader, spec_writer = os.pipe()
-            with log_path.open("ab") as log:
-                process = _start_module(
-                    "localcube.node.container_init", "--spec-fd", spec_reader, stdout=log
-                )
-            os.close(spec_reader)
-            with os.fdopen(spec_writer, "w") as spec_file:
-                json.dump(spec, spec_file)
+            try:
+                with log_path.open("ab") as log:
+                    process = _start_module(
+                        "localcube.node.container_init", "--spec-fd", spec_reader, stdout=log
+                    )
+            except BaseException:
+                os.close(spec_writer)
+                raise
+            finally:
+                os.close(spec_reader)
+            # an entry that died at once (its log says why) has closed the pipe: its exit
+            # status tells the rest
+            with contextlib.suppress(BrokenPipeError), os.fdopen(spec_writer, "w") as spec:
+                json.dump(spec_of_it, spec)
             container = ContainerProcess(launch.name, process, log_path)
             self._containers.append(container)
         return container
@@ -234,9 +249,11 @@ class PodSandbox:
         for thread in stopping:
             thread.join()
         # The pod's PID 1 killed, the kernel ends every process of the pod before its parent
-        # (the holder) sees it exit and exits itself.
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.holder_pid, signal.SIGKILL)
+        # (the holder) sees it exit and exits itself. (A holder that exited already has
+        # reaped PID 1, whose pid may be another process's by now.)
+        if self._holder.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.holder_pid, signal.SIGKILL)
         try:
             self._holder.wait(_HOLDER_EXIT_TIMEOUT)
         except subprocess.TimeoutExpired:
@@ -331,20 +348,23 @@ def _start_module(
 
 
 def _start_holder(directory: Path, hostname: str) -> tuple[subprocess.Popen, int]:
+    """The pod's holder started, and its PID 1's pid once it is ready."""
     report, report_writer = os.pipe()
     try:
         holder = _start_module(
             "localcube.node.pod_init", "--report-fd", report_writer,
             "--hostname", hostname, "--directory", str(directory),
         )  # fmt: skip
+    except BaseException:
+        os.close(report)
+        raise
+    finally:
         os.close(report_writer)
-        try:
-            return holder, _read_report(report, holder)
-        except BaseException:
-            holder.kill()
-            holder.wait()
-            raise
+    try:
+        return holder, _read_report(report, holder)
+    except BaseException:
+        holder.kill()  # its PID 1, if any, dies with it
+        holder.wait()
+        raise
     finally:
         os.close(report)
-        with contextlib.suppress(OSError):
-            os.close(report_writer)

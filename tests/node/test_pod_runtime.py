@@ -332,3 +332,11 @@ def test_on_a_node_root_that_is_an_overlay_writes_go_to_the_pods_own_tmpfs(
     assert node.returncode == 0, node.stderr
     assert node.stdout == "ExitStatus(exit_code=0, signal=None) planted\n[]\n"
     assert not Path(outside).exists()
+
+
+def test_a_working_directory_that_cannot_be_made_is_refused(runtime: PodRuntime) -> None:
+    sandbox = runtime.create("default", "workdir", "uid")
+    output(sandbox, python("first", "open('/srv-file', 'w').write('not a directory')"))
+    refused = "working directory '/srv-file/app': Not a directory"
+    with pytest.raises(ContainerStartError, match=refused):
+        sandbox.start_container(python("second", "pass", working_dir="/srv-file/app"))
