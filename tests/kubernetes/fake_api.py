@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import copy
 import json
 import re
@@ -76,6 +77,8 @@ _RESOURCES: dict[str, tuple[_Kind, ...]] = {
     "": (
         _Kind("pods", "Pod", ("binding", "log", "portforward", "status")),
         _Kind("events", "Event", (), generation=False),
+        _Kind("secrets", "Secret", (), generation=False),
+        _Kind("configmaps", "ConfigMap", (), generation=False),
         _Kind("services", "Service", ("status",), generation=False),
         _Kind("serviceaccounts", "ServiceAccount", ("token",), generation=False),
         _Kind("nodes", "Node", ("status",), namespaced=False, generation=False),
@@ -648,8 +651,11 @@ class FakeKubernetes:
                 lines = []
         deadline = asyncio.get_running_loop().time() + float(query.get("timeoutSeconds", 1800))
         while True:
-            for line in lines:
-                await response.write(line)
+            try:
+                for line in lines:
+                    await response.write(line)
+            except ConnectionResetError:  # the client closed the watch
+                return response
             if cursor < 0 or asyncio.get_running_loop().time() >= deadline:
                 break
             await asyncio.sleep(_WATCH_POLL_SECONDS)
@@ -669,7 +675,8 @@ class FakeKubernetes:
                     gone = copy.deepcopy(event.before)
                     gone["metadata"]["resourceVersion"] = str(event.revision)  # type: ignore[index]
                     lines.append(_watch_line("DELETED", gone))  # type: ignore[arg-type]
-        await response.write_eof()
+        with contextlib.suppress(ConnectionResetError):
+            await response.write_eof()
         return response
 
     def _delete(self, target: _Target, stored: dict[str, Any], options: dict) -> web.Response:

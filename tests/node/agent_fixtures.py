@@ -1,0 +1,174 @@
+"""What the node agent's tests share: the stand-in API server and a node agent on the pod
+runtime of tests/node/conftest.py, both inside the test's private network namespace (the
+stand-in listens on that namespace's loopback, as the launcher's API server does), and pods
+to run in it."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import config
+
+from localcube.node.agent import NodeAgent, Timing
+from localcube.node.api import NodeApi
+from localcube.node.images import ImageMap
+from localcube.node.pod_network import GATEWAY
+from localcube.node.pod_runtime import PodRuntime
+from localcube.node.pod_worker import Backoff, NodeContext
+from tests.kubernetes.fake_api import TOKEN, FakeKubernetes
+
+NODE = "test-node"
+NS = "agentcube"
+PODS = f"/api/v1/namespaces/{NS}/pods"
+PYTHON_IMAGE = "python:3.12-slim"
+# The pods' python: the interpreter running the tests, as `--image 'python:*=python3'` maps it.
+IMAGES = (f"python:*={sys.executable}",)
+FAST = Timing(heartbeat=0.2, resync=30)
+FAST_BACKOFF = Backoff(initial=0.2, maximum=0.8)
+
+# A container serving, on $PORT, its environment and hostname as JSON (a plain TCPServer:
+# http.server.HTTPServer would look its own name up in DNS, which a pod cannot reach).
+ENV_SERVER = """
+import http.server, json, os, socket, socketserver
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps({"env": dict(os.environ), "hostname": socket.gethostname()}).encode()
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(body)
+socketserver.TCPServer(("", int(os.environ["PORT"])), Handler).serve_forever()
+"""
+
+
+def write_kubeconfig(path: Path, server: str) -> Path:
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "node",
+                "clusters": [{"name": "stand-in", "cluster": {"server": server}}],
+                "users": [{"name": "node", "user": {"token": TOKEN}}],
+                "contexts": [{"name": "node", "context": {"cluster": "stand-in", "user": "node"}}],
+            }
+        ),
+        encoding="utf-8",
+    )
+    return path
+
+
+@dataclass
+class Cluster:
+    """The stand-in API server with one node agent, and what the tests ask of them."""
+
+    fake: FakeKubernetes
+    agent: NodeAgent
+    kubeconfig: Path
+
+    def create(self, name: str, *containers: dict[str, Any], **spec: Any) -> dict[str, Any]:
+        """A pod as a client creates one: on no node, for the node to bind."""
+        pod = {
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"containers": list(containers), **spec},
+        }
+        return self.fake.put(PODS, pod)
+
+    def pod(self, name: str) -> dict[str, Any] | None:
+        with self.fake._lock:
+            stored = self.fake.get(PODS, name)
+            return json.loads(json.dumps(stored)) if stored is not None else None
+
+    def wait_pod(
+        self, name: str, what: str, check: Callable[[dict[str, Any]], bool], timeout: float = 10
+    ) -> dict[str, Any]:
+        """The pod once `check` holds of it; fails naming `what` and the pod as last seen."""
+        deadline = time.monotonic() + timeout
+        pod = None
+        while time.monotonic() < deadline:
+            pod = self.pod(name)
+            if pod is not None and check(pod):
+                return pod
+            time.sleep(0.05)
+        raise AssertionError(f"pod {name}: not {what} within {timeout}s; last seen: {pod}")
+
+    def wait_gone(self, name: str, timeout: float = 10) -> float:
+        """How long the pod took to leave the API."""
+        start = time.monotonic()
+        while self.pod(name) is not None:
+            if time.monotonic() - start > timeout:
+                raise AssertionError(f"pod {name} still there after {timeout}s: {self.pod(name)}")
+            time.sleep(0.05)
+        return time.monotonic() - start
+
+    def running(self, name: str, timeout: float = 10) -> dict[str, Any]:
+        return self.wait_pod(name, "Running", lambda p: phase(p) == "Running", timeout)
+
+
+def phase(pod: dict[str, Any]) -> str | None:
+    return (pod.get("status") or {}).get("phase")
+
+
+def container_status(pod: dict[str, Any], index: int = 0) -> dict[str, Any]:
+    statuses = (pod.get("status") or {}).get("containerStatuses") or [{}]
+    return statuses[index] if index < len(statuses) else {}
+
+
+def condition(pod: dict[str, Any], kind: str) -> str | None:
+    for found in (pod.get("status") or {}).get("conditions") or []:
+        if found["type"] == kind:
+            return found["status"]
+    return None
+
+
+def python(name: str, code: str, **extra: Any) -> dict[str, Any]:
+    """A container of the python image running `code`."""
+    return {"name": name, "image": PYTHON_IMAGE, "command": ["python3", "-c", code], **extra}
+
+
+def get_json(url: str, timeout: float = 2) -> Any:
+    with urllib.request.urlopen(url, timeout=timeout) as answer:
+        return json.load(answer)
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ")[-1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@contextlib.contextmanager
+def cluster(
+    tmp_path: Path,
+    runtime: PodRuntime,
+    *,
+    images: tuple[str, ...] = IMAGES,
+    backoff: Backoff = FAST_BACKOFF,
+    timing: Timing = FAST,
+    fake: FakeKubernetes | None = None,
+) -> Iterator[Cluster]:
+    """The stand-in started in the calling thread's (the test's private) network namespace,
+    and a node agent on `runtime` registered to it; both stopped after."""
+    fake = fake or FakeKubernetes()
+    fake.start()
+    kubeconfig = write_kubeconfig(tmp_path / "node.kubeconfig", fake.url)
+    api = NodeApi(config.new_client_from_config(config_file=str(kubeconfig)))
+    context = NodeContext(api, runtime, ImageMap.parse(images), NODE, str(GATEWAY), backoff)
+    agent = NodeAgent(context, timing)
+    try:
+        agent.start()
+        yield Cluster(fake, agent, kubeconfig)
+    finally:
+        agent.stop()
+        api.close()
+        fake.stop()
