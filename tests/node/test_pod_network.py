@@ -103,3 +103,6 @@ def test_a_pod_is_reached_at_its_address_from_the_node_only(
         assert netns.interfaces() == ["lo", BRIDGE]  # the pod's veth went with it
     assert (_ip("-o", "addr"), _ip("route")) == (host_addresses, host_routes)
     assert "198.18." not in host_addresses + host_routes
+    # asked, not tried: the host would send it to its default route, if it has one
+    lookup = subprocess.run(["ip", "route", "get", "198.18.0.2"], capture_output=True, text=True)
+    assert BRIDGE not in lookup.stdout and " dev lo " not in lookup.stdout

@@ -239,7 +239,9 @@ def test_a_command_that_is_not_in_the_pod_is_refused(runtime: PodRuntime) -> Non
         sandbox.start_container(ContainerLaunch("main", [], {}))
 
 
-def test_a_machine_that_refuses_namespaces_gets_the_refusal_not_a_pod(tmp_path: Path) -> None:
+def test_a_machine_that_refuses_namespaces_gets_the_refusal_not_a_pod(
+    tmp_path: Path, fresh_namespace: int
+) -> None:
     """Without CAP_SYS_ADMIN (setpriv drops it), as on a machine that allows no namespaces."""
     attempt = (
         "import sys\n"
