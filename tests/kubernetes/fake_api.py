@@ -460,7 +460,14 @@ class FakeKubernetes:
         if method == "GET":
             return _json(stored)
         if method == "DELETE":
-            return self._delete(target, stored, body or {})
+            # DeleteOptions from the query (gracePeriodSeconds=0), then from the body, which
+            # wins (apiserver endpoints/handlers/delete.go).
+            options = {
+                key: int(request.query[key])
+                for key in ("gracePeriodSeconds",)
+                if key in request.query
+            }
+            return self._delete(target, stored, {**options, **(body or {})})
         before = copy.deepcopy(stored)
         if method == "PATCH" and target.sub == "status":
             # The status subresource takes the status alone (a JSON merge patch: null

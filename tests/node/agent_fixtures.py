@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
 import sys
 import time
 import urllib.request
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from kubernetes import config
+from kubernetes import client, config
 
 from localcube.node.agent import NodeAgent, Timing
 from localcube.node.api import NodeApi
@@ -112,6 +113,20 @@ class Cluster:
     def running(self, name: str, timeout: float = 10) -> dict[str, Any]:
         return self.wait_pod(name, "Running", lambda p: phase(p) == "Running", timeout)
 
+    def ready(self, name: str, timeout: float = 10) -> dict[str, Any]:
+        return self.wait_pod(name, "Ready", lambda p: condition(p, "Ready") == "True", timeout)
+
+    def delete(self, name: str, grace: int | None = None) -> dict[str, Any]:
+        """A client's delete (kubectl delete, the controllers'): the pod as answered."""
+        api = client.CoreV1Api(config.new_client_from_config(config_file=str(self.kubeconfig)))
+        try:
+            answer = api.delete_namespaced_pod(
+                name, NS, grace_period_seconds=grace, _preload_content=False
+            )
+            return json.loads(answer.data)
+        finally:
+            api.api_client.close()
+
 
 def phase(pod: dict[str, Any]) -> str | None:
     return (pod.get("status") or {}).get("phase")
@@ -134,16 +149,36 @@ def python(name: str, code: str, **extra: Any) -> dict[str, Any]:
     return {"name": name, "image": PYTHON_IMAGE, "command": ["python3", "-c", code], **extra}
 
 
+def serving(address: str, port: int) -> bool:
+    """Whether something accepts connections at the pod's address and port."""
+    try:
+        socket.create_connection((address, port), timeout=0.5).close()
+    except OSError:
+        return False
+    return True
+
+
+def processes_with(marker: str) -> list[int]:
+    """The pids of live processes whose environment holds `marker` (a pod's, set in its env)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            with contextlib.suppress(OSError):
+                if marker.encode() in (proc / "environ").read_bytes() and alive(int(proc.name)):
+                    found.append(int(proc.name))
+    return found
+
+
 def get_json(url: str, timeout: float = 2) -> Any:
     with urllib.request.urlopen(url, timeout=timeout) as answer:
         return json.load(answer)
 
 
 def alive(pid: int) -> bool:
+    """Running, not a zombie."""
     try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(") ")[-1][0] != "Z"
-    except FileNotFoundError:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[-1][0] != "Z"
+    except OSError:
         return False
 
 

@@ -1,0 +1,105 @@
+"""Deletion as the kubelet does it, against the stand-in API server with real pods: a
+graceful delete stops the containers as a container runtime does (a process without a
+SIGTERM handler is not stopped by SIGTERM and is killed at the end of the grace period; one
+with a handler ends early), then the node finishes the delete with grace 0 and a uid
+precondition; a force delete (grace 0) and a node stop still stop every process."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+
+from localcube.node.pod_runtime import PodRuntime
+from tests.node.agent_fixtures import PODS, cluster, processes_with, python, serving
+
+PORT = 8080
+LISTEN = """
+import os, signal, socket, sys
+{handler}
+server = socket.socket()
+server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+server.bind(("", int(os.environ["PORT"])))
+server.listen()
+while True:
+    server.accept()[0].close()
+"""
+NO_HANDLER = ""
+HANDLER = "signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))"
+
+
+def listener(handler: str, marker: str) -> dict:
+    """A container listening on PORT until it is stopped, marked by an env value."""
+    return python(
+        "server",
+        LISTEN.format(handler=handler),
+        ports=[{"containerPort": PORT}],
+        env=[{"name": "TEST_MARK", "value": marker}],
+        readinessProbe={"tcpSocket": {"port": PORT}, "periodSeconds": 1},
+    )
+
+
+def test_a_process_without_a_sigterm_handler_lives_out_the_grace_period(
+    tmp_path: Path, runtime: PodRuntime
+) -> None:
+    marker = f"mark-{uuid.uuid4()}"
+    with cluster(tmp_path, runtime) as running:
+        running.create("stubborn", listener(NO_HANDLER, marker), terminationGracePeriodSeconds=2)
+        address = running.ready("stubborn")["status"]["podIP"]
+        answer = running.delete("stubborn")
+        assert answer["metadata"]["deletionGracePeriodSeconds"] == 2
+        time.sleep(1.2)
+        assert serving(address, PORT), "SIGTERM stopped a process that has no handler for it"
+        took = running.wait_gone("stubborn")
+        assert 0.5 < took < 4, took
+        assert not serving(address, PORT)
+        assert processes_with(marker) == []
+
+
+def test_a_process_with_a_sigterm_handler_ends_early_and_the_delete_is_finished(
+    tmp_path: Path, runtime: PodRuntime
+) -> None:
+    marker = f"mark-{uuid.uuid4()}"
+    with cluster(tmp_path, runtime) as running:
+        created = running.create("polite", listener(HANDLER, marker))
+        running.ready("polite")
+        answer = running.delete("polite")  # the default grace: 30 s
+        assert answer["metadata"]["deletionGracePeriodSeconds"] == 30
+        assert running.wait_gone("polite") < 3
+        assert processes_with(marker) == []
+        finishing = [
+            r
+            for r in running.fake.requests
+            if r.method == "DELETE" and r.path == f"{PODS}/polite" and r.body
+        ][-1]
+        assert finishing.body["gracePeriodSeconds"] == 0
+        assert finishing.body["preconditions"] == {"uid": created["metadata"]["uid"]}
+
+
+def test_a_force_delete_still_stops_the_processes(tmp_path: Path, runtime: PodRuntime) -> None:
+    marker = f"mark-{uuid.uuid4()}"
+    with cluster(tmp_path, runtime) as running:
+        running.create("forced", listener(NO_HANDLER, marker))
+        address = running.ready("forced")["status"]["podIP"]
+        assert processes_with(marker)
+        running.delete("forced", grace=0)
+        assert running.pod("forced") is None  # gone from the API at once
+        deadline = time.monotonic() + 3
+        while processes_with(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert processes_with(marker) == []
+        assert not serving(address, PORT)
+
+
+def test_a_node_stop_stops_every_pod(tmp_path: Path, runtime: PodRuntime) -> None:
+    marker = f"mark-{uuid.uuid4()}"
+    with cluster(tmp_path, runtime) as running:
+        running.create("one", listener(NO_HANDLER, marker))
+        running.create("two", listener(HANDLER, marker))
+        running.ready("one")
+        running.ready("two")
+        assert len(processes_with(marker)) >= 2
+        started = time.monotonic()
+    assert time.monotonic() - started < 5  # no grace period waited out
+    assert processes_with(marker) == []
+    assert not list((tmp_path / "node" / "pods").glob("*"))
