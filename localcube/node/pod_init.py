@@ -3,7 +3,9 @@
 It enters new network, UTS, mount and PID namespaces, then forks the pod's PID 1, which
 sets the pod's hostname, makes the pod's root (below), reaps orphans and waits until the node
 kills it; every process of the pod dies with it (the kernel ends a PID namespace with its
-PID 1). The first process stays outside the pod's PID namespace and only waits for PID 1.
+PID 1). The first process stays outside the pod's PID namespace and waits for PID 1, or for
+the node: if the node ends without closing the pod (a crash, kill -9), it kills PID 1, so
+that no pod outlives its node.
 
 The pod's root is an overlay of the machine's file system: every mount below `/` (bar
 /proc, /sys and /dev, which are the machine's, and a fresh /proc of the pod) is overlaid
@@ -24,9 +26,11 @@ node's view), then `ready`, or `unavailable MESSAGE` (the machine refused a name
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import errno
 import os
+import select
 import signal
 import socket
 import sys
@@ -150,12 +154,32 @@ def main(argv: list[str] | None = None) -> None:
     except NamespaceUnavailable as refused:
         os.write(options.report_fd, f"unavailable {refused}\n".encode())
         sys.exit(1)
+    node = _node()
     pid = os.fork()
     if pid == 0:
         _pod_init(options.hostname, options.directory, options.report_fd)
     os.write(options.report_fd, f"pid {pid}\n".encode())
     os.close(options.report_fd)
-    _, status = os.waitpid(pid, 0)
+    _wait_for(pid, node)
+
+
+def _node() -> int | None:
+    """A pidfd of the node (this process's parent), None if it is gone already."""
+    parent = os.getppid()
+    try:
+        node = os.pidfd_open(parent)
+    except ProcessLookupError:
+        return None
+    return node if os.getppid() == parent else None
+
+
+def _wait_for(pod_init: int, node: int | None) -> None:
+    """Exit once the pod's PID 1 has; kill it first if the node (pidfd `node`) ends. (Its
+    pid cannot be another process's: it is this process's child, not reaped yet.)"""
+    if node is None or node in select.select([node, os.pidfd_open(pod_init)], [], [])[0]:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pod_init, signal.SIGKILL)
+    _, status = os.waitpid(pod_init, 0)
     sys.exit(os.waitstatus_to_exitcode(status))
 
 

@@ -342,3 +342,34 @@ def test_a_working_directory_that_cannot_be_made_is_refused(runtime: PodRuntime)
     refused = "working directory '/srv-file/app': Not a directory"
     with pytest.raises(ContainerStartError, match=refused):
         sandbox.start_container(python("second", "pass", working_dir="/srv-file/app"))
+
+
+_NODE = """
+import sys, time
+from pathlib import Path
+from localcube.node.pod_network import PodNetwork
+from localcube.node.pod_runtime import ContainerLaunch, PodRuntime
+pods = PodRuntime(Path(sys.argv[1]), PodNetwork.open())
+sandbox = pods.create("default", "orphan", "uid")
+container = sandbox.start_container(ContainerLaunch("main", ["sleep", "60"], {}))
+print(sandbox.holder_pid, container.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_node_killed_without_closing_its_pods_takes_them_along(
+    tmp_path: Path, fresh_namespace: int
+) -> None:
+    node = subprocess.Popen(
+        ["unshare", "--net", PYTHON, "-c", _NODE, str(tmp_path)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    pids = [int(pid) for pid in node.stdout.readline().split()]
+    assert len(pids) == 2 and all(Path(f"/proc/{pid}").exists() for pid in pids)
+    node.kill()
+    node.wait()
+    node.stdout.close()
+    deadline = time.monotonic() + 5
+    while alive := [pid for pid in pids if Path(f"/proc/{pid}").exists()]:
+        assert time.monotonic() < deadline, f"still running: {alive}"
+        time.sleep(0.01)
