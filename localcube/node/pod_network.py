@@ -76,7 +76,8 @@ def _ip(*commands: str, namespace_of: int | None = None) -> None:
         argv, input="\n".join(commands) + "\n", capture_output=True, text=True, check=False
     )
     if result.returncode != 0:
-        raise PodNetworkError(f"{' '.join(argv)} failed: {result.stderr.strip()}")
+        where = f" in the network namespace of pid {namespace_of}" if namespace_of else ""
+        raise PodNetworkError(f"ip {'; '.join(commands)}{where}: {' '.join(result.stderr.split())}")
 
 
 def _node_owned(name: str) -> bool:

@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from ipaddress import IPv4Address
 from pathlib import Path
 from typing import IO
@@ -241,13 +242,7 @@ class PodSandbox:
                 return
             self._closed = True
             containers = list(self._containers)
-        # one thread a container (not an executor, which refuses work once the interpreter
-        # is shutting down: a node stopping)
-        stopping = [threading.Thread(target=c.stop, args=(grace_seconds,)) for c in containers]
-        for thread in stopping:
-            thread.start()
-        for thread in stopping:
-            thread.join()
+        _in_parallel([partial(container.stop, grace_seconds) for container in containers])
         # The pod's PID 1 killed, the kernel ends every process of the pod before its parent
         # (the holder) sees it exit and exits itself. (A holder that exited already has
         # reaped PID 1, whose pid may be another process's by now.)
@@ -261,6 +256,16 @@ class PodSandbox:
             self._holder.wait()
         self._on_close(self)
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _in_parallel(calls: Sequence[Callable[[], object]]) -> None:
+    """Each call on a thread of its own, all finished on return. (Not an executor: it
+    refuses work once the interpreter is shutting down, as when the node stops.)"""
+    threads = [threading.Thread(target=call) for call in calls]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
 
 
 def _read_report(descriptor: int, holder: subprocess.Popen) -> int:
@@ -323,11 +328,10 @@ class PodRuntime:
             self._sandboxes.discard(sandbox)
 
     def close(self) -> None:
-        """Every sandbox still open closed at once (the node stops)."""
+        """Every sandbox still open closed at once, in parallel (the node stops)."""
         with self._lock:
             sandboxes = list(self._sandboxes)
-        for sandbox in sandboxes:
-            sandbox.close()
+        _in_parallel([sandbox.close for sandbox in sandboxes])
 
 
 def _start_module(

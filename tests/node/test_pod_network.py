@@ -23,6 +23,7 @@ from localcube.node.pod_network import (
     AddressesExhausted,
     AddressPool,
     PodNetwork,
+    PodNetworkError,
 )
 from localcube.node.pod_runtime import ContainerLaunch, PodRuntime
 from tests.node.pod_support import wait_for_text
@@ -62,6 +63,20 @@ def test_the_bridge_holds_the_gateway_and_opening_again_keeps_it(node_netns: int
     PodNetwork.open()
     PodNetwork.open()
     assert "inet 198.18.0.1/16" in _ip("-o", "addr", "show", "dev", BRIDGE)
+    assert netns.interfaces() == ["lo", BRIDGE]
+
+
+def test_a_link_that_cannot_be_made_fails_with_ips_reason_and_keeps_no_address(
+    network: PodNetwork, pool: AddressPool
+) -> None:
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a pid whose process is gone: no namespace to move the pod's end into
+    with pytest.raises(PodNetworkError) as refused:
+        network.attach(gone.pid)
+    commands = f"link add lcv2 type veth peer name eth0 netns {gone.pid}; link set lcv2"
+    assert str(refused.value).startswith(f"ip {commands} master {BRIDGE} up: RTNETLINK")
+    assert "No such process" in str(refused.value)
+    assert pool.in_use == frozenset()
     assert netns.interfaces() == ["lo", BRIDGE]
 
 
