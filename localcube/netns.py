@@ -17,6 +17,7 @@ from contextlib import contextmanager
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
+CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 
@@ -25,6 +26,7 @@ _KINDS = {
     CLONE_NEWUTS: ("UTS", "CLONE_NEWUTS"),
     CLONE_NEWNS: ("mount", "CLONE_NEWNS"),
     CLONE_NEWPID: ("PID", "CLONE_NEWPID"),
+    CLONE_NEWUSER: ("user", "CLONE_NEWUSER"),
 }
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -46,31 +48,31 @@ def _describe(flags: int) -> tuple[str, str]:
     return listed, "|".join(kind[1] for kind in kinds)
 
 
-def _refused(call: str, flags: int) -> NamespaceUnavailable:
-    errno = ctypes.get_errno()
-    kinds, names = _describe(flags)
-    return NamespaceUnavailable(
-        f"this machine does not allow {kinds} namespaces: "
-        f"{call}({names}) failed: {os.strerror(errno)}"
-    )
-
-
 def unshare(flags: int) -> None:
     """The calling thread into new namespaces of the kinds `flags` names (CLONE_NEW*)."""
     if _libc.unshare(ctypes.c_int(flags)) != 0:
-        raise _refused("unshare", flags)
+        reason = os.strerror(ctypes.get_errno())
+        kinds, names = _describe(flags)
+        raise NamespaceUnavailable(
+            f"this machine does not allow {kinds} namespaces: unshare({names}) failed: {reason}"
+        )
 
 
-def setns(fd: int, nstype: int = 0) -> None:
-    """The calling thread into the namespace the file descriptor `fd` refers to."""
+def setns(fd: int, nstype: int) -> None:
+    """The calling thread into the namespace of kind `nstype` that `fd` refers to."""
     if _libc.setns(ctypes.c_int(fd), ctypes.c_int(nstype)) != 0:
-        raise _refused("setns", nstype or CLONE_NEWNET)
+        reason = os.strerror(ctypes.get_errno())
+        kinds, names = _describe(nstype)
+        raise NamespaceUnavailable(
+            f"cannot enter that {kinds} namespace: setns({names}) failed: {reason}"
+        )
 
 
 @contextmanager
 def entered(namespace: str | os.PathLike[str] | int, nstype: int = CLONE_NEWNET) -> Iterator[None]:
     """The calling thread inside `namespace` (a path such as /proc/PID/ns/net, or an open
-    descriptor) for the block, and back in its own namespace after it."""
+    descriptor) of kind `nstype` (CLONE_NEWNET or CLONE_NEWUTS) for the block, and back in
+    its own namespace after it."""
     kind = {CLONE_NEWNET: "net", CLONE_NEWUTS: "uts"}[nstype]
     own = os.open(f"/proc/thread-self/ns/{kind}", os.O_RDONLY)
     target = namespace if isinstance(namespace, int) else os.open(namespace, os.O_RDONLY)

@@ -55,3 +55,12 @@ def test_a_refused_namespace_says_what_the_machine_refused(fresh_namespace: int)
         "localcube.netns.NamespaceUnavailable: this machine does not allow network and UTS "
         "namespaces: unshare(CLONE_NEWNET|CLONE_NEWUTS) failed: Operation not permitted"
     )
+
+
+def test_entering_what_is_no_namespace_says_so(tmp_path) -> None:
+    (tmp_path / "plain").write_text("not a namespace")
+    with pytest.raises(netns.NamespaceUnavailable) as refused, netns.entered(tmp_path / "plain"):
+        pass
+    assert str(refused.value) == (
+        "cannot enter that network namespace: setns(CLONE_NEWNET) failed: Invalid argument"
+    )
