@@ -20,6 +20,7 @@ from localcube import netns
 from localcube.netns import NotPrivateNamespace
 from localcube.node.pod_network import (
     BRIDGE,
+    GATEWAY,
     AddressesExhausted,
     AddressPool,
     PodNetwork,
@@ -121,3 +122,24 @@ def test_a_pod_is_reached_at_its_address_from_the_node_only(
     # asked, not tried: the host would send it to its default route, if it has one
     lookup = subprocess.run(["ip", "route", "get", "198.18.0.2"], capture_output=True, text=True)
     assert BRIDGE not in lookup.stdout and " dev lo " not in lookup.stdout
+
+
+def test_a_pod_reaches_the_node_at_the_gateway_address(runtime: PodRuntime) -> None:
+    with socket.create_server((str(GATEWAY), 0)) as server:
+        server.settimeout(10)
+        port = server.getsockname()[1]
+        sandbox = runtime.create("default", "caller", "uid")
+        call = (
+            "import socket\n"
+            f"with socket.create_connection(('{GATEWAY}', {port}), timeout=5) as node:\n"
+            "    print(node.recv(100).decode())\n"
+        )
+        container = sandbox.start_container(
+            ContainerLaunch("main", [sys.executable, "-c", call], {})
+        )
+        connection, peer = server.accept()
+        with connection:
+            connection.sendall(b"node here")
+        assert peer[0] == str(sandbox.address)
+        assert container.wait(10) is not None
+        assert container.log_path.read_text() == "node here\n"
