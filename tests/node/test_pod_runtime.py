@@ -47,7 +47,7 @@ HANDLES = (
 FORKS = (
     "import subprocess, time\n"
     "subprocess.Popen(['sleep', '60'])\n"
-    "subprocess.Popen(['sh', '-c', 'sleep 61 & sleep 62'], start_new_session=True)\n"
+    "subprocess.Popen(['sh', '-c', 'sleep 61 & sleep 62; exit'], start_new_session=True)\n"
     "print('up', flush=True)\n"
     "time.sleep(60)\n"
 )
@@ -184,7 +184,7 @@ def test_with_a_handler_the_container_gets_sigterm_and_ends_early(runtime: PodRu
     container = started(runtime.create("default", "polite", "uid"), python("main", HANDLES))
     began = time.monotonic()
     assert container.stop(30) == ExitStatus(0, None)
-    assert time.monotonic() - began < 2
+    assert time.monotonic() - began < 10  # well before the end of the grace
     assert "got SIGTERM" in container.log_path.read_text()
 
 
