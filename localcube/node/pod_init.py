@@ -78,7 +78,11 @@ def _below(path: str, parents: tuple[str, ...]) -> bool:
 
 def _overlay(lower: str, layer: Path, target: str) -> None:
     """`lower` at `target` with writes in `layer/upper`; a mount below / the kernel will
-    not overlay (an unusual file system) is bound read-only instead."""
+    not overlay (an unusual file system, a file such as a container's /etc/hosts) is bound
+    read-only instead."""
+    if lower != "/" and not Path(lower).is_dir():
+        _bind_read_only(lower, target)
+        return
     for made in (layer / "upper", layer / "work", Path(target)):
         made.mkdir(parents=True, exist_ok=True)
     options = f"lowerdir={lower},upperdir={layer}/upper,workdir={layer}/work"
@@ -87,8 +91,12 @@ def _overlay(lower: str, layer: Path, target: str) -> None:
     except OSError:
         if lower == "/":
             raise
-        _mount(lower, target, None, _MS_BIND | _MS_REC)
-        _mount("none", target, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY)
+        _bind_read_only(lower, target)
+
+
+def _bind_read_only(source: str, target: str) -> None:
+    _mount(source, target, None, _MS_BIND | _MS_REC)
+    _mount("none", target, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY)
 
 
 def make_root(directory: Path) -> Path:
@@ -129,7 +137,8 @@ def _pod_init(hostname: str, directory: Path, report: int) -> None:
         os.chroot(make_root(directory))
         os.chdir("/")
     except OSError as error:
-        os.write(report, f"error {error.strerror or error}\n".encode())
+        where = f": {error.filename}" if error.filename else ""
+        os.write(report, f"error {error.strerror or error}{where}\n".encode())
         os._exit(1)
     os.write(report, b"ready\n")
     os.close(report)

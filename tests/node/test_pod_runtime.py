@@ -303,7 +303,10 @@ from localcube.node.pod_runtime import ContainerLaunch, PodRuntime
 root, outside = Path(sys.argv[1]), sys.argv[2]
 pods = PodRuntime(root, PodNetwork.open())
 sandbox = pods.create("default", "nested", "uid")
-write = f"open('{outside}', 'w').write('planted'); print(open('{outside}').read())"
+write = (
+    f"open('{outside}', 'w').write('planted'); print(open('{outside}').read()); "
+    "print(open('/etc/hosts').read())"
+)
 container = sandbox.start_container(ContainerLaunch("main", [sys.executable, "-c", write], {}))
 print(container.wait(10), container.log_path.read_text().strip())
 print(list((sandbox.directory / "upper").iterdir()))
@@ -311,18 +314,20 @@ pods.close()
 """
 
 
-def test_on_a_node_root_that_is_an_overlay_writes_go_to_the_pods_own_tmpfs(
+def test_a_node_inside_a_container_keeps_the_pods_writes_on_its_own_tmpfs(
     tmp_path: Path, fresh_namespace: int
 ) -> None:
-    """As inside a container, whose files are an overlay: the kernel will not take an upper
-    layer there, so the pod's writes stay in memory, off the machine's files all the same.
-    The node runs in a mount namespace of its own here (`unshare -m`), with an overlay as
-    its root directory."""
+    """As inside a container: the node's files are an overlay, where the kernel takes no
+    upper layer, so the pod's writes stay in memory, off the machine's files all the same;
+    and /etc/hosts is a file bound over the image's, which the pod sees as it is. The node
+    runs in a mount namespace of its own here (`unshare -m`) with both."""
     layers = {name: tmp_path / name for name in ("lower", "upper", "work", "merged")}
     for layer in layers.values():
         layer.mkdir()
+    (tmp_path / "hosts").write_text("198.18.0.1 node")
     mount = (
         "mount -t overlay overlay -o lowerdir={lower},upperdir={upper},workdir={work} {merged}"
+        f" && mount --bind {tmp_path}/hosts /etc/hosts"
     ).format(**layers)
     outside = f"/outside-{uuid.uuid4().hex}"
     node = subprocess.run(
@@ -332,7 +337,7 @@ def test_on_a_node_root_that_is_an_overlay_writes_go_to_the_pods_own_tmpfs(
         capture_output=True, text=True, check=False, timeout=30,
     )  # fmt: skip
     assert node.returncode == 0, node.stderr
-    assert node.stdout == "ExitStatus(exit_code=0, signal=None) planted\n[]\n"
+    assert node.stdout == ("ExitStatus(exit_code=0, signal=None) planted\n198.18.0.1 node\n[]\n")
     assert not Path(outside).exists()
 
 
