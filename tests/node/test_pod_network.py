@@ -70,11 +70,12 @@ def test_the_bridge_holds_the_gateway_and_opening_again_keeps_it(node_netns: int
 def test_a_link_that_cannot_be_made_fails_with_ips_reason_and_keeps_no_address(
     network: PodNetwork, pool: AddressPool
 ) -> None:
-    gone = subprocess.Popen(["true"])
-    gone.wait()  # a pid whose process is gone: no namespace to move the pod's end into
+    # a pid no process can have (not one that ended: another process, on the host's
+    # network, may have it by now)
+    nobody = int(Path("/proc/sys/kernel/pid_max").read_text()) + 1
     with pytest.raises(PodNetworkError) as refused:
-        network.attach(gone.pid)
-    commands = f"link add lcv2 type veth peer name eth0 netns {gone.pid}; link set lcv2"
+        network.attach(nobody)
+    commands = f"link add lcv2 type veth peer name eth0 netns {nobody}; link set lcv2"
     assert str(refused.value).startswith(f"ip {commands} master {BRIDGE} up: RTNETLINK")
     assert "No such process" in str(refused.value)
     assert pool.in_use == frozenset()
