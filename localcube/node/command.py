@@ -62,6 +62,8 @@ def run(arguments: argparse.Namespace) -> int:
     """Run the node until SIGTERM or SIGINT; 2 for bad input or a machine that cannot."""
     try:
         images = ImageMap.parse(arguments.image)
+        if not arguments.kubeconfig.is_file():
+            raise ConfigException(f"--kubeconfig {arguments.kubeconfig}: no such file")
         api_client = config.new_client_from_config(config_file=str(arguments.kubeconfig))
         network = PodNetwork.open()
     except (
@@ -86,7 +88,7 @@ def run(arguments: argparse.Namespace) -> int:
     try:
         agent.start()
     except (ApiError, HTTPError, OSError) as error:
-        print(f"localcube node: the API server refused the Node: {error}", file=sys.stderr)
+        print(f"localcube node: the Node could not be registered: {error}", file=sys.stderr)
         api.close()
         return 1
     print(f"localcube node {arguments.name} ready", file=sys.stderr, flush=True)

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import base64
 import ipaddress
+import time
 from pathlib import Path
 
 from localcube.node.pod_network import GATEWAY, POD_NETWORK
 from localcube.node.pod_runtime import PodRuntime
+from tests.kubernetes.fake_api import FakeKubernetes, Recorded
 from tests.node.agent_fixtures import (
     ENV_SERVER,
     NODE,
@@ -213,3 +215,26 @@ def test_restart_policy_never_fails_the_pod(tmp_path: Path, runtime: PodRuntime)
         pod = running.wait_pod("once", "Failed", lambda p: phase(p) == "Failed")
         state = container_status(pod)
         assert (state["restartCount"], state["state"]["terminated"]["exitCode"]) == (0, 7)
+
+
+def test_after_a_compaction_the_node_lists_again_and_keeps_binding(
+    tmp_path: Path, runtime: PodRuntime
+) -> None:
+    with cluster(tmp_path, runtime) as running:
+        deadline = time.monotonic() + 5
+        while len(watches_of_pods(running.fake)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        lists = len(lists_of_pods(running.fake))
+        running.fake.put(f"/api/v1/namespaces/{NS}/configmaps", {"metadata": {"name": "any"}})
+        running.fake.compact()  # open watches end; their resourceVersion is gone (410)
+        running.create("after", python("c", "import time; time.sleep(60)"))
+        running.running("after")
+        assert len(lists_of_pods(running.fake)) >= lists + 2  # both watches listed again
+
+
+def lists_of_pods(fake: FakeKubernetes) -> list[Recorded]:
+    return [r for r in fake.requests if r.path == "/api/v1/pods" and "watch" not in r.query]
+
+
+def watches_of_pods(fake: FakeKubernetes) -> list[Recorded]:
+    return [r for r in fake.requests if r.path == "/api/v1/pods" and "watch" in r.query]
