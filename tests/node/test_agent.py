@@ -9,7 +9,7 @@ import ipaddress
 import time
 from pathlib import Path
 
-from localcube.node.pod_network import GATEWAY, POD_NETWORK
+from localcube.node.pod_network import GATEWAY, POD_NETWORK, PodNetwork
 from localcube.node.pod_runtime import PodRuntime
 from tests.kubernetes.fake_api import FakeKubernetes, Recorded
 from tests.node.agent_fixtures import (
@@ -238,3 +238,39 @@ def lists_of_pods(fake: FakeKubernetes) -> list[Recorded]:
 
 def watches_of_pods(fake: FakeKubernetes) -> list[Recorded]:
     return [r for r in fake.requests if r.path == "/api/v1/pods" and "watch" in r.query]
+
+
+def test_a_command_that_cannot_start_is_a_start_error(tmp_path: Path, runtime: PodRuntime) -> None:
+    container = {"name": "c", "image": PYTHON_IMAGE, "command": ["no-such-program"]}
+    with cluster(tmp_path, runtime) as running:
+        running.create("unstartable", container, restartPolicy="Never")
+        pod = running.wait_pod("unstartable", "Failed", lambda p: phase(p) == "Failed")
+        terminated = container_status(pod)["state"]["terminated"]
+        assert (terminated["exitCode"], terminated["reason"]) == (128, "StartError")
+        assert '"no-such-program": executable file not found' in terminated["message"]
+
+
+def test_a_sandbox_that_cannot_be_made_is_reported(tmp_path: Path, network: PodNetwork) -> None:
+    not_a_directory = tmp_path / "file"
+    not_a_directory.write_text("")
+    broken = PodRuntime(not_a_directory, network)
+    with cluster(tmp_path, broken) as running:
+        running.create("nowhere", python("c", "pass"))
+        pod = running.wait_pod(
+            "nowhere",
+            "without a sandbox",
+            lambda p: (
+                container_status(p).get("state", {}).get("waiting", {}).get("reason")
+                == "CreatePodSandboxError"
+            ),
+        )
+        assert str(not_a_directory) in container_status(pod)["state"]["waiting"]["message"]
+        assert phase(pod) == "Pending"
+
+
+def test_a_failed_list_is_tried_again(tmp_path: Path, runtime: PodRuntime) -> None:
+    fake = FakeKubernetes()
+    fake.fail("GET", "/api/v1/pods", 500, "etcdserver: request timed out", times=2)
+    with cluster(tmp_path, runtime, fake=fake) as running:
+        running.create("patient", python("c", "import time; time.sleep(60)"))
+        running.running("patient")

@@ -11,7 +11,8 @@ import uuid
 from pathlib import Path
 
 from localcube.node.pod_runtime import PodRuntime
-from tests.node.agent_fixtures import PODS, cluster, processes_with, python, serving
+from tests.kubernetes.fake_api import FakeKubernetes
+from tests.node.agent_fixtures import NODE, PODS, cluster, processes_with, python, serving
 
 PORT = 8080
 LISTEN = """
@@ -103,3 +104,29 @@ def test_a_node_stop_stops_every_pod(tmp_path: Path, runtime: PodRuntime) -> Non
     assert time.monotonic() - started < 5  # no grace period waited out
     assert processes_with(marker) == []
     assert not list((tmp_path / "node" / "pods").glob("*"))
+
+
+def test_a_pod_that_never_ran_is_deleted_at_once(tmp_path: Path, runtime: PodRuntime) -> None:
+    with cluster(tmp_path, runtime) as running:
+        running.create("unmapped", {"name": "c", "image": "example.com/nothing:1"})
+        running.wait_pod("unmapped", "reported", lambda p: bool(p.get("status", {}).get("phase")))
+        running.delete("unmapped")
+        assert running.wait_gone("unmapped") < 3
+
+
+def test_a_pod_left_terminating_by_a_previous_node_is_finished(
+    tmp_path: Path, runtime: PodRuntime
+) -> None:
+    fake = FakeKubernetes()
+    pod = {
+        "metadata": {
+            "name": "left",
+            "deletionTimestamp": "2026-12-01T10:00:00Z",
+            "deletionGracePeriodSeconds": 30,
+        },
+        "spec": {"nodeName": NODE, "containers": [python("c", "pass")]},
+        "status": {"phase": "Running"},
+    }
+    fake.put(PODS, pod)
+    with cluster(tmp_path, runtime, fake=fake) as running:
+        assert running.wait_gone("left") < 3
