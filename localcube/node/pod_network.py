@@ -12,6 +12,7 @@ ever reaches the machine's network.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import threading
 from ipaddress import IPv4Address, IPv4Network
@@ -67,16 +68,23 @@ class AddressPool:
             self._in_use.discard(address)
 
 
-def _ip(*commands: str, namespace_of: int | None = None) -> None:
-    """Run `ip` commands (one batch), in the network namespace of pid `namespace_of` if given."""
+def _ip(*commands: str, pod: int | None = None, in_pod: bool = False) -> None:
+    """Run `ip` commands (one batch), handed the pod's network namespace (descriptor `pod`),
+    which they name /proc/self/fd/POD (`ip` takes a path for a namespace's name); inside
+    that namespace if `in_pod`."""
     argv = ["ip", "-batch", "-"]
-    if namespace_of is not None:
-        argv = ["nsenter", f"--net=/proc/{namespace_of}/ns/net", *argv]
+    if in_pod:
+        argv = ["nsenter", f"--net=/proc/self/fd/{pod}", *argv]
     result = subprocess.run(
-        argv, input="\n".join(commands) + "\n", capture_output=True, text=True, check=False
+        argv,
+        input="\n".join(commands) + "\n",
+        capture_output=True,
+        text=True,
+        check=False,
+        pass_fds=(pod,) if pod is not None else (),
     )
     if result.returncode != 0:
-        where = f" in the network namespace of pid {namespace_of}" if namespace_of else ""
+        where = " in the pod's network namespace" if in_pod else ""
         raise PodNetworkError(f"ip {'; '.join(commands)}{where}: {' '.join(result.stderr.split())}")
 
 
@@ -107,22 +115,27 @@ class PodNetwork:
         _ip(*commands, f"link set {BRIDGE} up")
         return cls(pool or AddressPool())
 
-    def attach(self, holder_pid: int) -> IPv4Address:
-        """A new address on `eth0` in the network namespace of `holder_pid`, linked to the
-        bridge; lo up there too, and the default route via the node."""
+    def attach(self, pod: int) -> IPv4Address:
+        """A new address on `eth0` in the pod's network namespace (an open descriptor: a pid
+        could be another process's by now), linked to the bridge; lo up there too, and the
+        default route via the node. Never the node's own namespace."""
+        if os.fstat(pod).st_ino == os.stat("/proc/thread-self/ns/net").st_ino:
+            raise PodNetworkError("refusing to give the node's own network namespace a pod address")
         address = self._pool.allocate()
         veth = _veth(address)
         try:
             _ip(
-                f"link add {veth} type veth peer name eth0 netns {holder_pid}",
+                f"link add {veth} type veth peer name eth0 netns /proc/self/fd/{pod}",
                 f"link set {veth} master {BRIDGE} up",
+                pod=pod,
             )
             _ip(
                 "link set lo up",
                 f"addr add {address}/{POD_NETWORK.prefixlen} dev eth0",
                 "link set eth0 up",
                 f"route add default via {GATEWAY}",
-                namespace_of=holder_pid,
+                pod=pod,
+                in_pod=True,
             )
         except PodNetworkError:
             self.detach(address)

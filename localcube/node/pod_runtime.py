@@ -313,7 +313,11 @@ class PodRuntime:
             raise
         sandbox = PodSandbox(directory, hostname, holder, holder_pid, self._forget)
         try:
-            sandbox.address = self._network.attach(holder_pid)
+            pod_network = _network_namespace(holder, holder_pid)
+            try:
+                sandbox.address = self._network.attach(pod_network)
+            finally:
+                os.close(pod_network)
         except BaseException:
             sandbox.close()
             raise
@@ -332,6 +336,27 @@ class PodRuntime:
         with self._lock:
             sandboxes = list(self._sandboxes)
         _in_parallel([sandbox.close for sandbox in sandboxes])
+
+
+def _network_namespace(holder: subprocess.Popen, pid: int) -> int:
+    """A descriptor of the network namespace of the pod's PID 1, `pid`, once it is sure that
+    `pid` is still that process: the holder's child (both read through one descriptor of its
+    /proc directory, which a process that ends takes along)."""
+    gone = SandboxError(f"the pod's PID 1 (pid {pid}) ended before it got its address")
+    try:
+        process = os.open(f"/proc/{pid}", os.O_RDONLY | os.O_DIRECTORY)
+    except FileNotFoundError:
+        raise gone from None
+    try:
+        with open(os.open("stat", os.O_RDONLY, dir_fd=process)) as stat:
+            parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+        if parent != holder.pid:
+            raise gone
+        return os.open("ns/net", os.O_RDONLY, dir_fd=process)
+    except (FileNotFoundError, ProcessLookupError):
+        raise gone from None
+    finally:
+        os.close(process)
 
 
 def _start_module(

@@ -68,16 +68,25 @@ def test_the_bridge_holds_the_gateway_and_opening_again_keeps_it(node_netns: int
 
 
 def test_a_link_that_cannot_be_made_fails_with_ips_reason_and_keeps_no_address(
-    network: PodNetwork, pool: AddressPool
+    tmp_path: Path, network: PodNetwork, pool: AddressPool
 ) -> None:
-    # a pid no process can have (not one that ended: another process, on the host's
-    # network, may have it by now)
-    nobody = int(Path("/proc/sys/kernel/pid_max").read_text()) + 1
-    with pytest.raises(PodNetworkError) as refused:
-        network.attach(nobody)
-    commands = f"link add lcv2 type veth peer name eth0 netns {nobody}; link set lcv2"
-    assert str(refused.value).startswith(f"ip {commands} master {BRIDGE} up: RTNETLINK")
-    assert "No such process" in str(refused.value)
+    (tmp_path / "plain").write_text("not a namespace")
+    with open(tmp_path / "plain") as plain, pytest.raises(PodNetworkError) as refused:
+        descriptor = plain.fileno()
+        network.attach(descriptor)
+    assert str(refused.value).startswith(
+        f"ip link add lcv2 type veth peer name eth0 netns /proc/self/fd/{descriptor}; "
+        f"link set lcv2 master {BRIDGE} up: "
+    )
+    assert pool.in_use == frozenset()
+    assert netns.interfaces() == ["lo", BRIDGE]
+
+
+def test_the_nodes_own_namespace_never_gets_a_pod_address(
+    node_netns: int, network: PodNetwork, pool: AddressPool
+) -> None:
+    with pytest.raises(PodNetworkError, match="refusing to give the node's own network"):
+        network.attach(node_netns)
     assert pool.in_use == frozenset()
     assert netns.interfaces() == ["lo", BRIDGE]
 
