@@ -348,7 +348,7 @@ class PodWorker:
 
     # The status and the end.
 
-    def _report(self, pod: Obj) -> None:
+    def _report(self, pod: Obj, *, deleted: bool = False) -> None:
         status = pod_status(
             pod.get("status") or {},
             [c.view for c in self._containers],
@@ -357,6 +357,7 @@ class PodWorker:
             pod_ip=self._pod_ip,
             host_ip=self._node.host_ip,
             start_time=self._start_time,
+            terminal=deleted,
         )
         if status == self._reported:
             return
@@ -383,7 +384,7 @@ class PodWorker:
                 "terminationGracePeriodSeconds", _DEFAULT_GRACE_SECONDS
             )
         self._close(float(grace), f"it is deleted (grace {grace}s)")
-        self._report(pod)
+        self._report(pod, deleted=True)
         try:
             self._node.api.finish_delete(metadata["namespace"], metadata["name"], self._uid)
         except ApiError as error:
@@ -394,11 +395,21 @@ class PodWorker:
 
     def _close(self, grace: float, why: str) -> None:
         """Stop every container (with `grace`, as a container runtime does), then end the
-        sandbox; the containers' ends are recorded for the last status."""
+        sandbox; the containers' ends are recorded for the last status. A force delete, a
+        shorter delete or a node stop meanwhile cuts the grace short: killed at once."""
         if self._sandbox is None:
             return
         _LOG.info("pod %s: stopping, as %s", self.key, why)
-        self._sandbox.close(grace)
+        closing = threading.Thread(target=self._sandbox.close, args=(grace,), daemon=True)
+        closing.start()
+        while closing.is_alive():
+            if self._wake.wait(0.1) and self._cut_short(grace):
+                _LOG.info("pod %s: grace period cut short: killing it", self.key)
+                for container in self._containers:
+                    if container.process is not None:
+                        container.process.kill()
+            self._wake.clear()
+            closing.join(0.05)
         self._sandbox = None
         for container in self._containers:
             if container.process is not None:
@@ -409,6 +420,11 @@ class PodWorker:
                 container.process = container.probe = None
             container.view.ready = False
             container.next_start = _NEVER
+
+    def _cut_short(self, grace: float) -> bool:
+        with self._lock:
+            shorter = self._pod["metadata"].get("deletionGracePeriodSeconds")
+        return self._gone or self._halted or (shorter is not None and shorter < grace)
 
 
 class _NeverReady:

@@ -50,9 +50,10 @@ class ContainerView:
         return status
 
 
-def phase(containers: list[ContainerView], restart_policy: str) -> str:
+def phase(containers: list[ContainerView], restart_policy: str, terminal: bool = False) -> str:
     """getPhase: waiting (never ran) keeps a pod Pending; one running makes it Running; all
-    stopped is Succeeded, Failed, or Running while they restart."""
+    stopped is Succeeded, Failed, or Running while they restart -- unless the pod is
+    terminal (deleted, its containers stopped for good): then Succeeded or Failed."""
     waiting = running = stopped = succeeded = 0
     for container in containers:
         if "running" in container.state:
@@ -69,6 +70,8 @@ def phase(containers: list[ContainerView], restart_policy: str) -> str:
     if running:
         return "Running"
     if stopped:
+        if terminal:
+            return "Succeeded" if stopped == succeeded else "Failed"
         if restart_policy == "Always":
             return "Running"
         if stopped == succeeded:
@@ -86,10 +89,12 @@ def pod_status(
     pod_ip: str | None,
     host_ip: str,
     start_time: str,
+    terminal: bool = False,
 ) -> Obj:
     """The status to patch, given the pod's current one (`previous`): conditions the node does
-    not own (a readiness gate's, DisruptionTarget) are kept."""
-    current = phase(containers, restart_policy)
+    not own (a readiness gate's, DisruptionTarget) are kept. `terminal`: the pod is deleted
+    and its containers stopped for good."""
+    current = phase(containers, restart_policy, terminal)
     unready = [c.name for c in containers if not c.ready]
     if current in ("Succeeded", "Failed"):
         readiness: tuple[str, str, str] = ("False", "PodCompleted", "")

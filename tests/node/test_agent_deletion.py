@@ -55,6 +55,7 @@ def test_a_process_without_a_sigterm_handler_lives_out_the_grace_period(
         assert 0.5 < took < 4, took
         assert not serving(address, PORT)
         assert processes_with(marker) == []
+        assert last_status(running.fake, "stubborn")["phase"] == "Failed"  # killed: 137
 
 
 def test_a_process_with_a_sigterm_handler_ends_early_and_the_delete_is_finished(
@@ -75,6 +76,32 @@ def test_a_process_with_a_sigterm_handler_ends_early_and_the_delete_is_finished(
         ][-1]
         assert finishing.body["gracePeriodSeconds"] == 0
         assert finishing.body["preconditions"] == {"uid": created["metadata"]["uid"]}
+        last = last_status(running.fake, "polite")
+        assert last["phase"] == "Succeeded"  # it exited 0 on SIGTERM
+        assert last["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 0
+
+
+def test_a_force_delete_cuts_a_grace_period_short(tmp_path: Path, runtime: PodRuntime) -> None:
+    marker = f"mark-{uuid.uuid4()}"
+    with cluster(tmp_path, runtime) as running:
+        running.create("slow", listener(NO_HANDLER, marker), terminationGracePeriodSeconds=30)
+        running.ready("slow")
+        running.delete("slow")
+        time.sleep(0.5)
+        assert processes_with(marker), "stopped before its grace period ended"
+        running.delete("slow", grace=0)
+        deadline = time.monotonic() + 3
+        while processes_with(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert processes_with(marker) == []
+
+
+def last_status(fake: FakeKubernetes, name: str) -> dict:
+    """The last status the node patched for the pod."""
+    patches = [
+        r for r in fake.requests if r.method == "PATCH" and r.path == f"{PODS}/{name}/status"
+    ]
+    return patches[-1].body["status"]
 
 
 def test_a_force_delete_still_stops_the_processes(tmp_path: Path, runtime: PodRuntime) -> None:

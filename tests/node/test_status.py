@@ -37,6 +37,11 @@ def test_the_phase_is_the_kubelets(states: list[dict], policy: str, expected: st
     assert phase([view(state) for state in states], policy) == expected
 
 
+@pytest.mark.parametrize(("code", "expected"), [(0, "Succeeded"), (137, "Failed")])
+def test_a_deleted_pod_whose_containers_stopped_is_terminal(code: int, expected: str) -> None:
+    assert phase([view(ended(code))], "Always", terminal=True) == expected
+
+
 def test_a_container_waiting_to_restart_counts_as_stopped_not_pending() -> None:
     backing_off = view({"waiting": {"reason": "CrashLoopBackOff"}}, last=ended(1))
     assert phase([backing_off], "Always") == "Running"
