@@ -38,6 +38,7 @@ _LOG = logging.getLogger("localcube.node")
 _DEFAULT_GRACE_SECONDS = 30
 _IDLE_SECONDS = 5.0  # the longest a worker sleeps with nothing due (a missed wake-up heals)
 _NEVER = math.inf
+_NO_INIT_CONTAINERS = "init containers are not supported by the localcube node"
 
 
 class Sandboxes(Protocol):
@@ -102,6 +103,16 @@ class PodWorker:
             _Container(spec, ContainerView(spec["name"], spec.get("image", "")))
             for spec in (pod.get("spec") or {}).get("containers") or []
         ]
+        if (pod.get("spec") or {}).get("initContainers"):
+            # No AgentCube or agent-sandbox pod has them; refused rather than skipped.
+            for container in self._containers:
+                container.view.state = {
+                    "waiting": {
+                        "reason": "CreateContainerConfigError",
+                        "message": _NO_INIT_CONTAINERS,
+                    }
+                }
+                container.next_start = _NEVER
         self._thread = threading.Thread(target=self._run, name=f"pod {self.key}", daemon=True)
 
     def start(self) -> None:

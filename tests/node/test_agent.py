@@ -274,3 +274,19 @@ def test_a_failed_list_is_tried_again(tmp_path: Path, runtime: PodRuntime) -> No
     with cluster(tmp_path, runtime, fake=fake) as running:
         running.create("patient", python("c", "import time; time.sleep(60)"))
         running.running("patient")
+
+
+def test_a_pod_with_init_containers_is_refused_with_the_reason(
+    tmp_path: Path, runtime: PodRuntime
+) -> None:
+    with cluster(tmp_path, runtime) as running:
+        running.create("initialising", python("c", "pass"), initContainers=[python("i", "pass")])
+        pod = running.wait_pod(
+            "initialising", "reported", lambda p: bool(container_status(p).get("state"))
+        )
+        waiting = container_status(pod)["state"]["waiting"]
+        assert waiting == {
+            "reason": "CreateContainerConfigError",
+            "message": "init containers are not supported by the localcube node",
+        }
+        assert phase(pod) == "Pending"
