@@ -1,12 +1,13 @@
 """A container started inside a pod: `python -m localcube.node.container_init --spec-fd N`.
 
-It reads its spec (JSON: the pod's holder pid, the working directory, argv and the whole
-environment; on a pipe, so that no value of the environment shows in a process list),
-enters the pod's network, UTS, mount and PID namespaces and its root, and forks twice: a
-process in the pod's PID namespace makes a PID namespace of the container's own, whose
-PID 1 is the command (so a command without a SIGTERM handler ignores SIGTERM, as in a
-container, and killing it ends every process it started). Each level exits as the level
-below it did (same code, same signal) and dies with the level above it.
+It reads its spec (JSON on a pipe, so that no value of the environment shows in a process
+list: the descriptor it was handed of the pod's PID 1's /proc directory, the working
+directory, argv and the whole environment), enters the pod's network, UTS, mount and PID
+namespaces and its root, and forks twice: a process in the pod's PID namespace makes a PID
+namespace of the container's own, whose PID 1 is the command (so a command without a
+SIGTERM handler ignores SIGTERM, as in a container, and killing it ends every process it
+started). Each level exits as the level below it did (same code, same signal) and dies
+with the level above it.
 """
 
 from __future__ import annotations
@@ -25,12 +26,13 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _NAMESPACES = (("uts", CLONE_NEWUTS), ("net", CLONE_NEWNET), ("pid", CLONE_NEWPID))
 
 
-def _enter(holder_pid: int) -> None:
-    """Into the namespaces and the root of the pod's PID 1."""
-    root = os.open(f"/proc/{holder_pid}/root", os.O_RDONLY | os.O_DIRECTORY)
-    mount = os.open(f"/proc/{holder_pid}/ns/mnt", os.O_RDONLY)
+def _enter(pod_init: int) -> None:
+    """Into the namespaces and the root of the pod's PID 1 (`pod_init`: a descriptor of its
+    /proc directory, which fails every lookup once that process ended)."""
+    root = os.open("root", os.O_RDONLY | os.O_DIRECTORY, dir_fd=pod_init)
+    mount = os.open("ns/mnt", os.O_RDONLY, dir_fd=pod_init)
     for kind, nstype in _NAMESPACES:
-        descriptor = os.open(f"/proc/{holder_pid}/ns/{kind}", os.O_RDONLY)
+        descriptor = os.open(f"ns/{kind}", os.O_RDONLY, dir_fd=pod_init)
         setns(descriptor, nstype)
         os.close(descriptor)
     setns(mount, CLONE_NEWNS)
@@ -62,7 +64,8 @@ def main(argv: list[str] | None = None) -> None:
     with os.fdopen(options.spec_fd, "rb") as spec_file:
         spec = json.load(spec_file)
     try:
-        _enter(spec["holder_pid"])
+        _enter(spec["pod_init_fd"])
+        os.close(spec["pod_init_fd"])
         os.chdir(spec["working_dir"])
     except OSError as error:
         sys.exit(f"container_init: cannot enter the pod: {error}")

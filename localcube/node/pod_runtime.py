@@ -103,27 +103,55 @@ class ContainerProcess:
         self.started_at = time.time()
         self._process = process
         self._pid: int | None = None
+        self._pidfd: int | None = None  # the command's, to signal it and no other process
+        self._lock = threading.Lock()
         deadline = time.monotonic() + _CHILD_LOOKUP_TIMEOUT
-        while self.pid is None and self._process.poll() is None and time.monotonic() < deadline:
+        while self.pid is None and self.poll() is None and time.monotonic() < deadline:
             time.sleep(0.001)
 
     @property
     def pid(self) -> int | None:
         """The command's pid, once the two forks above it have started it."""
-        if self._pid is None and self._process.poll() is None:
-            for in_pod in _children(self._process.pid):
-                for command in _children(in_pod):
-                    self._pid = command
-        return self._pid
+        with self._lock:
+            if self._pid is None and self._process.poll() is None:
+                for in_pod in _children(self._process.pid):
+                    for command in _children(in_pod):
+                        self._hold(in_pod, command)
+            return self._pid
+
+    def _hold(self, in_pod: int, command: int) -> None:
+        """A pidfd of `command`, if it is still `in_pod`'s child once opened (then the pidfd
+        is that child's, not a later process's of the same pid)."""
+        try:
+            pidfd = os.pidfd_open(command)
+        except ProcessLookupError:
+            return
+        if command in _children(in_pod):
+            self._pid, self._pidfd = command, pidfd
+        else:
+            os.close(pidfd)
+
+    def _signal(self, signalnum: int) -> None:
+        with self._lock:
+            if self._pidfd is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    signal.pidfd_send_signal(self._pidfd, signalnum)
+
+    def _ended(self, returncode: int) -> ExitStatus:
+        with self._lock:
+            if self._pidfd is not None:
+                os.close(self._pidfd)
+                self._pidfd = None
+        return ExitStatus.of(returncode)
 
     def poll(self) -> ExitStatus | None:
         returncode = self._process.poll()
-        return None if returncode is None else ExitStatus.of(returncode)
+        return None if returncode is None else self._ended(returncode)
 
     def wait(self, timeout: float | None = None) -> ExitStatus | None:
         """Its exit status once it ended, or None if it still runs after `timeout` seconds."""
         with contextlib.suppress(subprocess.TimeoutExpired):
-            return ExitStatus.of(self._process.wait(timeout))
+            return self._ended(self._process.wait(timeout))
         return None
 
     def stop(self, grace_seconds: float) -> ExitStatus:
@@ -131,8 +159,7 @@ class ContainerProcess:
         the grace period (a PID 1 without a handler ignores SIGTERM: it waits it out)."""
         if self.poll() is None and grace_seconds > 0:
             if self.pid is not None and catches_sigterm(self.pid):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(self.pid, signal.SIGTERM)
+                self._signal(signal.SIGTERM)
             if (ended := self.wait(grace_seconds)) is not None:
                 return ended
         return self.kill()
@@ -141,13 +168,63 @@ class ContainerProcess:
         """SIGKILL of the container's PID 1, which ends its whole PID namespace (and the
         `container_init` processes above it, which end as it did)."""
         if self.pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, signal.SIGKILL)
+            self._signal(signal.SIGKILL)
         if (ended := self.wait(1.0)) is not None:
             return ended
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self._process.pid, signal.SIGKILL)
-        return ExitStatus.of(self._process.wait())
+        return self._ended(self._process.wait())
+
+
+class _PodInit:
+    """The pod's PID 1, held by descriptors (a pidfd and one of its /proc directory), never by
+    its pid alone: a pid that ended may be another process's -- on the host -- by now."""
+
+    def __init__(self, holder: subprocess.Popen, pid: int) -> None:
+        self.pid = pid
+        gone = SandboxError(f"the pod's PID 1 (pid {pid}) ended before it was ready")
+        try:
+            self._pidfd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            raise gone from None
+        try:
+            self.proc = os.open(f"/proc/{pid}", os.O_RDONLY | os.O_DIRECTORY)
+            with open(self.open("stat")) as stat:
+                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+            # the holder's child, alive now: the process both descriptors were opened on
+            if parent != holder.pid or not self.alive():
+                raise gone
+        except (FileNotFoundError, ProcessLookupError):
+            self.close()
+            raise gone from None
+        except BaseException:
+            self.close()
+            raise
+
+    def open(self, name: str) -> int:
+        """A descriptor of `name` in its /proc directory (ns/net, root, ...)."""
+        return os.open(name, os.O_RDONLY, dir_fd=self.proc)
+
+    @property
+    def root(self) -> Path:
+        """Its root directory (the pod's), through the descriptor."""
+        return Path(f"/proc/self/fd/{self.proc}/root")
+
+    def alive(self) -> bool:
+        try:
+            signal.pidfd_send_signal(self._pidfd, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+
+    def close(self) -> None:
+        for descriptor in (self._pidfd, getattr(self, "proc", None)):
+            if descriptor is not None:
+                os.close(descriptor)
 
 
 class PodSandbox:
@@ -158,14 +235,15 @@ class PodSandbox:
         directory: Path,
         hostname: str,
         holder: subprocess.Popen,
-        holder_pid: int,
+        pod_init: _PodInit,
         on_close: Callable[[PodSandbox], None],
     ) -> None:
         self.directory = directory
         self.hostname = hostname
-        self.holder_pid = holder_pid
+        self.holder_pid = pod_init.pid
         self.address: IPv4Address | None = None
         self._holder = holder
+        self._pod_init = pod_init
         self._containers: list[ContainerProcess] = []
         self._lock = threading.Lock()
         self._on_close = on_close
@@ -176,7 +254,7 @@ class PodSandbox:
         self._refuse_if_closed()
         env = {"PATH": DEFAULT_PATH, "HOME": DEFAULT_HOME, **launch.env}
         working_dir = launch.working_dir or "/"
-        root = Path(f"/proc/{self.holder_pid}/root")
+        root = self._pod_init.root
         self._executable(root, launch.argv, env["PATH"], working_dir)
         try:
             (root / working_dir.lstrip("/")).mkdir(parents=True, exist_ok=True)
@@ -186,7 +264,7 @@ class PodSandbox:
             ) from None
         log_path = self.directory / "logs" / f"{launch.name}.log"
         spec_of_it = {
-            "holder_pid": self.holder_pid,
+            "pod_init_fd": self._pod_init.proc,
             "working_dir": working_dir,
             "argv": list(launch.argv),
             "env": env,
@@ -197,8 +275,9 @@ class PodSandbox:
             try:
                 with log_path.open("ab") as log:
                     process = _start_module(
-                        "localcube.node.container_init", "--spec-fd", spec_reader, stdout=log
-                    )
+                        "localcube.node.container_init", "--spec-fd", spec_reader,
+                        stdout=log, also_pass=self._pod_init.proc,
+                    )  # fmt: skip
             except BaseException:
                 os.close(spec_writer)
                 raise
@@ -244,11 +323,9 @@ class PodSandbox:
             containers = list(self._containers)
         _in_parallel([partial(container.stop, grace_seconds) for container in containers])
         # The pod's PID 1 killed, the kernel ends every process of the pod before its parent
-        # (the holder) sees it exit and exits itself. (A holder that exited already has
-        # reaped PID 1, whose pid may be another process's by now.)
-        if self._holder.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.holder_pid, signal.SIGKILL)
+        # (the holder) sees it exit and exits itself.
+        self._pod_init.kill()
+        self._pod_init.close()
         try:
             self._holder.wait(_HOLDER_EXIT_TIMEOUT)
         except subprocess.TimeoutExpired:
@@ -311,9 +388,16 @@ class PodRuntime:
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)
             raise
-        sandbox = PodSandbox(directory, hostname, holder, holder_pid, self._forget)
         try:
-            pod_network = _network_namespace(holder, holder_pid)
+            pod_init = _PodInit(holder, holder_pid)
+        except BaseException:
+            holder.kill()
+            holder.wait()
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
+        sandbox = PodSandbox(directory, hostname, holder, pod_init, self._forget)
+        try:
+            pod_network = pod_init.open("ns/net")
             try:
                 sandbox.address = self._network.attach(pod_network)
             finally:
@@ -338,36 +422,20 @@ class PodRuntime:
         _in_parallel([sandbox.close for sandbox in sandboxes])
 
 
-def _network_namespace(holder: subprocess.Popen, pid: int) -> int:
-    """A descriptor of the network namespace of the pod's PID 1, `pid`, once it is sure that
-    `pid` is still that process: the holder's child (both read through one descriptor of its
-    /proc directory, which a process that ends takes along)."""
-    gone = SandboxError(f"the pod's PID 1 (pid {pid}) ended before it got its address")
-    try:
-        process = os.open(f"/proc/{pid}", os.O_RDONLY | os.O_DIRECTORY)
-    except FileNotFoundError:
-        raise gone from None
-    try:
-        with open(os.open("stat", os.O_RDONLY, dir_fd=process)) as stat:
-            parent = int(stat.read().rsplit(")", 1)[1].split()[1])
-        if parent != holder.pid:
-            raise gone
-        return os.open("ns/net", os.O_RDONLY, dir_fd=process)
-    except (FileNotFoundError, ProcessLookupError):
-        raise gone from None
-    finally:
-        os.close(process)
-
-
 def _start_module(
-    module: str, fd_option: str, fd: int, *arguments: str, stdout: IO | None = None
+    module: str,
+    fd_option: str,
+    fd: int,
+    *arguments: str,
+    stdout: IO | None = None,
+    also_pass: int | None = None,
 ) -> subprocess.Popen:
     """`python -S -m module` (localcube's, nothing of the node's environment), in a session
-    of its own, handed descriptor `fd` through `fd_option`."""
+    of its own, handed descriptor `fd` through `fd_option` (and `also_pass`, if given)."""
     return subprocess.Popen(
         [sys.executable, "-S", "-m", module, fd_option, str(fd), *arguments],
         env={"PYTHONPATH": str(Path(localcube.__file__).parent.parent)},
-        pass_fds=(fd,),
+        pass_fds=(fd,) if also_pass is None else (fd, also_pass),
         stdin=subprocess.DEVNULL,
         stdout=stdout,
         stderr=subprocess.STDOUT if stdout else None,

@@ -203,6 +203,7 @@ def test_a_container_that_forks_is_killed_whole(runtime: PodRuntime) -> None:
 def test_closing_a_sandbox_leaves_no_process_and_releases_its_address(
     tmp_path: Path, runtime: PodRuntime, pool: AddressPool
 ) -> None:
+    descriptors = set(os.listdir("/proc/self/fd"))
     sandbox = runtime.create("default", "whole", "uid")
     started(sandbox, python("forks", FORKS))
     started(sandbox, python("polite", HANDLES))
@@ -213,6 +214,7 @@ def test_closing_a_sandbox_leaves_no_process_and_releases_its_address(
     assert not any(Path(f"/proc/{pid}").exists() for pid in members)
     assert not sandbox.directory.exists()
     assert pool.in_use == frozenset()
+    assert set(os.listdir("/proc/self/fd")) == descriptors  # none of the pod's left open
     sandbox.close()  # again: no harm
     with pytest.raises(ContainerStartError, match="pod sandbox whole is closed"):
         sandbox.start_container(python("late", "pass"))
