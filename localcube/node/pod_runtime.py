@@ -251,26 +251,25 @@ class PodSandbox:
 
     def start_container(self, launch: ContainerLaunch) -> ContainerProcess:
         """The container started (ContainerStartError if its command is not in the pod)."""
-        self._refuse_if_closed()
         env = {"PATH": DEFAULT_PATH, "HOME": DEFAULT_HOME, **launch.env}
         working_dir = launch.working_dir or "/"
-        root = self._pod_init.root
-        self._executable(root, launch.argv, env["PATH"], working_dir)
-        try:
-            (root / working_dir.lstrip("/")).mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise ContainerStartError(
-                f"working directory {working_dir!r}: {error.strerror}"
-            ) from None
-        log_path = self.directory / "logs" / f"{launch.name}.log"
         spec_of_it = {
             "pod_init_fd": self._pod_init.proc,
             "working_dir": working_dir,
             "argv": list(launch.argv),
             "env": env,
         }
-        with self._lock:
+        log_path = self.directory / "logs" / f"{launch.name}.log"
+        with self._lock:  # the pod's descriptors stay open meanwhile: close() waits
             self._refuse_if_closed()
+            root = self._pod_init.root
+            self._executable(root, launch.argv, env["PATH"], working_dir)
+            try:
+                (root / working_dir.lstrip("/")).mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                raise ContainerStartError(
+                    f"working directory {working_dir!r}: {error.strerror}"
+                ) from None
             spec_reader, spec_writer = os.pipe()
             try:
                 with log_path.open("ab") as log:
