@@ -36,6 +36,7 @@ class PodSource:
         self._resync = resync_seconds
         self._stopping = threading.Event()
         self._watch: Watch | None = None
+        self._lock = threading.Lock()
         self._known: dict[str, Obj] = {}  # uid -> pod
         self._thread = threading.Thread(
             target=self._run, name=f"pods {field_selector}", daemon=True
@@ -46,7 +47,8 @@ class PodSource:
 
     def stop(self) -> None:
         self._stopping.set()
-        watch = self._watch
+        with self._lock:
+            watch = self._watch
         if watch is not None:
             watch.close()
         if self._thread.ident is not None:  # started
@@ -81,9 +83,13 @@ class PodSource:
             remaining = math.ceil(deadline - time.monotonic())
             if remaining <= 0:
                 return
-            self._watch = self._api.watch_pods(self._selector, version, remaining)
+            watch = self._api.watch_pods(self._selector, version, remaining)
+            with self._lock:  # a stop() from now on closes it; one before it did not
+                self._watch = watch
+            if self._stopping.is_set():
+                watch.close()
             try:
-                for event in self._watch:
+                for event in watch:
                     if self._stopping.is_set():
                         return
                     kind, pod = event["type"], event["object"]
@@ -100,4 +106,5 @@ class PodSource:
                         self._known[pod["metadata"]["uid"]] = pod
                     self._handler(pod, gone)
             finally:
-                self._watch = None
+                with self._lock:
+                    self._watch = None

@@ -42,6 +42,8 @@ _NO_INIT_CONTAINERS = "init containers are not supported by the localcube node"
 
 
 class Sandboxes(Protocol):
+    """Where pods' sandboxes come from: pod_runtime.PodRuntime."""
+
     def create(self, namespace: str, name: str, uid: str) -> PodSandbox: ...
 
 
@@ -161,10 +163,8 @@ class PodWorker:
         for container in self._containers:
             if container.process is None:
                 due.append(container.next_start - now)
-            else:
-                due.append(0.05)  # poll a running container for its end
-                if container.probe is not None:
-                    due.append(container.probe.next_at - now)
+            elif container.probe is not None:
+                due.append(container.probe.next_at - now)
         return max(0.0, min(due))
 
     def _sync(self, pod: Obj) -> None:
@@ -265,6 +265,16 @@ class PodWorker:
             argv[0],
         )
         container.probe = self._probe(container)
+        self._wake_when_ended(container.process)
+
+    def _wake_when_ended(self, process: ContainerProcess) -> None:
+        """The loop wakes as soon as the container ends (a thread waits for it)."""
+
+        def wait() -> None:
+            process.wait()
+            self._wake.set()
+
+        threading.Thread(target=wait, name=f"wait {self.key}", daemon=True).start()
 
     def _probe(self, container: _Container) -> ReadinessProbe | _NeverReady | None:
         spec = container.spec.get("readinessProbe")
