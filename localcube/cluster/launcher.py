@@ -42,7 +42,7 @@ from localcube.cluster.suite_command import suite_command
 from localcube.cluster.supervisor import PartFailed, Supervisor
 
 LOG = logging.getLogger("localcube.cluster")
-STOP_GRACE = 15.0
+STOP_GRACE = 10.0  # for each part in turn
 
 
 @dataclass(frozen=True)

@@ -115,6 +115,9 @@ def api_server(cluster: Cluster) -> Part:
             f"--etcd-servers=http://{LOOPBACK}:{cluster.ports.etcd_client}",
             f"--bind-address={LOOPBACK}",
             f"--advertise-address={LOOPBACK}",
+            # The `kubernetes` Service may not have a loopback endpoint, and nothing here
+            # reaches the API server through it (the Router is given 127.0.0.1).
+            "--endpoint-reconciler-type=none",
             f"--secure-port={cluster.ports.api_server}",
             f"--tls-cert-file={pki.serving_cert}",
             f"--tls-private-key-file={pki.serving_key}",

@@ -105,19 +105,29 @@ class Supervisor:
         return f"{running.name} exited ({_exit(running.process.returncode)})" + _tail(running.log)
 
     def stop_all(self, grace: float) -> None:
-        """SIGTERM to every part, last started first, then SIGKILL after `grace` seconds."""
-        targets = self._everything()
+        """Stop the parts one by one, last started first, so that each still has what it
+        depends on while it shuts down (kube-apiserver its etcd): SIGTERM to its process
+        group, then SIGKILL to the group and its descendants after `grace` seconds."""
         for running in reversed(self.running):
+            if running.process.poll() is not None:
+                continue
+            targets = {running.process.pid} | descendants({running.process.pid})
             _signal_group(running.process.pid, signal.SIGTERM)
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and any(_alive(pid) for pid in targets):
-            self._reap()
-            time.sleep(POLL_INTERVAL)
-        self.kill_all(targets)
+            deadline = time.monotonic() + grace
+            while time.monotonic() < deadline and any(_alive(pid) for pid in targets):
+                running.process.poll()
+                time.sleep(POLL_INTERVAL)
+            if any(_alive(pid) for pid in targets):
+                LOG.info("%s still running %g s after SIGTERM: killed", running.name, grace)
+            _signal_group(running.process.pid, signal.SIGKILL)
+            for pid in targets:
+                _signal(pid, signal.SIGKILL)
+            running.process.wait()
+        self.kill_all()
 
-    def kill_all(self, targets: set[int] | None = None) -> None:
+    def kill_all(self) -> None:
         """SIGKILL every part's process group and every descendant, at once."""
-        targets = self._everything() if targets is None else targets
+        targets = self._everything()
         for running in self.running:
             _signal_group(running.process.pid, signal.SIGKILL)
         for pid in targets:
@@ -130,10 +140,6 @@ class Supervisor:
     def _everything(self) -> set[int]:
         pids = {running.process.pid for running in self.running if running.process.poll() is None}
         return pids | descendants(pids)
-
-    def _reap(self) -> None:
-        for running in self.running:
-            running.process.poll()
 
 
 def descendants(roots: set[int]) -> set[int]:
