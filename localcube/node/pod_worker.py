@@ -115,6 +115,11 @@ class PodWorker:
                     }
                 }
                 container.next_start = _NEVER
+        for container in self._containers:
+            for unrun in ("livenessProbe", "startupProbe"):
+                if unrun in container.spec:
+                    name = container.spec["name"]
+                    _LOG.warning("pod %s: container %s: its %s is not run", self.key, name, unrun)
         self._thread = threading.Thread(target=self._run, name=f"pod {self.key}", daemon=True)
 
     def start(self) -> None:

@@ -204,3 +204,16 @@ def test_a_probe_that_cannot_run_keeps_the_pod_unready(tmp_path: Path, runtime: 
         pod = running.running("unprobed")
         assert ready_history(running, "unprobed", 1.5) == ["False"]
         assert pod["status"]["containerStatuses"][0]["started"] is True
+
+
+def test_liveness_and_startup_probes_are_not_run_and_the_log_says_so(
+    tmp_path: Path, runtime: PodRuntime, caplog: pytest.LogCaptureFixture
+) -> None:
+    failing = {"exec": {"command": ["false"]}, "periodSeconds": 1, "failureThreshold": 1}
+    container = python("c", "import time; time.sleep(60)", livenessProbe=failing)
+    with cluster(tmp_path, runtime) as running:
+        running.create("unwatched", container)
+        running.ready("unwatched")
+        time.sleep(1.5)
+        assert running.pod("unwatched")["status"]["containerStatuses"][0]["restartCount"] == 0
+    assert "pod agentcube/unwatched: container c: its livenessProbe is not run" in caplog.text
