@@ -4,10 +4,13 @@ behind, however it ends."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
 from pathlib import Path
+
+import pytest
 
 from tests.cluster import stand_ins
 from tests.cluster.conftest import (
@@ -148,3 +151,20 @@ def test_a_second_signal_during_the_stop_kills_at_once(tmp_path: Path) -> None:
     assert time.monotonic() - started < 5, "the stop waited for its grace after all"
     assert "second signal: killing every part" in errors.read_text()
     assert not any(alive(pid) for pid in started_pids(errors.read_text()).values())
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="drops CAP_SYS_ADMIN from root's bounding set")
+def test_a_machine_refusing_namespaces_stops_the_launch_saying_so(tmp_path: Path) -> None:
+    """Without CAP_SYS_ADMIN (setpriv drops it) the kernel refuses unshare(CLONE_NEWNET), as
+    a machine that allows no namespaces does: no fallback to the machine's network."""
+    bin_dir = stand_ins.bin_dir(tmp_path / "bin", etcd=stand_ins.serving())
+    result = subprocess.run(
+        ["setpriv", "--bounding-set=-sys_admin", *launcher_command(bin_dir, tmp_path)],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        "localcube cluster: this machine does not allow network namespaces: "
+        "unshare(CLONE_NEWNET) failed: Operation not permitted"
+    )
+    assert started_pids(result.stderr) == {}
