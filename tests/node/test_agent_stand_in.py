@@ -1,7 +1,17 @@
 """The stand-in API server's parts the node uses, through the node's own client calls
 (localcube/node/api.py), as kube-apiserver v1.36.2 answers them: watches (resourceVersion,
 field selectors, 410 Expired after a compaction, timeoutSeconds), pods/binding, the status
-subresource, updates with a stale resourceVersion, lists across namespaces."""
+subresource, updates with a stale resourceVersion, lists across namespaces.
+
+The same calls were sent by hand to a real kube-apiserver v1.36.2 (the /opt/upstream build,
+in `python -m localcube cluster`'s namespace) on 1 December 2026, and answered as asserted
+here: binding 201 `Status` Success code 201 and PodScheduled True; a second binding and one of
+a pod being deleted 409 Conflict with these messages; a name mismatch 400; a watch of
+`spec.nodeName=` seeing the bound pod as DELETED; a merge patch of pods/status removing a
+key set to null; a stale Lease update 409 Conflict "the object has been modified ..."; a
+Node created with its status; `gracePeriodSeconds=0` in the query deleting at once. The 410
+message is the watch cache's (apiserver pkg/storage/cacher/watch_cache.go, "too old
+resource version: %d (%d)", NewResourceExpired); no compaction was forced by hand."""
 
 from __future__ import annotations
 
