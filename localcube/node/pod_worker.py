@@ -428,13 +428,16 @@ class PodWorker:
         _LOG.info("pod %s: stopping, as %s", self.key, why)
         closing = threading.Thread(target=self._sandbox.close, args=(grace,), daemon=True)
         closing.start()
+        killed = False
         while closing.is_alive():
-            if self._wake.wait(0.1) and self._cut_short(grace):
+            self._wake.wait(0.1)
+            self._wake.clear()
+            if not killed and self._cut_short(grace):
                 _LOG.info("pod %s: grace period cut short: killing it", self.key)
                 for container in self._containers:
                     if container.process is not None:
                         container.process.kill()
-            self._wake.clear()
+                killed = True
             closing.join(0.05)
         self._sandbox = None
         for container in self._containers:
