@@ -117,7 +117,7 @@ class NodeAgent:
         try:
             self._api.bind(pod, self._name)
         except ApiError as error:
-            # 409: bound meanwhile (by us, through the other watch's delay) or being deleted.
+            # 409: bound meanwhile (a list showed it before its binding) or being deleted.
             if error.status != 409:
                 _LOG.warning("pod %s: not bound: %s", key, error)
             return
