@@ -14,9 +14,11 @@ workspace, `/outside`, `/tmp` -- lands in `<pod directory>/upper/` and the machi
 stay unchanged. Where the pod's directory is on a file system that cannot hold an overlay's
 writes (an overlay itself, as inside a container), they go to a tmpfs of the pod's own
 instead: still off the machine's files, but in memory and not visible from the node. A
-mount below / that the kernel will not overlay is bound read-only. The pod is chrooted into
-it, as root: this isolates writes, it is no security boundary (a root process can leave a
-chroot; /sys and /dev are shared).
+mount below / that the kernel will not overlay is bound read-only. The pod's /etc/hosts and
+/etc/resolv.conf are files of the pod's directory bound over the machine's (`POD_FILES`), as
+the kubelet's etc-hosts and the runtime's resolv.conf are: the node writes them, the
+machine's stay unchanged. The pod is chrooted into it, as root: this isolates writes, it is
+no security boundary (a root process can leave a chroot; /sys and /dev are shared).
 
 The node reads its report on the descriptor `--report-fd`: `pid N` (PID 1's pid in the
 node's view), then `ready`, or `unavailable MESSAGE` (the machine refused a namespace) or
@@ -52,6 +54,9 @@ _PR_SET_PDEATHSIG = 1
 # Mounts shared with the machine, bound whole into the pod's root.
 _SHARED = ("/dev", "/sys")
 _NOT_IN_OPTIONS = (",", ":", "\\")  # separators of overlayfs' mount options
+# Files of the pod's directory (written by the node) bound over these paths of the pod's root.
+HOSTS_FILE, RESOLV_CONF_FILE = "etc-hosts", "resolv.conf"
+POD_FILES = {HOSTS_FILE: "/etc/hosts", RESOLV_CONF_FILE: "/etc/resolv.conf"}
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -109,6 +114,8 @@ def make_root(directory: Path) -> Path:
             "which overlayfs options cannot carry: give the node a --root without them",
         )
     points = _mount_points()
+    # opened before a tmpfs may hide them (below)
+    pod_files = {os.open(directory / name, os.O_PATH): path for name, path in POD_FILES.items()}
     _mount("none", "/", None, _MS_REC | _MS_PRIVATE)
     root = f"{directory}/root"
     try:
@@ -126,7 +133,20 @@ def make_root(directory: Path) -> Path:
     for point in _SHARED:
         _mount(point, f"{root}{point}", None, _MS_BIND | _MS_REC)
     _mount("proc", f"{root}/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+    for descriptor, path in pod_files.items():
+        _bind_file(descriptor, Path(f"{root}{path}"))
+        os.close(descriptor)
     return Path(root)
+
+
+def _bind_file(descriptor: int, target: Path) -> None:
+    """The file open as `descriptor` bound over `target`, made a plain file first where it is
+    missing or a symbolic link (as /etc/resolv.conf under systemd-resolved), whose target
+    may be missing from the pod."""
+    if target.is_symlink() or not target.exists():
+        target.unlink(missing_ok=True)
+        target.touch()
+    _mount(f"/proc/self/fd/{descriptor}", str(target), None, _MS_BIND)
 
 
 def _pod_init(hostname: str, directory: Path, report: int) -> None:

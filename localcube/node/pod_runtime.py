@@ -30,6 +30,7 @@ from typing import IO
 
 import localcube
 from localcube.netns import NamespaceUnavailable
+from localcube.node.pod_init import HOSTS_FILE, RESOLV_CONF_FILE
 from localcube.node.pod_network import PodNetwork
 
 # Docker's defaults for a container whose image and spec set no PATH or HOME.
@@ -40,6 +41,35 @@ _HOLDER_READY_TIMEOUT = 10.0
 _HOLDER_EXIT_TIMEOUT = 5.0
 _CHILD_LOOKUP_TIMEOUT = 2.0
 _SIGTERM_BIT = 1 << (signal.SIGTERM - 1)
+
+# A pod's /etc/resolv.conf. A cluster's kubelet writes the cluster DNS (`nameserver <cluster
+# DNS Service IP>`, `search <namespace>.svc.cluster.local svc.cluster.local cluster.local`,
+# `options ndots:5`) or, with no cluster DNS configured, falls back to the node's own
+# resolv.conf (kubernetes pkg/kubelet/network/dns/dns.go, getPodDNSType). There is no
+# cluster DNS here, and the machine's name servers are out of the pod network's reach: a
+# lookup would wait out their timeouts (10 s, measured) before failing. Nothing answers on
+# the pod's loopback, so the refusal of 127.0.0.1:53 fails an unknown name at once; the
+# options bound the wait should a pod's packets be dropped instead.
+RESOLV_CONF = (
+    "# localcube: no cluster DNS; names not in /etc/hosts fail at once\n"
+    "nameserver 127.0.0.1\n"
+    "options timeout:1 attempts:1\n"
+)
+
+
+def managed_hosts(address: IPv4Address, hostname: str) -> str:
+    """A pod's /etc/hosts as the kubelet writes it (kubernetes pkg/kubelet/kubelet_pods.go,
+    managedHostsFileContent; a pod without hostAliases or subdomain)."""
+    return (
+        "# Kubernetes-managed hosts file.\n"
+        "127.0.0.1\tlocalhost\n"
+        "::1\tlocalhost ip6-localhost ip6-loopback\n"
+        "fe00::0\tip6-localnet\n"
+        "fe00::0\tip6-mcastprefix\n"
+        "fe00::1\tip6-allnodes\n"
+        "fe00::2\tip6-allrouters\n"
+        f"{address}\t{hostname}\n"
+    )
 
 
 class SandboxError(RuntimeError):
@@ -382,7 +412,10 @@ class PodRuntime:
         directory = self._pods / f"{namespace}_{name}_{uid}"
         (directory / "logs").mkdir(parents=True, exist_ok=True)
         hostname = name[:_HOSTNAME_MAX]
+        hosts = directory / HOSTS_FILE  # filled once the address is known
         try:
+            hosts.touch()
+            (directory / RESOLV_CONF_FILE).write_text(RESOLV_CONF)
             holder, holder_pid = _start_holder(directory, hostname)
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)
@@ -401,6 +434,7 @@ class PodRuntime:
                 sandbox.address = self._network.attach(pod_network)
             finally:
                 os.close(pod_network)
+            hosts.write_text(managed_hosts(sandbox.address, hostname))
         except BaseException:
             sandbox.close()
             raise

@@ -131,6 +131,82 @@ def test_writes_to_the_workspace_and_outside_it_stay_in_the_pods_directory(
     assert output(other, python("main", seen)) == "False False\n"
 
 
+# What a pod resolves, and how long an unknown name takes to fail, as one JSON line.
+RESOLVES = (
+    "import json, socket, sys, time\n"
+    "def addresses(name):\n"
+    "    return sorted({info[4][0] for info in socket.getaddrinfo(name, 80)})\n"
+    "began = time.monotonic()\n"
+    "try:\n"
+    "    socket.getaddrinfo(sys.argv[1], 80)\n"
+    "    unknown = 'resolved'\n"
+    "except socket.gaierror as error:\n"
+    "    unknown = 'failed'\n"
+    "print(json.dumps({\n"
+    "    'hostname': addresses(socket.gethostname()),\n"
+    "    'fqdn': socket.getfqdn(),\n"
+    "    'localhost': addresses('localhost'),\n"
+    "    'unknown': unknown,\n"
+    "    'unknown_seconds': time.monotonic() - began,\n"
+    "}))\n"
+)
+
+
+def test_a_pod_resolves_its_hostname_and_localhost_and_fails_an_unknown_name_at_once(
+    runtime: PodRuntime,
+) -> None:
+    machine = {path: Path(path).read_bytes() for path in ("/etc/hosts", "/etc/resolv.conf")}
+    sandbox = runtime.create("default", "resolver", "uid")
+    unknown = f"no-such-pod-{uuid.uuid4().hex}.example"
+    container = sandbox.start_container(
+        ContainerLaunch("main", [PYTHON, "-c", RESOLVES, unknown], {})
+    )
+    # Without a resolv.conf of the pod's own, the unknown name waits ~10 s on the machine's
+    # name servers, out of the pod's reach: the container would not be done in time.
+    assert container.wait(5) == ExitStatus(0, None), container.log_path.read_text()
+    seen = json.loads(container.log_path.read_text())
+    assert seen["hostname"] == [str(sandbox.address)]
+    assert seen["fqdn"] == "resolver"
+    assert "127.0.0.1" in seen["localhost"]
+    assert seen["unknown"] == "failed"
+    assert seen["unknown_seconds"] < 2
+    assert (sandbox.directory / "etc-hosts").read_text().splitlines() == [
+        "# Kubernetes-managed hosts file.",
+        "127.0.0.1\tlocalhost",
+        "::1\tlocalhost ip6-localhost ip6-loopback",
+        "fe00::0\tip6-localnet",
+        "fe00::0\tip6-mcastprefix",
+        "fe00::1\tip6-allnodes",
+        "fe00::2\tip6-allrouters",
+        f"{sandbox.address}\tresolver",
+    ]
+    assert {path: Path(path).read_bytes() for path in machine} == machine
+
+
+def test_a_pod_file_replaces_a_symbolic_link_in_the_pods_root_without_following_it(
+    tmp_path: Path,
+) -> None:
+    """As /etc/resolv.conf under systemd-resolved: a link to a file the pod may not have."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root for a mount namespace (CI runs as root)")
+    (tmp_path / "resolv.conf").write_text("pod's\n")
+    (tmp_path / "etc-resolv.conf").symlink_to(tmp_path / "missing")
+    bind = (
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "from localcube.node.pod_init import _bind_file\n"
+        "source, target = Path(sys.argv[1], 'resolv.conf'), Path(sys.argv[1], 'etc-resolv.conf')\n"
+        "_bind_file(os.open(source, os.O_PATH), target)\n"
+        "print(target.is_symlink(), target.read_text(), end='')\n"
+    )
+    done = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", PYTHON, "-c", bind, str(tmp_path)],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout, done.stderr) == (0, "False pod's\n", "")
+    assert not (tmp_path / "missing").exists()
+
+
 def test_the_container_gets_exactly_its_environment_and_working_directory(
     runtime: PodRuntime,
 ) -> None:
@@ -307,7 +383,7 @@ pods = PodRuntime(root, PodNetwork.open())
 sandbox = pods.create("default", "nested", "uid")
 write = (
     f"open('{outside}', 'w').write('planted'); print(open('{outside}').read()); "
-    "print(open('/etc/hosts').read())"
+    "print(open('/etc/hosts').read().splitlines()[-1])"
 )
 container = sandbox.start_container(ContainerLaunch("main", [sys.executable, "-c", write], {}))
 print(container.wait(10), container.log_path.read_text().strip())
@@ -321,8 +397,9 @@ def test_a_node_inside_a_container_keeps_the_pods_writes_on_its_own_tmpfs(
 ) -> None:
     """As inside a container: the node's files are an overlay, where the kernel takes no
     upper layer, so the pod's writes stay in memory, off the machine's files all the same;
-    and /etc/hosts is a file bound over the image's, which the pod sees as it is. The node
-    runs in a mount namespace of its own here (`unshare -m`) with both."""
+    and /etc/hosts is a file bound over the image's, over which the pod still gets its own
+    (written by the node in the pod's directory, which the tmpfs hides from the pod). The
+    node runs in a mount namespace of its own here (`unshare -m`) with both."""
     layers = {name: tmp_path / name for name in ("lower", "upper", "work", "merged")}
     for layer in layers.values():
         layer.mkdir()
@@ -339,8 +416,9 @@ def test_a_node_inside_a_container_keeps_the_pods_writes_on_its_own_tmpfs(
         capture_output=True, text=True, check=False, timeout=30,
     )  # fmt: skip
     assert node.returncode == 0, node.stderr
-    assert node.stdout == ("ExitStatus(exit_code=0, signal=None) planted\n198.18.0.1 node\n[]\n")
+    assert node.stdout == ("ExitStatus(exit_code=0, signal=None) planted\n198.18.0.2\tnested\n[]\n")
     assert not Path(outside).exists()
+    assert (tmp_path / "hosts").read_text() == "198.18.0.1 node"
 
 
 def test_a_working_directory_that_cannot_be_made_is_refused(runtime: PodRuntime) -> None:
