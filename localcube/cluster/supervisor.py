@@ -113,12 +113,15 @@ class Supervisor:
                 continue
             targets = {running.process.pid} | descendants({running.process.pid})
             _signal_group(running.process.pid, signal.SIGTERM)
-            deadline = time.monotonic() + grace
+            began = time.monotonic()
+            deadline = began + grace
             while time.monotonic() < deadline and any(_alive(pid) for pid in targets):
                 running.process.poll()
                 time.sleep(POLL_INTERVAL)
             if any(_alive(pid) for pid in targets):
                 LOG.info("%s still running %g s after SIGTERM: killed", running.name, grace)
+            else:
+                LOG.info("%s stopped (%.1f s)", running.name, time.monotonic() - began)
             _signal_group(running.process.pid, signal.SIGKILL)
             for pid in targets:
                 _signal(pid, signal.SIGKILL)
