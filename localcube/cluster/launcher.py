@@ -79,15 +79,16 @@ def launch(options: Options) -> int:
     except (netns.NamespaceUnavailable, netns.NotPrivateNamespace) as error:
         print(f"localcube cluster: {error}", file=sys.stderr)
         return 2
+    inner = options.ports
     relay = Relay(
         [
-            (host_ports["api"], options.ports.api_server),
-            (host_ports["router"], options.ports.router),
-            (host_ports["workload-manager"], options.ports.workload_manager),
+            (host_ports["api"], inner.api_server),
+            (host_ports["router"], inner.router),
+            (host_ports["workload-manager"], inner.workload_manager),
         ]
     ).start()
     supervisor = Supervisor(state.logs, _base_env(), state.root)
-    _on_signals(supervisor)
+    _on_signals()
     try:
         _start(cluster, supervisor, crds, options.ready_timeout)
         command = suite_command(
@@ -212,7 +213,9 @@ def _base_env() -> dict[str, str]:
     return {name: os.environ[name] for name in keep if name in os.environ}
 
 
-def _on_signals(supervisor: Supervisor) -> None:
+def _on_signals() -> None:
+    """The first SIGTERM or Ctrl-C ends the launch (and so stops every part)."""
+
     def stop(signum: int, frame: FrameType | None) -> None:
         raise Stop
 

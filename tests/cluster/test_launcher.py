@@ -168,3 +168,14 @@ def test_a_machine_refusing_namespaces_stops_the_launch_saying_so(tmp_path: Path
         "unshare(CLONE_NEWNET) failed: Operation not permitted"
     )
     assert started_pids(result.stderr) == {}
+
+
+def test_a_state_dir_in_use_is_refused_before_anything_starts(tmp_path: Path, run_launcher) -> None:
+    (tmp_path / "state").mkdir()
+    (tmp_path / "state" / "etcd").mkdir()
+    result = run_launcher(stand_ins.bin_dir(tmp_path / "bin"))
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        f"localcube cluster: --state-dir {tmp_path / 'state'} is not empty: "
+        "give a new or empty directory"
+    )
