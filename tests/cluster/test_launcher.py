@@ -179,3 +179,17 @@ def test_a_state_dir_in_use_is_refused_before_anything_starts(tmp_path: Path, ru
         f"localcube cluster: --state-dir {tmp_path / 'state'} is not empty: "
         "give a new or empty directory"
     )
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [("0s", "'0s' must be positive"), ("soon", 'time: invalid duration "soon"')],
+)
+def test_a_ready_timeout_that_is_not_a_positive_duration_is_refused(
+    tmp_path: Path, run_launcher, value: str, reason: str
+) -> None:
+    result = run_launcher(stand_ins.bin_dir(tmp_path / "bin"), "--ready-timeout", value)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"python -m localcube cluster: error: argument --ready-timeout: {reason}"
+    )
