@@ -24,13 +24,13 @@ class Binary:
 BINARIES: tuple[Binary, ...] = (
     Binary(
         "etcd",
-        "envtest's etcd: `setup-envtest use 1.36 --bin-dir DIR` (controller-runtime's "
-        "tools/setup-envtest), or an etcd release",
+        "envtest's etcd: `setup-envtest use -p path 1.36.x` (controller-runtime's "
+        "tools/setup-envtest) prints the directory that holds it; or an etcd release",
     ),
     Binary(
         "kube-apiserver",
-        "envtest's kube-apiserver (as for etcd), or `make WHAT=cmd/kube-apiserver` in a "
-        "kubernetes checkout: _output/bin/kube-apiserver",
+        "envtest's kube-apiserver (in the same directory as its etcd), or "
+        "`make WHAT=cmd/kube-apiserver` in a kubernetes checkout: _output/bin/kube-apiserver",
     ),
     Binary(
         "kube-controller-manager",
@@ -39,8 +39,8 @@ BINARIES: tuple[Binary, ...] = (
     ),
     Binary(
         "agent-sandbox-controller",
-        "`go build -o DIR/agent-sandbox-controller ./cmd/agent-sandbox-controller` in a "
-        "kubernetes-sigs/agent-sandbox checkout",
+        "`make build` in a kubernetes-sigs/agent-sandbox checkout: bin/manager "
+        "(./cmd/agent-sandbox-controller), under this name",
     ),
     Binary(
         "workloadmanager",
@@ -52,7 +52,8 @@ BINARIES: tuple[Binary, ...] = (
     ),
     Binary(
         "picod",
-        "`go build -o DIR/picod ./cmd/picod` in a volcano-sh/agentcube checkout",
+        "`go build -o picod ./cmd/picod` in a volcano-sh/agentcube checkout, as its "
+        "docker/Dockerfile.picod does (no make target builds it)",
     ),
 )
 

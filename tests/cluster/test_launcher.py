@@ -34,7 +34,8 @@ def test_missing_programs_are_named_with_where_they_come_from_and_nothing_starts
     assert f"{bin_dir / 'kube-controller-manager'}: `make WHAT=cmd/kube-controller-manager`" in (
         result.stderr
     )
-    assert f"{bin_dir / 'picod'}: `go build -o DIR/picod ./cmd/picod`" in result.stderr
+    assert f"{bin_dir / 'picod'}: `go build -o picod ./cmd/picod`" in result.stderr
+    assert "docker/Dockerfile.picod does (no make target builds it)" in result.stderr
     assert "etcd" not in result.stderr.replace(str(bin_dir), "")
     assert started_pids(result.stderr) == {}
     assert not (tmp_path / "state").exists()
