@@ -10,12 +10,27 @@ that no pod outlives its node.
 The pod's root is an overlay of the machine's file system: every mount below `/` (bar
 /proc, /sys and /dev, which are the machine's, and a fresh /proc of the pod) is overlaid
 with an upper directory in the pod's directory, so whatever a container writes -- its
-workspace, `/outside`, `/tmp` -- lands in `<pod directory>/upper/` and the machine's files
+workspace, `/outside` -- lands in `<pod directory>/upper/` and the machine's files
 stay unchanged. Where the pod's directory is on a file system that cannot hold an overlay's
 writes (an overlay itself, as inside a container), they go to a tmpfs of the pod's own
 instead: still off the machine's files, but in memory and not visible from the node. A
-mount below / that the kernel will not overlay is bound read-only. The pod's /etc/hosts and
-/etc/resolv.conf are files of the pod's directory bound over the machine's (`POD_FILES`), as
+mount below / that the kernel will not overlay is bound read-only.
+
+The pod sees the rest of the machine's / through that overlay -- /usr, /bin, /lib, /etc,
+/opt ...: the commands the node maps images to (a local python3, an upstream build under
+/opt/upstream) run from the machine's binaries and libraries, which a pod without its image
+can only find there. Its user data it does not see: /root, /home, /tmp, /var/tmp and /run
+(and /var/run through its link to /run) are empty directories of the pod's own
+(`PRIVATE_DIRS`, in `<pod directory>/private/`) bound over the machine's, as an image's
+would be, so the machine's .bashrc, caches and credentials do not show through (PicoD's
+workspace is /root) and the pod's writes there land in the pod's directory (or its tmpfs,
+as above). One exception:
+where the Python that runs the node (and this holder) is installed in one of them (pyenv's
+/root/.pyenv/versions/X), that installation alone is bound read-only at its path, so that a
+command naming the node's Python (`sys.executable`, as the node's tests and a `--image
+'python:*=...'` map do) runs in a pod; the pod then lists its first directory (`.pyenv`) in
+/root, and nothing else of the machine's. The pod's /etc/hosts and /etc/resolv.conf are
+files of the pod's directory bound over the machine's (`POD_FILES`), as
 the kubelet's etc-hosts and the runtime's resolv.conf are: the node writes them, the
 machine's stay unchanged. The pod is chrooted into it, as root: this isolates writes, it is
 no security boundary (a root process can leave a chroot; /sys and /dev are shared).
@@ -57,6 +72,16 @@ _NOT_IN_OPTIONS = (",", ":", "\\")  # separators of overlayfs' mount options
 # Files of the pod's directory (written by the node) bound over these paths of the pod's root.
 HOSTS_FILE, RESOLV_CONF_FILE = "etc-hosts", "resolv.conf"
 POD_FILES = {HOSTS_FILE: "/etc/hosts", RESOLV_CONF_FILE: "/etc/resolv.conf"}
+# Paths where the machine keeps user data, each an empty directory of the pod's own (with
+# the mode an image gives it), in `<pod directory>/private/<path>`.
+PRIVATE_DIRS = {
+    "/root": 0o700,
+    "/home": 0o755,
+    "/tmp": 0o1777,
+    "/var/tmp": 0o1777,
+    "/run": 0o755,
+    "/var/run": 0o755,  # where it is a directory, not the usual link to /run
+}
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -106,7 +131,8 @@ def _bind_read_only(source: str, target: str) -> None:
 
 def make_root(directory: Path) -> Path:
     """The pod's root under `directory`: `/` and every other mount overlaid, writes in
-    `directory/upper/` (the root's) and `directory/mounts/N/upper/` (mount N's)."""
+    `directory/upper/` (the root's) and `directory/mounts/N/upper/` (mount N's), bar
+    `PRIVATE_DIRS`: empty, in `directory/private/` (but for the node's Python, if in one)."""
     if any(character in str(directory) for character in _NOT_IN_OPTIONS):
         raise OSError(
             errno.EINVAL,
@@ -128,8 +154,13 @@ def make_root(directory: Path) -> Path:
         _mount("tmpfs", str(directory), "tmpfs", 0, "mode=0700")
         _overlay("/", directory, root)
     for number, point in enumerate(points):
-        if not _below(point, (*_SHARED, "/proc", str(directory))):
+        if not _below(point, (*_SHARED, *PRIVATE_DIRS, "/proc", str(directory))):
             _overlay(point, directory / f"mounts/{number}", f"{root}{point}")
+    for path, mode in PRIVATE_DIRS.items():
+        _private_dir(directory / f"private{path}", mode, root, path)
+    if _below(sys.base_prefix, tuple(PRIVATE_DIRS)):
+        Path(f"{root}{sys.base_prefix}").mkdir(parents=True, exist_ok=True)
+        _bind_read_only(sys.base_prefix, f"{root}{sys.base_prefix}")
     for point in _SHARED:
         _mount(point, f"{root}{point}", None, _MS_BIND | _MS_REC)
     _mount("proc", f"{root}/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
@@ -137,6 +168,22 @@ def make_root(directory: Path) -> Path:
         _bind_file(descriptor, Path(f"{root}{path}"))
         os.close(descriptor)
     return Path(root)
+
+
+def _private_dir(source: Path, mode: int, root: str, path: str) -> None:
+    """The empty directory `source` bound over `path` of the pod's `root`. A link there that
+    leads to another of `PRIVATE_DIRS` (/var/run -> /run) is left as it is; any other link
+    is replaced by a directory, so that it cannot lead the pod to the machine's files."""
+    target = Path(f"{root}{path}")
+    if target.is_symlink():
+        leads_to = os.path.normpath(os.path.join(os.path.dirname(path), os.readlink(target)))
+        if leads_to != path and leads_to in PRIVATE_DIRS:
+            return
+        target.unlink()
+    target.mkdir(parents=True, exist_ok=True)
+    source.mkdir(parents=True)
+    source.chmod(mode)
+    _mount(str(source), str(target), None, _MS_BIND)
 
 
 def _bind_file(descriptor: int, target: Path) -> None:

@@ -3,7 +3,8 @@ containers, started and stopped as a container runtime does.
 
 A sandbox is a holder process (`localcube.node.pod_init`, the pause container) in new
 network, UTS, mount and PID namespaces, with the pod's name as hostname and an overlay of
-the machine's file system whose writes land in the pod's directory. Each container enters
+the machine's file system whose writes land in the pod's directory, and empty /root, /home,
+/tmp, /var/tmp and /run of its own (`pod_init.PRIVATE_DIRS`). Each container enters
 those namespaces and gets a PID namespace of its own (`localcube.node.container_init`) whose
 PID 1 is the container's command: as in a container, a PID 1 that installed no SIGTERM
 handler is not stopped by SIGTERM, and killing PID 1 ends every process it started.

@@ -122,13 +122,60 @@ def test_writes_to_the_workspace_and_outside_it_stay_in_the_pods_directory(
     upper = sandbox.directory / "upper"
     assert (upper / workspace[1:] / "inside.txt").read_text() == "in"
     assert (upper / outside[1:] / "planted.txt").read_text() == "out"
-    assert (upper / "tmp" / mark).read_text() == "tmp"
+    assert (sandbox.directory / "private" / "tmp" / mark).read_text() == "tmp"
     for on_the_machine in (workspace, outside, f"/tmp/{mark}"):
         assert not Path(on_the_machine).exists()
     # another pod does not see them either
     other = runtime.create("default", "reader", "uid")
     seen = f"import os; print(os.path.exists('{outside}'), os.path.exists('/tmp/{mark}'))"
     assert output(other, python("main", seen)) == "False False\n"
+
+
+LISTS = (
+    "import json, os, sys\n"
+    "print(json.dumps({path: sorted(os.listdir(path)) for path in sys.argv[1:]}))\n"
+)
+
+
+def test_a_fresh_pod_has_empty_directories_where_the_machine_keeps_user_data(
+    runtime: PodRuntime,
+) -> None:
+    """Not the machine's /root (its .bashrc, caches, credentials: PicoD's workspace is /root),
+    nor its /home, /tmp, /var/tmp or /run (/var/run leads to the pod's /run)."""
+    planted = Path(f"/root/planted-{uuid.uuid4().hex}")
+    planted.write_text("the machine's")
+    try:
+        sandbox = runtime.create("default", "fresh", "uid")
+        paths = ["/root", "/home", "/tmp", "/var/tmp", "/run", "/var/run"]
+        listed = output(sandbox, ContainerLaunch("main", [PYTHON, "-c", LISTS, *paths], {}))
+    finally:
+        planted.unlink()
+    assert json.loads(listed) == {path: _node_python_in(path) for path in paths}
+
+
+def _node_python_in(path: str) -> list[str]:
+    """What a fresh pod lists in `path`: nothing, or the first directory of the node's Python
+    where it is installed there (pyenv's /root/.pyenv), which the pod keeps to run it."""
+    inside = (
+        Path(sys.base_prefix).relative_to(path) if sys.base_prefix.startswith(path + "/") else None
+    )
+    return [inside.parts[0]] if inside else []
+
+
+def test_a_write_to_the_pods_root_home_lands_in_the_pods_directory_not_on_the_machine(
+    runtime: PodRuntime,
+) -> None:
+    sandbox = runtime.create("default", "home", "uid")
+    name = f"written-{uuid.uuid4().hex}"
+    write = (
+        f"import os; open('/root/{name}', 'w').write('pod'); print(oct(os.stat('/root').st_mode))"
+    )
+    assert output(sandbox, python("main", write)) == "0o40700\n"
+    assert (sandbox.directory / "private" / "root" / name).read_text() == "pod"
+    assert not Path("/root", name).exists()
+    other = runtime.create("default", "other", "uid")
+    listed = output(other, python("main", "import os; print(os.listdir('/root'))"))
+    assert listed == f"{_node_python_in('/root')}\n"
 
 
 # What a pod resolves, and how long an unknown name takes to fail, as one JSON line.
