@@ -2,8 +2,10 @@
 
 It reads its spec (JSON on a pipe, so that no value of the environment shows in a process
 list: the descriptor it was handed of the pod's PID 1's /proc directory, the working
-directory, argv and the whole environment), enters the pod's network, UTS, mount and PID
-namespaces and its root, and forks twice: a process in the pod's PID namespace makes a PID
+directory, argv, the whole environment and the machine's installation its command needs, if
+any), enters the pod's network, UTS, mount and PID namespaces, binds that installation
+read-only into the pod's root (`pod_runtime._machines_own` says which and why), enters that
+root and forks twice: a process in the pod's PID namespace makes a PID
 namespace of the container's own, whose PID 1 is the command (so a command without a
 SIGTERM handler ignores SIGTERM, as in a container, and killing it ends every process it
 started). Each level exits as the level below it did (same code, same signal) and dies
@@ -20,15 +22,18 @@ import signal
 import sys
 
 from localcube.netns import CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUTS, setns, unshare
+from localcube.node.pod_init import bind_read_only
 
 _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True)
 _NAMESPACES = (("uts", CLONE_NEWUTS), ("net", CLONE_NEWNET), ("pid", CLONE_NEWPID))
 
 
-def _enter(pod_init: int) -> None:
+def _enter(pod_init: int, bind: str | None) -> None:
     """Into the namespaces and the root of the pod's PID 1 (`pod_init`: a descriptor of its
-    /proc directory, which fails every lookup once that process ended)."""
+    /proc directory, which fails every lookup once that process ended), the machine's `bind`
+    bound at the same path of that root first (the machine's / is the mount namespace's
+    root until the chroot)."""
     root = os.open("root", os.O_RDONLY | os.O_DIRECTORY, dir_fd=pod_init)
     mount = os.open("ns/mnt", os.O_RDONLY, dir_fd=pod_init)
     for kind, nstype in _NAMESPACES:
@@ -36,10 +41,21 @@ def _enter(pod_init: int) -> None:
         setns(descriptor, nstype)
         os.close(descriptor)
     setns(mount, CLONE_NEWNS)
+    if bind:
+        _bind_into(bind, f"/proc/self/fd/{root}{bind}")
     os.fchdir(root)
     os.chroot(".")
     os.close(root)
     os.close(mount)
+
+
+def _bind_into(source: str, target: str) -> None:
+    """`source` bound read-only at `target`, made first like it (a directory or a file)."""
+    if os.path.isdir(source):
+        os.makedirs(target, exist_ok=True)
+    else:
+        open(target, "a").close()
+    bind_read_only(source, target)
 
 
 def _exit_as(child: int) -> None:
@@ -64,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
     with os.fdopen(options.spec_fd, "rb") as spec_file:
         spec = json.load(spec_file)
     try:
-        _enter(spec["pod_init_fd"])
+        _enter(spec["pod_init_fd"], spec["bind"])
         os.close(spec["pod_init_fd"])
         os.chdir(spec["working_dir"])
     except OSError as error:

@@ -24,12 +24,10 @@ can only find there. Its user data it does not see: /root, /home, /tmp, /var/tmp
 (`PRIVATE_DIRS`, in `<pod directory>/private/`) bound over the machine's, as an image's
 would be, so the machine's .bashrc, caches and credentials do not show through (PicoD's
 workspace is /root) and the pod's writes there land in the pod's directory (or its tmpfs,
-as above). One exception:
-where the Python that runs the node (and this holder) is installed in one of them (pyenv's
-/root/.pyenv/versions/X), that installation alone is bound read-only at its path, so that a
-command naming the node's Python (`sys.executable`, as the node's tests and a `--image
-'python:*=...'` map do) runs in a pod; the pod then lists its first directory (`.pyenv`) in
-/root, and nothing else of the machine's. The pod's /etc/hosts and /etc/resolv.conf are
+as above). A container whose command is one of the machine's own programs installed
+in one of them (the node's Python under pyenv's /root/.pyenv) gets that installation bound
+into the pod as it starts (`bind_read_only`, from `container_init`; the rule is
+`pod_runtime`'s). The pod's /etc/hosts and /etc/resolv.conf are
 files of the pod's directory bound over the machine's (`POD_FILES`), as
 the kubelet's etc-hosts and the runtime's resolv.conf are: the node writes them, the
 machine's stay unchanged. The pod is chrooted into it, as root: this isolates writes, it is
@@ -111,7 +109,7 @@ def _overlay(lower: str, layer: Path, target: str) -> None:
     not overlay (an unusual file system, a file such as a container's /etc/hosts) is bound
     read-only instead."""
     if lower != "/" and not Path(lower).is_dir():
-        _bind_read_only(lower, target)
+        bind_read_only(lower, target)
         return
     for made in (layer / "upper", layer / "work", Path(target)):
         made.mkdir(parents=True, exist_ok=True)
@@ -121,10 +119,11 @@ def _overlay(lower: str, layer: Path, target: str) -> None:
     except OSError:
         if lower == "/":
             raise
-        _bind_read_only(lower, target)
+        bind_read_only(lower, target)
 
 
-def _bind_read_only(source: str, target: str) -> None:
+def bind_read_only(source: str, target: str) -> None:
+    """`source` (and the mounts below it) bound at `target`, read-only."""
     _mount(source, target, None, _MS_BIND | _MS_REC)
     _mount("none", target, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY)
 
@@ -132,7 +131,7 @@ def _bind_read_only(source: str, target: str) -> None:
 def make_root(directory: Path) -> Path:
     """The pod's root under `directory`: `/` and every other mount overlaid, writes in
     `directory/upper/` (the root's) and `directory/mounts/N/upper/` (mount N's), bar
-    `PRIVATE_DIRS`: empty, in `directory/private/` (but for the node's Python, if in one)."""
+    `PRIVATE_DIRS`: empty, in `directory/private/`."""
     if any(character in str(directory) for character in _NOT_IN_OPTIONS):
         raise OSError(
             errno.EINVAL,
@@ -158,9 +157,6 @@ def make_root(directory: Path) -> Path:
             _overlay(point, directory / f"mounts/{number}", f"{root}{point}")
     for path, mode in PRIVATE_DIRS.items():
         _private_dir(directory / f"private{path}", mode, root, path)
-    if _below(sys.base_prefix, tuple(PRIVATE_DIRS)):
-        Path(f"{root}{sys.base_prefix}").mkdir(parents=True, exist_ok=True)
-        _bind_read_only(sys.base_prefix, f"{root}{sys.base_prefix}")
     for point in _SHARED:
         _mount(point, f"{root}{point}", None, _MS_BIND | _MS_REC)
     _mount("proc", f"{root}/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)

@@ -31,7 +31,7 @@ from typing import IO
 
 import localcube
 from localcube.netns import NamespaceUnavailable
-from localcube.node.pod_init import HOSTS_FILE, RESOLV_CONF_FILE
+from localcube.node.pod_init import HOSTS_FILE, PRIVATE_DIRS, RESOLV_CONF_FILE
 from localcube.node.pod_network import PodNetwork
 
 # Docker's defaults for a container whose image and spec set no PATH or HOME.
@@ -294,7 +294,7 @@ class PodSandbox:
         with self._lock:  # the pod's descriptors stay open meanwhile: close() waits
             self._refuse_if_closed()
             root = self._pod_init.root
-            self._executable(root, launch.argv, env["PATH"], working_dir)
+            spec_of_it["bind"] = self._executable(root, launch.argv, env["PATH"], working_dir)
             try:
                 (root / working_dir.lstrip("/")).mkdir(parents=True, exist_ok=True)
             except OSError as error:
@@ -326,9 +326,10 @@ class PodSandbox:
             raise ContainerStartError(f"pod sandbox {self.hostname} is closed")
 
     @staticmethod
-    def _executable(root: Path, argv: Sequence[str], path: str, working_dir: str) -> None:
+    def _executable(root: Path, argv: Sequence[str], path: str, working_dir: str) -> str | None:
         """Refuse a command that is not an executable file inside the pod, as the runtime's
-        `executable file not found in $PATH` does."""
+        `executable file not found in $PATH` does; the machine's installation to bind into
+        the pod for it, if any (`_machines_own`)."""
         if not argv:
             raise ContainerStartError("the container has no command: its image maps to none")
         first = argv[0]
@@ -337,9 +338,11 @@ class PodSandbox:
         else:
             candidates = [Path(folder or ".", first) for folder in path.split(":")]
         for candidate in candidates:
+            if installation := _machines_own(candidate):
+                return installation
             inside = root / str(candidate).lstrip("/")
             if inside.is_file() and os.access(inside, os.X_OK):
-                return
+                return None
         where = "in $PATH" if "/" not in first else "in the pod"
         raise ContainerStartError(f'exec: "{first}": executable file not found {where}')
 
@@ -363,6 +366,23 @@ class PodSandbox:
             self._holder.wait()
         self._on_close(self)
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _machines_own(command: Path) -> str | None:
+    """Where the machine's program `command` is installed in one of `PRIVATE_DIRS`: the
+    entry right below that directory holding its real path (symbolic links followed on the
+    machine, as a venv's python leads to pyenv's: /root/.pyenv for
+    /root/.pyenv/versions/3.11.7/bin/python3.11). The pod's own copy of that directory is
+    empty, so the container gets it bound read-only into the pod before its command runs --
+    that entry alone, and only for such a command: a pod running anything else (PicoD, /bin/sh)
+    sees none of the machine's user data. None for a command elsewhere."""
+    real = Path(os.path.realpath(command))
+    if not (real.is_file() and os.access(real, os.X_OK)):
+        return None
+    for private in PRIVATE_DIRS:
+        if real.is_relative_to(private) and real != Path(private):
+            return str(Path(private, real.relative_to(private).parts[0]))
+    return None
 
 
 def _in_parallel(calls: Sequence[Callable[[], object]]) -> None:

@@ -154,8 +154,8 @@ def test_a_fresh_pod_has_empty_directories_where_the_machine_keeps_user_data(
 
 
 def _node_python_in(path: str) -> list[str]:
-    """What a fresh pod lists in `path`: nothing, or the first directory of the node's Python
-    where it is installed there (pyenv's /root/.pyenv), which the pod keeps to run it."""
+    """What a fresh pod running the node's Python lists in `path`: nothing, or the first
+    directory of that Python where it is installed there (pyenv's /root/.pyenv), bound for it."""
     inside = (
         Path(sys.base_prefix).relative_to(path) if sys.base_prefix.startswith(path + "/") else None
     )
@@ -176,6 +176,17 @@ def test_a_write_to_the_pods_root_home_lands_in_the_pods_directory_not_on_the_ma
     other = runtime.create("default", "other", "uid")
     listed = output(other, python("main", "import os; print(os.listdir('/root'))"))
     assert listed == f"{_node_python_in('/root')}\n"
+
+
+def test_a_command_outside_the_private_directories_sees_an_empty_root_home(
+    runtime: PodRuntime,
+) -> None:
+    """PicoD's case (/opt/upstream/bin/picod, its workspace /root): the node's Python may be
+    installed under /root (pyenv's /root/.pyenv), but only a pod running it gets it bound."""
+    sandbox = runtime.create("default", "outside", "uid")
+    assert output(sandbox, ContainerLaunch("main", ["/bin/sh", "-c", "ls -A /root"], {})) == ""
+    # the node's Python, started later in the same pod, still runs there
+    assert output(sandbox, python("python", "print('ran')")) == "ran\n"
 
 
 # What a pod resolves, and how long an unknown name takes to fail, as one JSON line.
