@@ -92,11 +92,27 @@ def _node_owned(name: str) -> bool:
     return name == BRIDGE or name.startswith(_VETH_PREFIX)
 
 
-class PodNetwork:
-    """The node's bridge and the pods' links, in the calling thread's network namespace."""
+def _this_namespace() -> int:
+    """The calling thread's network namespace (its inode): namespaces belong to threads."""
+    return os.stat("/proc/thread-self/ns/net").st_ino
 
-    def __init__(self, pool: AddressPool) -> None:
+
+_OPENED = object()  # only open() has it: no PodNetwork skips open()'s check
+
+
+class PodNetwork:
+    """The node's bridge and the pods' links, in the network namespace open() checked and
+    made them in; attach() and detach() refuse to run from any other (a thread elsewhere,
+    the host's above all)."""
+
+    def __init__(self, pool: AddressPool, namespace: int, opened: object) -> None:
+        if opened is not _OPENED:
+            raise TypeError(
+                "a PodNetwork is made by PodNetwork.open(), which checks that its network "
+                "namespace is private"
+            )
         self._pool = pool
+        self._namespace = namespace
 
     @classmethod
     def open(cls, pool: AddressPool | None = None) -> PodNetwork:
@@ -113,13 +129,21 @@ class PodNetwork:
         if BRIDGE not in interfaces():
             commands += [f"link add {BRIDGE} type bridge", f"addr add {GATEWAY}/16 dev {BRIDGE}"]
         _ip(*commands, f"link set {BRIDGE} up")
-        return cls(pool or AddressPool())
+        return cls(pool or AddressPool(), _this_namespace(), _OPENED)
+
+    def _in_node_namespace(self, doing: str) -> None:
+        if _this_namespace() != self._namespace:
+            raise PodNetworkError(
+                f"refusing to {doing} from another network namespace than the node's "
+                "(the one PodNetwork.open() checked)"
+            )
 
     def attach(self, pod: int) -> IPv4Address:
         """A new address on `eth0` in the pod's network namespace (an open descriptor: a pid
         could be another process's by now), linked to the bridge; lo up there too, and the
         default route via the node. Never the node's own namespace."""
-        if os.fstat(pod).st_ino == os.stat("/proc/thread-self/ns/net").st_ino:
+        self._in_node_namespace("attach a pod")
+        if os.fstat(pod).st_ino == self._namespace:
             raise PodNetworkError("refusing to give the node's own network namespace a pod address")
         address = self._pool.allocate()
         veth = _veth(address)
@@ -145,6 +169,7 @@ class PodNetwork:
     def detach(self, address: IPv4Address) -> None:
         """The node's end of the pod's link removed (if the pod's end has not taken it
         along already) and the address released."""
+        self._in_node_namespace("detach a pod")
         veth = _veth(address)
         if veth in interfaces():
             subprocess.run(["ip", "link", "del", veth], capture_output=True, check=False)

@@ -59,6 +59,14 @@ def other_namespace(fresh_namespace: int) -> Iterator[int]:
 
 
 @pytest.fixture
+def pod_namespace(fresh_namespace: int) -> Iterator[int]:
+    """A third new network namespace, to hand to PodNetwork.attach as a pod's."""
+    descriptor = _fresh_network_namespace()
+    yield descriptor
+    os.close(descriptor)
+
+
+@pytest.fixture
 def node_netns(fresh_namespace: int) -> Iterator[int]:
     """The test's main thread inside a fresh network namespace for the test: the node's."""
     with netns.entered(fresh_namespace):

@@ -91,6 +91,33 @@ def test_the_nodes_own_namespace_never_gets_a_pod_address(
     assert netns.interfaces() == ["lo", BRIDGE]
 
 
+def test_a_pod_network_is_made_only_by_open_which_checks_the_namespace() -> None:
+    with pytest.raises(TypeError, match=r"made by PodNetwork.open\(\), which checks"):
+        PodNetwork(AddressPool(), 0, object())
+
+
+def test_a_thread_in_another_namespace_can_neither_attach_nor_detach(
+    network: PodNetwork, pool: AddressPool, other_namespace: int, pod_namespace: int
+) -> None:
+    """Namespaces belong to threads: the one open() checked is the only one links are made
+    or removed in, whichever thread calls."""
+    address = network.attach(pod_namespace)
+    with netns.entered(other_namespace):
+        with pytest.raises(PodNetworkError) as refused:
+            network.attach(pod_namespace)
+        assert str(refused.value) == (
+            "refusing to attach a pod from another network namespace than the node's "
+            "(the one PodNetwork.open() checked)"
+        )
+        with pytest.raises(PodNetworkError, match="refusing to detach a pod from another"):
+            network.detach(address)
+        assert netns.interfaces() == ["lo"]
+    assert pool.in_use == {address}
+    assert netns.interfaces() == ["lo", BRIDGE, "lcv2"]
+    network.detach(address)
+    assert netns.interfaces() == ["lo", BRIDGE]
+
+
 _SERVE = (
     "import socket, sys\n"
     "server = socket.create_server(('0.0.0.0', 8080))\n"

@@ -378,21 +378,25 @@ def test_a_command_that_is_not_in_the_pod_is_refused(runtime: PodRuntime) -> Non
 def test_a_machine_that_refuses_namespaces_gets_the_refusal_not_a_pod(
     tmp_path: Path, fresh_namespace: int
 ) -> None:
-    """Without CAP_SYS_ADMIN (setpriv drops it), as on a machine that allows no namespaces."""
+    """Without CAP_SYS_ADMIN (setpriv drops it), as on a machine that allows no namespaces;
+    the node's pod network opened in a fresh namespace (nsenter), never the host's."""
     attempt = (
         "import sys\n"
         "from pathlib import Path\n"
         "from localcube.netns import NamespaceUnavailable\n"
-        "from localcube.node.pod_network import AddressPool, PodNetwork\n"
+        "from localcube.node.pod_network import PodNetwork\n"
         "from localcube.node.pod_runtime import PodRuntime\n"
         "try:\n"
-        f"    PodRuntime(Path('{tmp_path}'), PodNetwork(AddressPool())).create('a', 'b', 'c')\n"
+        f"    PodRuntime(Path('{tmp_path}'), PodNetwork.open()).create('a', 'b', 'c')\n"
         "except NamespaceUnavailable as refused:\n"
         "    sys.exit(str(refused))\n"
     )
     refused = subprocess.run(
-        ["setpriv", "--bounding-set=-sys_admin", PYTHON, "-c", attempt],
-        capture_output=True, text=True, check=False,
+        [
+            "nsenter", f"--net=/proc/self/fd/{fresh_namespace}",
+            "setpriv", "--bounding-set=-sys_admin", PYTHON, "-c", attempt,
+        ],
+        capture_output=True, text=True, check=False, pass_fds=(fresh_namespace,),
     )  # fmt: skip
     assert refused.returncode == 1
     assert refused.stderr == (
