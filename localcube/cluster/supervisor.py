@@ -4,6 +4,12 @@ and all stopped at the end, children included.
 Everything a part started is stopped with it: at stop time the supervisor collects each
 part's descendants (a pod the node started in a session of its own is still its child),
 sends SIGTERM to each process group, and SIGKILL to whatever is left after the grace.
+
+A launcher killed hard (SIGKILL, the OOM killer) can stop nothing, so each part also dies
+with it: it starts under `setpriv --pdeathsig KILL`, then checks that its parent is still the
+launcher (which may have died before the parent-death signal was set) before it execs the
+part's program. The parent-death signal fires when the thread that started the part ends:
+parts are started from the launcher's main thread only.
 """
 
 from __future__ import annotations
@@ -55,7 +61,7 @@ class Supervisor:
         log = self._logs / f"{part.name}.log"
         with log.open("ab") as output:
             process = subprocess.Popen(
-                part.argv,
+                dying_with_this_process(part.argv),
                 env={**self._base_env, **part.env},
                 cwd=self._cwd,
                 stdin=subprocess.DEVNULL,
@@ -143,6 +149,26 @@ class Supervisor:
     def _everything(self) -> set[int]:
         pids = {running.process.pid for running in self.running if running.process.poll() is None}
         return pids | descendants(pids)
+
+
+# Run by `sh -c` with the launcher's pid as $1 and the part's argv after it.
+_SAME_PARENT = '[ "$PPID" = "$1" ] || exit 125; shift; exec "$@"'
+
+
+def dying_with_this_process(argv: tuple[str, ...]) -> list[str]:
+    """`argv` run so that it gets SIGKILL when this process ends, however it ends."""
+    return [
+        "setpriv",
+        "--pdeathsig",
+        "KILL",
+        "--",
+        "sh",
+        "-c",
+        _SAME_PARENT,
+        "sh",
+        str(os.getpid()),
+        *argv,
+    ]
 
 
 def descendants(roots: set[int]) -> set[int]:

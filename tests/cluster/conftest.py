@@ -3,11 +3,14 @@ process (it enters a namespace of its own: never the test process)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -45,23 +48,60 @@ def started_pids(stderr: str) -> dict[str, int]:
     return {name: int(pid) for name, pid in re.findall(r"started (\S+) \(pid (\d+)\)", stderr)}
 
 
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
+class Launchers:
+    """The launchers a test started, each stopped at the test's end whatever happened
+    (SIGTERM, then SIGKILL), with every part it said it started."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self._tmp_path = tmp_path
+        self._started: list[tuple[subprocess.Popen, Path]] = []
+
+    def start(self, bin_dir: Path, *extra: str) -> tuple[subprocess.Popen, Path]:
+        """The launcher as a child, its stderr in a file (whose path is returned)."""
+        errors = self._tmp_path / f"launcher-{len(self._started)}.err"
+        with errors.open("w") as output:
+            launcher = subprocess.Popen(
+                launcher_command(bin_dir, self._tmp_path, *extra),
+                stdout=subprocess.DEVNULL,
+                stderr=output,
+                text=True,
+                cwd=ROOT,
+            )
+        self._started.append((launcher, errors))
+        return launcher, errors
+
+    def run(self, bin_dir: Path, *extra: str, timeout: float = 60) -> Finished:
+        launcher, errors = self.start(bin_dir, *extra)
+        launcher.wait(timeout=timeout)
+        return Finished(launcher.returncode, errors.read_text())
+
+    def stop_all(self) -> None:
+        for launcher, errors in self._started:
+            if launcher.poll() is None:
+                launcher.terminate()
+                try:
+                    launcher.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    launcher.kill()
+                    launcher.wait()
+            for pid in started_pids(errors.read_text()).values():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+
+
+@dataclass(frozen=True)
+class Finished:
+    returncode: int
+    stderr: str
 
 
 @pytest.fixture
-def run_launcher(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess]:
-    def run(bin_dir: Path, *extra: str, timeout: float = 60) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            launcher_command(bin_dir, tmp_path, *extra),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            cwd=ROOT,
-        )
+def launchers(tmp_path: Path) -> Iterator[Launchers]:
+    started = Launchers(tmp_path)
+    yield started
+    started.stop_all()
 
-    return run
+
+@pytest.fixture
+def run_launcher(launchers: Launchers) -> Callable[..., Finished]:
+    return launchers.run

@@ -15,11 +15,12 @@ import pytest
 from tests.cluster import stand_ins
 from tests.cluster.conftest import (
     ROOT,
-    alive,
+    Launchers,
     launcher_command,
     needs_namespaces,
     started_pids,
 )
+from tests.processes import alive
 
 
 def test_missing_programs_are_named_with_where_they_come_from_and_nothing_starts(
@@ -97,26 +98,42 @@ def test_an_api_server_ready_late_is_waited_for_over_tls_with_the_cluster_ca(
     assert not any(alive(pid) for pid in started_pids(result.stderr).values())
 
 
+def wait_for(text: str, path: Path, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not (path.exists() and text in path.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert text in path.read_text()
+
+
 @needs_namespaces
-def test_sigterm_stops_every_part_and_exits_0(tmp_path: Path) -> None:
+def test_sigterm_stops_every_part_and_exits_0(tmp_path: Path, launchers: Launchers) -> None:
     bin_dir = stand_ins.bin_dir(tmp_path / "bin", etcd=stand_ins.serving())
-    launcher = subprocess.Popen(
-        launcher_command(bin_dir, tmp_path, "--ready-timeout", "60s"),
-        stderr=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
-    log = tmp_path / "state" / "logs" / "kube-apiserver.log"
-    deadline = time.monotonic() + 30
-    while not (log.exists() and log.read_text()) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    launcher, errors = launchers.start(bin_dir, "--ready-timeout", "60s")
+    wait_for("starting, and never ready", tmp_path / "state" / "logs" / "kube-apiserver.log")
     launcher.send_signal(signal.SIGTERM)
-    _, stderr = launcher.communicate(timeout=30)
-    assert launcher.returncode == 0, stderr
-    pids = started_pids(stderr)
+    assert launcher.wait(timeout=30) == 0, errors.read_text()
+    pids = started_pids(errors.read_text())
     assert set(pids) == {"etcd", "kube-apiserver"}
     assert not any(alive(pid) for pid in pids.values())
+
+
+@needs_namespaces
+def test_a_launcher_killed_hard_leaves_no_part_running(
+    tmp_path: Path, launchers: Launchers
+) -> None:
+    """SIGKILL (or the OOM killer) gives the launcher no chance to stop anything: each part
+    dies with it by its parent-death signal."""
+    bin_dir = stand_ins.bin_dir(tmp_path / "bin", etcd=stand_ins.serving())
+    launcher, errors = launchers.start(bin_dir, "--ready-timeout", "60s")
+    wait_for("starting, and never ready", tmp_path / "state" / "logs" / "kube-apiserver.log")
+    launcher.kill()
+    launcher.wait(timeout=10)
+    pids = started_pids(errors.read_text())
+    assert set(pids) == {"etcd", "kube-apiserver"}
+    deadline = time.monotonic() + 2
+    while any(alive(pid) for pid in pids.values()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [name for name, pid in pids.items() if alive(pid)] == []
 
 
 STUBBORN = (
@@ -126,26 +143,14 @@ STUBBORN = (
 
 
 @needs_namespaces
-def test_a_second_signal_during_the_stop_kills_at_once(tmp_path: Path) -> None:
+def test_a_second_signal_during_the_stop_kills_at_once(
+    tmp_path: Path, launchers: Launchers
+) -> None:
     bin_dir = stand_ins.bin_dir(tmp_path / "bin", etcd=stand_ins.serving(), kube_apiserver=STUBBORN)
-    errors = tmp_path / "launcher.err"
-    with errors.open("w") as output:
-        launcher = subprocess.Popen(
-            launcher_command(bin_dir, tmp_path, "--ready-timeout", "60s"),
-            stderr=output,
-            stdout=subprocess.DEVNULL,
-            cwd=ROOT,
-        )
-
-    def wait_for(text: str, path: Path = errors) -> None:
-        deadline = time.monotonic() + 30
-        while not (path.exists() and text in path.read_text()) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert text in path.read_text()
-
+    launcher, errors = launchers.start(bin_dir, "--ready-timeout", "60s")
     wait_for("ignoring SIGTERM", tmp_path / "state" / "logs" / "kube-apiserver.log")
     launcher.send_signal(signal.SIGTERM)
-    wait_for("stopping every part")
+    wait_for("stopping every part", errors)
     started = time.monotonic()
     launcher.send_signal(signal.SIGTERM)
     launcher.wait(timeout=30)

@@ -15,7 +15,7 @@ from localcube.cluster.parts import Part
 from localcube.cluster.readiness import HttpProbe
 from localcube.cluster.supervisor import PartFailed, Supervisor, descendants
 from tests.cluster import stand_ins
-from tests.cluster.conftest import alive
+from tests.processes import alive
 
 
 def free_port() -> int:
