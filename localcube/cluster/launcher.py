@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 
 import urllib3
 from kubernetes.client.rest import ApiException
@@ -34,6 +32,7 @@ from localcube.cluster.credentials import (
     write_private,
     write_token_file,
 )
+from localcube.cluster.interrupts import Interrupts, Stop
 from localcube.cluster.layout import LOOPBACK, SYSTEM_NAMESPACE, StateDir
 from localcube.cluster.network import enter_private_network
 from localcube.cluster.pki import PkiError, make_pki
@@ -53,10 +52,6 @@ class Options:
     images: tuple[str, ...] = ()
     ready_timeout: float = 120.0
     ports: parts.Ports = field(default_factory=parts.Ports)
-
-
-class Stop(Exception):
-    """SIGTERM or Ctrl-C: stop everything and exit 0."""
 
 
 def launch(options: Options) -> int:
@@ -87,20 +82,22 @@ def launch(options: Options) -> int:
             (host_ports["workload-manager"], inner.workload_manager),
         ]
     ).start()
-    supervisor = Supervisor(state.logs, _base_env(), state.root)
-    _on_signals()
+    interrupts = Interrupts()
+    supervisor = Supervisor(state.logs, _base_env(), state.root, interrupts)
+    interrupts.install()  # a signal from here on stops every part
     try:
-        _start(cluster, supervisor, crds, options.ready_timeout)
-        command = suite_command(
-            state.suite_kubeconfig,
-            host_ports["router"].getsockname()[1],
-            host_ports["workload-manager"].getsockname()[1],
-        )
-        _announce(cluster, host_ports["api"].getsockname()[1], suite_token, command)
-        LOG.info("every part ready in %.1f s", time.monotonic() - started)
-        ended = supervisor.wait_any_exit()
-        print(f"localcube cluster: {supervisor.describe_exit(ended)}", file=sys.stderr)
-        return 1
+        with interrupts.raising():
+            _start(cluster, supervisor, crds, options.ready_timeout)
+            command = suite_command(
+                state.suite_kubeconfig,
+                host_ports["router"].getsockname()[1],
+                host_ports["workload-manager"].getsockname()[1],
+            )
+            _announce(cluster, host_ports["api"].getsockname()[1], suite_token, command)
+            LOG.info("every part ready in %.1f s", time.monotonic() - started)
+            ended = supervisor.wait_any_exit()
+            print(f"localcube cluster: {supervisor.describe_exit(ended)}", file=sys.stderr)
+            return 1
     except Stop:
         return 0
     except (PartFailed, manifests.ManifestError) as error:
@@ -110,8 +107,6 @@ def launch(options: Options) -> int:
         print(f"localcube cluster: the API server, as the admin: {error}", file=sys.stderr)
         return 1
     finally:
-        signal.signal(signal.SIGTERM, _kill_at_once(supervisor))
-        signal.signal(signal.SIGINT, _kill_at_once(supervisor))
         LOG.info("stopping every part")
         supervisor.stop_all(STOP_GRACE)
         relay.stop()
@@ -211,23 +206,3 @@ def _base_env() -> dict[str, str]:
     """What every part inherits: no kubeconfig or in-cluster settings of the user's."""
     keep = ("PATH", "HOME", "LANG", "LC_ALL", "TZ")
     return {name: os.environ[name] for name in keep if name in os.environ}
-
-
-def _on_signals() -> None:
-    """The first SIGTERM or Ctrl-C ends the launch (and so stops every part)."""
-
-    def stop(signum: int, frame: FrameType | None) -> None:
-        raise Stop
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-
-
-def _kill_at_once(supervisor: Supervisor):
-    """During the stop, a second signal kills every part at once."""
-
-    def kill(signum: int, frame: FrameType | None) -> None:
-        LOG.info("second signal: killing every part")
-        supervisor.kill_all()
-
-    return kill

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from localcube.cluster.interrupts import Interrupts
 from localcube.cluster.parts import Part
 
 LOG = logging.getLogger("localcube.cluster")
@@ -49,17 +50,25 @@ class Running:
 
 
 class Supervisor:
-    """Starts parts and stops them all, last started first."""
+    """Starts parts and stops them all, last started first. `interrupts` (installed by the
+    launcher) may end a wait with Stop, never a start before its part is recorded."""
 
-    def __init__(self, logs: Path, base_env: Mapping[str, str], cwd: Path) -> None:
+    def __init__(
+        self,
+        logs: Path,
+        base_env: Mapping[str, str],
+        cwd: Path,
+        interrupts: Interrupts | None = None,
+    ) -> None:
         self._logs = logs
         self._base_env = dict(base_env)
         self._cwd = cwd
+        self._interrupts = interrupts or Interrupts()
         self.running: list[Running] = []
 
     def start(self, part: Part) -> Running:
         log = self._logs / f"{part.name}.log"
-        with log.open("ab") as output:
+        with self._interrupts.held(), log.open("ab") as output:
             process = subprocess.Popen(
                 dying_with_this_process(part.argv),
                 env={**self._base_env, **part.env},
@@ -69,16 +78,20 @@ class Supervisor:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        running = Running(part, process, log, time.monotonic())
-        self.running.append(running)
+            running = Running(part, process, log, time.monotonic())
+            self.running.append(running)
         LOG.info("started %s (pid %d), log %s", part.name, process.pid, log)
         return running
+
+    def _poll(self, running: Running) -> int | None:
+        with self._interrupts.held():
+            return running.process.poll()
 
     def wait_ready(self, running: Running, timeout: float) -> None:
         """Return once the part's probe passes; PartFailed if it exits or times out."""
         deadline = running.started + timeout
         while True:
-            code = running.process.poll()
+            code = self._poll(running)
             if code is not None:
                 raise PartFailed(
                     f"{running.name} exited ({_exit(code)}) before it was ready"
@@ -103,7 +116,7 @@ class Supervisor:
         """Block until one of the parts exits, and return it."""
         while True:
             for running in self.running:
-                if running.process.poll() is not None:
+                if self._poll(running) is not None:
                     return running
             time.sleep(0.5)
 
@@ -113,17 +126,26 @@ class Supervisor:
     def stop_all(self, grace: float) -> None:
         """Stop the parts one by one, last started first, so that each still has what it
         depends on while it shuts down (kube-apiserver its etcd): SIGTERM to its process
-        group, then SIGKILL to the group and its descendants after `grace` seconds."""
+        group, then SIGKILL to the group and its descendants after `grace` seconds. A signal
+        meanwhile ends every grace: all is killed at once."""
         for running in reversed(self.running):
+            if self._interrupts.kill_at_once:
+                break
             if running.process.poll() is not None:
                 continue
             targets = {running.process.pid} | descendants({running.process.pid})
             _signal_group(running.process.pid, signal.SIGTERM)
             began = time.monotonic()
             deadline = began + grace
-            while time.monotonic() < deadline and any(_alive(pid) for pid in targets):
+            while (
+                time.monotonic() < deadline
+                and any(_alive(pid) for pid in targets)
+                and not self._interrupts.kill_at_once
+            ):
                 running.process.poll()
                 time.sleep(POLL_INTERVAL)
+            if self._interrupts.kill_at_once:
+                break
             if any(_alive(pid) for pid in targets):
                 LOG.info("%s still running %g s after SIGTERM: killed", running.name, grace)
             else:
@@ -132,6 +154,8 @@ class Supervisor:
             for pid in targets:
                 _signal(pid, signal.SIGKILL)
             running.process.wait()
+        if self._interrupts.kill_at_once:
+            LOG.info("second signal: killing every part")
         self.kill_all()
 
     def kill_all(self) -> None:
