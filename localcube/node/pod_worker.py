@@ -383,6 +383,7 @@ class PodWorker:
             pod_ip=self._pod_ip,
             host_ip=self._node.host_ip,
             start_time=self._start_time,
+            generation=pod["metadata"].get("generation") or 0,
             terminal=deleted,
         )
         if status == self._reported:
@@ -421,19 +422,25 @@ class PodWorker:
 
     def _close(self, grace: float, why: str) -> None:
         """Stop every container (with `grace`, as a container runtime does), then end the
-        sandbox; the containers' ends are recorded for the last status. A force delete, a
-        shorter delete or a node stop meanwhile cuts the grace short: killed at once."""
+        sandbox; the containers' ends are recorded for the last status. A shorter delete
+        meanwhile starts the stop over with its grace, as the kubelet's pod worker does
+        (pod_workers.go calculateEffectiveGracePeriod: a grace only ever shortens, and the
+        stop is redone with it); a force delete or a node stop kills at once."""
         if self._sandbox is None:
             return
         _LOG.info("pod %s: stopping, as %s", self.key, why)
         closing = threading.Thread(target=self._sandbox.close, args=(grace,), daemon=True)
         closing.start()
-        killed = False
+        deadline, killed = _NEVER, False
         while closing.is_alive():
             self._wake.wait(0.1)
             self._wake.clear()
-            if not killed and self._cut_short(grace):
-                _LOG.info("pod %s: grace period cut short: killing it", self.key)
+            if (shorter := self._shorter_grace(grace)) is not None:
+                _LOG.info("pod %s: grace period shortened to %gs", self.key, shorter)
+                grace, deadline = shorter, time.monotonic() + shorter
+            cut_short = self._gone or self._halted or time.monotonic() >= deadline
+            if cut_short and not killed:
+                _LOG.info("pod %s: grace period over: killing it", self.key)
                 for container in self._containers:
                     if container.process is not None:
                         container.process.kill()
@@ -450,10 +457,12 @@ class PodWorker:
             container.view.ready = False
             container.next_start = _NEVER
 
-    def _cut_short(self, grace: float) -> bool:
+    def _shorter_grace(self, grace: float) -> float | None:
+        """The pod's deletionGracePeriodSeconds if a later delete made it shorter than
+        `grace`."""
         with self._lock:
             shorter = self._pod["metadata"].get("deletionGracePeriodSeconds")
-        return self._gone or self._halted or (shorter is not None and shorter < grace)
+        return float(shorter) if shorter is not None and shorter < grace else None
 
 
 class _NeverReady:
@@ -476,8 +485,6 @@ def _terminated(ended: ExitStatus, container: _Container) -> Obj:
         "reason": "Completed" if ended.exit_code == 0 else "Error",
         "startedAt": container.started_at,
     }
-    if ended.signal is not None:
-        terminated["signal"] = ended.signal
     if container.view.container_id:
         terminated["containerID"] = container.view.container_id
     return terminated

@@ -1,7 +1,12 @@
 """A pod's status as the kubelet reports it, from what the node knows of its containers: the
 phase (kubernetes pkg/kubelet/kubelet_pods.go getPhase), the conditions PodScheduled,
 PodReadyToStartContainers, Initialized, ContainersReady and Ready (each keeping its
-lastTransitionTime while its status holds), addresses, startTime and containerStatuses.
+lastTransitionTime while its status holds), addresses, startTime and containerStatuses,
+and the pod's generation observed (PodObservedGenerationTracking, GA and locked on in
+v1.35: pkg/kubelet/status/status_manager.go:479 sets status.observedGeneration and
+pkg/kubelet/status/generate.go each of those conditions' to metadata.generation).
+A terminated container state has no `signal`: kubelet_pods.go convertToAPIContainerStatuses
+never fills it.
 """
 
 from __future__ import annotations
@@ -89,11 +94,13 @@ def pod_status(
     pod_ip: str | None,
     host_ip: str,
     start_time: str,
+    generation: int,
     terminal: bool = False,
 ) -> Obj:
     """The status to patch, given the pod's current one (`previous`): conditions the node does
-    not own (a readiness gate's, DisruptionTarget) are kept. `terminal`: the pod is deleted
-    and its containers stopped for good."""
+    not own (a readiness gate's, DisruptionTarget) are kept, as they are. `generation`: the
+    pod's metadata.generation (0, none: no observedGeneration, as Go's omitempty drops it).
+    `terminal`: the pod is deleted and its containers stopped for good."""
     current = phase(containers, restart_policy, terminal)
     unready = [c.name for c in containers if not c.ready]
     if current in ("Succeeded", "Failed"):
@@ -111,7 +118,8 @@ def pod_status(
     }
     old = {c.get("type"): c for c in previous.get("conditions") or []}
     conditions = [
-        _condition(kind, *wanted[kind], old.get(kind)) for kind in (*_OWN_CONDITIONS, *_READINESS)
+        _condition(kind, *wanted[kind], old.get(kind), generation)
+        for kind in (*_OWN_CONDITIONS, *_READINESS)
     ]
     conditions += [c for kind, c in old.items() if kind not in wanted]
     status: Obj = {
@@ -122,16 +130,22 @@ def pod_status(
         "startTime": start_time,
         "containerStatuses": [c.as_status() for c in containers],
     }
+    if generation:
+        status["observedGeneration"] = generation
     if pod_ip:
         status["podIP"] = pod_ip
         status["podIPs"] = [{"ip": pod_ip}]
     return status
 
 
-def _condition(kind: str, status: str, reason: str, message: str, old: Obj | None) -> Obj:
+def _condition(
+    kind: str, status: str, reason: str, message: str, old: Obj | None, generation: int
+) -> Obj:
     same = old is not None and old.get("status") == status
-    condition: Obj = {
-        "type": kind,
+    condition: Obj = {"type": kind}
+    if generation:
+        condition["observedGeneration"] = generation
+    condition |= {
         "status": status,
         "lastProbeTime": None,
         "lastTransitionTime": old.get("lastTransitionTime") if same else timestamp(),  # type: ignore[union-attr]

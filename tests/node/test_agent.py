@@ -83,6 +83,7 @@ def test_an_unbound_pod_is_bound_run_and_reported_as_a_kubelet_reports_it(
         assert ipaddress.ip_address(address) in POD_NETWORK
         assert status["podIPs"] == [{"ip": address}]
         assert status["hostIP"] == str(GATEWAY)
+        assert status["observedGeneration"] == pod["metadata"]["generation"] == 1
         assert {c["type"]: c["status"] for c in status["conditions"]} == {
             "PodScheduled": "True",
             "PodReadyToStartContainers": "True",

@@ -55,7 +55,12 @@ def test_a_process_without_a_sigterm_handler_lives_out_the_grace_period(
         assert 0.5 < took < 4, took
         assert not serving(address, PORT)
         assert processes_with(marker) == []
-        assert last_status(running.fake, "stubborn")["phase"] == "Failed"  # killed: 137
+        last = last_status(running.fake, "stubborn")
+        assert last["phase"] == "Failed"
+        terminated = last["containerStatuses"][0]["state"]["terminated"]
+        # killed: 137; no `signal`, which a kubelet never fills in (convertToAPIContainerStatuses)
+        assert (terminated["exitCode"], terminated["reason"]) == (137, "Error")
+        assert "signal" not in terminated
 
 
 def test_a_process_with_a_sigterm_handler_ends_early_and_the_delete_is_finished(
@@ -93,6 +98,24 @@ def test_a_force_delete_cuts_a_grace_period_short(tmp_path: Path, runtime: PodRu
         deadline = time.monotonic() + 3
         while processes_with(marker) and time.monotonic() < deadline:
             time.sleep(0.05)
+        assert processes_with(marker) == []
+
+
+def test_a_shorter_delete_starts_the_grace_over_with_its_own_length(
+    tmp_path: Path, runtime: PodRuntime
+) -> None:
+    """As the kubelet's pod worker (pod_workers.go calculateEffectiveGracePeriod): a later
+    delete with a shorter grace stops the pod within it, not at once."""
+    marker = f"mark-{uuid.uuid4()}"
+    with cluster(tmp_path, runtime) as running:
+        running.create("slow", listener(NO_HANDLER, marker), terminationGracePeriodSeconds=30)
+        address = running.ready("slow")["status"]["podIP"]
+        running.delete("slow")
+        time.sleep(0.3)
+        running.delete("slow", grace=2)
+        time.sleep(1.2)
+        assert serving(address, PORT), "killed at once, not at the end of the shorter grace"
+        assert running.wait_gone("slow") < 3
         assert processes_with(marker) == []
 
 

@@ -56,6 +56,7 @@ def status_of(containers: list[ContainerView], previous: dict | None = None) -> 
         pod_ip="198.18.0.7",
         host_ip="198.18.0.1",
         start_time="2026-12-01T10:00:00Z",
+        generation=3,
     )
 
 
@@ -92,6 +93,22 @@ def test_conditions_the_node_does_not_own_are_kept() -> None:
     assert conditions(status)["example.com/gate"] == gate
 
 
+def test_the_generation_is_observed_by_the_status_and_the_nodes_conditions_only() -> None:
+    """status_manager.go:479 and status/generate.go (v1.36): metadata.generation, on the
+    status and on each condition the kubelet owns; another's condition is kept as it is."""
+    gate = {"type": "example.com/gate", "status": "True", "observedGeneration": 1}
+    status = status_of([view(RUNNING, ready=True)], previous={"conditions": [gate]})
+    assert status["observedGeneration"] == 3
+    assert {kind: c.get("observedGeneration") for kind, c in conditions(status).items()} == {
+        "PodScheduled": 3,
+        "PodReadyToStartContainers": 3,
+        "Initialized": 3,
+        "ContainersReady": 3,
+        "Ready": 3,
+        "example.com/gate": 1,
+    }
+
+
 def test_a_completed_pod_is_not_ready_for_reason_pod_completed() -> None:
     status = pod_status(
         {},
@@ -101,8 +118,11 @@ def test_a_completed_pod_is_not_ready_for_reason_pod_completed() -> None:
         pod_ip=None,
         host_ip="198.18.0.1",
         start_time="2026-12-01T10:00:00Z",
+        generation=0,
     )
     assert status["phase"] == "Succeeded"
+    assert "observedGeneration" not in status  # a pod without a generation: none observed
+    assert all("observedGeneration" not in c for c in status["conditions"])
     assert conditions(status)["Ready"]["reason"] == "PodCompleted"
     assert conditions(status)["PodReadyToStartContainers"]["status"] == "False"
     assert "podIP" not in status
