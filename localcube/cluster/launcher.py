@@ -62,13 +62,13 @@ def launch(options: Options) -> int:
         crds = manifests.crd_files(options.sources)
         _fresh(state)
         pki = make_pki(state.pki)
+        cluster = parts.Cluster(binaries, state, pki, options.ports, options.images)
+        suite_token = _write_credentials(cluster)
+        host_ports = {name: listen() for name in ("api", "router", "workload-manager")}
     except (MissingBinaries, manifests.ManifestError, PkiError, OSError) as error:
         print(f"localcube cluster: {error}", file=sys.stderr)
         return 2
-    cluster = parts.Cluster(binaries, state, pki, options.ports, options.images)
-    suite_token = _write_credentials(cluster)
     started = time.monotonic()
-    host_ports = {name: listen() for name in ("api", "router", "workload-manager")}
     try:
         enter_private_network()
     except (netns.NamespaceUnavailable, netns.NotPrivateNamespace) as error:

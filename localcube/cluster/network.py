@@ -5,7 +5,8 @@ outgoing connections are made there), before any thread exists: a namespace chan
 to the calling thread only (localcube/netns.py), and a user namespace cannot be entered by
 a threaded process. As root this is a new network namespace; otherwise a new user namespace
 maps the user to root in it, as `unshare -rn` does. A machine that allows neither stops the
-launcher with netns's NamespaceUnavailable, saying what it refused.
+launcher with netns's NamespaceUnavailable, saying what it refused: each way this can fail
+on a machine raises it.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ import threading
 
 from localcube import netns
 
-CLONE_NEWUSER = 0x10000000
-
 
 def enter_private_network() -> None:
     """Move this process into a new network namespace with `lo` up and nothing else."""
@@ -27,11 +26,17 @@ def enter_private_network() -> None:
     if os.geteuid() == 0:
         netns.unshare(netns.CLONE_NEWNET)
     else:
-        netns.unshare(netns.CLONE_NEWNET | CLONE_NEWUSER)
-        _map_to_root(uid, gid)
-    result = subprocess.run(
-        ["ip", "link", "set", "lo", "up"], capture_output=True, text=True, check=False
-    )
+        netns.unshare(netns.CLONE_NEWNET | netns.CLONE_NEWUSER)
+        map_to_root(uid, gid)
+    try:
+        result = subprocess.run(
+            ["ip", "link", "set", "lo", "up"], capture_output=True, text=True, check=False
+        )
+    except OSError as error:
+        raise netns.NamespaceUnavailable(
+            f"cannot bring up lo in the new network namespace: ip: {error.strerror} "
+            "(iproute2's ip is needed on the PATH)"
+        ) from error
     if result.returncode != 0:
         raise netns.NamespaceUnavailable(
             f"cannot bring up lo in the new network namespace: ip: {result.stderr.strip()}"
@@ -39,7 +44,15 @@ def enter_private_network() -> None:
     netns.only_loopback()
 
 
-def _map_to_root(uid: int, gid: int) -> None:
+def map_to_root(uid: int, gid: int) -> None:
+    """Map the user to root in the user namespace just entered, as `unshare -r` does."""
     for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {gid} 1")):
-        with open(f"/proc/self/{name}", "w", encoding="ascii") as file:
-            file.write(text)
+        try:
+            with open(f"/proc/self/{name}", "w", encoding="ascii") as file:
+                file.write(text)
+        except OSError as error:
+            raise netns.NamespaceUnavailable(
+                "this machine does not let this user map itself to root in a new user "
+                f"namespace: writing /proc/self/{name} failed: {error.strerror}; run as root "
+                "or allow unprivileged user namespaces"
+            ) from error
