@@ -65,6 +65,7 @@ class Supervisor:
         self._cwd = cwd
         self._interrupts = interrupts or Interrupts()
         self.running: list[Running] = []
+        self._stopping: set[int] = set()  # processes seen by the stop, orphans included
 
     def start(self, part: Part) -> Running:
         log = self._logs / f"{part.name}.log"
@@ -134,6 +135,7 @@ class Supervisor:
             if running.process.poll() is not None:
                 continue
             targets = {running.process.pid} | descendants({running.process.pid})
+            self._stopping |= targets
             _signal_group(running.process.pid, signal.SIGTERM)
             began = time.monotonic()
             deadline = began + grace
@@ -172,7 +174,7 @@ class Supervisor:
 
     def _everything(self) -> set[int]:
         pids = {running.process.pid for running in self.running if running.process.poll() is None}
-        return pids | descendants(pids)
+        return pids | descendants(pids) | {pid for pid in self._stopping if _alive(pid)}
 
 
 # Run by `sh -c` with the launcher's pid as $1 and the part's argv after it.

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import textwrap
 import time
 from pathlib import Path
 
@@ -136,9 +137,17 @@ def test_a_launcher_killed_hard_leaves_no_part_running(
     assert [name for name, pid in pids.items() if alive(pid)] == []
 
 
-STUBBORN = (
-    "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-    "print('ignoring SIGTERM', flush=True)\ntime.sleep(600)\n"
+STUBBORN = textwrap.dedent(
+    """\
+    import signal, subprocess, sys, time
+    # A child in a session of its own (as the node's pods are), ignoring SIGTERM too.
+    child = subprocess.Popen([sys.executable, "-c",
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"],
+        start_new_session=True)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    print("ignoring SIGTERM, and so does child", child.pid, flush=True)
+    time.sleep(600)
+    """
 )
 
 
@@ -148,7 +157,9 @@ def test_a_second_signal_during_the_stop_kills_at_once(
 ) -> None:
     bin_dir = stand_ins.bin_dir(tmp_path / "bin", etcd=stand_ins.serving(), kube_apiserver=STUBBORN)
     launcher, errors = launchers.start(bin_dir, "--ready-timeout", "60s")
-    wait_for("ignoring SIGTERM", tmp_path / "state" / "logs" / "kube-apiserver.log")
+    log = tmp_path / "state" / "logs" / "kube-apiserver.log"
+    wait_for("ignoring SIGTERM", log)
+    child = int(log.read_text().split()[-1])
     launcher.send_signal(signal.SIGTERM)
     wait_for("stopping every part", errors)
     started = time.monotonic()
@@ -157,6 +168,7 @@ def test_a_second_signal_during_the_stop_kills_at_once(
     assert time.monotonic() - started < 5, "the stop waited for its grace after all"
     assert "second signal: killing every part" in errors.read_text()
     assert not any(alive(pid) for pid in started_pids(errors.read_text()).values())
+    assert not alive(child), "a part's child in a session of its own was left running"
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="drops CAP_SYS_ADMIN from root's bounding set")
