@@ -8,7 +8,10 @@ the node: if the node ends without closing the pod (a crash, kill -9), it kills 
 that no pod outlives its node.
 
 The pod's root is an overlay of the machine's file system: every mount below `/` (bar
-/proc, /sys and /dev, which are the machine's, and a fresh /proc of the pod) is overlaid
+/dev, the machine's, and /proc and /sys, the pod's: a fresh proc of its PID namespace with
+/proc/sys read-only, and a fresh sysfs of its network namespace, read-only, as a container
+runtime gives an unprivileged container, so that /sys/class/net holds the pod's lo and eth0
+and no pod can change the machine's interfaces through it) is overlaid
 with an upper directory in the pod's directory, so whatever a container writes -- its
 workspace, `/outside` -- lands in `<pod directory>/upper/` and the machine's files
 stay unchanged. Where the pod's directory is on a file system that cannot hold an overlay's
@@ -31,7 +34,7 @@ into the pod as it starts (`bind_read_only`, from `container_init`; the rule is
 files of the pod's directory bound over the machine's (`POD_FILES`), as
 the kubelet's etc-hosts and the runtime's resolv.conf are: the node writes them, the
 machine's stay unchanged. The pod is chrooted into it, as root: this isolates writes, it is
-no security boundary (a root process can leave a chroot; /sys and /dev are shared).
+no security boundary (a root process can leave a chroot; /dev is shared).
 
 The node reads its report on the descriptor `--report-fd`: `pid N` (PID 1's pid in the
 node's view), then `ready`, or `unavailable MESSAGE` (the machine refused a namespace) or
@@ -65,7 +68,8 @@ _MS_RDONLY, _MS_REMOUNT = 0x1, 0x20
 _MS_BIND, _MS_REC, _MS_PRIVATE = 0x1000, 0x4000, 0x40000
 _PR_SET_PDEATHSIG = 1
 # Mounts shared with the machine, bound whole into the pod's root.
-_SHARED = ("/dev", "/sys")
+_SHARED = ("/dev",)
+_READ_ONLY = _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
 _NOT_IN_OPTIONS = (",", ":", "\\")  # separators of overlayfs' mount options
 # Files of the pod's directory (written by the node) bound over these paths of the pod's root.
 HOSTS_FILE, RESOLV_CONF_FILE = "etc-hosts", "resolv.conf"
@@ -153,13 +157,15 @@ def make_root(directory: Path) -> Path:
         _mount("tmpfs", str(directory), "tmpfs", 0, "mode=0700")
         _overlay("/", directory, root)
     for number, point in enumerate(points):
-        if not _below(point, (*_SHARED, *PRIVATE_DIRS, "/proc", str(directory))):
+        if not _below(point, (*_SHARED, *PRIVATE_DIRS, "/proc", "/sys", str(directory))):
             _overlay(point, directory / f"mounts/{number}", f"{root}{point}")
     for path, mode in PRIVATE_DIRS.items():
         _private_dir(directory / f"private{path}", mode, root, path)
     for point in _SHARED:
         _mount(point, f"{root}{point}", None, _MS_BIND | _MS_REC)
     _mount("proc", f"{root}/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+    bind_read_only(f"{root}/proc/sys", f"{root}/proc/sys")
+    _mount("sysfs", f"{root}/sys", "sysfs", _READ_ONLY)  # of the pod's network namespace
     for descriptor, path in pod_files.items():
         _bind_file(descriptor, Path(f"{root}{path}"))
         os.close(descriptor)

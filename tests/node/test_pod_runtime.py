@@ -153,6 +153,30 @@ def test_a_fresh_pod_has_empty_directories_where_the_machine_keeps_user_data(
     assert json.loads(listed) == {path: _node_python_in(path) for path in paths}
 
 
+_WRITES = """
+import errno, json, os, sys
+refused = {}
+for path in ("/sys/class/net/lo/mtu", "/proc/sys/net/ipv4/ip_forward"):
+    try:  # opened for writing, nothing written: where it opens, nothing changes
+        os.close(os.open(path, os.O_WRONLY))
+    except OSError as error:
+        refused[path] = errno.errorcode[error.errno]
+print(json.dumps({"refused": refused, "interfaces": sorted(os.listdir("/sys/class/net"))}))
+"""
+
+
+def test_a_pods_sys_is_its_own_network_namespaces_and_read_only_as_is_proc_sys(
+    runtime: PodRuntime,
+) -> None:
+    """Not the machine's sysfs, read-write: through it a pod run as root could change the
+    machine's network interfaces (their mtu, flags)."""
+    sandbox = runtime.create("default", "sysfs", "uid")
+    assert json.loads(output(sandbox, python("main", _WRITES))) == {
+        "refused": {"/sys/class/net/lo/mtu": "EROFS", "/proc/sys/net/ipv4/ip_forward": "EROFS"},
+        "interfaces": ["eth0", "lo"],
+    }
+
+
 def _node_python_in(path: str) -> list[str]:
     """What a fresh pod running the node's Python lists in `path`: nothing, or the first
     directory of that Python where it is installed there (pyenv's /root/.pyenv), bound for it."""
