@@ -318,6 +318,9 @@ class PodSandbox:
             with contextlib.suppress(BrokenPipeError), os.fdopen(spec_writer, "w") as spec:
                 json.dump(spec_of_it, spec)
             container = ContainerProcess(launch.name, process, log_path)
+            # only the running ones are kept, for close() to stop: not every exec probe's
+            # and every restart's for the pod's life
+            self._containers = [c for c in self._containers if c.poll() is None]
             self._containers.append(container)
         return container
 

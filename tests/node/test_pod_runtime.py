@@ -4,6 +4,7 @@ them; nothing of a pod left once it is closed."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import time
 import uuid
+import weakref
 from ipaddress import IPv4Network
 from pathlib import Path
 
@@ -386,6 +388,19 @@ def test_the_runtimes_close_ends_every_sandbox(runtime: PodRuntime, pool: Addres
     runtime.close()
     assert not any(Path(f"/proc/{pid}").exists() for pid in holders)
     assert pool.in_use == frozenset()
+
+
+def test_a_sandbox_lets_go_of_its_ended_containers(runtime: PodRuntime) -> None:
+    """An exec probe every second starts a container each time: a sandbox that kept them
+    all would grow for the pod's whole life."""
+    sandbox = runtime.create("default", "probed", "uid")
+    probe = sandbox.start_container(python("main-probe", "pass"))
+    assert probe.wait(10) == ExitStatus(0, None)
+    kept = weakref.ref(probe)
+    del probe
+    assert output(sandbox, python("main", "print('next')")) == "next\n"
+    gc.collect()
+    assert kept() is None, "the sandbox still holds a container that ended"
 
 
 def test_a_command_that_is_not_in_the_pod_is_refused(runtime: PodRuntime) -> None:
