@@ -3,9 +3,11 @@ durations and Kubernetes names."""
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 
-from agentcube_contract.durations import parse_duration
+from agentcube_contract.durations import parse_duration, positive_duration
 from agentcube_contract.names import is_dns_label, is_dns_subdomain
 
 
@@ -29,6 +31,23 @@ def test_go_durations_parse_to_seconds(text: str, seconds: float) -> None:
 def test_malformed_durations_are_refused_in_gos_words(text, message: str) -> None:
     with pytest.raises(ValueError) as refused:
         parse_duration(text)
+    assert str(refused.value) == message
+
+
+def test_a_positive_duration_flag_is_its_seconds() -> None:
+    assert positive_duration("1m30s") == 90.0
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("0s", "'0s' must be positive"), ("-1s", "'-1s' must be positive"),
+     ("soon", 'time: invalid duration "soon"')],
+)  # fmt: skip
+def test_a_duration_flag_that_is_not_positive_is_refused_for_argparse_to_show(
+    text: str, message: str
+) -> None:
+    with pytest.raises(argparse.ArgumentTypeError) as refused:
+        positive_duration(text)
     assert str(refused.value) == message
 
 

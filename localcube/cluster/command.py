@@ -8,7 +8,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from agentcube_contract.durations import parse_duration
+from agentcube_contract.durations import positive_duration
+from localcube.cluster.binaries import BINARIES
 from localcube.cluster.launcher import Options, launch
 
 
@@ -28,9 +29,7 @@ def add_cluster_command(commands: argparse._SubParsersAction) -> None:
         type=Path,
         required=True,
         metavar="DIR",
-        help="etcd, kube-apiserver, kube-controller-manager, "
-        "agent-sandbox-controller, workloadmanager, agentcube-router, "
-        "picod",
+        help=", ".join(binary.name for binary in BINARIES),
     )
     cluster.add_argument(
         "--agentcube-src", type=Path, metavar="DIR", help="volcano-sh/agentcube checkout (its CRDs)"
@@ -58,7 +57,7 @@ def add_cluster_command(commands: argparse._SubParsersAction) -> None:
     )
     cluster.add_argument(
         "--ready-timeout",
-        type=_seconds,
+        type=positive_duration,
         default=120.0,
         metavar="DURATION",
         help="how long each part may take to be ready (default 2m)",
@@ -81,13 +80,3 @@ def run_cluster(arguments: argparse.Namespace) -> int:
         ready_timeout=arguments.ready_timeout,
     )
     return launch(options)
-
-
-def _seconds(text: str) -> float:
-    try:
-        seconds = parse_duration(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from error
-    if seconds <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be positive")
-    return seconds

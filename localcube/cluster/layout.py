@@ -90,9 +90,6 @@ class StateDir:
     def suite_command(self) -> Path:
         return self.root / "suite-command"
 
-    def log(self, part: str) -> Path:
-        return self.logs / f"{part}.log"
-
     def make(self) -> None:
         for directory in (self.root, self.pki, self.logs, self.root / "kubeconfigs"):
             directory.mkdir(mode=0o700, parents=True, exist_ok=True)
