@@ -25,7 +25,9 @@ from localcube.node.images import ImageMap
 from localcube.node.pod_network import GATEWAY
 from localcube.node.pod_runtime import PodRuntime
 from localcube.node.pod_worker import Backoff, NodeContext
-from tests.kubernetes.fake_api import TOKEN, FakeKubernetes
+from tests.kubernetes.conftest import write_kubeconfig
+from tests.kubernetes.fake_api import FakeKubernetes
+from tests.processes import alive
 
 NODE = "test-node"
 NS = "agentcube"
@@ -50,20 +52,11 @@ socketserver.TCPServer(("", int(os.environ["PORT"])), Handler).serve_forever()
 """
 
 
-def write_kubeconfig(path: Path, server: str) -> Path:
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "current-context": "node",
-                "clusters": [{"name": "stand-in", "cluster": {"server": server}}],
-                "users": [{"name": "node", "user": {"token": TOKEN}}],
-                "contexts": [{"name": "node", "context": {"cluster": "stand-in", "user": "node"}}],
-            }
-        ),
-        encoding="utf-8",
-    )
+def node_kubeconfig(path: Path, server: str) -> Path:
+    """The adapter tests' kubeconfig (tests/kubernetes/conftest.py), its `fake` context made
+    the current one: the node, as a kubelet, uses the current context."""
+    kubeconfig = yaml.safe_load(write_kubeconfig(path, server).read_text(encoding="utf-8"))
+    path.write_text(yaml.safe_dump({**kubeconfig, "current-context": "fake"}), encoding="utf-8")
     return path
 
 
@@ -174,14 +167,6 @@ def get_json(url: str, timeout: float = 2) -> Any:
         return json.load(answer)
 
 
-def alive(pid: int) -> bool:
-    """Running, not a zombie."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[-1][0] != "Z"
-    except OSError:
-        return False
-
-
 @contextlib.contextmanager
 def cluster(
     tmp_path: Path,
@@ -196,7 +181,7 @@ def cluster(
     and a node agent on `runtime` registered to it; both stopped after."""
     fake = fake or FakeKubernetes()
     fake.start()
-    kubeconfig = write_kubeconfig(tmp_path / "node.kubeconfig", fake.url)
+    kubeconfig = node_kubeconfig(tmp_path / "node.kubeconfig", fake.url)
     api = NodeApi(config.new_client_from_config(config_file=str(kubeconfig)))
     context = NodeContext(api, runtime, ImageMap.parse(images), NODE, str(GATEWAY), backoff)
     agent = NodeAgent(context, timing)

@@ -1,7 +1,8 @@
-"""Fixtures of the node's tests: a private network namespace for the test's own thread, and
-a pod runtime on it. The test process never stays in another namespace: the fixture puts the
-main thread (network namespaces are per thread) into a fresh one for the test and back into
-its own after it; threads and processes started during the test inherit the fresh one."""
+"""Fixtures of the node's tests: a private network namespace for the test's own thread, a
+pod runtime on it, and the adapter tests' stand-in API server (`fake`). The test process
+never stays in another namespace: the fixture puts the main thread (network namespaces are
+per thread) into a fresh one for the test and back into its own after it; threads and
+processes started during the test inherit the fresh one."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from localcube import netns
 from localcube.node.pod_network import AddressPool, PodNetwork
 from localcube.node.pod_runtime import PodRuntime
+from tests.kubernetes.conftest import fake  # noqa: F401 (the stand-in API server, started)
 
 
 def _fresh_network_namespace() -> int:

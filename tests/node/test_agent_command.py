@@ -21,8 +21,8 @@ from tests.node.agent_fixtures import (
     PODS,
     PYTHON_IMAGE,
     container_status,
+    node_kubeconfig,
     processes_with,
-    write_kubeconfig,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,7 +58,7 @@ def test_a_kubeconfig_that_is_not_there_is_refused(tmp_path: Path) -> None:
 
 def test_a_namespace_with_another_interface_is_refused(tmp_path: Path, node_netns: int) -> None:
     subprocess.run(["ip", "link", "add", "other0", "type", "veth", "peer", "other1"], check=True)
-    kubeconfig = write_kubeconfig(tmp_path / "k", "http://127.0.0.1:9")
+    kubeconfig = node_kubeconfig(tmp_path / "k", "http://127.0.0.1:9")
     code, stderr = finished(node("--kubeconfig", str(kubeconfig), "--root", str(tmp_path)))
     assert code == 2
     assert "other0" in stderr
@@ -66,7 +66,7 @@ def test_a_namespace_with_another_interface_is_refused(tmp_path: Path, node_netn
 
 
 def test_an_api_server_that_does_not_answer_stops_the_node(tmp_path: Path, node_netns: int) -> None:
-    kubeconfig = write_kubeconfig(tmp_path / "k", "http://127.0.0.1:9")
+    kubeconfig = node_kubeconfig(tmp_path / "k", "http://127.0.0.1:9")
     code, stderr = finished(node("--kubeconfig", str(kubeconfig), "--root", str(tmp_path)))
     assert code == 1
     assert "the Node could not be registered" in stderr
@@ -81,7 +81,7 @@ def test_the_node_runs_pods_until_sigterm_and_leaves_none(tmp_path: Path, node_n
         f"/api/v1/namespaces/{NS}/secrets",
         {"metadata": {"name": "s"}, "data": {"v": base64.b64encode(secret.encode()).decode()}},
     )
-    kubeconfig = write_kubeconfig(tmp_path / "k", fake.url)
+    kubeconfig = node_kubeconfig(tmp_path / "k", fake.url)
     process = node(
         "--kubeconfig", str(kubeconfig), "--root", str(tmp_path / "root"), "--name", "cli-node",
         "--image", f"python:*={sys.executable}", "--heartbeat", "200ms",

@@ -24,22 +24,14 @@ from kubernetes import config
 
 from localcube.node.api import LEASE_NAMESPACE, ApiError, NodeApi
 from tests.kubernetes.fake_api import FakeKubernetes
-from tests.node.agent_fixtures import NS, PODS, write_kubeconfig
+from tests.node.agent_fixtures import NS, PODS, node_kubeconfig
 
 LEASES = f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases"
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeKubernetes]:
-    server = FakeKubernetes()
-    server.start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
 def api(tmp_path: Path, fake: FakeKubernetes) -> Iterator[NodeApi]:
-    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", fake.url)
+    kubeconfig = node_kubeconfig(tmp_path / "kubeconfig", fake.url)
     node_api = NodeApi(config.new_client_from_config(config_file=str(kubeconfig)))
     yield node_api
     node_api.close()
