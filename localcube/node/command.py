@@ -14,7 +14,7 @@ from kubernetes import config
 from kubernetes.config.config_exception import ConfigException
 from urllib3.exceptions import HTTPError
 
-from agentcube_contract.durations import parse_duration
+from agentcube_contract.durations import positive_duration
 from localcube.netns import NamespaceUnavailable, NotPrivateNamespace
 from localcube.node.agent import NodeAgent, Timing
 from localcube.node.api import ApiError, NodeApi
@@ -44,14 +44,14 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     node.add_argument(
         "--restart-backoff",
-        type=_seconds,
+        type=positive_duration,
         default=10.0,
         metavar="DURATION",
         help="first crash-loop back-off, doubling up to 30 times it (default 10s, the kubelet's)",
     )
     node.add_argument(
         "--heartbeat",
-        type=_seconds,
+        type=positive_duration,
         default=10.0,
         metavar="DURATION",
         help="how often the Lease and the Node's status are renewed (default 10s)",
@@ -97,13 +97,3 @@ def run(arguments: argparse.Namespace) -> int:
     runtime.close()
     api.close()
     return 0
-
-
-def _seconds(text: str) -> float:
-    try:
-        seconds = parse_duration(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from error
-    if seconds <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be positive")
-    return seconds
