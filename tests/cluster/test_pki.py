@@ -28,6 +28,8 @@ def test_the_serving_certificate_is_signed_by_the_ca_and_names_loopback(tmp_path
     for key in (pki.ca_key, pki.serving_key, pki.service_account_key):
         assert stat.S_IMODE(key.stat().st_mode) == 0o600
     assert "PUBLIC KEY" in pki.service_account_public_key.read_text()
+    for key in (pki.ca_key, pki.serving_key, pki.service_account_key):
+        assert "ASN1 OID: prime256v1" in openssl("pkey", "-in", str(key), "-noout", "-text")
 
 
 def test_openssl_refusing_names_the_step(tmp_path: Path) -> None:
