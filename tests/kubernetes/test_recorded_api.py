@@ -217,6 +217,11 @@ class Exchange:
 
 @pytest.fixture
 def wire(monkeypatch: pytest.MonkeyPatch) -> list[Exchange]:
+    return captured(monkeypatch)
+
+
+def captured(monkeypatch: pytest.MonkeyPatch) -> list[Exchange]:
+    """Every exchange on the wire from now until monkeypatch undoes its patches."""
     seen: list[Exchange] = []
     urlopen = urllib3.PoolManager.urlopen
     handshake = websocket._core.handshake
