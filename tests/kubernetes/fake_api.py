@@ -4,7 +4,8 @@ The adapter under test talks to it through the official client exactly as it tal
 cluster: kubeconfig, bearer token, REST paths, JSON bodies, and a websocket for port
 forwards. It keeps objects in memory behind the real paths and answers as a real
 kube-apiserver v1.36.2 does (tests/kubernetes/test_recorded_api.py replays recordings of one,
-../shared/kube-apiserver-recordings): Status bodies with their reasons, messages and details,
+../shared/kube-apiserver-recordings, and test_recorded_node_api.py those of the node's calls,
+node-recordings/): Status bodies with their reasons, messages and details,
 RBAC for the identities it is given, uid preconditions, graceful pod deletion, pod logs and
 port forwards through "kubelets", list metadata, discovery; and for a node agent
 (tests/node/): watches with resourceVersion and field selectors (410 Expired after
@@ -308,9 +309,10 @@ class FakeKubernetes:
             self._gone(collection, stored)
 
     def compact(self) -> None:
-        """What etcd's compaction and an API server restart do to watches: every open watch
-        ends, and a watch from a resourceVersion older than now is answered 410 Expired, so
-        the client must list again."""
+        """What an API server restart after etcd's compaction does to watches: every open
+        watch ends, and a watch from a resourceVersion older than now is answered 410 Expired,
+        so the client must list again. A compaction alone does not: the watch cache still
+        serves what it holds (node-recordings/watch.jsonl, watch-after-compaction)."""
         with self._lock:
             self._events.clear()
             self._compacted = self._revision
@@ -463,14 +465,15 @@ class FakeKubernetes:
         if method == "GET":
             return _json(stored)
         if method == "DELETE":
-            # DeleteOptions from the query (gracePeriodSeconds=0), then from the body, which
-            # wins (apiserver endpoints/handlers/delete.go).
-            options = {
+            # DeleteOptions from a body that is not empty, else from the query: a query's
+            # gracePeriodSeconds=0 beside a body is ignored (apiserver
+            # pkg/endpoints/handlers/delete.go:95-121; node-recordings/delete-options.jsonl).
+            options = body or {
                 key: int(request.query[key])
                 for key in ("gracePeriodSeconds",)
                 if key in request.query
             }
-            return self._delete(target, stored, {**options, **(body or {})})
+            return self._delete(target, stored, options)
         before = copy.deepcopy(stored)
         if method == "PATCH" and target.sub == "status":
             # The status subresource takes the status alone (a JSON merge patch: null
