@@ -2,8 +2,8 @@
 
 It reads its spec (JSON on a pipe, so that no value of the environment shows in a process
 list: the descriptor it was handed of the pod's PID 1's /proc directory, the working
-directory, argv, the whole environment and the machine's installation its command needs, if
-any), enters the pod's network, UTS, mount and PID namespaces, binds that installation
+directory, argv, the whole environment and the machine's installations its command needs, if
+any), enters the pod's network, UTS, mount and PID namespaces, binds those installations
 read-only into the pod's root (`pod_runtime._machines_own` says which and why), enters that
 root and forks twice: a process in the pod's PID namespace makes a PID
 namespace of the container's own, whose PID 1 is the command (so a command without a
@@ -29,10 +29,10 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _NAMESPACES = (("uts", CLONE_NEWUTS), ("net", CLONE_NEWNET), ("pid", CLONE_NEWPID))
 
 
-def _enter(pod_init: int, bind: str | None) -> None:
+def _enter(pod_init: int, bind: list[str]) -> None:
     """Into the namespaces and the root of the pod's PID 1 (`pod_init`: a descriptor of its
-    /proc directory, which fails every lookup once that process ended), the machine's `bind`
-    bound at the same path of that root first (the machine's / is the mount namespace's
+    /proc directory, which fails every lookup once that process ended), each of the machine's
+    `bind` bound at the same path of that root first (the machine's / is the mount namespace's
     root until the chroot)."""
     root = os.open("root", os.O_RDONLY | os.O_DIRECTORY, dir_fd=pod_init)
     mount = os.open("ns/mnt", os.O_RDONLY, dir_fd=pod_init)
@@ -41,8 +41,8 @@ def _enter(pod_init: int, bind: str | None) -> None:
         setns(descriptor, nstype)
         os.close(descriptor)
     setns(mount, CLONE_NEWNS)
-    if bind:
-        _bind_into(bind, f"/proc/self/fd/{root}{bind}")
+    for installation in bind:
+        _bind_into(installation, f"/proc/self/fd/{root}{installation}")
     os.fchdir(root)
     os.chroot(".")
     os.close(root)

@@ -329,7 +329,7 @@ class PodSandbox:
             raise ContainerStartError(f"pod sandbox {self.hostname} is closed")
 
     @staticmethod
-    def _executable(root: Path, argv: Sequence[str], path: str, working_dir: str) -> str | None:
+    def _executable(root: Path, argv: Sequence[str], path: str, working_dir: str) -> list[str]:
         """Refuse a command that is not an executable file inside the pod, as the runtime's
         `executable file not found in $PATH` does; the machine's installation to bind into
         the pod for it, if any (`_machines_own`)."""
@@ -345,7 +345,7 @@ class PodSandbox:
                 return installation
             inside = root / str(candidate).lstrip("/")
             if inside.is_file() and os.access(inside, os.X_OK):
-                return None
+                return []
         where = "in $PATH" if "/" not in first else "in the pod"
         raise ContainerStartError(f'exec: "{first}": executable file not found {where}')
 
@@ -371,21 +371,33 @@ class PodSandbox:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
-def _machines_own(command: Path) -> str | None:
-    """Where the machine's program `command` is installed in one of `PRIVATE_DIRS`: the
-    entry right below that directory holding its real path (symbolic links followed on the
-    machine, as a venv's python leads to pyenv's: /root/.pyenv for
-    /root/.pyenv/versions/3.11.7/bin/python3.11). The pod's own copy of that directory is
-    empty, so the container gets it bound read-only into the pod before its command runs --
-    that entry alone, and only for such a command: a pod running anything else (PicoD, /bin/sh)
-    sees none of the machine's user data. None for a command elsewhere."""
-    real = Path(os.path.realpath(command))
-    if not (real.is_file() and os.access(real, os.X_OK)):
-        return None
-    for private in PRIVATE_DIRS:
-        if real.is_relative_to(private) and real != Path(private):
-            return str(Path(private, real.relative_to(private).parts[0]))
-    return None
+def _machines_own(command: Path) -> list[str]:
+    """Where the machine's program `command` is installed in one of `PRIVATE_DIRS`: for the
+    command as found and for each symbolic link it leads through (as a venv's python, in a
+    checkout under /tmp, leads to pyenv's under /root), the entry right below that directory
+    (/tmp/ci for /tmp/ci/main/.venv/bin/python, /root/.pyenv for
+    /root/.pyenv/versions/3.11.7/bin/python3.11). The pod's own copies of those directories are
+    empty, so the container gets these entries bound read-only into the pod before its command
+    runs -- those alone, and only for such a command: a pod running anything else (PicoD,
+    /bin/sh) sees none of the machine's user data. Empty for a command elsewhere."""
+    if not (command.is_file() and os.access(command, os.X_OK)):
+        return []
+    entries: list[str] = []
+    for step in _link_chain(Path(os.path.abspath(command))):
+        for private in PRIVATE_DIRS:
+            if step.is_relative_to(private) and step != Path(private):
+                entry = str(Path(private, step.relative_to(private).parts[0]))
+                if entry not in entries:
+                    entries.append(entry)
+    return entries
+
+
+def _link_chain(path: Path) -> list[Path]:
+    """`path`, each path its symbolic links lead to in turn, and its real path."""
+    chain = [path]
+    while chain[-1].is_symlink() and len(chain) < 40:  # the kernel's own limit on a chain
+        chain.append(Path(os.path.abspath(chain[-1].parent / os.readlink(chain[-1]))))
+    return [*chain, Path(os.path.realpath(path))]
 
 
 def _in_parallel(calls: Sequence[Callable[[], object]]) -> None:

@@ -7,9 +7,11 @@ from __future__ import annotations
 import gc
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 import weakref
@@ -213,6 +215,28 @@ def test_a_command_outside_the_private_directories_sees_an_empty_root_home(
     assert output(sandbox, ContainerLaunch("main", ["/bin/sh", "-c", "ls -A /root"], {})) == ""
     # the node's Python, started later in the same pod, still runs there
     assert output(sandbox, python("python", "print('ran')")) == "ran\n"
+
+
+def test_a_command_linked_from_a_private_directory_brings_each_entry_its_links_pass(
+    runtime: PodRuntime,
+) -> None:
+    """A checkout under /tmp (as a CI clone may be) whose venv's python leads to pyenv's under
+    /root: the link in /tmp and the installation it leads to are both bound, read-only."""
+    checkout = Path(tempfile.mkdtemp(prefix="lc-linked-", dir="/tmp"))
+    try:
+        (checkout / "python").symlink_to(PYTHON)
+        sandbox = runtime.create("default", "linked", "uid")
+        launch = ContainerLaunch("main", [str(checkout / "python"), "-c", "print('ran')"], {})
+        assert output(sandbox, launch) == "ran\n"
+        listing = ContainerLaunch("list", ["/bin/sh", "-c", "ls -A /tmp"], {})
+        assert output(sandbox, listing).split() == [checkout.name]
+        write = f"touch {checkout}/x 2>/dev/null && echo written || echo refused"
+        assert (
+            output(sandbox, ContainerLaunch("write", ["/bin/sh", "-c", write], {})) == "refused\n"
+        )
+        assert not (checkout / "x").exists()
+    finally:
+        shutil.rmtree(checkout)
 
 
 # What a pod resolves, and how long an unknown name takes to fail, as one JSON line.
