@@ -183,11 +183,10 @@ def test_a_pods_sys_is_its_own_network_namespaces_and_read_only_as_is_proc_sys(
 
 def _node_python_in(path: str) -> list[str]:
     """What a fresh pod running the node's Python lists in `path`: nothing, or the first
-    directory of that Python where it is installed there (pyenv's /root/.pyenv), bound for it."""
-    inside = (
-        Path(sys.base_prefix).relative_to(path) if sys.base_prefix.startswith(path + "/") else None
-    )
-    return [inside.parts[0]] if inside else []
+    directory there that this Python is reached through (a checkout under /tmp holding the
+    venv) or installed in (pyenv's /root/.pyenv), bound for it."""
+    places = (sys.executable, sys.base_prefix)
+    return sorted({Path(p).relative_to(path).parts[0] for p in places if p.startswith(path + "/")})
 
 
 def test_a_write_to_the_pods_root_home_lands_in_the_pods_directory_not_on_the_machine(
@@ -229,7 +228,9 @@ def test_a_command_linked_from_a_private_directory_brings_each_entry_its_links_p
         launch = ContainerLaunch("main", [str(checkout / "python"), "-c", "print('ran')"], {})
         assert output(sandbox, launch) == "ran\n"
         listing = ContainerLaunch("list", ["/bin/sh", "-c", "ls -A /tmp"], {})
-        assert output(sandbox, listing).split() == [checkout.name]
+        assert sorted(output(sandbox, listing).split()) == sorted(
+            {checkout.name, *_node_python_in("/tmp")}
+        )
         write = f"touch {checkout}/x 2>/dev/null && echo written || echo refused"
         assert (
             output(sandbox, ContainerLaunch("write", ["/bin/sh", "-c", write], {})) == "refused\n"
