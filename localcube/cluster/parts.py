@@ -118,6 +118,10 @@ def api_server(cluster: Cluster) -> Part:
             # The `kubernetes` Service may not have a loopback endpoint, and nothing here
             # reaches the API server through it (the Router is given 127.0.0.1).
             "--endpoint-reconciler-type=none",
+            # The node's address, not its name: no name server is reachable from the
+            # namespace, so a lookup of `localcube-node` (for logs, exec, port-forward) would
+            # only wait to fail; the kubelet port there answers no one either, at once.
+            "--kubelet-preferred-address-types=InternalIP",
             f"--secure-port={cluster.ports.api_server}",
             f"--tls-cert-file={pki.serving_cert}",
             f"--tls-private-key-file={pki.serving_key}",

@@ -61,6 +61,7 @@ def test_the_api_server_uses_static_tokens_rbac_and_the_service_account_keys() -
     assert given["service-account-key-file"] == "/state/pki/service-account.pub"
     assert given["service-account-signing-key-file"] == "/state/pki/service-account.key"
     assert given["service-cluster-ip-range"].startswith("198.19.")
+    assert given["kubelet-preferred-address-types"] == "InternalIP"
     assert str(part.ready) == "GET https://127.0.0.1:6443/readyz answering 200"
 
 
