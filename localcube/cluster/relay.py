@@ -37,6 +37,9 @@ class Relay:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._run, name="relay", daemon=True)
         self._started = threading.Event()
+        # Each connection's task, held here: a task only its transport refers to can be
+        # collected while it is still pending ("Task was destroyed but it is pending!").
+        self._connections: set[asyncio.Task] = set()
 
     def start(self) -> Relay:
         self._thread.start()
@@ -44,9 +47,16 @@ class Relay:
         return self
 
     def stop(self) -> None:
+        """Every connection cancelled and closed, then the loop ended."""
         if self._thread.is_alive():
-            self._loop.call_soon_threadsafe(self._loop.stop)
+            asyncio.run_coroutine_threadsafe(self._close_connections(), self._loop)
             self._thread.join(timeout=5)
+
+    async def _close_connections(self) -> None:
+        for task in self._connections:
+            task.cancel()
+        await asyncio.gather(*self._connections, return_exceptions=True)
+        self._loop.stop()
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
@@ -64,17 +74,24 @@ class Relay:
                 server.close()
             self._loop.close()
 
-    @staticmethod
-    def _handler(target: int):
+    def _handler(self, target: int):
         async def carry(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            task = asyncio.current_task()
+            self._connections.add(task)
             try:
-                inner_reader, inner_writer = await asyncio.open_connection(LOOPBACK, target)
-            except OSError:
+                try:
+                    inner_reader, inner_writer = await asyncio.open_connection(LOOPBACK, target)
+                except OSError:
+                    return
+                try:
+                    await asyncio.gather(_pump(reader, inner_writer), _pump(inner_reader, writer))
+                finally:
+                    inner_writer.close()
+            except asyncio.CancelledError:
+                pass  # the relay's stop; ending as cancelled would log an error per connection
+            finally:
                 writer.close()
-                return
-            await asyncio.gather(_pump(reader, inner_writer), _pump(inner_reader, writer))
-            for stream in (writer, inner_writer):
-                stream.close()
+                self._connections.discard(task)
 
         return carry
 

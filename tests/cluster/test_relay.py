@@ -4,6 +4,8 @@ by the test's."""
 
 from __future__ import annotations
 
+import gc
+import logging
 import os
 import socket
 import subprocess
@@ -13,6 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from localcube.cluster.relay import Relay, listen
 from tests.cluster.conftest import ROOT, needs_namespaces
 
 CHILD = textwrap.dedent(
@@ -102,3 +105,24 @@ def test_the_test_process_stays_in_its_namespace() -> None:
         check=False,
     )  # fmt: skip
     assert os.readlink("/proc/self/ns/net") == before
+
+
+def test_a_stop_closes_the_connections_in_flight_and_leaves_no_task_pending(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Seen on the real stack: "Task was destroyed but it is pending!" for a connection's task.
+    In the test's own namespace: the relay carries to whatever 127.0.0.1 port it is given."""
+    target = socket.create_server(("127.0.0.1", 0))
+    host_side = listen()
+    relay = Relay([(host_side, target.getsockname()[1])]).start()
+    client = socket.create_connection(host_side.getsockname(), timeout=10)
+    held, _ = target.accept()  # the connection is carried through, and held open
+    try:
+        with caplog.at_level(logging.ERROR, logger="asyncio"):
+            relay.stop()
+            gc.collect()
+        assert client.recv(1) == b"", "the client's connection must be closed by the stop"
+        assert not [r.getMessage() for r in caplog.records], "asyncio reported a lost task"
+    finally:
+        for sock in (client, held, target, host_side):
+            sock.close()
