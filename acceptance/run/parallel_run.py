@@ -41,6 +41,8 @@ from acceptance.run.summary import closing_report, summarize
 from acceptance.run.tag_check import UnknownTagError, check_tags
 
 ALONE_TAGS = ("serial", "disruptive")
+# The title of the closing note on selected scenarios that no phase ran; such a run fails.
+NOT_RUN = "Selected but not run"
 # How much of a row of behavex's settings table is shown when the locations widen it.
 _WIDE = 120
 
@@ -88,6 +90,13 @@ def _slowest_first(scenarios: list[Scenario]) -> list[str]:
     a lifetime, and started last they would keep one process busy after the others end."""
     ordered = sorted(scenarios, key=lambda scenario: "slow" not in scenario.effective_tags)
     return [str(scenario.location) for scenario in ordered]
+
+
+def not_run(selected: list[Scenario], results: RunResults) -> list[str]:
+    """The selected scenarios no phase reported a result for, as "Feature: name"."""
+    reported = {result.title for result in results.scenarios}
+    titles = (f"{scenario.feature.name}: {scenario.name}" for scenario in selected)
+    return [title for title in titles if title not in reported]
 
 
 def _runs_alone(scenario: Scenario) -> bool:
@@ -146,6 +155,10 @@ def run(processes: int, behave_arguments: list[str]) -> int:
         phase_results.release = suite.release.account()  # the workers were told the release
         results.merge(phase_results)
     results.deselected = count_deselected(features, config)
+    if missing := not_run(selected, results):
+        # A worker that never ran its scenario (behavex marks it "untested") reports nothing.
+        results.notes.setdefault(NOT_RUN, []).extend(missing)
+        status = max(status, 1)
     summary = summarize(results, time.monotonic() - started)
     sys.stderr.write(f"\n{closing_report(results.notes, summary)}\n")
     print(f"behavex reports (HTML, JUnit XML under behave/): {out}/alone, {out}/concurrent")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from behave.configuration import Configuration
 from behave.runner_util import collect_feature_locations, parse_features
 
@@ -17,9 +18,16 @@ from acceptance.run.parallel_run import (
     _runs_alone,
     _shared_target,
     _slowest_first,
+    not_run,
+    run,
 )
 from acceptance.run.report_run import reports_dir
-from acceptance.run.results import count_deselected, selected_scenarios
+from acceptance.run.results import (
+    RunResults,
+    ScenarioResult,
+    count_deselected,
+    selected_scenarios,
+)
 from tests.suite.commands import run_module
 
 
@@ -134,3 +142,31 @@ def test_a_scenario_that_fills_the_concurrency_limit_runs_alone() -> None:
     assert not beside_others, (
         f"these fill the concurrency limit beside other scenarios: {beside_others}"
     )
+
+
+def test_a_selected_scenario_without_a_result_is_named_as_not_run() -> None:
+    """Seen on a real cluster: behavex marked one outline row "untested" and no worker
+    reported it; the summary counted one scenario fewer and said nothing."""
+    config = Configuration(["--tags=@smoke", "features"])
+    selected = selected_scenarios(parse_features(collect_feature_locations(config.paths)), config)
+    reported, dropped = selected[1:], selected[0]
+    results = RunResults(scenarios=[_result(scenario) for scenario in reported])
+    assert not_run(selected, results) == [f"{dropped.feature.name}: {dropped.name}"]
+    assert not_run(selected, RunResults(scenarios=[_result(s) for s in selected])) == []
+
+
+def _result(scenario) -> ScenarioResult:
+    return ScenarioResult(scenario.feature.name, scenario.name, (), "passed", 0.1, "", "")
+
+
+def test_a_run_whose_phase_reports_no_result_fails_naming_the_scenarios_not_run(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The wiring: only the alone phase is selected (nothing else starts), and its behavex
+    run "passes" without reporting a scenario."""
+    monkeypatch.setattr(Phase, "run", lambda phase, arguments, environment: 0)
+    monkeypatch.setattr(Phase, "results", lambda phase: RunResults())
+    status = run(1, ["--tags=@serial", f"--define=reports_dir={tmp_path}"])
+    err = capsys.readouterr().err
+    assert status == 1, err
+    assert re.search(r"Selected but not run \(\d+\):\n  - Many calls at once: ", err), err
