@@ -15,17 +15,14 @@ with the level above it.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
 import signal
 import sys
 
 from localcube.netns import CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUTS, setns, unshare
-from localcube.node.pod_init import bind_read_only
+from localcube.node.pod_init import bind_read_only, die_with_parent
 
-_PR_SET_PDEATHSIG = 1
-_libc = ctypes.CDLL(None, use_errno=True)
 _NAMESPACES = (("uts", CLONE_NEWUTS), ("net", CLONE_NEWNET), ("pid", CLONE_NEWPID))
 
 
@@ -69,10 +66,6 @@ def _exit_as(child: int) -> None:
     os._exit(os.waitstatus_to_exitcode(status))
 
 
-def _die_with_parent() -> None:
-    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m localcube.node.container_init")
     parser.add_argument("--spec-fd", required=True, type=int)
@@ -88,12 +81,12 @@ def main(argv: list[str] | None = None) -> None:
     in_pod = os.fork()
     if in_pod:
         _exit_as(in_pod)
-    _die_with_parent()
+    die_with_parent()
     unshare(CLONE_NEWPID)
     command = os.fork()
     if command:
         _exit_as(command)
-    _die_with_parent()
+    die_with_parent()
     try:
         os.execvpe(spec["argv"][0], spec["argv"], spec["env"])
     except OSError as error:

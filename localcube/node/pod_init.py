@@ -198,9 +198,14 @@ def _bind_file(descriptor: int, target: Path) -> None:
     _mount(f"/proc/self/fd/{descriptor}", str(target), None, _MS_BIND)
 
 
+def die_with_parent() -> None:
+    """This process killed by the kernel when its parent ends."""
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def _pod_init(hostname: str, directory: Path, report: int) -> None:
     """PID 1 of the pod: its hostname and root, then reaping until it is killed."""
-    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    die_with_parent()
     try:
         socket.sethostname(hostname)
         os.chroot(make_root(directory))
