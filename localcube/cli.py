@@ -13,9 +13,7 @@ from agentcube_contract.durations import parse_duration
 from agentcube_contract.picod_command import PicodCommand, PicodCommandError
 from localcube.app import Settings, serve
 from localcube.bearer_auth import TokenTable
-from localcube.cluster.command import add_cluster_command, run_cluster
 from localcube.manifests import ManifestError, load_paths
-from localcube.node import command as node_command
 from localcube.upstream_router.redis_records import check_url
 
 
@@ -159,23 +157,17 @@ def build_parser() -> argparse.ArgumentParser:
             "it gets PICOD_AUTH_PUBLIC_KEY in its environment as upstream's PicoD does"
         ),
     )
-    add_cluster_command(commands)
-    node_command.add_parser(commands)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     arguments = build_parser().parse_args(argv)
-    if arguments.command == "cluster":
-        return run_cluster(arguments)
     logging.basicConfig(
         level=logging.INFO,
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
-    if arguments.command == "node":
-        return node_command.run(arguments)
     try:
         runtimes = load_paths(arguments.manifests)
         tokens = TokenTable.parse(

@@ -1,5 +1,6 @@
 """The house's layout, read from the code's own imports (Python's ast): the suite stands on
-the contract's neutral package, not on localcube; its wings import only from their own or a
+the contract's neutral package, not on localcube; localcube and the one-machine cluster
+(onemachine) share only that package; its wings import only from their own or a
 lower one (README's layout: run, domain, platforms, core); and no modules import each other
 in a circle."""
 
@@ -19,7 +20,7 @@ WINGS = tuple(
 )
 # The one module that starts localcube, and so imports it.
 STARTS_LOCALCUBE = "acceptance.platforms.own_localcube"
-PACKAGES = ("acceptance", "agentcube_contract")
+PACKAGES = ("acceptance", "agentcube_contract", "localcube", "onemachine")
 
 
 def module_name(path: Path) -> str:
@@ -125,7 +126,22 @@ def test_only_the_module_that_starts_localcube_imports_it() -> None:
     )
 
 
-@pytest.mark.parametrize("side", ["acceptance", "localcube"])
+@pytest.mark.parametrize(
+    ("package", "other"), [("localcube", "onemachine"), ("onemachine", "localcube")]
+)
+def test_localcube_and_the_one_machine_cluster_import_nothing_of_each_other(
+    package: str, other: str
+) -> None:
+    importers = imports_of(package, other)
+    assert importers == [], f"{package} must not import {other}; importers: {importers}"
+
+
+def test_the_one_machine_cluster_is_not_the_suite_s_either() -> None:
+    importers = imports_of("acceptance", "onemachine")
+    assert importers == [], f"the suite must not import onemachine; importers: {importers}"
+
+
+@pytest.mark.parametrize("side", ["acceptance", "localcube", "onemachine"])
 def test_the_contract_package_imports_neither_side(side: str) -> None:
     importers = imports_of("agentcube_contract", side)
     assert importers == [], f"agentcube_contract must stay neutral; importing {side}: {importers}"

@@ -95,7 +95,12 @@ def test_the_two_commands_are_the_ones_ci_runs() -> None:
 
 @pytest.mark.parametrize(
     "page",
-    [ROOT / "README.md", ROOT / "localcube" / "README.md", *sorted(DOCS.glob("*.md"))],
+    [
+        ROOT / "README.md",
+        ROOT / "localcube" / "README.md",
+        ROOT / "onemachine" / "README.md",
+        *sorted(DOCS.glob("*.md")),
+    ],
     ids=lambda path: str(path.relative_to(ROOT)),
 )
 def test_every_relative_link_leads_somewhere(page: Path) -> None:

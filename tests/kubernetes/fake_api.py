@@ -8,7 +8,7 @@ kube-apiserver v1.36.2 does (tests/kubernetes/test_recorded_api.py replays recor
 node-recordings/): Status bodies with their reasons, messages and details,
 RBAC for the identities it is given, uid preconditions, graceful pod deletion, pod logs and
 port forwards through "kubelets", list metadata, discovery; and for a node agent
-(tests/node/): watches with resourceVersion and field selectors (410 Expired after
+(tests/onemachine/node/): watches with resourceVersion and field selectors (410 Expired after
 ``compact``), pods/binding, the status subresource, updates with resourceVersion conflicts,
 Nodes and Leases. It records every request so that
 tests can check the exact calls, and answers with injected failures (403, 404, 409, ...)

@@ -23,7 +23,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from kubernetes import client
 
-from localcube.node.api import ApiError, NodeApi
+from onemachine.node.api import ApiError, NodeApi
 from tests.kubernetes.conftest import write_kubeconfig
 from tests.kubernetes.fake_api import FakeKubernetes
 from tests.kubernetes.test_recorded_api import (

@@ -1,2 +1,0 @@
-"""The process kubelet: `python -m localcube node` runs a Kubernetes node's pods as local
-processes, each in namespaces of its own (see localcube/README.md)."""

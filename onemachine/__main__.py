@@ -1,0 +1,5 @@
+import sys
+
+from onemachine.cli import main
+
+sys.exit(main())

@@ -1,0 +1,82 @@
+"""The `cluster` subcommand's command line."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import tempfile
+from pathlib import Path
+
+from agentcube_contract.durations import positive_duration
+from onemachine.cluster.binaries import BINARIES
+from onemachine.cluster.launcher import Options, launch
+
+
+def add_cluster_command(commands: argparse._SubParsersAction) -> None:
+    """`python -m onemachine cluster --bin-dir DIR ...`"""
+    cluster = commands.add_parser(
+        "cluster",
+        help="the real AgentCube control plane from your binaries, in a private namespace",
+        description=(
+            "Start etcd, kube-apiserver, kube-controller-manager, redis, the agent-sandbox "
+            "controller, the WorkloadManager, the Router and a process kubelet in one private "
+            "network namespace; print the suite's command line; stop everything on exit."
+        ),
+    )
+    cluster.add_argument(
+        "--bin-dir",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help=", ".join(binary.name for binary in BINARIES),
+    )
+    cluster.add_argument(
+        "--agentcube-src", type=Path, metavar="DIR", help="volcano-sh/agentcube checkout (its CRDs)"
+    )
+    cluster.add_argument(
+        "--agent-sandbox-src",
+        type=Path,
+        metavar="DIR",
+        help="kubernetes-sigs/agent-sandbox checkout (its CRDs)",
+    )
+    cluster.add_argument(
+        "--state-dir",
+        type=Path,
+        metavar="DIR",
+        help="a new or empty directory for keys, data and logs "
+        "(default: a new temporary one, kept)",
+    )
+    cluster.add_argument(
+        "--image",
+        action="append",
+        default=[],
+        metavar="PATTERN=COMMAND",
+        help="passed to the node before its defaults 'picod:*=BIN-DIR/picod' "
+        "and 'python:*=python3'",
+    )
+    cluster.add_argument(
+        "--ready-timeout",
+        type=positive_duration,
+        default=120.0,
+        metavar="DURATION",
+        help="how long each part may take to be ready (default 2m)",
+    )
+
+
+def run_cluster(arguments: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s"
+    )
+    state_dir = arguments.state_dir or Path(tempfile.mkdtemp(prefix="localcube-cluster-"))
+    options = Options(
+        bin_dir=arguments.bin_dir,
+        state_dir=state_dir.resolve(),
+        sources={
+            "--agentcube-src": arguments.agentcube_src,
+            "--agent-sandbox-src": arguments.agent_sandbox_src,
+        },
+        images=tuple(arguments.image),
+        ready_timeout=arguments.ready_timeout,
+    )
+    return launch(options)

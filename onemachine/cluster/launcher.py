@@ -1,0 +1,208 @@
+"""The launch, from checks to stop: what starts in which order, and what is written for the
+user (kubeconfigs, the suite's command line).
+
+Order: everything that can fail without starting a process is checked first (programs,
+CRD files, PKI); the host ports are opened; the process enters its private namespace; then
+etcd, kube-apiserver, the manifests, kube-controller-manager and the service-account
+tokens, redis, the agent-sandbox controller, the WorkloadManager, the Router and the node,
+each waited for until ready. It stops every part on the way out, whatever the way.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import urllib3
+from kubernetes.client.rest import ApiException
+
+from onemachine import netns
+from onemachine.cluster import manifests, parts
+from onemachine.cluster.binaries import MissingBinaries, locate
+from onemachine.cluster.credentials import (
+    ADMIN,
+    CONTROLLER_MANAGER,
+    SUITE_USER,
+    new_users,
+    write_kubeconfig,
+    write_private,
+    write_token_file,
+)
+from onemachine.cluster.interrupts import Interrupts, Stop
+from onemachine.cluster.layout import LOOPBACK, SYSTEM_NAMESPACE, StateDir
+from onemachine.cluster.network import enter_private_network
+from onemachine.cluster.pki import PkiError, make_pki
+from onemachine.cluster.relay import Relay, listen
+from onemachine.cluster.suite_command import suite_command
+from onemachine.cluster.supervisor import PartFailed, Supervisor
+
+LOG = logging.getLogger("onemachine.cluster")
+STOP_GRACE = 10.0  # for each part in turn
+
+
+@dataclass(frozen=True)
+class Options:
+    bin_dir: Path
+    state_dir: Path
+    sources: dict[str, Path | None]
+    images: tuple[str, ...] = ()
+    ready_timeout: float = 120.0
+    ports: parts.Ports = field(default_factory=parts.Ports)
+
+
+def launch(options: Options) -> int:
+    """Run the cluster until a signal or a part's exit; the exit code of the command."""
+    state = StateDir(options.state_dir)
+    try:
+        binaries = locate(options.bin_dir)
+        crds = manifests.crd_files(options.sources)
+        _fresh(state)
+        pki = make_pki(state.pki)
+        cluster = parts.Cluster(binaries, state, pki, options.ports, options.images)
+        suite_token = _write_credentials(cluster)
+        host_ports = {name: listen() for name in ("api", "router", "workload-manager")}
+    except (MissingBinaries, manifests.ManifestError, PkiError, OSError) as error:
+        print(f"onemachine cluster: {error}", file=sys.stderr)
+        return 2
+    started = time.monotonic()
+    try:
+        enter_private_network()
+    except (netns.NamespaceUnavailable, netns.NotPrivateNamespace) as error:
+        print(f"onemachine cluster: {error}", file=sys.stderr)
+        return 2
+    inner = options.ports
+    relay = Relay(
+        [
+            (host_ports["api"], inner.api_server),
+            (host_ports["router"], inner.router),
+            (host_ports["workload-manager"], inner.workload_manager),
+        ]
+    ).start()
+    interrupts = Interrupts()
+    supervisor = Supervisor(state.logs, _base_env(), state.root, interrupts)
+    interrupts.install()  # a signal from here on stops every part
+    try:
+        with interrupts.raising():
+            _start(cluster, supervisor, crds, options.ready_timeout)
+            command = suite_command(
+                state.suite_kubeconfig,
+                host_ports["router"].getsockname()[1],
+                host_ports["workload-manager"].getsockname()[1],
+            )
+            _announce(cluster, host_ports["api"].getsockname()[1], suite_token, command)
+            LOG.info("every part ready in %.1f s", time.monotonic() - started)
+            ended = supervisor.wait_any_exit()
+            print(f"onemachine cluster: {supervisor.describe_exit(ended)}", file=sys.stderr)
+            return 1
+    except Stop:
+        return 0
+    except (PartFailed, manifests.ManifestError) as error:
+        print(f"onemachine cluster: {error}", file=sys.stderr)
+        return 1
+    except (ApiException, urllib3.exceptions.HTTPError) as error:
+        print(f"onemachine cluster: the API server, as the admin: {error}", file=sys.stderr)
+        return 1
+    finally:
+        LOG.info("stopping every part")
+        supervisor.stop_all(STOP_GRACE)
+        relay.stop()
+        LOG.info("stopped; state and logs kept in %s", state.root)
+
+
+def _fresh(state: StateDir) -> None:
+    if state.root.exists() and any(state.root.iterdir()):
+        raise OSError(f"--state-dir {state.root} is not empty: give a new or empty directory")
+    state.make()
+
+
+def _write_credentials(cluster: parts.Cluster) -> str:
+    """The token file, and a kubeconfig inside the namespace for the admin and the
+    controller-manager; returns the suite user's token (its kubeconfig names the host port,
+    written once the cluster is ready)."""
+    state, users = cluster.state, new_users()
+    write_token_file(state.token_file, users)
+    write_private(state.admin_token, users[ADMIN].token)
+    server = cluster.ports.api_server_url
+    write_kubeconfig(
+        state.kubeconfig("admin"), server, cluster.pki.ca_cert, ADMIN, users[ADMIN].token
+    )
+    write_kubeconfig(
+        state.kubeconfig("kube-controller-manager"),
+        server,
+        cluster.pki.ca_cert,
+        CONTROLLER_MANAGER,
+        users[CONTROLLER_MANAGER].token,
+    )
+    return users[SUITE_USER].token
+
+
+def _start(
+    cluster: parts.Cluster, supervisor: Supervisor, crds: list[Path], timeout: float
+) -> None:
+    state = cluster.state
+    for directory in (
+        state.etcd_data,
+        state.redis_data,
+        state.node_root,
+        state.controller_manager_certs,
+    ):
+        directory.mkdir(mode=0o700, exist_ok=True)
+    supervisor.start_ready(parts.etcd(cluster), timeout)
+    supervisor.start_ready(parts.api_server(cluster), timeout)
+    api = manifests.connect(state.kubeconfig("admin"))
+    manifests.install(api, crds, timeout)
+    supervisor.start_ready(parts.controller_manager(cluster), timeout)
+    _service_account_files(cluster, api, timeout)
+    manifests.wait_default_service_account(api, timeout)
+    supervisor.start_ready(parts.redis(cluster), timeout)
+    supervisor.start_ready(parts.agent_sandbox(cluster), timeout)
+    supervisor.start_ready(parts.workload_manager(cluster), timeout)
+    supervisor.start_ready(parts.router(cluster), timeout)
+    supervisor.start_ready(parts.node(cluster), timeout)
+
+
+def _service_account_files(cluster: parts.Cluster, api, timeout: float) -> None:
+    """The WorkloadManager's kubeconfig and the Router's in-cluster files, from the tokens
+    of their service accounts."""
+    state, ca = cluster.state, cluster.pki.ca_cert
+    token = manifests.service_account_token(api, "workloadmanager", timeout)
+    write_kubeconfig(
+        state.kubeconfig("workloadmanager"),
+        cluster.ports.api_server_url,
+        ca,
+        f"system:serviceaccount:{SYSTEM_NAMESPACE}:workloadmanager",
+        token,
+    )
+    files = state.router_service_account
+    files.mkdir(mode=0o700, exist_ok=True)
+    write_private(
+        files / "token", manifests.service_account_token(api, "agentcube-router", timeout)
+    )
+    write_private(files / "ca.crt", ca.read_text(encoding="utf-8"))
+    write_private(files / "namespace", SYSTEM_NAMESPACE)
+
+
+def _announce(cluster: parts.Cluster, api_port: int, token: str, command: str) -> None:
+    state = cluster.state
+    write_kubeconfig(
+        state.suite_kubeconfig,
+        f"https://{LOOPBACK}:{api_port}",
+        cluster.pki.ca_cert,
+        SUITE_USER,
+        token,
+    )
+    write_private(state.suite_command, command + "\n")
+    print(f"onemachine cluster ready: API server https://{LOOPBACK}:{api_port}", flush=True)
+    print(f"admin kubeconfig (inside the namespace only): {state.kubeconfig('admin')}")
+    print(f"run the suite (also in {state.suite_command}):")
+    print(command, flush=True)
+
+
+def _base_env() -> dict[str, str]:
+    """What every part inherits: no kubeconfig or in-cluster settings of the user's."""
+    keep = ("PATH", "HOME", "LANG", "LC_ALL", "TZ")
+    return {name: os.environ[name] for name in keep if name in os.environ}

@@ -1,0 +1,176 @@
+"""What the launcher puts in the fresh cluster, as the admin: the namespaces, the CRDs of
+the user's agent-sandbox and AgentCube checkouts, the chart's RBAC (chart-rbac.yaml), the
+suite's role (docs/examples/rbac.yaml) bound to the suite's user, and a token for each
+AgentCube service account.
+
+CRDs are created, not applied: a client-side apply keeps the whole object in an annotation,
+and AgentCube's agentruntimes CRD is larger than the 256 KiB an annotation may hold.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from pathlib import Path
+
+import yaml
+from kubernetes import client as kube
+from kubernetes import config as kube_config
+from kubernetes import utils as kube_utils
+from kubernetes.client.rest import ApiException
+
+from onemachine.cluster.credentials import SUITE_USER
+from onemachine.cluster.layout import NEIGHBOUR_NAMESPACE, SYSTEM_NAMESPACE
+
+HERE = Path(__file__).resolve().parent
+CHART_RBAC = HERE / "chart-rbac.yaml"
+SUITE_RBAC = HERE.parents[1] / "docs" / "examples" / "rbac.yaml"
+SUITE_ROLE = "agentcube-acceptance"
+SERVICE_ACCOUNTS = ("workloadmanager", "agentcube-router")
+
+# Where each checkout keeps its CRDs: (flag, directory inside the checkout).
+CRD_SOURCES = (
+    ("--agent-sandbox-src", "k8s/crds"),
+    ("--agentcube-src", "manifests/charts/base/crds"),
+)
+
+
+class ManifestError(Exception):
+    """A manifest the launcher cannot find or the API server refused; the message says which."""
+
+
+def crd_files(sources: dict[str, Path | None]) -> list[Path]:
+    """The CRD files of both checkouts; ManifestError naming each flag to fix."""
+    files: list[Path] = []
+    problems: list[str] = []
+    for flag, inside in CRD_SOURCES:
+        checkout = sources.get(flag)
+        if checkout is None:
+            problems.append(f"{flag} is needed: the checkout whose {inside}/ holds its CRDs")
+            continue
+        found = sorted((checkout / inside).glob("*.yaml"))
+        if not found:
+            problems.append(f"{flag} {checkout}: no CRDs in {checkout / inside}")
+        files.extend(found)
+    if problems:
+        raise ManifestError("; ".join(problems))
+    return files
+
+
+def connect(kubeconfig: Path) -> kube.ApiClient:
+    return kube_config.new_client_from_config(config_file=str(kubeconfig))
+
+
+def install(api: kube.ApiClient, crds: list[Path], timeout: float) -> None:
+    """Everything above, each CRD waited for until Established."""
+    for namespace in (SYSTEM_NAMESPACE, NEIGHBOUR_NAMESPACE):
+        _create(api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    names = []
+    for path in crds:
+        for document in _documents(path):
+            _create(api, document, path)
+            names.append(document["metadata"]["name"])
+    _wait_established(api, names, timeout)
+    for document in _documents(CHART_RBAC):
+        _create(api, document, CHART_RBAC)
+    for document in _documents(SUITE_RBAC):
+        _create(api, document, SUITE_RBAC)
+    for namespace in (SYSTEM_NAMESPACE, NEIGHBOUR_NAMESPACE):
+        _create(api, _suite_binding(namespace))
+    for account in SERVICE_ACCOUNTS:
+        _create(api, _token_secret(account))
+
+
+def service_account_token(api: kube.ApiClient, account: str, timeout: float) -> str:
+    """The token kube-controller-manager's token controller wrote into the account's
+    Secret; ManifestError when none comes within `timeout`."""
+    core = kube.CoreV1Api(api)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        secret = core.read_namespaced_secret(f"{account}-token", SYSTEM_NAMESPACE)
+        if secret.data and secret.data.get("token"):
+            return base64.b64decode(secret.data["token"]).decode()
+        time.sleep(0.2)
+    raise ManifestError(
+        f"no token for service account {SYSTEM_NAMESPACE}/{account} within {timeout:g} s: "
+        "kube-controller-manager's token controller fills it (see its log)"
+    )
+
+
+def wait_default_service_account(api: kube.ApiClient, timeout: float) -> None:
+    """Pods are admitted only once their namespace has its `default` service account."""
+    core = kube.CoreV1Api(api)
+    deadline = time.monotonic() + timeout
+    for namespace in (SYSTEM_NAMESPACE, NEIGHBOUR_NAMESPACE):
+        while True:
+            try:
+                core.read_namespaced_service_account("default", namespace)
+                break
+            except ApiException as error:
+                if error.status != 404 or time.monotonic() >= deadline:
+                    raise ManifestError(
+                        f"no default service account in {namespace} within {timeout:g} s: "
+                        "kube-controller-manager's serviceaccount controller makes it"
+                    ) from error
+                time.sleep(0.2)
+
+
+def _suite_binding(namespace: str) -> dict:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": SUITE_ROLE, "namespace": namespace},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": SUITE_ROLE,
+        },
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": SUITE_USER}],
+    }
+
+
+def _token_secret(account: str) -> dict:
+    """A long-lived token Secret, filled by kube-controller-manager's token controller."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/service-account-token",
+        "metadata": {
+            "name": f"{account}-token",
+            "namespace": SYSTEM_NAMESPACE,
+            "annotations": {"kubernetes.io/service-account.name": account},
+        },
+    }
+
+
+def _documents(path: Path) -> list[dict]:
+    with path.open(encoding="utf-8") as file:
+        return [document for document in yaml.safe_load_all(file) if document]
+
+
+def _create(api: kube.ApiClient, document: dict, source: Path | None = None) -> None:
+    try:
+        kube_utils.create_from_dict(api, document)
+    except kube_utils.FailToCreateError as failure:
+        errors = [error for error in failure.api_exceptions if error.status != 409]
+        if errors:
+            where = f" from {source}" if source else ""
+            raise ManifestError(
+                f"the API server refused {document['kind']} {document['metadata']['name']}"
+                f"{where}: {errors[0].status} {errors[0].reason}: {errors[0].body}"
+            ) from failure
+
+
+def _wait_established(api: kube.ApiClient, names: list[str], timeout: float) -> None:
+    extensions = kube.ApiextensionsV1Api(api)
+    deadline = time.monotonic() + timeout
+    for name in names:
+        while not _established(extensions.read_custom_resource_definition(name)):
+            if time.monotonic() >= deadline:
+                raise ManifestError(f"CRD {name} not Established within {timeout:g} s")
+            time.sleep(0.2)
+
+
+def _established(crd: kube.V1CustomResourceDefinition) -> bool:
+    conditions = (crd.status and crd.status.conditions) or []
+    return any(c.type == "Established" and c.status == "True" for c in conditions)

@@ -1,0 +1,27 @@
+"""The one command line that runs the acceptance suite against the launched cluster."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from onemachine.cluster.layout import LOOPBACK, NEIGHBOUR_NAMESPACE
+from onemachine.cluster.parts import ROUTER_MAX_CONCURRENT_REQUESTS
+
+
+def suite_command(kubeconfig: Path, router_port: int, workload_manager_port: int) -> str:
+    """`./dev suite -D platform=kubernetes ...` with the host side of the relay: the
+    suite calls the Router and the WorkloadManager at their URLs (no port forward) and the
+    API server through the suite user's kubeconfig."""
+    settings = {
+        "platform": "kubernetes",
+        "kubeconfig": str(kubeconfig),
+        "router_url": f"http://{LOOPBACK}:{router_port}",
+        "workload_manager_url": f"http://{LOOPBACK}:{workload_manager_port}",
+        "port_forward": "false",
+        "neighbour_namespace": NEIGHBOUR_NAMESPACE,
+        "max_concurrent_requests": str(ROUTER_MAX_CONCURRENT_REQUESTS),
+    }
+    return "./dev suite " + " ".join(
+        f"-D {shlex.quote(f'{name}={value}')}" for name, value in settings.items()
+    )

@@ -1,0 +1,146 @@
+"""Each part's command line and environment, built without any binary, against the flags
+upstream's programs read (cited in onemachine/cluster/parts.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from onemachine.cluster import parts
+from onemachine.cluster.binaries import BINARIES
+from onemachine.cluster.layout import StateDir
+from onemachine.cluster.pki import Pki
+
+BIN = Path("/opt/bin")
+STATE = StateDir(Path("/state"))
+CLUSTER = parts.Cluster(
+    binaries={**{b.name: BIN / b.name for b in BINARIES}, "redis-server": Path("/usr/bin/redis")},
+    state=STATE,
+    pki=Pki(STATE.pki),
+    images=("python:3.12*=/usr/bin/python3.12",),
+)
+ALL = (
+    parts.etcd,
+    parts.api_server,
+    parts.controller_manager,
+    parts.redis,
+    parts.agent_sandbox,
+    parts.workload_manager,
+    parts.router,
+    parts.node,
+)
+
+
+def flags(part: parts.Part) -> dict[str, str]:
+    return dict(
+        a.removeprefix("--").split("=", 1) for a in part.argv if a.startswith("--") and "=" in a
+    )
+
+
+def test_etcd_listens_on_loopback_only_and_keeps_its_data_in_the_state_dir() -> None:
+    given = flags(parts.etcd(CLUSTER))
+    assert given["listen-client-urls"] == "http://127.0.0.1:2379"
+    assert given["listen-peer-urls"] == "http://127.0.0.1:2380"
+    assert given["data-dir"] == "/state/etcd"
+    assert str(parts.etcd(CLUSTER).ready) == "GET http://127.0.0.1:2379/health answering 200"
+
+
+def test_the_api_server_uses_static_tokens_rbac_and_the_service_account_keys() -> None:
+    part = parts.api_server(CLUSTER)
+    assert part.argv[0] == "/opt/bin/kube-apiserver"
+    given = flags(part)
+    assert given["etcd-servers"] == "http://127.0.0.1:2379"
+    assert given["bind-address"] == "127.0.0.1"
+    assert given["secure-port"] == "6443"
+    assert given["token-auth-file"] == "/state/pki/tokens.csv"
+    assert given["authorization-mode"] == "RBAC"
+    assert given["client-ca-file"] == "/state/pki/ca.crt"
+    assert given["tls-cert-file"] == "/state/pki/apiserver.crt"
+    assert given["service-account-issuer"] == "https://kubernetes.default.svc"
+    assert given["service-account-key-file"] == "/state/pki/service-account.pub"
+    assert given["service-account-signing-key-file"] == "/state/pki/service-account.key"
+    assert given["service-cluster-ip-range"].startswith("198.19.")
+    assert given["kubelet-preferred-address-types"] == "InternalIP"
+    assert str(part.ready) == "GET https://127.0.0.1:6443/readyz answering 200"
+
+
+def test_the_controller_manager_runs_without_node_lifecycle_and_ipam_and_signs_tokens() -> None:
+    given = flags(parts.controller_manager(CLUSTER))
+    assert given["controllers"] == "*,-nodelifecycle,-nodeipam"
+    assert given["use-service-account-credentials"] == "true"
+    assert given["service-account-private-key-file"] == "/state/pki/service-account.key"
+    assert given["root-ca-file"] == "/state/pki/ca.crt"
+    assert given["kubeconfig"] == "/state/kubeconfigs/kube-controller-manager.yaml"
+    assert given["bind-address"] == "127.0.0.1"
+
+
+def test_redis_has_no_persistence_and_listens_on_loopback() -> None:
+    part = parts.redis(CLUSTER)
+    assert part.argv[:5] == ("/usr/bin/redis", "--bind", "127.0.0.1", "--port", "6379")
+    assert str(part.ready) == "PING to 127.0.0.1:6379 answered PONG"
+
+
+def test_agent_sandbox_runs_its_extensions_without_election_as_the_admin() -> None:
+    part = parts.agent_sandbox(CLUSTER)
+    assert part.argv[1:] == (
+        "--extensions",
+        "--leader-elect=false",
+        "--metrics-bind-address=0",
+        "--health-probe-bind-address=127.0.0.1:8081",
+    )
+    assert part.env == {"KUBECONFIG": "/state/kubeconfigs/admin.yaml"}
+
+
+def test_the_workload_manager_runs_as_the_chart_runs_it_with_its_service_account() -> None:
+    part = parts.workload_manager(CLUSTER)
+    assert part.argv == ("/opt/bin/workloadmanager", "--port=8090", "--runtime-class-name=")
+    assert part.env == {
+        "AGENTCUBE_NAMESPACE": "agentcube",
+        "REDIS_ADDR": "127.0.0.1:6379",
+        "REDIS_PASSWORD_REQUIRED": "false",
+        "JWT_KEY_SECRET_NAMESPACE": "agentcube",
+        "KUBECONFIG": "/state/kubeconfigs/workloadmanager.yaml",
+    }
+
+
+def test_the_router_gets_its_in_cluster_files_from_a_private_mount_namespace() -> None:
+    part = parts.router(CLUSTER)
+    assert part.argv[:5] == ("unshare", "--mount", "--propagation", "private", "--")
+    script = part.argv[7]
+    assert "mount -t tmpfs tmpfs /run" in script
+    assert 'mount --bind "$1" /run/secrets/kubernetes.io/serviceaccount' in script
+    assert part.argv[9:] == (
+        "/state/router-serviceaccount",
+        "/opt/bin/agentcube-router",
+        "--port=8080",
+        "--debug",
+        "--max-concurrent-requests=20",
+    )
+    assert part.env["WORKLOAD_MANAGER_URL"] == "http://127.0.0.1:8090"
+    assert part.env["KUBERNETES_SERVICE_HOST"] == "127.0.0.1"
+    assert part.env["KUBERNETES_SERVICE_PORT"] == "6443"
+
+
+def test_the_node_maps_the_user_s_images_first_then_picod_and_python() -> None:
+    part = parts.node(CLUSTER)
+    argv = list(part.argv)
+    assert argv[1:4] == ["-m", "onemachine", "node"]
+    images = [argv[i + 1] for i, arg in enumerate(argv) if arg == "--image"]
+    assert images == ["python:3.12*=/usr/bin/python3.12", "picod:*=/opt/bin/picod",
+                      "python:*=python3"]  # fmt: skip
+    assert argv[argv.index("--kubeconfig") + 1] == "/state/kubeconfigs/admin.yaml"
+    assert str(part.ready) == (
+        "GET https://127.0.0.1:6443/api/v1/nodes/localcube-node answering 200 as expected"
+    )
+
+
+@pytest.mark.parametrize("build", ALL, ids=lambda build: build.__name__)
+def test_no_part_gets_a_token_or_a_secret_in_its_arguments(build) -> None:
+    part = build(CLUSTER)
+    assert not any("token=" in arg.lower() or "password" in arg.lower() for arg in part.argv)
+
+
+def test_each_part_has_its_own_name() -> None:
+    names = [build(CLUSTER).name for build in ALL]
+    assert len(set(names)) == len(names)

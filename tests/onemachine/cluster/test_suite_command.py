@@ -1,0 +1,36 @@
+"""The suite's command line the launcher prints: settings the suite knows, values it accepts."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from acceptance.core.settings import load_settings
+from acceptance.platforms.kubernetes.settings import (
+    KUBERNETES_SETTINGS,
+    load_kubernetes_settings,
+)
+from onemachine.cluster.suite_command import suite_command
+
+
+def test_the_suite_reaches_the_cluster_through_the_relay_ports_without_port_forwards() -> None:
+    line = suite_command(Path("/state dir/suite.kubeconfig"), 41001, 41002)
+    words = shlex.split(line)
+    assert words[:2] == ["./dev", "suite"]
+    assert words[2::2] == ["-D"] * (len(words[2:]) // 2)
+    given = dict(word.split("=", 1) for word in words[3::2])
+    assert given == {
+        "platform": "kubernetes",
+        "kubeconfig": "/state dir/suite.kubeconfig",
+        "router_url": "http://127.0.0.1:41001",
+        "workload_manager_url": "http://127.0.0.1:41002",
+        "port_forward": "false",
+        "neighbour_namespace": "agentcube-neighbour",
+        "max_concurrent_requests": "20",
+    }
+    adapter = {setting.name for setting in KUBERNETES_SETTINGS}
+    suite = load_settings({k: v for k, v in given.items() if k not in adapter}, {})
+    kubernetes = load_kubernetes_settings({k: v for k, v in given.items() if k in adapter}, {})
+    assert suite.platform == "kubernetes"
+    assert kubernetes.kubeconfig == Path("/state dir/suite.kubeconfig")
+    assert kubernetes.port_forward is False

@@ -1,0 +1,124 @@
+"""`python -m onemachine node` as a process: it runs pods until SIGTERM and then leaves none,
+logs one line per event without the pods' secret values, and refuses bad input and a
+network namespace that is not private with a message saying what to fix."""
+
+from __future__ import annotations
+
+import base64
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.kubernetes.fake_api import FakeKubernetes
+from tests.onemachine.node.agent_fixtures import (
+    NS,
+    PODS,
+    PYTHON_IMAGE,
+    container_status,
+    node_kubeconfig,
+    processes_with,
+)
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def node(*arguments: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "onemachine", "node", *arguments],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def finished(process: subprocess.Popen, timeout: float = 20) -> tuple[int, str]:
+    _, stderr = process.communicate(timeout=timeout)
+    return process.returncode, stderr
+
+
+def test_a_malformed_image_entry_is_refused(tmp_path: Path) -> None:
+    code, stderr = finished(
+        node("--kubeconfig", str(tmp_path / "k"), "--root", str(tmp_path), "--image", "python")
+    )
+    assert code == 2
+    assert "--image 'python'" in stderr
+
+
+def test_a_kubeconfig_that_is_not_there_is_refused(tmp_path: Path) -> None:
+    code, stderr = finished(node("--kubeconfig", str(tmp_path / "nope"), "--root", str(tmp_path)))
+    assert code == 2
+    assert f"onemachine node: --kubeconfig {tmp_path / 'nope'}: no such file" in stderr
+
+
+def test_a_namespace_with_another_interface_is_refused(tmp_path: Path, node_netns: int) -> None:
+    subprocess.run(["ip", "link", "add", "other0", "type", "veth", "peer", "other1"], check=True)
+    kubeconfig = node_kubeconfig(tmp_path / "k", "http://127.0.0.1:9")
+    code, stderr = finished(node("--kubeconfig", str(kubeconfig), "--root", str(tmp_path)))
+    assert code == 2
+    assert "other0" in stderr
+    assert "python -m onemachine cluster" in stderr
+
+
+def test_an_api_server_that_does_not_answer_stops_the_node(tmp_path: Path, node_netns: int) -> None:
+    kubeconfig = node_kubeconfig(tmp_path / "k", "http://127.0.0.1:9")
+    code, stderr = finished(node("--kubeconfig", str(kubeconfig), "--root", str(tmp_path)))
+    assert code == 1
+    assert "the Node could not be registered" in stderr
+
+
+def test_the_node_runs_pods_until_sigterm_and_leaves_none(tmp_path: Path, node_netns: int) -> None:
+    fake = FakeKubernetes()
+    fake.start()
+    marker = f"mark-{uuid.uuid4()}"
+    secret = f"secret-{uuid.uuid4()}"
+    fake.put(
+        f"/api/v1/namespaces/{NS}/secrets",
+        {"metadata": {"name": "s"}, "data": {"v": base64.b64encode(secret.encode()).decode()}},
+    )
+    kubeconfig = node_kubeconfig(tmp_path / "k", fake.url)
+    process = node(
+        "--kubeconfig", str(kubeconfig), "--root", str(tmp_path / "root"), "--name", "cli-node",
+        "--image", f"python:*={sys.executable}", "--heartbeat", "200ms",
+    )  # fmt: skip
+    try:
+        env = [
+            {"name": "TEST_MARK", "value": marker},
+            {"name": "S", "valueFrom": {"secretKeyRef": {"name": "s", "key": "v"}}},
+        ]
+        code = "import time; time.sleep(60)"
+        container = {"name": "c", "image": PYTHON_IMAGE, "command": ["python3", "-c", code]}
+        fake.put(
+            PODS, {"metadata": {"name": "p"}, "spec": {"containers": [{**container, "env": env}]}}
+        )
+        deadline = time.monotonic() + 15
+        while "running" not in container_status(fake.get(PODS, "p")).get("state", {}):
+            assert time.monotonic() < deadline, fake.get(PODS, "p")
+            assert process.poll() is None, process.stderr.read()  # type: ignore[union-attr]
+            time.sleep(0.05)
+        assert fake.get("/api/v1/nodes", "cli-node") is not None
+        assert processes_with(marker)
+        process.send_signal(signal.SIGTERM)
+        code_, stderr = finished(process)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        fake.stop()
+    assert code_ == 0, stderr
+    assert processes_with(marker) == []
+    assert "onemachine node cli-node ready" in stderr
+    assert "pod agentcube/p: container c started" in stderr
+    assert secret not in stderr and marker not in stderr
+    assert os.listdir(tmp_path / "root" / "pods") == []
+
+
+@pytest.mark.parametrize("flag", ["--heartbeat", "--restart-backoff"])
+def test_durations_must_be_positive(tmp_path: Path, flag: str) -> None:
+    code, stderr = finished(node("--kubeconfig", "k", "--root", str(tmp_path), flag, "0s"))
+    assert code == 2
+    assert "must be positive" in stderr

@@ -1,0 +1,586 @@
+"""Pods as local processes: each its own hostname, address and scratch root; containers with
+the given environment and working directory, logged, stopped as a container runtime stops
+them; nothing of a pod left once it is closed."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+import weakref
+from ipaddress import IPv4Network
+from pathlib import Path
+
+import pytest
+
+from onemachine.node.pod_network import AddressesExhausted, AddressPool, PodNetwork
+from onemachine.node.pod_runtime import (
+    DEFAULT_HOME,
+    DEFAULT_PATH,
+    ContainerLaunch,
+    ContainerProcess,
+    ContainerStartError,
+    ExitStatus,
+    PodRuntime,
+    PodSandbox,
+    SandboxError,
+)
+from tests.onemachine.node.pod_support import wait_for_text
+
+PYTHON = sys.executable
+# A PID 1 that installed no SIGTERM handler, and one whose handler says so and exits.
+NO_HANDLER = "import time\nprint('up', flush=True)\ntime.sleep(60)\n"
+IGNORES = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n" + NO_HANDLER
+HANDLES = (
+    "import signal, sys, time\n"
+    "def stop(*_):\n"
+    "    print('got SIGTERM', flush=True)\n"
+    "    sys.exit(0)\n"
+    "signal.signal(signal.SIGTERM, stop)\n"
+    "print('up', flush=True)\n"
+    "time.sleep(60)\n"
+)
+# Children and a grandchild that leaves the session (setsid): all die with the container.
+FORKS = (
+    "import subprocess, time\n"
+    "subprocess.Popen(['sleep', '60'])\n"
+    "subprocess.Popen(['sh', '-c', 'sleep 61 & sleep 62; exit'], start_new_session=True)\n"
+    "print('up', flush=True)\n"
+    "time.sleep(60)\n"
+)
+
+
+def python(name: str, code: str, **launch) -> ContainerLaunch:
+    return ContainerLaunch(name, [PYTHON, "-c", code], launch.pop("env", {}), **launch)
+
+
+def started(sandbox: PodSandbox, launch: ContainerLaunch) -> ContainerProcess:
+    """The container, once it printed `up`."""
+    container = sandbox.start_container(launch)
+    wait_for_text(container.log_path, "up")
+    return container
+
+
+def output(sandbox: PodSandbox, launch: ContainerLaunch) -> str:
+    container = sandbox.start_container(launch)
+    assert container.wait(10) == ExitStatus(0, None), container.log_path.read_text()
+    return container.log_path.read_text()
+
+
+def namespace_members(pid: int, kind: str) -> set[int]:
+    """Every live process in the `kind` namespace (net, pid) of process `pid`."""
+    inode = os.stat(f"/proc/{pid}/ns/{kind}").st_ino
+    members = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}/ns/{kind}").st_ino == inode:
+                    members.add(int(entry))
+            except (FileNotFoundError, ProcessLookupError, PermissionError):
+                continue
+    return members
+
+
+def test_each_pod_has_its_own_hostname_address_and_directory(runtime: PodRuntime) -> None:
+    first = runtime.create("default", "echo-a", "uid-a")
+    second = runtime.create("team", "echo-b", "uid-b")
+    hostname = python("main", "import socket; print(socket.gethostname())")
+    assert output(first, hostname) == "echo-a\n"
+    assert output(second, hostname) == "echo-b\n"
+    assert first.address != second.address
+    assert first.directory.name == "default_echo-a_uid-a"
+    assert second.directory.parent == first.directory.parent
+    assert os.uname().nodename not in ("echo-a", "echo-b")
+
+
+def test_a_long_pod_name_is_cut_to_a_hostname_of_63_characters(runtime: PodRuntime) -> None:
+    sandbox = runtime.create("default", "x" * 70, "uid")
+    assert sandbox.hostname == "x" * 63
+    assert output(sandbox, python("main", "import socket; print(socket.gethostname())")) == (
+        "x" * 63 + "\n"
+    )
+
+
+def test_writes_to_the_workspace_and_outside_it_stay_in_the_pods_directory(
+    runtime: PodRuntime,
+) -> None:
+    sandbox = runtime.create("default", "writer", "uid")
+    mark = uuid.uuid4().hex
+    workspace, outside = f"/workspace-{mark}", f"/outside-{mark}"
+    writes = (
+        "import os\n"
+        "open('inside.txt', 'w').write('in')\n"
+        f"os.mkdir('{outside}')\n"
+        f"open('{outside}/planted.txt', 'w').write('out')\n"
+        f"open('/tmp/{mark}', 'w').write('tmp')\n"
+        "print(os.listdir('.'))\n"
+    )
+    assert output(sandbox, python("main", writes, working_dir=workspace)) == "['inside.txt']\n"
+    upper = sandbox.directory / "upper"
+    assert (upper / workspace[1:] / "inside.txt").read_text() == "in"
+    assert (upper / outside[1:] / "planted.txt").read_text() == "out"
+    assert (sandbox.directory / "private" / "tmp" / mark).read_text() == "tmp"
+    for on_the_machine in (workspace, outside, f"/tmp/{mark}"):
+        assert not Path(on_the_machine).exists()
+    # another pod does not see them either
+    other = runtime.create("default", "reader", "uid")
+    seen = f"import os; print(os.path.exists('{outside}'), os.path.exists('/tmp/{mark}'))"
+    assert output(other, python("main", seen)) == "False False\n"
+
+
+LISTS = (
+    "import json, os, sys\n"
+    "print(json.dumps({path: sorted(os.listdir(path)) for path in sys.argv[1:]}))\n"
+)
+
+
+def test_a_fresh_pod_has_empty_directories_where_the_machine_keeps_user_data(
+    runtime: PodRuntime,
+) -> None:
+    """Not the machine's /root (its .bashrc, caches, credentials: PicoD's workspace is /root),
+    nor its /home, /tmp, /var/tmp or /run (/var/run leads to the pod's /run)."""
+    planted = Path(f"/root/planted-{uuid.uuid4().hex}")
+    planted.write_text("the machine's")
+    try:
+        sandbox = runtime.create("default", "fresh", "uid")
+        paths = ["/root", "/home", "/tmp", "/var/tmp", "/run", "/var/run"]
+        listed = output(sandbox, ContainerLaunch("main", [PYTHON, "-c", LISTS, *paths], {}))
+    finally:
+        planted.unlink()
+    assert json.loads(listed) == {path: _node_python_in(path) for path in paths}
+
+
+_WRITES = """
+import errno, json, os, sys
+refused = {}
+for path in ("/sys/class/net/lo/mtu", "/proc/sys/net/ipv4/ip_forward"):
+    try:  # opened for writing, nothing written: where it opens, nothing changes
+        os.close(os.open(path, os.O_WRONLY))
+    except OSError as error:
+        refused[path] = errno.errorcode[error.errno]
+print(json.dumps({"refused": refused, "interfaces": sorted(os.listdir("/sys/class/net"))}))
+"""
+
+
+def test_a_pods_sys_is_its_own_network_namespaces_and_read_only_as_is_proc_sys(
+    runtime: PodRuntime,
+) -> None:
+    """Not the machine's sysfs, read-write: through it a pod run as root could change the
+    machine's network interfaces (their mtu, flags)."""
+    sandbox = runtime.create("default", "sysfs", "uid")
+    assert json.loads(output(sandbox, python("main", _WRITES))) == {
+        "refused": {"/sys/class/net/lo/mtu": "EROFS", "/proc/sys/net/ipv4/ip_forward": "EROFS"},
+        "interfaces": ["eth0", "lo"],
+    }
+
+
+def _node_python_in(path: str) -> list[str]:
+    """What a fresh pod running the node's Python lists in `path`: nothing, or the first
+    directory there that this Python is reached through (a checkout under /tmp holding the
+    venv) or installed in (pyenv's /root/.pyenv), bound for it."""
+    places = (sys.executable, sys.base_prefix)
+    return sorted({Path(p).relative_to(path).parts[0] for p in places if p.startswith(path + "/")})
+
+
+def test_a_write_to_the_pods_root_home_lands_in_the_pods_directory_not_on_the_machine(
+    runtime: PodRuntime,
+) -> None:
+    sandbox = runtime.create("default", "home", "uid")
+    name = f"written-{uuid.uuid4().hex}"
+    write = (
+        f"import os; open('/root/{name}', 'w').write('pod'); print(oct(os.stat('/root').st_mode))"
+    )
+    assert output(sandbox, python("main", write)) == "0o40700\n"
+    assert (sandbox.directory / "private" / "root" / name).read_text() == "pod"
+    assert not Path("/root", name).exists()
+    other = runtime.create("default", "other", "uid")
+    listed = output(other, python("main", "import os; print(os.listdir('/root'))"))
+    assert listed == f"{_node_python_in('/root')}\n"
+
+
+def test_a_command_outside_the_private_directories_sees_an_empty_root_home(
+    runtime: PodRuntime,
+) -> None:
+    """PicoD's case (/opt/upstream/bin/picod, its workspace /root): the node's Python may be
+    installed under /root (pyenv's /root/.pyenv), but only a pod running it gets it bound."""
+    sandbox = runtime.create("default", "outside", "uid")
+    assert output(sandbox, ContainerLaunch("main", ["/bin/sh", "-c", "ls -A /root"], {})) == ""
+    # the node's Python, started later in the same pod, still runs there
+    assert output(sandbox, python("python", "print('ran')")) == "ran\n"
+
+
+def test_a_command_linked_from_a_private_directory_brings_each_entry_its_links_pass(
+    runtime: PodRuntime,
+) -> None:
+    """A checkout under /tmp (as a CI clone may be) whose venv's python leads to pyenv's under
+    /root: the link in /tmp and the installation it leads to are both bound, read-only."""
+    checkout = Path(tempfile.mkdtemp(prefix="lc-linked-", dir="/tmp"))
+    try:
+        (checkout / "python").symlink_to(PYTHON)
+        sandbox = runtime.create("default", "linked", "uid")
+        launch = ContainerLaunch("main", [str(checkout / "python"), "-c", "print('ran')"], {})
+        assert output(sandbox, launch) == "ran\n"
+        listing = ContainerLaunch("list", ["/bin/sh", "-c", "ls -A /tmp"], {})
+        assert sorted(output(sandbox, listing).split()) == sorted(
+            {checkout.name, *_node_python_in("/tmp")}
+        )
+        write = f"touch {checkout}/x 2>/dev/null && echo written || echo refused"
+        assert (
+            output(sandbox, ContainerLaunch("write", ["/bin/sh", "-c", write], {})) == "refused\n"
+        )
+        assert not (checkout / "x").exists()
+    finally:
+        shutil.rmtree(checkout)
+
+
+# What a pod resolves, and how long an unknown name takes to fail, as one JSON line.
+RESOLVES = (
+    "import json, socket, sys, time\n"
+    "def addresses(name):\n"
+    "    return sorted({info[4][0] for info in socket.getaddrinfo(name, 80)})\n"
+    "began = time.monotonic()\n"
+    "try:\n"
+    "    socket.getaddrinfo(sys.argv[1], 80)\n"
+    "    unknown = 'resolved'\n"
+    "except socket.gaierror as error:\n"
+    "    unknown = 'failed'\n"
+    "print(json.dumps({\n"
+    "    'hostname': addresses(socket.gethostname()),\n"
+    "    'fqdn': socket.getfqdn(),\n"
+    "    'localhost': addresses('localhost'),\n"
+    "    'unknown': unknown,\n"
+    "    'unknown_seconds': time.monotonic() - began,\n"
+    "}))\n"
+)
+
+
+def test_a_pod_resolves_its_hostname_and_localhost_and_fails_an_unknown_name_at_once(
+    runtime: PodRuntime,
+) -> None:
+    machine = {path: Path(path).read_bytes() for path in ("/etc/hosts", "/etc/resolv.conf")}
+    sandbox = runtime.create("default", "resolver", "uid")
+    unknown = f"no-such-pod-{uuid.uuid4().hex}.example"
+    container = sandbox.start_container(
+        ContainerLaunch("main", [PYTHON, "-c", RESOLVES, unknown], {})
+    )
+    # Without a resolv.conf of the pod's own, the unknown name waits ~10 s on the machine's
+    # name servers, out of the pod's reach: the container would not be done in time.
+    assert container.wait(5) == ExitStatus(0, None), container.log_path.read_text()
+    seen = json.loads(container.log_path.read_text())
+    assert seen["hostname"] == [str(sandbox.address)]
+    assert seen["fqdn"] == "resolver"
+    assert "127.0.0.1" in seen["localhost"]
+    assert seen["unknown"] == "failed"
+    assert seen["unknown_seconds"] < 2
+    assert (sandbox.directory / "etc-hosts").read_text().splitlines() == [
+        "# Kubernetes-managed hosts file.",
+        "127.0.0.1\tlocalhost",
+        "::1\tlocalhost ip6-localhost ip6-loopback",
+        "fe00::0\tip6-localnet",
+        "fe00::0\tip6-mcastprefix",
+        "fe00::1\tip6-allnodes",
+        "fe00::2\tip6-allrouters",
+        f"{sandbox.address}\tresolver",
+    ]
+    assert {path: Path(path).read_bytes() for path in machine} == machine
+
+
+def test_a_pod_file_replaces_a_symbolic_link_in_the_pods_root_without_following_it(
+    tmp_path: Path,
+) -> None:
+    """As /etc/resolv.conf under systemd-resolved: a link to a file the pod may not have."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root for a mount namespace (CI runs as root)")
+    (tmp_path / "resolv.conf").write_text("pod's\n")
+    (tmp_path / "etc-resolv.conf").symlink_to(tmp_path / "missing")
+    bind = (
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "from onemachine.node.pod_init import _bind_file\n"
+        "source, target = Path(sys.argv[1], 'resolv.conf'), Path(sys.argv[1], 'etc-resolv.conf')\n"
+        "_bind_file(os.open(source, os.O_PATH), target)\n"
+        "print(target.is_symlink(), target.read_text(), end='')\n"
+    )
+    done = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", PYTHON, "-c", bind, str(tmp_path)],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout, done.stderr) == (0, "False pod's\n", "")
+    assert not (tmp_path / "missing").exists()
+
+
+def test_the_container_gets_exactly_its_environment_and_working_directory(
+    runtime: PodRuntime,
+) -> None:
+    sandbox = runtime.create("default", "env", "uid")
+    report = "import json, os; print(json.dumps({'env': dict(os.environ), 'cwd': os.getcwd()}))"
+    env = {"LANG": "C.UTF-8", "POD_IP": str(sandbox.address), "GREETING": "a b=c"}
+    seen = json.loads(output(sandbox, python("first", report, env=env, working_dir="/srv/app")))
+    assert seen == {"env": {"PATH": DEFAULT_PATH, "HOME": DEFAULT_HOME, **env}, "cwd": "/srv/app"}
+    own = {"LANG": "C.UTF-8", "PATH": "/usr/bin:/bin", "HOME": "/home/app"}
+    seen = json.loads(output(sandbox, python("second", report, env=own)))
+    assert seen == {"env": own, "cwd": "/"}
+
+
+def test_stdout_and_stderr_go_to_the_containers_log_appended_on_each_start(
+    runtime: PodRuntime,
+) -> None:
+    sandbox = runtime.create("default", "logs", "uid")
+    speak = "import sys; print('out', flush=True); print('err', file=sys.stderr, flush=True)"
+    output(sandbox, python("main", speak))
+    assert output(sandbox, python("main", speak)) == "out\nerr\nout\nerr\n"
+    assert (sandbox.directory / "logs" / "main.log").exists()
+
+
+def test_an_exit_code_is_reported(runtime: PodRuntime) -> None:
+    sandbox = runtime.create("default", "exits", "uid")
+    container = sandbox.start_container(python("main", "import sys; sys.exit(7)"))
+    assert container.wait(10) == ExitStatus(7, None)
+    assert container.poll() == ExitStatus(7, None)
+    assert container.stop(5) == ExitStatus(7, None)
+
+
+def test_a_pid_1_without_a_sigterm_handler_is_not_stopped_by_sigterm(
+    runtime: PodRuntime,
+) -> None:
+    container = started(runtime.create("default", "pid1", "uid"), python("main", NO_HANDLER))
+    os.kill(container.pid, signal.SIGTERM)
+    assert container.wait(0.3) is None
+
+
+@pytest.mark.parametrize("code", [NO_HANDLER, IGNORES], ids=["no handler", "SIG_IGN"])
+def test_without_a_handler_the_container_is_killed_at_the_end_of_the_grace(
+    runtime: PodRuntime, code: str
+) -> None:
+    container = started(runtime.create("default", "stubborn", "uid"), python("main", code))
+    began = time.monotonic()
+    assert container.stop(0.5) == ExitStatus(137, signal.SIGKILL)
+    assert 0.5 <= time.monotonic() - began < 2.5
+
+
+def test_with_a_handler_the_container_gets_sigterm_and_ends_early(runtime: PodRuntime) -> None:
+    container = started(runtime.create("default", "polite", "uid"), python("main", HANDLES))
+    began = time.monotonic()
+    assert container.stop(30) == ExitStatus(0, None)
+    assert time.monotonic() - began < 10  # well before the end of the grace
+    assert "got SIGTERM" in container.log_path.read_text()
+
+
+def test_a_container_that_forks_is_killed_whole(runtime: PodRuntime) -> None:
+    container = started(runtime.create("default", "forks", "uid"), python("main", FORKS))
+    wait_for_pids = time.monotonic() + 5
+    while (
+        len(members := namespace_members(container.pid, "pid")) < 5
+    ):  # python, sleep, sh, 2 sleeps
+        assert time.monotonic() < wait_for_pids, members
+        time.sleep(0.01)
+    assert container.stop(0.2) == ExitStatus(137, signal.SIGKILL)
+    assert not any(Path(f"/proc/{pid}").exists() for pid in members)
+
+
+def test_closing_a_sandbox_leaves_no_process_and_releases_its_address(
+    tmp_path: Path, runtime: PodRuntime, pool: AddressPool
+) -> None:
+    descriptors = set(os.listdir("/proc/self/fd"))
+    sandbox = runtime.create("default", "whole", "uid")
+    started(sandbox, python("forks", FORKS))
+    started(sandbox, python("polite", HANDLES))
+    sandbox.start_container(python("quick", "pass")).wait(10)
+    members = namespace_members(sandbox.holder_pid, "net")
+    assert len(members) >= 8  # the holder, each container's entry, command and children
+    sandbox.close(grace_seconds=0.2)
+    assert not any(Path(f"/proc/{pid}").exists() for pid in members)
+    assert not sandbox.directory.exists()
+    assert pool.in_use == frozenset()
+    assert set(os.listdir("/proc/self/fd")) == descriptors  # none of the pod's left open
+    sandbox.close()  # again: no harm
+    with pytest.raises(ContainerStartError, match="pod sandbox whole is closed"):
+        sandbox.start_container(python("late", "pass"))
+
+
+def test_the_runtimes_close_ends_every_sandbox(runtime: PodRuntime, pool: AddressPool) -> None:
+    sandboxes = [runtime.create("default", f"pod-{n}", "uid") for n in range(3)]
+    holders = [sandbox.holder_pid for sandbox in sandboxes]
+    for sandbox in sandboxes:
+        started(sandbox, python("main", NO_HANDLER))
+    runtime.close()
+    assert not any(Path(f"/proc/{pid}").exists() for pid in holders)
+    assert pool.in_use == frozenset()
+
+
+def test_a_sandbox_lets_go_of_its_ended_containers(runtime: PodRuntime) -> None:
+    """An exec probe every second starts a container each time: a sandbox that kept them
+    all would grow for the pod's whole life."""
+    sandbox = runtime.create("default", "probed", "uid")
+    probe = sandbox.start_container(python("main-probe", "pass"))
+    assert probe.wait(10) == ExitStatus(0, None)
+    kept = weakref.ref(probe)
+    del probe
+    assert output(sandbox, python("main", "print('next')")) == "next\n"
+    gc.collect()
+    assert kept() is None, "the sandbox still holds a container that ended"
+
+
+def test_a_command_that_is_not_in_the_pod_is_refused(runtime: PodRuntime) -> None:
+    sandbox = runtime.create("default", "missing", "uid")
+    not_found = r'exec: "{}": executable file not found in {}'
+    with pytest.raises(ContainerStartError, match=not_found.format("no-such-cmd", r"\$PATH")):
+        sandbox.start_container(ContainerLaunch("main", ["no-such-cmd"], {}))
+    with pytest.raises(ContainerStartError, match=not_found.format("/opt/none/bin/x", "the pod")):
+        sandbox.start_container(ContainerLaunch("main", ["/opt/none/bin/x"], {}))
+    with pytest.raises(ContainerStartError, match="the container has no command"):
+        sandbox.start_container(ContainerLaunch("main", [], {}))
+
+
+def test_a_machine_that_refuses_namespaces_gets_the_refusal_not_a_pod(
+    tmp_path: Path, fresh_namespace: int
+) -> None:
+    """Without CAP_SYS_ADMIN (setpriv drops it), as on a machine that allows no namespaces;
+    the node's pod network opened in a fresh namespace (nsenter), never the host's."""
+    attempt = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from onemachine.netns import NamespaceUnavailable\n"
+        "from onemachine.node.pod_network import PodNetwork\n"
+        "from onemachine.node.pod_runtime import PodRuntime\n"
+        "try:\n"
+        f"    PodRuntime(Path('{tmp_path}'), PodNetwork.open()).create('a', 'b', 'c')\n"
+        "except NamespaceUnavailable as refused:\n"
+        "    sys.exit(str(refused))\n"
+    )
+    refused = subprocess.run(
+        [
+            "nsenter", f"--net=/proc/self/fd/{fresh_namespace}",
+            "setpriv", "--bounding-set=-sys_admin", PYTHON, "-c", attempt,
+        ],
+        capture_output=True, text=True, check=False, pass_fds=(fresh_namespace,),
+    )  # fmt: skip
+    assert refused.returncode == 1
+    assert refused.stderr == (
+        "this machine does not allow network, UTS, mount and PID namespaces: "
+        "unshare(CLONE_NEWNET|CLONE_NEWUTS|CLONE_NEWNS|CLONE_NEWPID) failed: "
+        "Operation not permitted\n"
+    )
+    assert list(tmp_path.glob("pods/*")) == []
+
+
+def test_a_pod_directory_overlayfs_cannot_name_fails_the_sandbox_with_the_reason(
+    tmp_path: Path, network: PodNetwork, pool: AddressPool
+) -> None:
+    pods = PodRuntime(tmp_path / "node,1", network)
+    with pytest.raises(SandboxError) as refused:
+        pods.create("default", "comma", "uid")
+    assert str(refused.value) == (
+        f"the pod's sandbox could not be made: the pod's directory {tmp_path}/node,1/pods/"
+        "default_comma_uid holds one of , : \\, which overlayfs options cannot carry: give "
+        "the node a --root without them"
+    )
+    assert list((tmp_path / "node,1" / "pods").iterdir()) == []
+    assert pool.in_use == frozenset()
+
+
+def test_with_no_address_left_the_sandbox_is_refused_and_undone(
+    tmp_path: Path, node_netns: int
+) -> None:
+    pool = AddressPool(IPv4Network("198.18.0.0/30"))  # one pod address: .2
+    pods = PodRuntime(tmp_path / "node", PodNetwork.open(pool))
+    first = pods.create("default", "first", "uid")
+    with pytest.raises(AddressesExhausted):
+        pods.create("default", "second", "uid")
+    assert [path.name for path in (tmp_path / "node" / "pods").iterdir()] == [first.directory.name]
+    pods.close()
+    assert pool.in_use == frozenset()
+
+
+_IN_A_CONTAINER = """
+import sys
+from pathlib import Path
+from onemachine.node.pod_network import PodNetwork
+from onemachine.node.pod_runtime import ContainerLaunch, PodRuntime
+root, outside = Path(sys.argv[1]), sys.argv[2]
+pods = PodRuntime(root, PodNetwork.open())
+sandbox = pods.create("default", "nested", "uid")
+write = (
+    f"open('{outside}', 'w').write('planted'); print(open('{outside}').read()); "
+    "print(open('/etc/hosts').read().splitlines()[-1])"
+)
+container = sandbox.start_container(ContainerLaunch("main", [sys.executable, "-c", write], {}))
+print(container.wait(10), container.log_path.read_text().strip())
+print(list((sandbox.directory / "upper").iterdir()))
+pods.close()
+"""
+
+
+def test_a_node_inside_a_container_keeps_the_pods_writes_on_its_own_tmpfs(
+    tmp_path: Path, fresh_namespace: int
+) -> None:
+    """As inside a container: the node's files are an overlay, where the kernel takes no
+    upper layer, so the pod's writes stay in memory, off the machine's files all the same;
+    and /etc/hosts is a file bound over the image's, over which the pod still gets its own
+    (written by the node in the pod's directory, which the tmpfs hides from the pod). The
+    node runs in a mount namespace of its own here (`unshare -m`) with both."""
+    layers = {name: tmp_path / name for name in ("lower", "upper", "work", "merged")}
+    for layer in layers.values():
+        layer.mkdir()
+    (tmp_path / "hosts").write_text("198.18.0.1 node")
+    mount = (
+        "mount -t overlay overlay -o lowerdir={lower},upperdir={upper},workdir={work} {merged}"
+        f" && mount --bind {tmp_path}/hosts /etc/hosts"
+    ).format(**layers)
+    outside = f"/outside-{uuid.uuid4().hex}"
+    node = subprocess.run(
+        ["unshare", "--mount", "--net", "--propagation", "private", "sh", "-c",
+         f'{mount} && exec "$0" -c "$1" "$2" "$3"', PYTHON, _IN_A_CONTAINER,
+         str(layers["merged"]), outside],
+        capture_output=True, text=True, check=False, timeout=30,
+    )  # fmt: skip
+    assert node.returncode == 0, node.stderr
+    assert node.stdout == ("ExitStatus(exit_code=0, signal=None) planted\n198.18.0.2\tnested\n[]\n")
+    assert not Path(outside).exists()
+    assert (tmp_path / "hosts").read_text() == "198.18.0.1 node"
+
+
+def test_a_working_directory_that_cannot_be_made_is_refused(runtime: PodRuntime) -> None:
+    sandbox = runtime.create("default", "workdir", "uid")
+    output(sandbox, python("first", "open('/srv-file', 'w').write('not a directory')"))
+    refused = "working directory '/srv-file/app': Not a directory"
+    with pytest.raises(ContainerStartError, match=refused):
+        sandbox.start_container(python("second", "pass", working_dir="/srv-file/app"))
+
+
+_NODE = """
+import sys, time
+from pathlib import Path
+from onemachine.node.pod_network import PodNetwork
+from onemachine.node.pod_runtime import ContainerLaunch, PodRuntime
+pods = PodRuntime(Path(sys.argv[1]), PodNetwork.open())
+sandbox = pods.create("default", "orphan", "uid")
+container = sandbox.start_container(ContainerLaunch("main", ["sleep", "60"], {}))
+print(sandbox.holder_pid, container.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_node_killed_without_closing_its_pods_takes_them_along(
+    tmp_path: Path, fresh_namespace: int
+) -> None:
+    node = subprocess.Popen(
+        ["unshare", "--net", PYTHON, "-c", _NODE, str(tmp_path)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    pids = [int(pid) for pid in node.stdout.readline().split()]
+    assert len(pids) == 2 and all(Path(f"/proc/{pid}").exists() for pid in pids)
+    node.kill()
+    node.wait()
+    node.stdout.close()
+    deadline = time.monotonic() + 5
+    while alive := [pid for pid in pids if Path(f"/proc/{pid}").exists()]:
+        assert time.monotonic() < deadline, f"still running: {alive}"
+        time.sleep(0.01)
