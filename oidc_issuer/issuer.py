@@ -106,6 +106,10 @@ class Issuer:
             "exp": int(issued + lifetime),
         }
         _place(claims, policy.role_claim, list(roles))
+        return self.sign(claims)
+
+    def sign(self, claims: dict[str, Any]) -> str:
+        """These claims, exactly, RS256-signed with this issuer's key and its `kid`."""
         return jwt.encode(claims, self._key, algorithm=ALGORITHM, headers={"kid": self.key_id})
 
 
