@@ -244,7 +244,8 @@ def test_an_issuer_without_its_role_settings_stops_the_start(
 def test_an_unreachable_issuer_stops_the_start(tmp_path: Path) -> None:
     """pkg/router/server.go:114-117, oidc.go:67-70"""
     with pytest.raises(
-        embedded.LocalCubeStartError, match=r"failed to discover OIDC provider at http://127\.0\.0\.1:9"
+        embedded.LocalCubeStartError,
+        match=r"failed to discover OIDC provider at http://127\.0\.0\.1:9",
     ):
         embedded.start(
             [FIXTURES],
