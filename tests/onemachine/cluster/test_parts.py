@@ -27,6 +27,7 @@ ALL = (
     parts.redis,
     parts.agent_sandbox,
     parts.workload_manager,
+    parts.oidc_issuer,
     parts.router,
     parts.node,
 )
@@ -116,10 +117,34 @@ def test_the_router_gets_its_in_cluster_files_from_a_private_mount_namespace() -
         "--port=8080",
         "--debug",
         "--max-concurrent-requests=20",
+        "--jwt-issuer-url=http://127.0.0.1:8070",
+        "--jwt-audience=agentcube-api",
+        "--jwt-role-claim=realm_access.roles",
+        "--jwt-required-role=sandbox:invoke",
     )
     assert part.env["WORKLOAD_MANAGER_URL"] == "http://127.0.0.1:8090"
     assert part.env["KUBERNETES_SERVICE_HOST"] == "127.0.0.1"
     assert part.env["KUBERNETES_SERVICE_PORT"] == "6443"
+
+
+def test_the_issuer_serves_the_router_s_issuer_url_and_writes_the_suite_s_tokens() -> None:
+    """The Router's --jwt-issuer-url is the issuer's own URL to the character (go-oidc
+    compares them), and its audience, role claim and required role are the Router's."""
+    part = parts.oidc_issuer(CLUSTER)
+    argv = list(part.argv)
+    assert argv[1:3] == ["-m", "oidc_issuer"]
+    given = dict(zip(argv[3::2], argv[4::2], strict=True))
+    assert given == {
+        "--port": "8070",
+        "--token-dir": "/state/oidc-tokens",
+        "--audience": "agentcube-api",
+        "--role-claim": "realm_access.roles",
+        "--required-role": "sandbox:invoke",
+    }
+    assert flags(parts.router(CLUSTER))["jwt-issuer-url"] == CLUSTER.ports.oidc_issuer_url
+    assert str(part.ready).startswith(
+        "GET http://127.0.0.1:8070/.well-known/openid-configuration answering 200"
+    )
 
 
 def test_the_node_maps_the_user_s_images_first_then_picod_and_python() -> None:
