@@ -199,7 +199,7 @@ SETTINGS: tuple[Setting, ...] = (
         None,
         "Bearer token of a second subject, for the ownership scenario "
         "(`@requires.second-subject`, which also needs `api_token`). Never printed. A "
-        "localcube the suite starts gets both tokens, generated for the run when unset.",
+        "localcube the suite starts mints both from its own issuer (and refuses them given).",
         secret=True,
     ),
     Setting(
@@ -210,7 +210,7 @@ SETTINGS: tuple[Setting, ...] = (
         "Bearer token of a subject with the admin role, which upstream's Router lets use any "
         "session: the scenarios that open sessions at the WorkloadManager (which records no "
         "owner for them; `@requires.workload-manager-sessions`) call as this subject. "
-        "Never printed. A localcube the suite starts gets one, generated for the run.",
+        "Never printed. A localcube the suite starts mints one from its own issuer.",
         secret=True,
     ),
     Setting(
