@@ -219,7 +219,9 @@ class LocalcubeTarget(Target):
             return Closing(
                 kept=[
                     f"localcube keeps running at {own.url} (pid {own.pid}, log "
-                    f"{own.log_path}); stop it with: kill {own.pid}"
+                    f"{own.log_path}); stop it with: kill {own.pid}",
+                    f"its callers' tokens, one file each, are in {own.token_dir}: "
+                    f"export AGENTCUBE_API_TOKEN=$(cat {own.token_dir}/api_token)",
                 ]
             )
         code = own.stop()

@@ -26,7 +26,7 @@ from acceptance.platforms.base import TargetStartError
 from localcube import embedded
 from oidc_issuer.issuer import TokenPolicy
 from oidc_issuer.server import IssuerServer
-from oidc_issuer.subjects import run_tokens
+from oidc_issuer.subjects import run_tokens, write_tokens
 
 # A short garbage-collection interval lets the idle-timeout scenarios finish in seconds: a
 # session ends within 100 ms of its timeout, well inside the default ttl_grace of 1 s.
@@ -53,6 +53,9 @@ class OwnLocalcube:
         self.tokens = run_tokens(issuer.issuer, POLICY, TOKEN_LIFETIME)
         for token in self.tokens.values():
             register_secret(token)
+        # For a person reaching sessions kept for inspection; gone with the state otherwise.
+        self.token_dir = state_dir / "tokens"
+        write_tokens(self.tokens, self.token_dir)
         self.log_path = log_path
         self._state_dir = state_dir
         self._ready_timeout = ready_timeout
