@@ -27,10 +27,10 @@ ALGORITHM = "RS256"
 # Upstream's default `--jwt-audience` (cmd/router/main.go:51).
 DEFAULT_AUDIENCE = "agentcube-api"
 # The role claim path of Keycloak's access tokens, the IdP upstream's e2e runs
-# (test/e2e/run_e2e.sh); upstream reads any dot path (pkg/router/oidc.go:163-199).
+# (test/e2e/run_e2e.sh:460); upstream reads any dot path (pkg/router/oidc.go:163-199).
 DEFAULT_ROLE_CLAIM = "realm_access.roles"
-# The role upstream's chart and Keycloak addon require, and the role whose holder may use
-# any session (pkg/router/handlers.go:102-104).
+# The role upstream's e2e requires of every caller (test/e2e/run_e2e.sh:461), and the role
+# whose holder may use any session (pkg/router/handlers.go:102-105).
 DEFAULT_REQUIRED_ROLE = "sandbox:invoke"
 ADMIN_ROLE = "admin"
 

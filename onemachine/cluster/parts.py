@@ -41,8 +41,8 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 ROUTER_MAX_CONCURRENT_REQUESTS = 20
 
 # What the Router requires of a caller's token (cmd/router/main.go:50-53): upstream's
-# default audience, the role claim path of Keycloak's tokens (upstream's e2e IdP,
-# test/e2e/run_e2e.sh) and the role its chart documents; the issuer mints to match.
+# default audience, and the role claim and required role upstream's e2e gives its chart
+# (test/e2e/run_e2e.sh:460-461, Keycloak's tokens); the issuer mints to match.
 JWT_AUDIENCE = "agentcube-api"
 JWT_ROLE_CLAIM = "realm_access.roles"
 JWT_REQUIRED_ROLE = "sandbox:invoke"

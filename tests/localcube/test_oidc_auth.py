@@ -90,6 +90,7 @@ def test_a_caller_with_a_valid_token_is_served(cube: OidcCube) -> None:
 def test_a_call_without_a_usable_bearer_token_is_refused(
     cube: OidcCube, authorization: str | None, expected: str
 ) -> None:
+    """Upstream: pkg/router/auth.go:44-84"""
     headers = {"Authorization": authorization} if authorization else {}
     answer = requests.post(cube.url + ROUTER_PATH, json={}, headers=headers, timeout=10)
     assert answer.status_code == 401
@@ -131,26 +132,34 @@ def _not_yet_valid(cube: OidcCube) -> str:
 
 @pytest.mark.parametrize("kind", BAD_TOKENS)
 def test_a_bad_token_is_refused_as_invalid(cube: OidcCube, kind: str) -> None:
-    """pkg/router/auth.go:75-84: every failed validation, the same 401."""
+    """Every failed validation, the same 401.
+
+    Upstream: pkg/router/auth.go:74-84, pkg/router/oidc.go:92-161"""
     answer = cube.call(BAD_TOKENS[kind](cube))
     assert answer.status_code == 401
     assert answer.json() == INVALID
 
 
 def test_a_token_within_the_clock_skew_leeway_is_still_valid(cube: OidcCube) -> None:
-    """pkg/router/oidc.go:31, 137-139: 10 s past its expiry is within 30 s of leeway."""
+    """10 s past its expiry is within 30 s of leeway.
+
+    Upstream: pkg/router/oidc.go:31, pkg/router/oidc.go:137-139"""
     assert cube.call(cube.mint(lifetime=60, issued_ago=70)).status_code == 200
 
 
 def test_a_token_naming_the_audience_among_others_is_valid(cube: OidcCube) -> None:
-    """pkg/router/oidc.go:146-151, 201-219: `aud` may be a list."""
+    """`aud` may be a list.
+
+    Upstream: pkg/router/oidc.go:146-151, pkg/router/oidc.go:201-219"""
     _, claims = forgeries.parts_of(cube.tokens["api_token"])
     token = cube.issuer.issuer.sign({**claims, "aud": ["another-api", POLICY.audience]})
     assert cube.call(token).status_code == 200
 
 
 def test_a_token_without_the_required_role_is_forbidden(cube: OidcCube) -> None:
-    """pkg/router/auth.go:109-118, wired for every /v1 route by server.go:169-171."""
+    """Wired for every /v1 route.
+
+    Upstream: pkg/router/auth.go:109-118, pkg/router/server.go:169-171"""
     answer = cube.call(cube.tokens["no_role_api_token"])
     assert answer.status_code == 403
     assert answer.json() == {
@@ -161,7 +170,7 @@ def test_a_token_without_the_required_role_is_forbidden(cube: OidcCube) -> None:
 
 
 def test_another_subject_may_not_use_the_session(cube: OidcCube) -> None:
-    """pkg/router/handlers.go:118-127"""
+    """Upstream: pkg/router/handlers.go:118-127"""
     session = cube.call(cube.tokens["api_token"]).headers[SESSION_HEADER]
     refused = cube.call(cube.tokens["second_api_token"], session)
     assert refused.status_code == 403
@@ -171,21 +180,25 @@ def test_another_subject_may_not_use_the_session(cube: OidcCube) -> None:
 
 def test_the_session_s_owner_is_the_token_s_subject(cube: OidcCube) -> None:
     """The owner recorded is the subject of the token that opened the session, whoever
-    that is (pkg/router/session_manager.go:242-263, pkg/workloadmanager/identity.go)."""
+    that is.
+
+    Upstream: pkg/router/session_manager.go:242-263, pkg/workloadmanager/identity.go:85-104"""
     session = cube.call(cube.tokens["second_api_token"]).headers[SESSION_HEADER]
     assert cube.call(cube.tokens["api_token"], session).status_code == 403
     assert cube.call(cube.tokens["second_api_token"], session).status_code == 200
 
 
 def test_the_admin_role_may_use_any_session(cube: OidcCube) -> None:
-    """pkg/router/handlers.go:102-105"""
+    """Upstream: pkg/router/handlers.go:102-105"""
     session = cube.call(cube.tokens["api_token"]).headers[SESSION_HEADER]
     assert cube.call(cube.tokens["admin_api_token"], session).status_code == 200
 
 
 def test_a_session_with_no_owner_is_refused_to_all_but_the_admin(cube: OidcCube) -> None:
-    """Fail-closed, pkg/router/handlers.go:107-116: a session opened at the WorkloadManager
-    (open here, as upstream's without --enable-auth) has no owner."""
+    """Fail-closed: a session opened at the WorkloadManager (open here, as upstream's
+    without --enable-auth) has no owner.
+
+    Upstream: pkg/router/handlers.go:107-116"""
     created = Client(cube.url).create_session("agent-runtime", "echo-agent")
     assert created.status_code == 200
     session = created.json()["sessionId"]
@@ -206,7 +219,9 @@ def test_no_token_nor_key_reaches_the_log(cube: OidcCube) -> None:
 
 
 def test_a_role_claim_named_by_the_whole_dotted_path_wins(tmp_path: Path, start_localcube) -> None:
-    """pkg/router/oidc.go:169-172: a claim literally named `realm_access.roles`."""
+    """A claim literally named `realm_access.roles`.
+
+    Upstream: pkg/router/oidc.go:169-172"""
     with IssuerServer() as issuer:
         policy = TokenPolicy(role_claim="realm_access.roles", required_role="invoke")
         cube = start_localcube(extra_arguments=oidc_arguments(issuer.url, policy))
@@ -233,7 +248,7 @@ def test_a_role_claim_named_by_the_whole_dotted_path_wins(tmp_path: Path, start_
 def test_an_issuer_without_its_role_settings_stops_the_start(
     tmp_path: Path, drop: str, expected: str
 ) -> None:
-    """pkg/router/server.go:102-108"""
+    """Upstream: pkg/router/server.go:102-108"""
     arguments = oidc_arguments("http://127.0.0.1:9")
     index = arguments.index(drop)
     del arguments[index : index + 2]
@@ -242,7 +257,7 @@ def test_an_issuer_without_its_role_settings_stops_the_start(
 
 
 def test_an_unreachable_issuer_stops_the_start(tmp_path: Path) -> None:
-    """pkg/router/server.go:114-117, oidc.go:67-70"""
+    """Upstream: pkg/router/server.go:114-117, pkg/router/oidc.go:67-70"""
     with pytest.raises(
         embedded.LocalCubeStartError,
         match=r"failed to discover OIDC provider at http://127\.0\.0\.1:9",
@@ -256,7 +271,9 @@ def test_an_unreachable_issuer_stops_the_start(tmp_path: Path) -> None:
 
 
 def test_an_issuer_url_other_than_the_document_s_stops_the_start(tmp_path: Path) -> None:
-    """go-oidc's NewProvider refuses an issuer that is not the URL given, by a character."""
+    """go-oidc's NewProvider refuses an issuer that is not the URL given, by a character.
+
+    Upstream: pkg/router/oidc.go:66-70 (go-oidc v3 NewProvider)"""
     with (
         IssuerServer() as issuer,
         pytest.raises(embedded.LocalCubeStartError, match="issuer did not match"),
