@@ -11,7 +11,6 @@ concurrently, a few at a time, while the cases below wait for their own.
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -29,12 +28,11 @@ from oidc_issuer.server import IssuerServer
 from oidc_issuer.subjects import run_tokens, write_tokens
 from tests.localcube.support import FIXTURES, fixture_documents
 from tests.suite.fault_proxy import FaultProxy
+from tests.suite.leaks import JWT_SHAPE
 
 ROOT = Path(__file__).resolve().parents[2]
 # The broken targets' Routers check the tokens of one issuer, served here for the module.
 POLICY = TokenPolicy()
-# What a JWT looks like in any text: a base64url JSON header, a dot, a base64url payload.
-JWT_SHAPE = re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}")
 # Short limits, so that broken runs give up in seconds. The timeouts of the scenarios are
 # the defaults (2 s of idle timeout, 3 s of lifetime, 1 s of ttl_grace): the proofs show that
 # the shortest timeouts still fail every broken target.
