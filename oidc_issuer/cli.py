@@ -75,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         except OSError as error:
             print(f"oidc_issuer: cannot write the tokens: {error}", file=sys.stderr)
             return 1
+        server.start()  # its tokens are all written by the time anyone can read it
         print(f"oidc_issuer: {server.url} serving; tokens in {arguments.token_dir}", flush=True)
         stopped.wait()
     finally:

@@ -14,7 +14,7 @@ from oidc_issuer.issuer import DISCOVERY_PATH, JWKS_PATH, Issuer
 
 
 class IssuerServer:
-    """An Issuer serving on 127.0.0.1:`port` (0: a free port) until closed."""
+    """An Issuer on 127.0.0.1:`port` (0: a free port), serving once started, until closed."""
 
     def __init__(self, port: int = 0, host: str = "127.0.0.1") -> None:
         documents: dict[str, dict[str, Any]] = {}
@@ -42,15 +42,21 @@ class IssuerServer:
         self._thread = threading.Thread(
             target=self._http.serve_forever, name="oidc-issuer", daemon=True
         )
+
+    def start(self) -> IssuerServer:
+        """Serve from now on (the port is bound, and the URL known, from the start: tokens
+        can be minted and written before anyone can read the issuer)."""
         self._thread.start()
+        return self
 
     def close(self) -> None:
-        self._http.shutdown()
+        if self._thread.is_alive():
+            self._http.shutdown()
+            self._thread.join(5)
         self._http.server_close()
-        self._thread.join(5)
 
     def __enter__(self) -> IssuerServer:
-        return self
+        return self.start()
 
     def __exit__(self, *_: object) -> None:
         self.close()

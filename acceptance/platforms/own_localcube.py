@@ -75,7 +75,7 @@ class OwnLocalcube:
         log_path = Path(settings.reports_dir) / "localcube.log"
         log_path.unlink(missing_ok=True)
         state_dir = Path(tempfile.mkdtemp(prefix="acceptance-localcube-"))
-        issuer = IssuerServer()
+        issuer = IssuerServer().start()
         try:
             return cls(issuer, state_dir, log_path, settings.ready_timeout, settings.picod_command)
         except TargetStartError:

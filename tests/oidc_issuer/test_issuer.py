@@ -152,3 +152,11 @@ def test_another_issuer_s_key_does_not_verify(tokens: dict[str, str], keys: KeyS
 
 def test_an_unknown_path_is_not_found(served: IssuerServer) -> None:
     assert requests.get(served.url + "/token", timeout=5).status_code == 404
+
+
+def test_an_issuer_never_started_closes_at_once() -> None:
+    """Bound (its URL known, for the tokens) but not yet serving: closing it waits for no
+    serving loop."""
+    server = IssuerServer()
+    assert server.url.startswith("http://127.0.0.1:")
+    server.close()

@@ -3,8 +3,13 @@ upstream's programs read (cited in onemachine/cluster/parts.py)."""
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import time
 from pathlib import Path
 
+import jwt
 import pytest
 
 from onemachine.cluster import parts
@@ -169,3 +174,33 @@ def test_no_part_gets_a_token_or_a_secret_in_its_arguments(build) -> None:
 def test_each_part_has_its_own_name() -> None:
     names = [build(CLUSTER).name for build in ALL]
     assert len(set(names)) == len(names)
+
+
+def test_the_issuer_part_runs_as_given_ready_by_its_probe_with_the_suite_s_tokens(
+    tmp_path: Path,
+) -> None:
+    """The part's own command line and probe, run for real on a free port (outside any
+    namespace: it listens on 127.0.0.1 only); its tokens name its URL as their issuer."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    state = StateDir(tmp_path / "state")
+    state.make()
+    cluster = parts.Cluster(CLUSTER.binaries, state, Pki(state.pki), parts.Ports(oidc_issuer=port))
+    part = parts.oidc_issuer(cluster)
+    process = subprocess.Popen(
+        part.argv, env={**os.environ, **part.env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not part.ready() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert part.ready(), process.stderr.read1().decode() if process.poll() is not None else ""
+        token = (state.oidc_tokens / "api_token").read_text().strip()
+        claims = jwt.decode(token, options={"verify_signature": False})
+        assert claims["iss"] == cluster.ports.oidc_issuer_url
+        assert claims["realm_access"]["roles"] == ["sandbox:invoke"]
+    finally:
+        process.terminate()
+        process.wait(10)
+    assert process.returncode == 0
