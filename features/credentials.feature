@@ -1,12 +1,14 @@
 @agent-runtime @security @requires.auth
 Feature: Credentials and authentication
 
-  With authentication on, every call to the Router's /v1 API must present a valid bearer
-  token, and a session belongs to the subject that opened it, though a subject with the
-  admin role may use any session. The caller's token stops at
-  the Router: it signs its own request to the sandbox, so no sandbox ever sees a caller's
-  credentials. (The suite keeps tokens out of its own output too; the project's tests scan
-  a run's output and reports for them.)
+  With authentication on, every call to the Router's /v1 API must present a valid access
+  token of the Router's issuer, holding the role the Router requires, and a session belongs
+  to the subject that opened it, though a subject with the admin role may use any session.
+  A token is refused whatever is wrong with it: expired, for another audience, naming
+  another issuer, or forged without the issuer's key; and no refusal repeats a credential.
+  The caller's token stops at the Router: it signs its own request to the sandbox, so no
+  sandbox ever sees a caller's credentials. (The suite keeps tokens and the issuer's key out
+  of its own output too; the project's tests scan a run's output and reports for them.)
 
   Background:
     Given the Router requires a token
@@ -20,12 +22,41 @@ Feature: Credentials and authentication
   Scenario Outline: A call <credentials> is refused as unauthorized
     When I call the echo agent <credentials>
     Then the call is refused as unauthorized because of "<reason>"
+    And the refusal repeats none of the credentials
 
-    Examples:
+    Examples: Without a usable token
       | credentials                           | reason                              |
       | without a token                       | missing authorization header        |
       | with a malformed authorization header | invalid authorization header format |
       | with a token the target does not know | invalid or expired token            |
+
+    @requires.expired-token
+    Examples: Expired
+      | credentials                   | reason                   |
+      | with a token that has expired | invalid or expired token |
+
+    @requires.other-audience-token
+    Examples: For another audience
+      | credentials                              | reason                   |
+      | with a token issued for another audience | invalid or expired token |
+
+    @requires.other-issuer-token
+    Examples: Naming another issuer
+      | credentials                            | reason                   |
+      | with a token that names another issuer | invalid or expired token |
+
+    @requires.forged-tokens
+    Examples: Forged without the issuer's private key
+      | credentials                                                         | reason                   |
+      | with a token signed by a key the issuer never published             | invalid or expired token |
+      | with a token that is not signed                                     | invalid or expired token |
+      | with a token signed with the issuer's public key as a shared secret | invalid or expired token |
+
+  @requires.no-role-subject
+  Scenario: A subject without the role the Router requires is forbidden
+    When I call the echo agent as a subject without the role the Router requires
+    Then the call is refused as forbidden for want of the required role
+    And the refusal repeats none of the credentials
 
   @requires.second-subject
   Scenario: A session belongs to the subject that opened it

@@ -47,6 +47,7 @@ class Settings:
     sandbox_ready_timeout: float
     store_url: str | None = None  # upstream's records in Redis or Valkey besides SQLite
     router_identity_dir: Path | None = None  # serve the Router's identity Secret
+    router_oidc: bearer_auth.RouterOIDC | None = None  # the Router's OIDC checks
     picod_command: PicodCommand | None = None  # each code interpreter run with it
 
 
@@ -92,7 +93,11 @@ async def serve(settings: Settings) -> int:
     workloads = WorkloadManager(store, launcher, CollectionRules(settings.gc_min_idle_lookback))
     router = Router(workloads, signer, settings.max_concurrent_requests)
     app = web.Application(
-        middlewares=[loopback_only, gin_no_route, bearer_auth.middleware(tokens)],
+        middlewares=[
+            loopback_only,
+            gin_no_route,
+            bearer_auth.middleware(tokens, settings.router_oidc),
+        ],
         client_max_size=_MAX_CONTROL_BODY,
     )
     app.on_response_prepare.append(no_server_header)

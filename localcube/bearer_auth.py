@@ -1,27 +1,32 @@
 """Bearer-token authentication of `/v1/*` and session ownership, in upstream's words.
 
-Upstream's Router validates OIDC tokens and its WorkloadManager Kubernetes service-account
-tokens; localcube maps static tokens to callers (a subject and its roles). Tokens are
-compared in constant time and never logged. Each surface refuses in its own shape: the
-Router `{"error", "code"}` (pkg/router/auth.go:36-122), the WorkloadManager `{"message"}`
+The Router's routes, as upstream's: OIDC access tokens of an issuer (localcube/oidc.py),
+then the role `--jwt-required-role` names (pkg/router/server.go:166-171). Upstream's
+WorkloadManager checks Kubernetes service-account tokens only when its auth is on; localcube
+maps static tokens to callers (a subject and its roles) from a token file, an extension
+upstream has no counterpart of: the WorkloadManager's routes with
+`--pr-433-workload-manager-auth`, and, where no issuer is given, the Router's too (there
+the required role is `sandbox:invoke`, the one upstream's chart and Keycloak addon document;
+a token entry holds it unless it says `no-role`). Tokens are compared in constant time and
+never logged. Each surface refuses in its own shape: the Router `{"error", "code"}`
+(pkg/router/auth.go:36-122), the WorkloadManager `{"message"}`
 (pkg/workloadmanager/auth.go:80-116).
-
-With OIDC on, upstream's Router admits only tokens holding the role its
-`--jwt-required-role` names (pkg/router/server.go:169-171); localcube requires
-`sandbox:invoke`, the role upstream's chart and Keycloak addon document. A token entry holds
-it unless it says `no-role`.
 """
 
 from __future__ import annotations
 
 import hmac
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from aiohttp import web
 
+from localcube.oidc import OIDCError, OIDCValidator
 from localcube.picod.gocompat import gin_json
+
+log = logging.getLogger("localcube.auth")
 
 CALLER_KEY = "localcube.caller"  # the authenticated Caller, on the request
 ADMIN = "admin"
@@ -44,6 +49,14 @@ class Caller:
     @property
     def may_invoke(self) -> bool:
         return REQUIRED_ROLE in self.roles
+
+
+@dataclass(frozen=True)
+class RouterOIDC:
+    """The Router's OIDC checks: the validator and `--jwt-required-role`."""
+
+    validator: OIDCValidator
+    required_role: str
 
 
 class TokenTable:
@@ -122,11 +135,10 @@ def _router_refusal(message: str) -> web.Response:
     return gin_json(401, {"error": message, "code": "UNAUTHORIZED"})
 
 
-def _missing_role_refusal() -> web.Response:
-    """The Router's 403 to a valid token without the required role (pkg/router/auth.go:96-122)."""
+def _missing_role_refusal(role: str) -> web.Response:
+    """The Router's 403 to a valid token without the required role (pkg/router/auth.go:109-118)."""
     return gin_json(
-        403,
-        {"error": f"insufficient permissions: missing role {REQUIRED_ROLE}", "code": "FORBIDDEN"},
+        403, {"error": f"insufficient permissions: missing role {role}", "code": "FORBIDDEN"}
     )
 
 
@@ -165,35 +177,74 @@ def _workload_manager_credential(header: str) -> str | web.Response:
     return parts[1]
 
 
-def middleware(tokens: TokenTable) -> Callable:
-    """Require a known bearer token on /v1/* when any token is configured, and on the
-    Router's routes the required role."""
+def middleware(tokens: TokenTable, oidc: RouterOIDC | None = None) -> Callable:
+    """Require on the Router's routes a valid OIDC token with the required role when an
+    issuer is given, else a known token when the table has any; on the WorkloadManager's a
+    known token when the table has any. Nothing is required otherwise, as upstream's
+    programs started without their auth flags."""
 
     @web.middleware
     async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if not tokens.enabled or not request.path.startswith("/v1/"):
+        if not request.path.startswith("/v1/"):
             return await handler(request)
         header = request.headers.get("Authorization", "")
-        at_router = not request.path.startswith(_WORKLOAD_MANAGER_PATHS)
-        if at_router:
-            credential = _router_credential(header)
-            unknown = _router_refusal("invalid or expired token")
+        if request.path.startswith(_WORKLOAD_MANAGER_PATHS):
+            found = _workload_manager_caller(tokens, header)
+        elif oidc is not None:
+            found = _oidc_caller(oidc, header)
         else:
-            credential = _workload_manager_credential(header)
-            unknown = _workload_manager_refusal("Invalid or expired token")
-        if isinstance(credential, web.Response):
-            return credential
-        known = tokens.caller_of(credential)
-        if known is None:
-            return unknown
-        if at_router and not known.may_invoke:
-            return _missing_role_refusal()
-        if not at_router and tokens.service_accounts_only and not _is_service_account(known):
-            return _workload_manager_refusal("Invalid service account format")
-        request[CALLER_KEY] = known
+            found = _token_table_caller(tokens, header)
+        if isinstance(found, web.Response):
+            return found
+        if found is not None:
+            request[CALLER_KEY] = found
         return await handler(request)
 
     return authenticate
+
+
+def _oidc_caller(oidc: RouterOIDC, header: str) -> Caller | web.Response:
+    """pkg/router/auth.go:36-122: the header's token validated, then the required role."""
+    credential = _router_credential(header)
+    if isinstance(credential, web.Response):
+        return credential
+    try:
+        claims = oidc.validator.validate(credential)
+    except OIDCError as refused:
+        log.debug("OIDC token validation failed: %s", refused)  # the reason, never the token
+        return _router_refusal("invalid or expired token")
+    if oidc.required_role not in claims.roles:
+        return _missing_role_refusal(oidc.required_role)
+    return Caller(claims.subject, claims.roles)
+
+
+def _token_table_caller(tokens: TokenTable, header: str) -> Caller | web.Response | None:
+    """The token file's caller at the Router, in the Router's words (the extension)."""
+    if not tokens.enabled:
+        return None
+    credential = _router_credential(header)
+    if isinstance(credential, web.Response):
+        return credential
+    known = tokens.caller_of(credential)
+    if known is None:
+        return _router_refusal("invalid or expired token")
+    if not known.may_invoke:
+        return _missing_role_refusal(REQUIRED_ROLE)
+    return known
+
+
+def _workload_manager_caller(tokens: TokenTable, header: str) -> Caller | web.Response | None:
+    if not tokens.enabled:
+        return None
+    credential = _workload_manager_credential(header)
+    if isinstance(credential, web.Response):
+        return credential
+    known = tokens.caller_of(credential)
+    if known is None:
+        return _workload_manager_refusal("Invalid or expired token")
+    if tokens.service_accounts_only and not _is_service_account(known):
+        return _workload_manager_refusal("Invalid service account format")
+    return known
 
 
 def owner_refusal(request: web.Request, owner: str | None) -> web.Response | None:

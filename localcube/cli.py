@@ -12,8 +12,9 @@ from pathlib import Path
 from agentcube_contract.durations import parse_duration
 from agentcube_contract.picod_command import PicodCommand, PicodCommandError
 from localcube.app import Settings, serve
-from localcube.bearer_auth import TokenTable
+from localcube.bearer_auth import RouterOIDC, TokenTable
 from localcube.manifests import ManifestError, load_paths
+from localcube.oidc import OIDCConfig, OIDCError, OIDCValidator
 from localcube.upstream_router.redis_records import check_url
 
 
@@ -98,12 +99,41 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     run.add_argument("--max-concurrent-requests", type=_positive_int, default=1000, metavar="N")
+    oidc = run.add_argument_group(
+        "the Router's OIDC authentication, as upstream's flags (cmd/router/main.go:48-53)"
+    )
+    oidc.add_argument(
+        "--jwt-issuer-url",
+        metavar="URL",
+        help="the OIDC issuer whose access tokens the Router's /v1/* requires; enables it",
+    )
+    oidc.add_argument(
+        "--jwt-audience",
+        default="agentcube-api",
+        metavar="AUDIENCE",
+        help="the audience a token must name (default agentcube-api; empty: any)",
+    )
+    oidc.add_argument(
+        "--jwt-role-claim",
+        default="",
+        metavar="PATH",
+        help="dot path of the token's roles, e.g. realm_access.roles",
+    )
+    oidc.add_argument(
+        "--jwt-required-role",
+        default="",
+        metavar="ROLE",
+        help="the role every caller must hold, e.g. sandbox:invoke",
+    )
     run.add_argument(
         "--token",
         action="append",
         default=[],
         metavar="SUBJECT=TOKEN[ admin|no-role]",
-        help="require bearer tokens on /v1/* (visible in ps: prefer --token-file)",
+        help=(
+            "require bearer tokens on /v1/* (visible in ps: prefer --token-file); with "
+            "--jwt-issuer-url on the WorkloadManager's routes only"
+        ),
     )
     run.add_argument(
         "--token-file",
@@ -112,9 +142,10 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="FILE",
         help=(
-            "lines of SUBJECT=TOKEN, optionally followed by 'admin' (may use every session, "
-            "as upstream's admin role) or 'no-role' (lacks the Router's required role "
-            "sandbox:invoke: its Router calls are refused 403)"
+            "an extension upstream has no counterpart of: lines of SUBJECT=TOKEN, optionally "
+            "followed by 'admin' (may use every session, as upstream's admin role) or "
+            "'no-role' (lacks the Router's required role sandbox:invoke: its Router calls "
+            "are refused 403); with --jwt-issuer-url on the WorkloadManager's routes only"
         ),
     )
     run.add_argument(
@@ -175,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
             arguments.token_file,
             service_accounts_only=arguments.pr_433_workload_manager_auth,
         )
+        router_oidc = _router_oidc(arguments)
         if arguments.router_identity is not None:
             arguments.router_identity.mkdir(mode=0o700, parents=True, exist_ok=True)
     except (ManifestError, ValueError, OSError) as error:
@@ -191,12 +223,35 @@ def main(argv: list[str] | None = None) -> int:
         gc_min_idle_lookback=arguments.gc_min_idle_lookback,
         max_concurrent_requests=arguments.max_concurrent_requests,
         tokens=tokens,
+        router_oidc=router_oidc,
         sandbox_ready_timeout=arguments.sandbox_ready_timeout,
         store_url=arguments.store,
         router_identity_dir=arguments.router_identity,
         picod_command=arguments.picod_command,
     )
     return asyncio.run(serve(settings))
+
+
+def _router_oidc(arguments: argparse.Namespace) -> RouterOIDC | None:
+    """The Router's OIDC checks when an issuer is given, its documents read now: as
+    upstream's Router, which refuses to start without them (pkg/router/server.go:101-121).
+    Raises OIDCError (a ValueError)."""
+    if not arguments.jwt_issuer_url:
+        return None
+    if not arguments.jwt_role_claim:
+        raise OIDCError("--jwt-role-claim is required when --jwt-issuer-url is set")
+    if not arguments.jwt_required_role:
+        raise OIDCError("--jwt-required-role is required when --jwt-issuer-url is set")
+    config = OIDCConfig(arguments.jwt_issuer_url, arguments.jwt_audience, arguments.jwt_role_claim)
+    validator = OIDCValidator.discover(config)
+    logging.info(
+        "External authentication enabled: issuer=%s, audience=%s, roleClaim=%s, requiredRole=%s",
+        config.issuer_url,
+        config.audience,
+        config.role_claim,
+        arguments.jwt_required_role,
+    )
+    return RouterOIDC(validator, arguments.jwt_required_role)
 
 
 def _resolve(host: str) -> str:

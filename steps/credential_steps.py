@@ -26,6 +26,16 @@ def step_refused_unauthorized(context: Context, reason: str) -> None:
     context.world.part(Authentication).expect_refused_as_unauthorized(reason)
 
 
+@then("the refusal repeats none of the credentials")
+def step_refusal_repeats_no_credential(context: Context) -> None:
+    context.world.part(Authentication).expect_refusal_repeats_no_credential()
+
+
+@then("the call is refused as forbidden for want of the required role")
+def step_refused_missing_role(context: Context) -> None:
+    context.world.part(Authentication).expect_refused_for_the_missing_role()
+
+
 @when("another subject calls the echo agent in that session")
 def step_other_subject_calls(context: Context) -> None:
     context.world.part(Authentication).call_as_other_subject()

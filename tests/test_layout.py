@@ -1,6 +1,7 @@
 """The house's layout, read from the code's own imports (Python's ast): the suite stands on
 the contract's neutral package, not on localcube; localcube and the one-machine cluster
-(onemachine) share only that package; its wings import only from their own or a
+(onemachine) share only that package and the test subjects' OIDC issuer (oidc_issuer), which
+stays as neutral; its wings import only from their own or a
 lower one (README's layout: run, domain, platforms, core); and no modules import each other
 in a circle."""
 
@@ -20,7 +21,7 @@ WINGS = tuple(
 )
 # The one module that starts localcube, and so imports it.
 STARTS_LOCALCUBE = "acceptance.platforms.own_localcube"
-PACKAGES = ("acceptance", "agentcube_contract", "localcube", "onemachine")
+PACKAGES = ("acceptance", "agentcube_contract", "localcube", "onemachine", "oidc_issuer")
 
 
 def module_name(path: Path) -> str:
@@ -145,6 +146,12 @@ def test_the_one_machine_cluster_is_not_the_suite_s_either() -> None:
 def test_the_contract_package_imports_neither_side(side: str) -> None:
     importers = imports_of("agentcube_contract", side)
     assert importers == [], f"agentcube_contract must stay neutral; importing {side}: {importers}"
+
+
+@pytest.mark.parametrize("side", ["acceptance", "localcube", "onemachine"])
+def test_the_oidc_issuer_imports_none_of_those_who_start_it(side: str) -> None:
+    importers = imports_of("oidc_issuer", side)
+    assert importers == [], f"oidc_issuer must stay neutral; importing {side}: {importers}"
 
 
 def test_the_readme_names_the_four_wings_from_the_top_down() -> None:

@@ -258,6 +258,47 @@ def refused_as_not_the_owner() -> Answer:
     )
 
 
+def refused_as_missing_role() -> Answer:
+    """The Router's 403 for a valid token without its required role, before any session is
+    looked up or opened (pkg/router/auth.go:109-118)."""
+    return Refusal(
+        "the Router to refuse the call with 403 FORBIDDEN because the caller lacks the role "
+        "it requires, opening no session",
+        403,
+        ("insufficient permissions", "missing role"),
+        code="FORBIDDEN",
+        by_the_router=True,
+    )
+
+
+class CarriesNoCredential(BaseMatcher[requests.Response]):
+    """An answer none of whose headers or body holds any of these credentials (by name:
+    the values never reach a message)."""
+
+    def __init__(self, credentials: Mapping[str, str]) -> None:
+        self._credentials = {name: value for name, value in credentials.items() if value}
+        self._found: list[str] = []
+
+    def _matches(self, item: requests.Response) -> bool:
+        text = item.text + "".join(f"{k}: {v}\n" for k, v in item.headers.items())
+        self._found = [name for name, value in self._credentials.items() if value in text]
+        return not self._found
+
+    def describe_to(self, description: Description) -> None:
+        description.append_text(
+            "an answer that repeats none of the credentials (" + ", ".join(self._credentials) + ")"
+        )
+
+    def describe_mismatch(self, item: requests.Response, description: Description) -> None:
+        description.append_text(
+            f"it carried {', '.join(self._found)} (masked below): {describe_response(item)}"
+        )
+
+
+def carries_no_credential(credentials: Mapping[str, str]) -> Matcher[requests.Response]:
+    return CarriesNoCredential(credentials)
+
+
 def refused_as_overloaded() -> Answer:
     """The Router's 429 past --max-concurrent-requests (pkg/router/server.go:142-148)."""
     return Refusal(

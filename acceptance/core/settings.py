@@ -82,6 +82,12 @@ def parse_token(text: str) -> str:
     return text
 
 
+def parse_token_dir(text: str) -> str:
+    if not Path(text).is_dir():
+        raise ValueError("is not a directory")
+    return text
+
+
 def parse_flag(text: str) -> bool:
     if text.lower() not in ("true", "false"):
         raise ValueError("must be true or false")
@@ -193,7 +199,7 @@ SETTINGS: tuple[Setting, ...] = (
         None,
         "Bearer token of a second subject, for the ownership scenario "
         "(`@requires.second-subject`, which also needs `api_token`). Never printed. A "
-        "localcube the suite starts gets both tokens, generated for the run when unset.",
+        "localcube the suite starts mints both from its own issuer (and refuses them given).",
         secret=True,
     ),
     Setting(
@@ -204,8 +210,62 @@ SETTINGS: tuple[Setting, ...] = (
         "Bearer token of a subject with the admin role, which upstream's Router lets use any "
         "session: the scenarios that open sessions at the WorkloadManager (which records no "
         "owner for them; `@requires.workload-manager-sessions`) call as this subject. "
-        "Never printed. A localcube the suite starts gets one, generated for the run.",
+        "Never printed. A localcube the suite starts mints one from its own issuer.",
         secret=True,
+    ),
+    Setting(
+        "no_role_api_token",
+        "AGENTCUBE_NO_ROLE_API_TOKEN",
+        parse_token,
+        None,
+        "Bearer token of a subject the issuer knows but without the role the Router "
+        "requires (its `--jwt-required-role`), for the scenario of the missing role "
+        "(`@requires.no-role-subject`). Never printed. A localcube the suite starts gets "
+        "one from its own issuer.",
+        secret=True,
+    ),
+    Setting(
+        "expired_api_token",
+        "AGENTCUBE_EXPIRED_API_TOKEN",
+        parse_token,
+        None,
+        "An access token of the caller's issuer that has expired (more than upstream's 30 "
+        "s of leeway ago), for the scenario that it is refused (`@requires.expired-token`). "
+        "Never printed. `python -m oidc_issuer` writes one; a localcube the suite starts "
+        "gets one from its own issuer.",
+        secret=True,
+    ),
+    Setting(
+        "other_audience_api_token",
+        "AGENTCUBE_OTHER_AUDIENCE_API_TOKEN",
+        parse_token,
+        None,
+        "An access token of the caller's issuer for an audience other than the Router's "
+        "`--jwt-audience` (`@requires.other-audience-token`). Never printed. `python -m "
+        "oidc_issuer` writes one; a localcube the suite starts gets one.",
+        secret=True,
+    ),
+    Setting(
+        "other_issuer_api_token",
+        "AGENTCUBE_OTHER_ISSUER_API_TOKEN",
+        parse_token,
+        None,
+        "An access token signed with the issuer's key but naming another issuer "
+        "(`@requires.other-issuer-token`). Never printed. `python -m oidc_issuer` writes "
+        "one; a localcube the suite starts gets one.",
+        secret=True,
+    ),
+    Setting(
+        "token_dir",
+        "AGENTCUBE_TOKEN_DIR",
+        parse_token_dir,
+        None,
+        "A directory of token files, one token per file named after its setting "
+        "(`api_token`, `second_api_token`, `admin_api_token`, `no_role_api_token`, "
+        "`expired_api_token`, `other_audience_api_token`, `other_issuer_api_token`), as "
+        "`python -m oidc_issuer --token-dir` writes them: each fills its setting when the "
+        "environment does not. Tokens never reach a command line this way.",
+        default_text="unset: tokens from the environment only",
     ),
     Setting(
         "workload_manager_token",
@@ -493,6 +553,11 @@ class Settings:
     api_token: str | None = dataclasses.field(repr=False)
     second_api_token: str | None = dataclasses.field(repr=False)
     admin_api_token: str | None = dataclasses.field(repr=False)
+    no_role_api_token: str | None = dataclasses.field(repr=False)
+    expired_api_token: str | None = dataclasses.field(repr=False)
+    other_audience_api_token: str | None = dataclasses.field(repr=False)
+    other_issuer_api_token: str | None = dataclasses.field(repr=False)
+    token_dir: str | None
     workload_manager_token: str | None = dataclasses.field(repr=False)
     platform: str | None
     echo_agent: str
@@ -559,12 +624,47 @@ def load_settings(
         )
         for setting in SETTINGS
     }
+    values.update(tokens_from_files(values))
     if values["picod_command"] and values["router_url"]:
         raise ConfigError(
             "setting picod_command applies only to the localcube the suite starts: "
             "leave router_url unset to use it"
         )
     return Settings(**values)
+
+
+# The settings a token_dir's files may fill, each from the file of its name.
+TOKEN_FILE_SETTINGS = (
+    "api_token",
+    "second_api_token",
+    "admin_api_token",
+    "no_role_api_token",
+    "expired_api_token",
+    "other_audience_api_token",
+    "other_issuer_api_token",
+)
+
+
+def tokens_from_files(values: Mapping[str, Any]) -> dict[str, str]:
+    """The token settings left unset that a file of token_dir fills; raise ConfigError
+    naming a file that cannot be read or holds no usable token."""
+    directory = values.get("token_dir")
+    if not directory:
+        return {}
+    found = {}
+    for name in TOKEN_FILE_SETTINGS:
+        path = Path(directory) / name
+        if values.get(name) or not path.exists():
+            continue
+        try:
+            found[name] = parse_token(path.read_text().strip())
+        except (OSError, UnicodeDecodeError) as error:
+            raise ConfigError(f"setting token_dir: cannot read {path}: {error}") from None
+        except ValueError as error:
+            raise ConfigError(f"setting token_dir: the token in {path} {error}") from None
+        if not found[name]:
+            raise ConfigError(f"setting token_dir: {path} is empty")
+    return found
 
 
 def read_setting(setting: Setting, userdata: Mapping[str, str], environ: Mapping[str, str]) -> Any:

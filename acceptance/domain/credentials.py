@@ -1,5 +1,7 @@
 """Credentials and authentication: the caller's token never reaches a sandbox, calls without
-a valid token are refused, and a session belongs to the subject that opened it."""
+a valid token are refused (whatever is wrong with it, and without repeating it), a subject
+without the required role is forbidden, and a session belongs to the subject that opened
+it."""
 
 from __future__ import annotations
 
@@ -9,19 +11,39 @@ import secrets
 
 from hamcrest import all_of, assert_that
 
-from acceptance.core import matchers
+from acceptance.core import forgeries, matchers
+from acceptance.core.evidence import register_secret
 from acceptance.core.runtimes import Role
+from acceptance.core.settings import Settings
 from acceptance.domain.world import World
-from acceptance.platforms.base import Target
+from acceptance.platforms.base import Target, fetch_json
 
 
 class Credentials(enum.Enum):
-    """Credentials a call may present, as the features phrase them; None: the header the
-    call sends (no header at all when it is None too)."""
+    """Credentials a call may present, as the features phrase them, and where the bearer
+    token comes from: a header written here (`{random}`: a fresh random word; None: no
+    header), a refused token the run was given (by its setting), or a forgery made here
+    from the caller's token (acceptance.core.forgeries)."""
 
     NONE = ("without a token", None)
     MALFORMED = ("with a malformed authorization header", "Token-not-a-bearer-credential")
     UNKNOWN = ("with a token the target does not know", "Bearer {random}")
+    EXPIRED = ("with a token that has expired", "setting:expired_api_token")
+    OTHER_AUDIENCE = (
+        "with a token issued for another audience",
+        "setting:other_audience_api_token",
+    )
+    OTHER_ISSUER = ("with a token that names another issuer", "setting:other_issuer_api_token")
+    NO_ROLE = ("as a subject without the role the Router requires", "setting:no_role_api_token")
+    UNPUBLISHED_KEY = (
+        "with a token signed by a key the issuer never published",
+        "forged:unpublished-key",
+    )
+    UNSIGNED = ("with a token that is not signed", "forged:unsigned")
+    PUBLIC_KEY_AS_SECRET = (
+        "with a token signed with the issuer's public key as a shared secret",
+        "forged:public-key-as-secret",
+    )
 
     def __init__(self, phrase: str, header: str | None) -> None:
         self.phrase = phrase
@@ -29,19 +51,51 @@ class Credentials(enum.Enum):
 
 
 class Authentication:
-    def __init__(self, world: World, target: Target) -> None:
+    def __init__(self, world: World, target: Target, settings: Settings) -> None:
         self._world = world
         self._target = target
+        self._settings = settings
 
     def call_agent_with(self, credentials: Credentials) -> None:
         """A call to the echo agent that opens no session, with these credentials only."""
         runtime = self._world.runtime(Role.ECHO_AGENT)
-        headers = {}
-        if credentials.header is not None:
-            headers["Authorization"] = credentials.header.format(random=secrets.token_urlsafe(16))
+        header = self._header(credentials)
+        headers = {} if header is None else {"Authorization": header}
         self._world.calls(runtime).invoke(
             "echo", json={"input": "hello"}, authenticated=False, headers=headers
         )
+
+    def _header(self, credentials: Credentials) -> str | None:
+        """The Authorization header of these credentials; a token made here is masked in
+        everything the suite prints from now on."""
+        source = credentials.header
+        if source is None:
+            return None
+        kind, _, name = source.partition(":")
+        if kind == "setting":
+            token = self._target.refused_tokens.get(name)
+            if token is None:  # the scenario's tags ask for it: never reached on a run
+                raise AssertionError(f"the run was given no {name}")
+        elif kind == "forged":
+            token = self._forged(name)
+        else:
+            return source.format(random=secrets.token_urlsafe(16))
+        register_secret(token)
+        return f"Bearer {token}"
+
+    def _forged(self, name: str) -> str:
+        caller = self._target.api_token
+        if caller is None:
+            raise AssertionError("the run was given no api_token to forge a token from")
+        if name == "unsigned":
+            return forgeries.unsigned(caller)
+        if name == "unpublished-key":
+            return forgeries.signed_by_unpublished_key(caller)
+        timeout = self._settings.request_timeout
+        public_key = forgeries.published_public_key_pem(
+            caller, lambda url: fetch_json(url, timeout)
+        )
+        return forgeries.hmac_signed_with_public_key(caller, public_key)
 
     def expect_tokens_required(self) -> None:
         """Before anything about credentials is claimed: the target refuses a call that
@@ -73,6 +127,27 @@ class Authentication:
 
     def expect_refused_as_unauthorized(self, reason: str) -> None:
         assert_that(self._world.last_answer, matchers.refused_as_unauthorized(reason))
+
+    def expect_refused_for_the_missing_role(self) -> None:
+        assert_that(self._world.last_answer, matchers.refused_as_missing_role())
+
+    def expect_refusal_repeats_no_credential(self) -> None:
+        """Neither the token the call presented nor any other of the run's: a refusal that
+        echoes its credential hands it to every log and proxy on the way."""
+        answer = self._world.last_answer
+        presented = answer.request.headers.get("Authorization", "").partition(" ")[2]
+        credentials = {"the token presented": presented, **self._run_tokens()}
+        assert_that(answer, matchers.carries_no_credential(credentials))
+
+    def _run_tokens(self) -> dict[str, str]:
+        target = self._target
+        given = {
+            "api_token": target.api_token,
+            "second_api_token": target.second_api_token,
+            "admin_api_token": target.admin_api_token,
+            **target.refused_tokens,
+        }
+        return {name: token for name, token in given.items() if token}
 
     def expect_refused_as_not_the_owner(self) -> None:
         """The ownership refusal itself, by its words: the Router's 403 for a token without

@@ -16,17 +16,23 @@ subjects), ``workload-manager-sessions`` (an admin token, or no authentication),
 ``short-timeout-agent`` (a runtime applied for the scenario, or one already deployed),
 ``overload`` (a Router whose concurrency limit is known), ``admin`` (the token of a subject
 with the admin role, where tokens are required), ``stateful-interpreter`` (a code
-interpreter whose sessions keep their variables) and ``neighbour-namespace`` (a second
-namespace runtimes may be applied in: any on localcube, ``neighbour_namespace`` elsewhere).
+interpreter whose sessions keep their variables), ``neighbour-namespace`` (a second
+namespace runtimes may be applied in: any on localcube, ``neighbour_namespace`` elsewhere),
+and the tokens a Router must refuse (``configured_refused_tokens``): ``no-role-subject``,
+``expired-token``, ``other-audience-token`` and ``other-issuer-token`` (each given), and
+``forged-tokens`` (a caller's token that is a JWT whose issuer's keys the suite can read).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+import requests
+
+from acceptance.core import forgeries
 from acceptance.core.runtimes import Runtime
 from acceptance.core.settings import ConfigError, Settings
 from acceptance.core.transport import Transport
@@ -43,6 +49,19 @@ OVERLOAD = "overload"
 ADMIN = "admin"
 STATEFUL_INTERPRETER = "stateful-interpreter"
 NEIGHBOUR_NAMESPACE = "neighbour-namespace"
+NO_ROLE_SUBJECT = "no-role-subject"
+EXPIRED_TOKEN = "expired-token"
+OTHER_AUDIENCE_TOKEN = "other-audience-token"
+OTHER_ISSUER_TOKEN = "other-issuer-token"
+FORGED_TOKENS = "forged-tokens"
+# The tokens a Router must refuse that only the issuer's key can make, by the setting that
+# gives each and the capability it brings.
+REFUSED_TOKEN_SETTINGS = {
+    "no_role_api_token": NO_ROLE_SUBJECT,
+    "expired_api_token": EXPIRED_TOKEN,
+    "other_audience_api_token": OTHER_AUDIENCE_TOKEN,
+    "other_issuer_api_token": OTHER_ISSUER_TOKEN,
+}
 CAPABILITIES = {
     RUNTIME_ADMIN: "apply and delete runtime resources",
     SANDBOX_OBSERVATION: "observe the sandbox that serves a session and the warm pools",
@@ -57,6 +76,12 @@ CAPABILITIES = {
     ADMIN: "call as a subject with the admin role, which may use any session",
     STATEFUL_INTERPRETER: "run code in an interpreter whose sessions keep their variables",
     NEIGHBOUR_NAMESPACE: "apply runtimes in a namespace beside the one under test",
+    NO_ROLE_SUBJECT: "call as a subject without the role the Router requires",
+    EXPIRED_TOKEN: "present an expired token of the caller's issuer",
+    OTHER_AUDIENCE_TOKEN: "present a token of the caller's issuer for another audience",
+    OTHER_ISSUER_TOKEN: "present a token signed with the issuer's key that names another issuer",
+    FORGED_TOKENS: "forge tokens from the caller's: unsigned, signed by an unpublished key, "
+    "HMAC-signed with the issuer's public key",
 }
 # How to obtain a capability that no platform choice alone gives.
 CAPABILITY_HINTS = {
@@ -74,6 +99,12 @@ CAPABILITY_HINTS = {
     "stateful_interpreter to one the target serves",
     NEIGHBOUR_NAMESPACE: "set neighbour_namespace to a namespace where the suite may apply "
     "runtimes, with its role bound there (docs/kubernetes.md)",
+    NO_ROLE_SUBJECT: "set no_role_api_token (python -m oidc_issuer writes one)",
+    EXPIRED_TOKEN: "set expired_api_token (python -m oidc_issuer writes one)",
+    OTHER_AUDIENCE_TOKEN: "set other_audience_api_token (python -m oidc_issuer writes one)",
+    OTHER_ISSUER_TOKEN: "set other_issuer_api_token (python -m oidc_issuer writes one)",
+    FORGED_TOKENS: "set api_token to an OIDC access token (a JWT) whose issuer's discovery "
+    "document and keys the suite can read",
 }
 
 
@@ -200,6 +231,8 @@ class Target:
     second_api_token: str | None = field(repr=False)
     admin_api_token: str | None = field(repr=False)
     capabilities: frozenset[str]
+    # Tokens a Router must refuse, by the setting that gave them (REFUSED_TOKEN_SETTINGS).
+    refused_tokens: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     platform_name: ClassVar[str]
 
@@ -253,7 +286,37 @@ def configured_capabilities(
         available.add(SHORT_TIMEOUT_AGENT)
     if settings.neighbour_namespace and RUNTIME_ADMIN in offered:
         available.add(NEIGHBOUR_NAMESPACE)
+    if api_token:
+        available.update(
+            REFUSED_TOKEN_SETTINGS[name] for name in configured_refused_tokens(settings)
+        )
+        if _forgeable(api_token, settings.request_timeout):
+            available.add(FORGED_TOKENS)
     return frozenset(available)
+
+
+def configured_refused_tokens(settings: Settings) -> dict[str, str]:
+    """The tokens a Router must refuse that the run was given, by setting name."""
+    return {
+        name: getattr(settings, name) for name in REFUSED_TOKEN_SETTINGS if getattr(settings, name)
+    }
+
+
+def _forgeable(api_token: str, timeout: float) -> bool:
+    """Whether the caller's token is a JWT whose issuer's published key can be read, so
+    that every forgery of acceptance.core.forgeries can be made from it."""
+    try:
+        forgeries.published_public_key_pem(api_token, lambda url: fetch_json(url, timeout))
+    except ValueError:
+        return False
+    return True
+
+
+def fetch_json(url: str, timeout: float) -> Any:
+    """A public document of the caller's issuer (its discovery document, its keys)."""
+    answer = requests.get(url, timeout=timeout)
+    answer.raise_for_status()
+    return answer.json()
 
 
 def configured_tokens(settings: Settings) -> tuple[str | None, str | None, str | None]:

@@ -4,6 +4,7 @@ concurrency limit)."""
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import json
 import os
@@ -33,6 +34,7 @@ from acceptance.platforms.base import (
     Sandbox,
     Target,
     configured_capabilities,
+    configured_refused_tokens,
     configured_tokens,
     given_urls,
 )
@@ -217,7 +219,9 @@ class LocalcubeTarget(Target):
             return Closing(
                 kept=[
                     f"localcube keeps running at {own.url} (pid {own.pid}, log "
-                    f"{own.log_path}); stop it with: kill {own.pid}"
+                    f"{own.log_path}); stop it with: kill {own.pid}",
+                    f"its callers' tokens, one file each, are in {own.token_dir}: "
+                    f"export AGENTCUBE_API_TOKEN=$(cat {own.token_dir}/api_token)",
                 ]
             )
         code = own.stop()
@@ -233,14 +237,23 @@ def open_localcube(run: RunSettings, environ: Mapping[str, str]) -> LocalcubeTar
     settings = run.suite
     if settings.router_url is None:
         own = OwnLocalcube.start(settings)
-        offered = capabilities_of(own.url, own=True)
-        capabilities = configured_capabilities(offered, settings, own.tokens)
-        return LocalcubeTarget(own.url, own.url, *own.tokens, capabilities, own=own)
-    router_url, workload_manager_url = given_urls(settings, LocalcubePlatform.name)
+        settings = dataclasses.replace(settings, **own.tokens)  # its issuer's, for the run
+        url = own.url
+        offered = capabilities_of(url, own=True)
+    else:
+        own = None
+        url, workload_manager_url = given_urls(settings, LocalcubePlatform.name)
+        offered = capabilities_of(url, own=False)
     tokens = configured_tokens(settings)
-    offered = capabilities_of(router_url, own=False)
     capabilities = configured_capabilities(offered, settings, tokens)
-    return LocalcubeTarget(router_url, workload_manager_url, *tokens, capabilities)
+    return LocalcubeTarget(
+        url,
+        url if own else workload_manager_url,
+        *tokens,
+        capabilities,
+        configured_refused_tokens(settings),
+        own=own,
+    )
 
 
 def own_localcube_defaults(given: Given) -> Mapping[str, str]:

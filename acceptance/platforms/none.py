@@ -9,6 +9,7 @@ from acceptance.platforms.base import (
     Platform,
     Target,
     configured_capabilities,
+    configured_refused_tokens,
     configured_tokens,
     given_urls,
 )
@@ -35,7 +36,12 @@ def open_http_only(run: RunSettings, environ: Mapping[str, str]) -> HttpOnlyTarg
     """The URLs given, and the tokens; raises ConfigError without a Router."""
     tokens = configured_tokens(run.suite)
     capabilities = configured_capabilities(NoPlatform.capabilities, run.suite, tokens)
-    return HttpOnlyTarget(*given_urls(run.suite, NoPlatform.name), *tokens, capabilities)
+    return HttpOnlyTarget(
+        *given_urls(run.suite, NoPlatform.name),
+        *tokens,
+        capabilities,
+        configured_refused_tokens(run.suite),
+    )
 
 
 ADAPTER = Adapter(NoPlatform.name, open_http_only)

@@ -1,17 +1,17 @@
 """The localcube the suite starts when no Router is configured.
 
-It serves the fixture runtimes with authentication on, for three subjects: two ordinary ones
-and one with the admin role; its code interpreters run picod_command when given (else
-localcube's own daemon). Their tokens are api_token, second_api_token and
-admin_api_token when given, else generated for the run, and reach localcube in a private
-file that is gone once read, never in its arguments. Its state directory is
-the suite's, so that the Router can be restarted with its sessions; and a second localcube
-with a low concurrency limit can be started beside it for the overload scenario.
+Its Router authenticates as upstream's does, by OIDC (upstream's `--jwt-*` flags), against
+an issuer the suite serves from a thread of its own for the run (oidc_issuer): it outlives
+a restart of localcube, and its tokens, minted for the run's subjects (two ordinary ones,
+one with the admin role, one without the required role) and the bad tokens only its key
+can make, never leave this process but as the bearer of a call. Its code interpreters run
+picod_command when given (else localcube's own daemon). Its state directory is the
+suite's, so that the Router can be restarted with its sessions; and a second localcube with
+a low concurrency limit can be started beside it for the overload scenario.
 """
 
 from __future__ import annotations
 
-import secrets
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -21,33 +21,41 @@ from urllib.parse import urlsplit
 
 from acceptance.core.evidence import register_secret
 from acceptance.core.runtimes import FIXTURE_RUNTIMES
-from acceptance.core.settings import Settings
+from acceptance.core.settings import TOKEN_FILE_SETTINGS, Settings
 from acceptance.platforms.base import TargetStartError
 from localcube import embedded
+from oidc_issuer.issuer import TokenPolicy
+from oidc_issuer.server import IssuerServer
+from oidc_issuer.subjects import run_tokens, write_tokens
 
 # A short garbage-collection interval lets the idle-timeout scenarios finish in seconds: a
 # session ends within 100 ms of its timeout, well inside the default ttl_grace of 1 s.
 GC_INTERVAL = "100ms"
 # The fixture the overload scenario's limited Router serves.
 ECHO_AGENT_MANIFEST = FIXTURE_RUNTIMES / "echo-agent.yaml"
-# The subjects localcube gives the three tokens, with their roles (localcube's token file).
-SUBJECTS = (
-    ("acceptance-suite", ""),
-    ("acceptance-suite-second", ""),
-    ("acceptance-suite-admin", "admin"),
-)
+# What its Router requires: upstream's default audience, Keycloak's claim path of roles
+# (a nested one, as upstream's e2e has it) and the role upstream's chart documents.
+POLICY = TokenPolicy()
+# Long enough for any run; the tokens die with the issuer at the run's end anyway.
+TOKEN_LIFETIME = 12 * 3600.0
 
 
 class OwnLocalcube:
     def __init__(
         self,
-        tokens: tuple[str, str, str],
+        issuer: IssuerServer,
         state_dir: Path,
         log_path: Path,
         ready_timeout: float,
         picod_command: str | None = None,
     ) -> None:
-        self.tokens = tokens
+        self._issuer = issuer
+        self.tokens = run_tokens(issuer.issuer, POLICY, TOKEN_LIFETIME)
+        for token in self.tokens.values():
+            register_secret(token)
+        # For a person reaching sessions kept for inspection; gone with the state otherwise.
+        self.token_dir = state_dir / "tokens"
+        write_tokens(self.tokens, self.token_dir)
         self.log_path = log_path
         self._state_dir = state_dir
         self._ready_timeout = ready_timeout
@@ -57,19 +65,21 @@ class OwnLocalcube:
     @classmethod
     def start(cls, settings: Settings) -> OwnLocalcube:
         """Start it, logging to <reports_dir>/localcube.log; raises TargetStartError."""
-        tokens = (
-            settings.api_token or secrets.token_urlsafe(24),
-            settings.second_api_token or secrets.token_urlsafe(24),
-            settings.admin_api_token or secrets.token_urlsafe(24),
-        )
-        for token in tokens:
-            register_secret(token)
+        given = [name for name in TOKEN_FILE_SETTINGS if getattr(settings, name)]
+        if given:
+            raise TargetStartError(
+                f"setting {given[0]} is set, but the localcube the suite starts takes the "
+                "tokens of its own issuer only: unset the token settings (and token_dir), "
+                "or give router_url for a target of your own"
+            )
         log_path = Path(settings.reports_dir) / "localcube.log"
         log_path.unlink(missing_ok=True)
         state_dir = Path(tempfile.mkdtemp(prefix="acceptance-localcube-"))
+        issuer = IssuerServer().start()
         try:
-            return cls(tokens, state_dir, log_path, settings.ready_timeout, settings.picod_command)
+            return cls(issuer, state_dir, log_path, settings.ready_timeout, settings.picod_command)
         except TargetStartError:
+            issuer.close()
             shutil.rmtree(state_dir, ignore_errors=True)
             raise
 
@@ -118,6 +128,7 @@ class OwnLocalcube:
     def stop(self) -> int:
         """Stop it gracefully (it ends its sandboxes) and remove its state; the exit code."""
         code = self._process.stop()
+        self._issuer.close()
         shutil.rmtree(self._state_dir, ignore_errors=True)
         return code
 
@@ -136,23 +147,25 @@ class OwnLocalcube:
     ) -> embedded.RunningLocalCube:
         """Start a localcube process; raises TargetStartError, the suite's own, so that the
         run knows it without knowing localcube."""
-        with tempfile.TemporaryDirectory(prefix="acceptance-tokens-") as private:
-            token_file = Path(private) / "tokens"
-            token_file.write_text(
-                "".join(
-                    f"{subject}={token} {roles}".rstrip() + "\n"
-                    for (subject, roles), token in zip(SUBJECTS, self.tokens, strict=True)
-                )
+        oidc = [
+            "--jwt-issuer-url",
+            self._issuer.url,
+            "--jwt-audience",
+            POLICY.audience,
+            "--jwt-role-claim",
+            POLICY.role_claim,
+            "--jwt-required-role",
+            POLICY.required_role,
+        ]
+        try:
+            return embedded.start(
+                list(manifests),
+                log_path,
+                port=port,
+                state_dir=state_dir,
+                gc_interval=GC_INTERVAL,
+                extra_arguments=[*oidc, *self._picod(), *extra],
+                ready_timeout=self._ready_timeout,
             )
-            try:
-                return embedded.start(
-                    list(manifests),
-                    log_path,
-                    port=port,
-                    state_dir=state_dir,
-                    gc_interval=GC_INTERVAL,
-                    extra_arguments=["--token-file", str(token_file), *self._picod(), *extra],
-                    ready_timeout=self._ready_timeout,
-                )
-            except embedded.LocalCubeStartError as error:
-                raise TargetStartError(str(error)) from None
+        except embedded.LocalCubeStartError as error:
+            raise TargetStartError(str(error)) from None

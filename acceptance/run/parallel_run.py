@@ -187,6 +187,7 @@ def _shared_target(target: Target, settings: Settings) -> tuple[list[str], dict[
         "api_token": target.api_token,
         "second_api_token": target.second_api_token,
         "admin_api_token": target.admin_api_token,
+        **target.refused_tokens,
     }
     secrets = {
         setting.env: tokens[setting.name] for setting in SETTINGS if tokens.get(setting.name)

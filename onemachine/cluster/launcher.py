@@ -14,7 +14,7 @@ import logging
 import os
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import urllib3
@@ -62,9 +62,13 @@ def launch(options: Options) -> int:
         crds = manifests.crd_files(options.sources)
         _fresh(state)
         pki = make_pki(state.pki)
-        cluster = parts.Cluster(binaries, state, pki, options.ports, options.images)
+        host_ports = {
+            name: listen() for name in ("api", "router", "workload-manager", "oidc-issuer")
+        }
+        issuer_port = host_ports["oidc-issuer"].getsockname()[1]
+        ports = replace(options.ports, oidc_issuer=issuer_port)
+        cluster = parts.Cluster(binaries, state, pki, ports, options.images)
         suite_token = _write_credentials(cluster)
-        host_ports = {name: listen() for name in ("api", "router", "workload-manager")}
     except (MissingBinaries, manifests.ManifestError, PkiError, OSError) as error:
         print(f"onemachine cluster: {error}", file=sys.stderr)
         return 2
@@ -80,6 +84,8 @@ def launch(options: Options) -> int:
             (host_ports["api"], inner.api_server),
             (host_ports["router"], inner.router),
             (host_ports["workload-manager"], inner.workload_manager),
+            # The same port inside: the issuer's URL is the same on both sides.
+            (host_ports["oidc-issuer"], issuer_port),
         ]
     ).start()
     interrupts = Interrupts()
@@ -92,6 +98,7 @@ def launch(options: Options) -> int:
                 state.suite_kubeconfig,
                 host_ports["router"].getsockname()[1],
                 host_ports["workload-manager"].getsockname()[1],
+                state.oidc_tokens,
             )
             _announce(cluster, host_ports["api"].getsockname()[1], suite_token, command)
             LOG.info("every part ready in %.1f s", time.monotonic() - started)
@@ -161,6 +168,7 @@ def _start(
     supervisor.start_ready(parts.redis(cluster), timeout)
     supervisor.start_ready(parts.agent_sandbox(cluster), timeout)
     supervisor.start_ready(parts.workload_manager(cluster), timeout)
+    supervisor.start_ready(parts.oidc_issuer(cluster), timeout)  # the Router reads it at start
     supervisor.start_ready(parts.router(cluster), timeout)
     supervisor.start_ready(parts.node(cluster), timeout)
 

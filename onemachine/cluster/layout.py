@@ -22,6 +22,9 @@ REDIS_PORT = 6379
 AGENT_SANDBOX_HEALTH_PORT = 8081
 ROUTER_PORT = 8080
 WORKLOAD_MANAGER_PORT = 8090
+# The test subjects' OIDC issuer (oidc_issuer). The launcher gives it the port of its host
+# side too, so that its URL, every token's `iss`, means it on both sides of the relay.
+OIDC_ISSUER_PORT = 8070
 
 # Where AgentCube runs, as in upstream's Kind setup (test/e2e/run_e2e.sh), and the second
 # namespace of the suite's namespaces scenario.
@@ -80,6 +83,11 @@ class StateDir:
 
     def kubeconfig(self, user: str) -> Path:
         return self.root / "kubeconfigs" / f"{user}.yaml"
+
+    @property
+    def oidc_tokens(self) -> Path:
+        """The issuer's tokens for the suite, one 0600 file each (its token_dir)."""
+        return self.root / "oidc-tokens"
 
     @property
     def suite_kubeconfig(self) -> Path:

@@ -22,6 +22,7 @@ from onemachine.cluster.layout import (
     ETCD_PEER_PORT,
     LOOPBACK,
     NODE_NAME,
+    OIDC_ISSUER_PORT,
     REDIS_PORT,
     ROUTER_PORT,
     SERVICE_CIDR,
@@ -39,6 +40,13 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 # cmd/router/main.go:40).
 ROUTER_MAX_CONCURRENT_REQUESTS = 20
 
+# What the Router requires of a caller's token (cmd/router/main.go:50-53): upstream's
+# default audience, and the role claim and required role upstream's e2e gives its chart
+# (test/e2e/run_e2e.sh:460-461, Keycloak's tokens); the issuer mints to match.
+JWT_AUDIENCE = "agentcube-api"
+JWT_ROLE_CLAIM = "realm_access.roles"
+JWT_REQUIRED_ROLE = "sandbox:invoke"
+
 # Where the Router finds its in-cluster files (client-go rest.InClusterConfig).
 SERVICE_ACCOUNT_MOUNT = "secrets/kubernetes.io/serviceaccount"
 
@@ -55,10 +63,16 @@ class Ports:
     agent_sandbox_health: int = AGENT_SANDBOX_HEALTH_PORT
     router: int = ROUTER_PORT
     workload_manager: int = WORKLOAD_MANAGER_PORT
+    oidc_issuer: int = OIDC_ISSUER_PORT
 
     @property
     def api_server_url(self) -> str:
         return f"https://{LOOPBACK}:{self.api_server}"
+
+    @property
+    def oidc_issuer_url(self) -> str:
+        """Exactly as the Router is given it and the issuer names itself (go-oidc compares)."""
+        return f"http://{LOOPBACK}:{self.oidc_issuer}"
 
 
 @dataclass(frozen=True)
@@ -234,8 +248,35 @@ def workload_manager(cluster: Cluster) -> Part:
     )
 
 
+def oidc_issuer(cluster: Cluster) -> Part:
+    """The test subjects' OIDC issuer (python -m oidc_issuer), in place of the Keycloak of
+    upstream's e2e (test/e2e/run_e2e.sh): the Router reads its discovery document and keys
+    at start, the suite reads its tokens from the files it writes."""
+    return Part(
+        "oidc-issuer",
+        (
+            sys.executable,
+            "-m",
+            "oidc_issuer",
+            "--port",
+            str(cluster.ports.oidc_issuer),
+            "--token-dir",
+            str(cluster.state.oidc_tokens),
+            "--audience",
+            JWT_AUDIENCE,
+            "--role-claim",
+            JWT_ROLE_CLAIM,
+            "--required-role",
+            JWT_REQUIRED_ROLE,
+        ),
+        HttpProbe(f"{cluster.ports.oidc_issuer_url}/.well-known/openid-configuration"),
+        {"PYTHONPATH": str(REPOSITORY)},
+    )
+
+
 def router(cluster: Cluster) -> Part:
-    """The Router as the chart runs it (agentcube-router.yaml:91-93: --port, --debug).
+    """The Router as the chart runs it (agentcube-router.yaml:91-93: --port, --debug), with
+    external authentication on against the issuer (cmd/router/main.go:48-53).
 
     It keeps its signing key in a Secret only through client-go's in-cluster config
     (pkg/router/jwt.go:139), which reads KUBERNETES_SERVICE_HOST/PORT and the files under
@@ -267,6 +308,10 @@ def router(cluster: Cluster) -> Part:
             f"--port={port}",
             "--debug",
             f"--max-concurrent-requests={ROUTER_MAX_CONCURRENT_REQUESTS}",
+            f"--jwt-issuer-url={cluster.ports.oidc_issuer_url}",
+            f"--jwt-audience={JWT_AUDIENCE}",
+            f"--jwt-role-claim={JWT_ROLE_CLAIM}",
+            f"--jwt-required-role={JWT_REQUIRED_ROLE}",
         ),
         HttpProbe(f"http://{LOOPBACK}:{port}/health/ready"),
         {

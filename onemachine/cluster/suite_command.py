@@ -9,10 +9,13 @@ from onemachine.cluster.layout import LOOPBACK, NEIGHBOUR_NAMESPACE
 from onemachine.cluster.parts import ROUTER_MAX_CONCURRENT_REQUESTS
 
 
-def suite_command(kubeconfig: Path, router_port: int, workload_manager_port: int) -> str:
+def suite_command(
+    kubeconfig: Path, router_port: int, workload_manager_port: int, token_dir: Path
+) -> str:
     """`./dev suite -D platform=kubernetes ...` with the host side of the relay: the
     suite calls the Router and the WorkloadManager at their URLs (no port forward) and the
-    API server through the suite user's kubeconfig."""
+    API server through the suite user's kubeconfig; it reads the issuer's tokens from
+    their files (token_dir), so no token is ever on the line."""
     settings = {
         "platform": "kubernetes",
         "kubeconfig": str(kubeconfig),
@@ -21,6 +24,7 @@ def suite_command(kubeconfig: Path, router_port: int, workload_manager_port: int
         "port_forward": "false",
         "neighbour_namespace": NEIGHBOUR_NAMESPACE,
         "max_concurrent_requests": str(ROUTER_MAX_CONCURRENT_REQUESTS),
+        "token_dir": str(token_dir),
     }
     return "./dev suite " + " ".join(
         f"-D {shlex.quote(f'{name}={value}')}" for name, value in settings.items()

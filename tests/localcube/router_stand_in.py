@@ -4,7 +4,9 @@ docs/own-router.md: CI has no upstream code.
 At start-up it makes the calls upstream's Router makes, from what the page gives it: the
 identity Secret through the in-cluster files and variables, as client-go sends it (protobuf;
 pkg/router/jwt.go:136-205), then Redis at `REDIS_ADDR`; the WorkloadManager's address,
-`WORKLOAD_MANAGER_URL`, is only read, as upstream reads it (pkg/router/session_manager.go:68).
+`WORKLOAD_MANAGER_URL`, is only read, as upstream reads it (pkg/router/session_manager.go:68);
+the OIDC issuer's discovery document and keys, as go-oidc reads them at start
+(pkg/router/oidc.go:66-89); no caller's token is checked.
 Then it listens as the Router does, on every interface (pkg/router/server.go:185-214), until
 SIGTERM, serving `/health/live` and one thing more of the Router's: a call to a code
 interpreter opens a session at the WorkloadManager with the service-account token
@@ -105,6 +107,16 @@ def start_up(max_concurrent_requests: int) -> dict:
     }
 
 
+def discovered_issuer(url: str) -> str:
+    """The issuer's discovery document as go-oidc's NewProvider reads it at start
+    (pkg/router/oidc.go:66-70): its `issuer`, which must be the URL given exactly."""
+    document = requests.get(url + "/.well-known/openid-configuration", timeout=10).json()
+    if document.get("issuer") != url:
+        raise StartupFailed(f"issuer did not match: {document.get('issuer')!r}, not {url!r}")
+    requests.get(document["jwks_uri"], timeout=10).raise_for_status()
+    return document["issuer"]
+
+
 def interpreter_call(namespace: str, name: str, path: str, body: bytes) -> requests.Response:
     """A new session at the WorkloadManager as the Router opens one, then the call passed to
     its sandbox's first entry point with the Router's JWT."""
@@ -165,9 +177,15 @@ def main() -> int:
     parser.add_argument("--port", required=True)
     parser.add_argument("--max-concurrent-requests", type=int, required=True)
     parser.add_argument("--report", type=Path, required=True)
+    # External authentication, as upstream's flags (cmd/router/main.go:50-53): all required
+    # here, so that the page cannot drop one unnoticed.
+    for flag in ("--jwt-issuer-url", "--jwt-role-claim", "--jwt-required-role"):
+        parser.add_argument(flag, required=True)
     arguments = parser.parse_args()
     try:
         found = start_up(arguments.max_concurrent_requests)
+        found["oidc_issuer"] = discovered_issuer(arguments.jwt_issuer_url)
+        found["jwt"] = [arguments.jwt_role_claim, arguments.jwt_required_role]
     except (StartupFailed, OSError, KeyError, ValueError, redis.RedisError) as error:
         print(f"F router stand-in: {error}", file=sys.stderr)
         return 255

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from acceptance.core.settings import TOKEN_FILE_SETTINGS
 from tests.localcube.redis_process import MISSING
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -158,7 +159,7 @@ def pids_in(path: Path) -> list[int]:
 
 
 def logs(work: Path) -> str:
-    names = ("redis.log", "localcube.out", "localcube.log", "router.log")
+    names = ("redis.log", "issuer.out", "localcube.out", "localcube.log", "router.log")
     return "\n".join(
         f"--- {name}:\n{(work / name).read_text(errors='replace')[-1500:]}"
         for name in names
@@ -169,6 +170,12 @@ def logs(work: Path) -> str:
 def test_the_page_sets_what_issue_20_found_the_real_router_needs() -> None:
     steps = the_sequence()
     assert '--max-concurrent-requests "$LIMIT"' in steps[6], "the Router's limit"
+    for flag in ('--jwt-issuer-url "http://127.0.0.1:$ISSUER_PORT"', "--jwt-role-claim",
+                 "--jwt-required-role"):  # fmt: skip
+        assert flag in steps[6], f"the Router's external authentication: {flag}"
+    assert '--token-dir "$WORK/tokens"' in steps[4], "the issuer writes the suite's tokens"
+    assert '-D token_dir="$WORK/tokens"' in steps[SUITE], "the suite reads them from files"
+    assert "TOKEN=" not in steps[SUITE], "no token on the suite's line"
     for setting in ("-D platform=localcube", '-D max_concurrent_requests="$LIMIT"'):
         assert setting in steps[SUITE], f"expected the suite given {setting}"
     assert "agentcube_release" not in steps[SUITE], "the release is detected, not set"
@@ -195,7 +202,9 @@ def test_the_sequence_starts_every_part_and_the_teardown_leaves_no_process(
         )
         assert run.returncode == 0, f"the sequence failed:\n{run.stderr[-3000:]}\n{logs(work)}"
         pids = pids_in(work / "pids")
-        assert len(pids) == 3, f"expected the pids of redis, localcube and the Router: {pids}"
+        assert len(pids) == 4, (
+            f"expected the pids of redis, the issuer, localcube and the Router: {pids}"
+        )
         left = still_running(pids + pids_in(work / "picod-pids"))
         assert not left, f"the teardown left processes running: {left}"
     finally:  # what a failed run left behind, not the run's own teardown
@@ -210,6 +219,13 @@ def test_the_sequence_starts_every_part_and_the_teardown_leaves_no_process(
     router = json.loads((work / "router.json").read_text())
     assert router["identity_key_pkcs1"] and router["redis"] == "PONG", router
     assert router["max_concurrent_requests"] == 8, router
+    # The Router read the issuer as go-oidc does at start, by the very URL the issuer names.
+    assert router["oidc_issuer"].startswith("http://127.0.0.1:"), router
+    assert router["jwt"] == ["realm_access.roles", "sandbox:invoke"], router
+    tokens = work / "tokens"
+    assert tokens.stat().st_mode & 0o777 == 0o700
+    for name in TOKEN_FILE_SETTINGS:
+        assert (tokens / name).stat().st_mode & 0o777 == 0o600, name
     # A call through the Router: a session opened with the service-account token, then the
     # sandbox's PicoD accepting the JWT signed by the key the Router read back.
     status, executed = look["through_router"]

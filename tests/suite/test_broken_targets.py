@@ -1,6 +1,6 @@
 """Every expectation of the corner-case, security and reliability scenarios fails against a
 target that breaks it, with a message that names the expectation; and no run, failed or
-not, lets a bearer token into its output or reports.
+not, lets a bearer token (any JWT at all) or the issuer's key into its output or reports.
 
 Each case runs behave, as a user would, against a deliberately broken target: the fault
 proxy in front of a real localcube, or a localcube started with options that break a
@@ -23,12 +23,16 @@ import pytest
 import yaml
 
 from localcube import embedded
+from oidc_issuer.issuer import TokenPolicy
+from oidc_issuer.server import IssuerServer
+from oidc_issuer.subjects import run_tokens, write_tokens
 from tests.localcube.support import FIXTURES, fixture_documents
 from tests.suite.fault_proxy import FaultProxy
+from tests.suite.leaks import JWT_SHAPE
 
 ROOT = Path(__file__).resolve().parents[2]
-FIRST_TOKEN, SECOND_TOKEN = "first-subject-Zq8vY1", "second-subject-Kp3wX7"
-ADMIN_TOKEN = "admin-subject-Vb6tR2"
+# The broken targets' Routers check the tokens of one issuer, served here for the module.
+POLICY = TokenPolicy()
 # Short limits, so that broken runs give up in seconds. The timeouts of the scenarios are
 # the defaults (2 s of idle timeout, 3 s of lifetime, 1 s of ttl_grace): the proofs show that
 # the shortest timeouts still fail every broken target.
@@ -37,6 +41,9 @@ QUICK = {
     "ready_timeout": "10s",
 }
 CONCURRENT_RUNS = 3
+UNAUTHORIZED = (
+    "Expected: the Router to refuse the call with 401 because of 'invalid or expired token'"
+)
 # A localcube given by URL names no stateful interpreter unasked: the fixture's.
 STATEFUL = {"stateful_interpreter": "python-interpreter-stateful"}
 # A fault that changes the Router's 404 for a session id never issued hides the release
@@ -192,6 +199,53 @@ CASES = {
         "token-in-another-header",
         ("token never reaches the sandbox",),
         ("a sandbox that received none of the callers' tokens",),
+    ),
+    # Issue 27: each check of a token skipped, the role check skipped, a credential quoted.
+    "expired tokens accepted": Case(
+        "accept-expired-tokens",
+        ("A call with a token that has expired",),
+        (UNAUTHORIZED,),
+    ),
+    "tokens for another audience accepted": Case(
+        "accept-other-audiences",
+        ("A call with a token issued for another audience",),
+        (UNAUTHORIZED,),
+    ),
+    "tokens of another issuer accepted": Case(
+        "accept-other-issuers",
+        ("A call with a token that names another issuer",),
+        (UNAUTHORIZED,),
+    ),
+    "tokens signed by an unpublished key accepted": Case(
+        "accept-unpublished-keys",
+        ("A call with a token signed by a key the issuer never published",),
+        (UNAUTHORIZED,),
+    ),
+    "unsigned tokens accepted": Case(
+        "accept-unsigned-tokens",
+        ("A call with a token that is not signed",),
+        (UNAUTHORIZED,),
+    ),
+    "tokens HMAC-signed with the public key accepted": Case(
+        "accept-hmac-with-public-key",
+        ("A call with a token signed with the issuer's public key",),
+        (UNAUTHORIZED,),
+    ),
+    "the required role not checked": Case(
+        "grant-the-required-role",
+        ("without the role the Router requires is forbidden",),
+        ("Expected: the Router to refuse the call with 403 FORBIDDEN because the caller lacks",),
+    ),
+    "refusals that quote the credential": Case(
+        "credential-in-refusals",
+        (
+            "A call with a token (that has expired|that is not signed|the target does not know)",
+            "without the role the Router requires is forbidden",
+        ),
+        (
+            "Expected: an answer that repeats none of the credentials",
+            "it carried the token presented",
+        ),
     ),
     "one identity for every caller": Case(
         "ignore-caller-identity",
@@ -359,27 +413,40 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Future[
     """Start the broken targets and every case's behave run, and the control run: the
     disruptive scenarios against a localcube the suite starts itself."""
     work = tmp_path_factory.mktemp("broken")
-    tokens = work / "tokens"
-    tokens.write_text(f"first={FIRST_TOKEN}\nsecond={SECOND_TOKEN}\nadmin={ADMIN_TOKEN} admin\n")
     with ExitStack() as stack:
-        targets = _start_targets(work, tokens, stack)
+        issuer = stack.enter_context(IssuerServer())
+        tokens = run_tokens(issuer.issuer, POLICY, lifetime=3600)
+        targets = _start_targets(work, issuer.url, stack)
         pool = stack.enter_context(ThreadPoolExecutor(CONCURRENT_RUNS))
         futures = {}
         for name, case in CASES.items():
             url = targets[case.target].url
             if case.fault is not None:
                 url = stack.enter_context(FaultProxy(url, case.fault)).url
-            futures[name] = pool.submit(_behave, work / name.replace(" ", "-"), case, url)
+            futures[name] = pool.submit(_behave, work / name.replace(" ", "-"), case, url, tokens)
         futures["control"] = pool.submit(
-            _behave, work / "control", Case(None, (), (), tags="@disruptive"), None
+            _behave, work / "control", Case(None, (), (), tags="@disruptive"), None, {}
         )
-        yield futures
+        yield Runs(futures, tokens, issuer.issuer.private_key_pem().decode())
         for future in futures.values():
             future.result()  # every run ends before its target stops
 
 
+@dataclass(frozen=True)
+class Runs:
+    """The runs by case, and the secrets none of them may print: the issuer's tokens and
+    its private key."""
+
+    futures: dict[str, Future[Run]]
+    tokens: dict[str, str]
+    issuer_key: str
+
+    def __getitem__(self, name: str) -> Future[Run]:
+        return self.futures[name]
+
+
 def _start_targets(
-    work: Path, tokens: Path, stack: ExitStack
+    work: Path, issuer_url: str, stack: ExitStack
 ) -> dict[str, embedded.RunningLocalCube]:
     manifests = work / "without-pool.yaml"
     documents = fixture_documents()
@@ -398,14 +465,22 @@ def _start_targets(
             paths,
             work / f"{name.replace(' ', '-')}.log",
             gc_interval="100ms",
-            extra_arguments=["--token-file", str(tokens), *extra],
+            extra_arguments=[
+                *("--jwt-issuer-url", issuer_url, "--jwt-audience", POLICY.audience),
+                *("--jwt-role-claim", POLICY.role_claim),
+                *("--jwt-required-role", POLICY.required_role),
+                *extra,
+            ],
         )
         stack.callback(cube.stop)
         targets[name] = cube
     return targets
 
 
-def _behave(directory: Path, case: Case, url: str | None) -> Run:
+def _behave(directory: Path, case: Case, url: str | None, tokens: dict[str, str]) -> Run:
+    """behave against the target, given the issuer's tokens (the admin's only when the
+    case asks: it changes which scenarios can run) from a token directory, as
+    `python -m oidc_issuer` writes one; none for a localcube the suite starts itself."""
     junit = directory / "junit"
     command = [sys.executable, "-m", "behave", "--no-color", "-f", "plain"]
     command += ["--junit", "--junit-directory", str(junit), "--tags", case.tags]
@@ -417,9 +492,10 @@ def _behave(directory: Path, case: Case, url: str | None) -> Run:
     for name, value in userdata.items():
         command += ["-D", f"{name}={value}"]
     env = {name: value for name, value in os.environ.items() if not name.startswith("AGENTCUBE_")}
-    env.update(AGENTCUBE_API_TOKEN=FIRST_TOKEN, AGENTCUBE_SECOND_API_TOKEN=SECOND_TOKEN)
-    if case.admin:
-        env["AGENTCUBE_ADMIN_API_TOKEN"] = ADMIN_TOKEN
+    given = {name: token for name, token in tokens.items() if case.admin or "admin" not in name}
+    if given:
+        write_tokens(given, directory / "tokens")
+        env["AGENTCUBE_TOKEN_DIR"] = str(directory / "tokens")
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
     reports = "".join(path.read_text() for path in sorted(junit.glob("*.xml")))
     return Run(result.returncode, result.stdout + result.stderr, reports)
@@ -440,8 +516,14 @@ def test_the_disruptive_scenarios_pass_against_the_localcube_the_suite_starts(ru
 
 
 @pytest.mark.parametrize("name", [*CASES, "control"])
-def test_no_token_reaches_the_output_or_the_reports(runs, name: str) -> None:
+def test_no_credential_reaches_the_output_or_the_reports(runs, name: str) -> None:
+    """Neither a token of the issuer's nor any other JWT (the control run's own issuer's,
+    a forgery), nor a line of the issuer's private key."""
     run = runs[name].result()
     assert run.reports, "the run wrote JUnit reports"
-    for token in (FIRST_TOKEN, SECOND_TOKEN, ADMIN_TOKEN):
-        assert token not in run.output and token not in run.reports
+    for text in (run.output, run.reports):
+        for token in runs.tokens.values():
+            assert token not in text
+        assert not JWT_SHAPE.search(text), JWT_SHAPE.search(text)
+        for line in runs.issuer_key.splitlines()[1:-1]:
+            assert line not in text

@@ -11,7 +11,6 @@ import os
 import re
 import signal
 import time
-import uuid
 from pathlib import Path
 
 import requests
@@ -22,6 +21,7 @@ _REACH = re.compile(
     r"-H 'x-agentcube-session-id: (?P<session>[0-9a-f-]+)' -H 'Content-Type: application/json' "
     r"-d '(?P<body>[^']*)' (?P<url>\S+) ; delete it with curl .*-X DELETE (?P<delete>\S+)"
 )
+_TOKENS = re.compile(r"export AGENTCUBE_API_TOKEN=\$\(cat (?P<path>\S+)\)")
 _LOCALCUBE = re.compile(r"localcube keeps running at (?P<url>\S+) \(pid (?P<pid>\d+),")
 
 
@@ -41,7 +41,6 @@ def stop(pid: int) -> None:
 
 
 def test_a_failed_scenario_keeps_its_session_and_says_how_to_reach_it(tmp_path: Path) -> None:
-    token = f"tok-{uuid.uuid4().hex}"
     status, output = run_module(
         "behave",
         "--format=null",
@@ -50,14 +49,16 @@ def test_a_failed_scenario_keeps_its_session_and_says_how_to_reach_it(tmp_path: 
         "--define=keep_on_failure=true",
         f"--define=reports_dir={tmp_path}",
         timeout=120,
-        AGENTCUBE_API_TOKEN=token,
     )
     localcube = _LOCALCUBE.search(output)
     assert localcube, output
     try:
         assert status == 1, output
-        assert "Kept for inspection (2):" in output, output
+        assert "Kept for inspection (3):" in output, output
         assert '-H "Authorization: Bearer $AGENTCUBE_API_TOKEN"' in output
+        token_file = Path(_TOKENS.search(output)["path"])
+        assert token_file.stat().st_mode & 0o777 == 0o600
+        token = token_file.read_text().strip()
         assert token not in output
         reach = _REACH.search(output)
         assert reach, output

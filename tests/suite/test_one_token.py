@@ -35,4 +35,9 @@ def test_the_default_run_passes_with_one_ordinary_token(
     assert "set api_token and second_api_token" in skipped, skipped
     assert "A busy session ends when the ttl it asked for runs out" in skipped, skipped
     assert "set admin_api_token" in skipped, skipped
+    # An opaque token is no JWT: nothing to forge from it, and no issuer's bad tokens given.
+    assert "with a token that is not signed" in skipped, skipped
+    assert "set api_token to an OIDC access token (a JWT)" in skipped, skipped
+    assert "set expired_api_token" in skipped, skipped
+    assert "set no_role_api_token" in skipped, skipped
     assert token not in output, "the token never reaches the output"

@@ -1,5 +1,6 @@
-"""The localcube the suite starts itself: authentication on for two subjects whose tokens
-never appear in its arguments, a restart that keeps sessions, its state removed at the end."""
+"""The localcube the suite starts itself: its Router authenticating by OIDC against the
+suite's own issuer, whose tokens never appear in its arguments, a restart that keeps
+sessions and the issuer, its state removed at the end."""
 
 from __future__ import annotations
 
@@ -17,16 +18,27 @@ from tests.localcube.support import SESSION_HEADER, Client
 def test_it_requires_either_token_restarts_with_its_sessions_and_cleans_up(
     tmp_path: Path,
 ) -> None:
-    settings = load_settings(
-        {"reports_dir": str(tmp_path)}, {"AGENTCUBE_SECOND_API_TOKEN": "given"}
-    )
+    settings = load_settings({"reports_dir": str(tmp_path)}, {})
     cube = OwnLocalcube.start(settings)
     state = cube.state_dir
     try:
-        first, second, admin = cube.tokens
-        assert second == "given" and len({first, second, admin}) == 3
-        assert not any(token in " ".join(cube.arguments) for token in cube.tokens)
-        assert requests.post(f"{cube.url}/v1/agent-runtime", json={}, timeout=10).status_code == 401
+        tokens = cube.tokens
+        first, second, admin = (
+            tokens[name] for name in ("api_token", "second_api_token", "admin_api_token")
+        )
+        assert len(set(tokens.values())) == 7
+        assert "--jwt-issuer-url" in cube.arguments and "--token-file" not in cube.arguments
+        assert not any(token in " ".join(cube.arguments) for token in tokens.values())
+        assert (
+            requests.post(
+                f"{cube.url}/v1/namespaces/default/agent-runtimes/echo-agent/invocations/echo",
+                json={},
+                timeout=10,
+            ).status_code
+            == 401
+        )
+        refused = Client(cube.url, tokens["no_role_api_token"]).agent("echo-agent", json={})
+        assert refused.status_code == 403
         owner = Client(cube.url, first)
         session = owner.agent("echo-agent", json={"input": "x"}).headers[SESSION_HEADER]
         url, pid = cube.url, cube.pid
@@ -54,4 +66,17 @@ def test_a_localcube_that_does_not_come_up_is_the_suites_own_start_error_naming_
     """The run wing knows TargetStartError, never localcube's own error."""
     settings = load_settings({"reports_dir": str(tmp_path), "ready_timeout": "1ms"}, {})
     with pytest.raises(TargetStartError, match="localcube did not start"):
+        OwnLocalcube.start(settings)
+
+
+def test_a_token_setting_given_for_the_localcube_the_suite_starts_is_refused(
+    tmp_path: Path,
+) -> None:
+    """Its Router takes its own issuer's tokens only: a given one would never be accepted."""
+    settings = load_settings(
+        {"reports_dir": str(tmp_path)}, {"AGENTCUBE_SECOND_API_TOKEN": "given"}
+    )
+    with pytest.raises(
+        TargetStartError, match="setting second_api_token is set, but the localcube"
+    ):
         OwnLocalcube.start(settings)

@@ -1,7 +1,8 @@
-"""`./dev report` against a localcube the suite starts and that requires the configured API
-token: one run writes the HTML report (steps, their HTTP exchanges, the platform evidence of
-a failure, the run summary and its latency chart) and the JUnit XML, prints the summary, and
-leaves the token nowhere: not in the reports, not in localcube's log, not on the console.
+"""`./dev report` against a localcube the suite starts, whose Router requires the tokens of
+the suite's own issuer: one run writes the HTML report (steps, their HTTP exchanges, the
+platform evidence of a failure, the run summary and its latency chart) and the JUnit XML,
+prints the summary, and leaves no token anywhere (nothing shaped as a JWT): not in the
+reports, not in localcube's log, not on the console.
 A run that writes no report does not load the reporting modules.
 
 The run declares localcube's stateless interpreter to be the stateful one, and adds the
@@ -17,7 +18,6 @@ import gzip
 import re
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from xml.etree import ElementTree
@@ -25,8 +25,8 @@ from xml.etree import ElementTree
 import pytest
 
 from tests.suite.commands import ROOT, run_module
+from tests.suite.leaks import JWT_SHAPE
 
-TOKEN = f"tok-{uuid.uuid4().hex}"
 # A text embed larger than the formatter's threshold is written gzipped and base64-encoded.
 _COMPRESSED_EMBED = re.compile(r'data="([A-Za-z0-9+/=]+)"')
 
@@ -41,7 +41,6 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
         f"--define=reports_dir={reports}",
         "--define=stateful_interpreter=python-interpreter",
         timeout=300,
-        AGENTCUBE_API_TOKEN=TOKEN,
     )
     assert status == 1, output  # the stateful scenario fails, as arranged
     return reports, output
@@ -95,9 +94,12 @@ def test_the_token_is_nowhere_in_the_reports_nor_on_the_console(run) -> None:
     reports, output = run
     files = [path for path in reports.rglob("*") if path.is_file()]
     assert {path.name for path in files} >= {"report.html", "localcube.log"}
-    leaking = [path for path in files if any(TOKEN in text for text in readable_texts(path))]
+    leaking = [
+        path for path in files if any(JWT_SHAPE.search(text) for text in readable_texts(path))
+    ]
     assert leaking == []
-    assert TOKEN not in output
+    assert not JWT_SHAPE.search(output)
+    assert "Authorization: Bearer" not in output
 
 
 REPORTING_MODULES = (

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from acceptance.core.runtimes import STATEFUL_FIXTURE
@@ -15,6 +17,11 @@ BAD_VALUES = {
     "api_token": "two words",
     "second_api_token": "tab\tinside",
     "admin_api_token": "new\nline",
+    "no_role_api_token": "two words",
+    "expired_api_token": "two words",
+    "other_audience_api_token": "two words",
+    "other_issuer_api_token": "two words",
+    "token_dir": "/no/such/directory",
     "workload_manager_token": "a space",
     "platform": "Docker Desktop",
     "echo_agent": "Echo Agent",
@@ -169,3 +176,36 @@ def test_only_the_localcube_the_suite_starts_names_a_stateful_interpreter_unaske
 ) -> None:
     settings = read_settings(userdata, environ).suite
     assert settings.stateful_interpreter == expected
+
+
+def test_a_token_dir_fills_the_token_settings_the_environment_leaves_unset(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "api_token").write_text("from-file\n")
+    (tmp_path / "expired_api_token").write_text("expired-from-file")
+    (tmp_path / "unrelated").write_text("ignored")
+    settings = load_settings(
+        {"token_dir": str(tmp_path)}, {"AGENTCUBE_EXPIRED_API_TOKEN": "from-environment"}
+    )
+    assert settings.api_token == "from-file"
+    assert settings.expired_api_token == "from-environment"
+    assert settings.second_api_token is None
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"), [("", "is empty"), ("two words", "must not contain whitespace")]
+)
+def test_a_token_file_without_a_usable_token_is_refused_naming_it(
+    tmp_path: Path, content: str, expected: str
+) -> None:
+    (tmp_path / "api_token").write_text(content)
+    with pytest.raises(ConfigError, match=expected) as error:
+        load_settings({"token_dir": str(tmp_path)}, {})
+    assert str(tmp_path / "api_token") in str(error.value)
+    assert content not in str(error.value) or not content
+
+
+def test_an_unreadable_token_file_is_refused_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "api_token").mkdir()
+    with pytest.raises(ConfigError, match=r"cannot read .*api_token"):
+        load_settings({"token_dir": str(tmp_path)}, {})

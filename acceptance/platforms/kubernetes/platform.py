@@ -24,6 +24,7 @@ from acceptance.platforms.base import (
     Sandbox,
     Target,
     configured_capabilities,
+    configured_refused_tokens,
 )
 from acceptance.platforms.kubernetes.api import KubeError, Resource
 from acceptance.platforms.kubernetes.cluster import Cluster
@@ -226,6 +227,7 @@ class ClusterTarget(Target):
             workload_manager_url,
             *tokens,
             configured_capabilities(KubernetesPlatform.capabilities, settings, tokens),
+            configured_refused_tokens(settings),
             cluster=cluster,
             settings=settings,
         )

@@ -3,8 +3,13 @@ upstream's programs read (cited in onemachine/cluster/parts.py)."""
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import time
 from pathlib import Path
 
+import jwt
 import pytest
 
 from onemachine.cluster import parts
@@ -27,6 +32,7 @@ ALL = (
     parts.redis,
     parts.agent_sandbox,
     parts.workload_manager,
+    parts.oidc_issuer,
     parts.router,
     parts.node,
 )
@@ -116,10 +122,34 @@ def test_the_router_gets_its_in_cluster_files_from_a_private_mount_namespace() -
         "--port=8080",
         "--debug",
         "--max-concurrent-requests=20",
+        "--jwt-issuer-url=http://127.0.0.1:8070",
+        "--jwt-audience=agentcube-api",
+        "--jwt-role-claim=realm_access.roles",
+        "--jwt-required-role=sandbox:invoke",
     )
     assert part.env["WORKLOAD_MANAGER_URL"] == "http://127.0.0.1:8090"
     assert part.env["KUBERNETES_SERVICE_HOST"] == "127.0.0.1"
     assert part.env["KUBERNETES_SERVICE_PORT"] == "6443"
+
+
+def test_the_issuer_serves_the_router_s_issuer_url_and_writes_the_suite_s_tokens() -> None:
+    """The Router's --jwt-issuer-url is the issuer's own URL to the character (go-oidc
+    compares them), and its audience, role claim and required role are the Router's."""
+    part = parts.oidc_issuer(CLUSTER)
+    argv = list(part.argv)
+    assert argv[1:3] == ["-m", "oidc_issuer"]
+    given = dict(zip(argv[3::2], argv[4::2], strict=True))
+    assert given == {
+        "--port": "8070",
+        "--token-dir": "/state/oidc-tokens",
+        "--audience": "agentcube-api",
+        "--role-claim": "realm_access.roles",
+        "--required-role": "sandbox:invoke",
+    }
+    assert flags(parts.router(CLUSTER))["jwt-issuer-url"] == CLUSTER.ports.oidc_issuer_url
+    assert str(part.ready).startswith(
+        "GET http://127.0.0.1:8070/.well-known/openid-configuration answering 200"
+    )
 
 
 def test_the_node_maps_the_user_s_images_first_then_picod_and_python() -> None:
@@ -144,3 +174,33 @@ def test_no_part_gets_a_token_or_a_secret_in_its_arguments(build) -> None:
 def test_each_part_has_its_own_name() -> None:
     names = [build(CLUSTER).name for build in ALL]
     assert len(set(names)) == len(names)
+
+
+def test_the_issuer_part_runs_as_given_ready_by_its_probe_with_the_suite_s_tokens(
+    tmp_path: Path,
+) -> None:
+    """The part's own command line and probe, run for real on a free port (outside any
+    namespace: it listens on 127.0.0.1 only); its tokens name its URL as their issuer."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    state = StateDir(tmp_path / "state")
+    state.make()
+    cluster = parts.Cluster(CLUSTER.binaries, state, Pki(state.pki), parts.Ports(oidc_issuer=port))
+    part = parts.oidc_issuer(cluster)
+    process = subprocess.Popen(
+        part.argv, env={**os.environ, **part.env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not part.ready() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert part.ready(), process.stderr.read1().decode() if process.poll() is not None else ""
+        token = (state.oidc_tokens / "api_token").read_text().strip()
+        claims = jwt.decode(token, options={"verify_signature": False})
+        assert claims["iss"] == cluster.ports.oidc_issuer_url
+        assert claims["realm_access"]["roles"] == ["sandbox:invoke"]
+    finally:
+        process.terminate()
+        process.wait(10)
+    assert process.returncode == 0

@@ -10,11 +10,15 @@ from acceptance.platforms.kubernetes.settings import (
     KUBERNETES_SETTINGS,
     load_kubernetes_settings,
 )
+from oidc_issuer.issuer import Issuer, TokenPolicy
+from oidc_issuer.subjects import run_tokens, write_tokens
 from onemachine.cluster.suite_command import suite_command
 
 
 def test_the_suite_reaches_the_cluster_through_the_relay_ports_without_port_forwards() -> None:
-    line = suite_command(Path("/state dir/suite.kubeconfig"), 41001, 41002)
+    line = suite_command(
+        Path("/state dir/suite.kubeconfig"), 41001, 41002, Path("/state dir/oidc-tokens")
+    )
     words = shlex.split(line)
     assert words[:2] == ["./dev", "suite"]
     assert words[2::2] == ["-D"] * (len(words[2:]) // 2)
@@ -27,10 +31,26 @@ def test_the_suite_reaches_the_cluster_through_the_relay_ports_without_port_forw
         "port_forward": "false",
         "neighbour_namespace": "agentcube-neighbour",
         "max_concurrent_requests": "20",
+        "token_dir": "/state dir/oidc-tokens",
     }
     adapter = {setting.name for setting in KUBERNETES_SETTINGS}
-    suite = load_settings({k: v for k, v in given.items() if k not in adapter}, {})
+    suite_given = {k: v for k, v in given.items() if k not in adapter and k != "token_dir"}
+    suite = load_settings(suite_given, {})
     kubernetes = load_kubernetes_settings({k: v for k, v in given.items() if k in adapter}, {})
     assert suite.platform == "kubernetes"
     assert kubernetes.kubeconfig == Path("/state dir/suite.kubeconfig")
     assert kubernetes.port_forward is False
+
+
+def test_the_suite_reads_the_issuer_s_tokens_from_their_files_none_on_the_line(
+    tmp_path: Path,
+) -> None:
+    """The issuer's files fill every token setting the credential scenarios need."""
+    tokens = run_tokens(Issuer("http://127.0.0.1:8070"), TokenPolicy(), lifetime=60)
+    write_tokens(tokens, tmp_path / "tokens")
+    line = suite_command(tmp_path / "k", 1, 2, tmp_path / "tokens")
+    assert not any(token in line for token in tokens.values())
+    given = dict(word.split("=", 1) for word in shlex.split(line)[3::2])
+    settings = load_settings({"token_dir": given["token_dir"]}, {})
+    for name, token in tokens.items():
+        assert getattr(settings, name) == token, name

@@ -1,0 +1,3 @@
+from oidc_issuer.cli import main
+
+raise SystemExit(main())
