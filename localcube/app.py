@@ -45,6 +45,7 @@ class Settings:
     max_concurrent_requests: int
     tokens: bearer_auth.TokenTable
     sandbox_ready_timeout: float
+    read_timeout: float = 30.0  # the Router's ReadTimeout (pkg/router/server.go:196)
     store_url: str | None = None  # upstream's records in Redis or Valkey besides SQLite
     router_identity_dir: Path | None = None  # serve the Router's identity Secret
     picod_command: PicodCommand | None = None  # each code interpreter run with it
@@ -90,7 +91,7 @@ async def serve(settings: Settings) -> int:
     )
     await launcher.open()
     workloads = WorkloadManager(store, launcher, CollectionRules(settings.gc_min_idle_lookback))
-    router = Router(workloads, signer, settings.max_concurrent_requests)
+    router = Router(workloads, signer, settings.max_concurrent_requests, settings.read_timeout)
     app = web.Application(
         middlewares=[loopback_only, gin_no_route, bearer_auth.middleware(tokens)],
         client_max_size=_MAX_CONTROL_BODY,

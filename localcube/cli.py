@@ -129,6 +129,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--sandbox-ready-timeout", type=_duration, default=120.0, metavar="DURATION")
     run.add_argument(
+        "--read-timeout",
+        type=_duration,
+        default=30.0,
+        metavar="DURATION",
+        help=(
+            "how long a call's body may take to arrive, as upstream's Router's ReadTimeout "
+            "(default 30s, pkg/router/server.go:196); a WebSocket, once switched, has none"
+        ),
+    )
+    run.add_argument(
         "--store",
         type=_store_url,
         metavar="URL",
@@ -192,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         max_concurrent_requests=arguments.max_concurrent_requests,
         tokens=tokens,
         sandbox_ready_timeout=arguments.sandbox_ready_timeout,
+        read_timeout=arguments.read_timeout,
         store_url=arguments.store,
         router_identity_dir=arguments.router_identity,
         picod_command=arguments.picod_command,
