@@ -115,6 +115,7 @@ class Exchange:
     response_body: bytes = b""
     elapsed: float = 0.0
     error: str | None = None
+    timeline: str = ""  # a stream's parts: when the agent sent each, when it arrived
 
     @classmethod
     def of(cls, response: requests.Response) -> Exchange:
@@ -169,6 +170,7 @@ class Exchange:
         if self.error is None:
             lines += [f"  < {k}: {v}" for k, v in redact_headers(self.response_headers).items()]
             lines.append(f"  < {excerpt(self.response_body)}")
+        lines += [f"  | {row}" for row in self.timeline.splitlines()]
         return "\n".join(lines)
 
 

@@ -28,6 +28,9 @@ from localcube import embedded
 # A short garbage-collection interval lets the idle-timeout scenarios finish in seconds: a
 # session ends within 100 ms of its timeout, well inside the default ttl_grace of 1 s.
 GC_INTERVAL = "100ms"
+# A short read timeout (upstream's is 30 s) lets the WebSocket scenario that outlives it
+# finish in seconds; the suite's router_read_timeout defaults to it (platforms.localcube).
+READ_TIMEOUT = "1s"
 # The fixture the overload scenario's limited Router serves.
 ECHO_AGENT_MANIFEST = FIXTURE_RUNTIMES / "echo-agent.yaml"
 # The subjects localcube gives the three tokens, with their roles (localcube's token file).
@@ -151,7 +154,14 @@ class OwnLocalcube:
                     port=port,
                     state_dir=state_dir,
                     gc_interval=GC_INTERVAL,
-                    extra_arguments=["--token-file", str(token_file), *self._picod(), *extra],
+                    extra_arguments=[
+                        "--token-file",
+                        str(token_file),
+                        "--read-timeout",
+                        READ_TIMEOUT,
+                        *self._picod(),
+                        *extra,
+                    ],
                     ready_timeout=self._ready_timeout,
                 )
             except embedded.LocalCubeStartError as error:
