@@ -31,7 +31,7 @@ Feature: Streams through the Router
     And the conversation closed cleanly
 
   @streaming @security @requires.auth
-  Scenario: The caller's token never reaches the sandbox over a WebSocket
+  Scenario: A WebSocket conversation never shows the caller's token to the sandbox
     Given a session of the echo agent
     When I hold a WebSocket conversation with the agent in the session, in text and binary
     Then the sandbox received none of the callers' tokens over the WebSocket
