@@ -19,7 +19,7 @@ from typing import Any
 
 import aiohttp
 
-from acceptance.core.evidence import SESSION_HEADER, Exchange, ExchangeLog
+from acceptance.core.evidence import SESSION_HEADER, Exchange, ExchangeLog, Table, text_table
 
 
 @dataclass(frozen=True)
@@ -94,13 +94,25 @@ class Timeline:
             ]
         )
 
+    def cells(self) -> Table:
+        """The timeline as a table: seconds after the first event was sent (by the agent's
+        clock) and after it arrived (by the caller's)."""
+        headings = (
+            "event",
+            "sent by the agent",
+            "arrived at the caller",
+            "later than the quickest",
+        )
+        return (
+            headings,
+            *(
+                (str(number), f"{sent:+.3f} s", f"{arrived:+.3f} s", f"{extra:.3f} s")
+                for number, sent, arrived, extra in self.rows
+            ),
+        )
+
     def table(self) -> str:
-        lines = ["event  sent by the agent  arrived at the caller  delay beyond the quickest"]
-        lines += [
-            f"{number:>5}  {sent:>+15.3f} s  {arrived:>+19.3f} s  {extra:>23.3f} s"
-            for number, sent, arrived, extra in self.rows
-        ]
-        return "\n".join(lines)
+        return text_table(self.cells())
 
 
 class StreamingClient:
@@ -174,7 +186,7 @@ class StreamingClient:
                 response_body=raw,
                 elapsed=time.monotonic() - started,
                 error=error if status is None else None,
-                timeline=Timeline.of(answer).table() if timeline and parts else "",
+                timeline=Timeline.of(answer).cells() if timeline and parts else (),
             )
         )
         return answer
