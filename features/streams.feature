@@ -51,7 +51,7 @@ Feature: Streams through the Router
     Then every event arrives, in order
     And the session still answers after the stream, from the same sandbox
 
-  @streaming @reliability
+  @streaming @reliability @serial
   Scenario Outline: Many callers at once each get exactly their own <answers>
     Given as many callers as the concurrency limit allows, up to 8, each with a session of the echo agent of its own
     When they all <act> in their sessions at the same moment
