@@ -313,9 +313,9 @@ async def _preflight(port: int) -> None:
 
 def _read_deadline(body: aiohttp.StreamReader, read_timeout: float) -> asyncio.TimerHandle:
     """Fail the reading of a call's body that has not all arrived within the read timeout,
-    as Go's server does past its ReadTimeout (the read deadline it sets as it starts reading
-    a request, net/http/server.go, readRequest; pkg/router/server.go:196). Counted here from
-    the start of the handler, once the headers are read."""
+    as Go's server does past its ReadTimeout (pkg/router/server.go:196: the deadline it sets
+    as it starts reading a request, Go 1.26's net/http/server.go:984 and :1041). Counted here
+    from the start of the handler, once the headers are read."""
 
     def expire() -> None:
         if not body.at_eof():

@@ -1,12 +1,15 @@
 """A call that asks to switch to WebSocket, as upstream's Router passes it on.
 
-Go's httputil.ReverseProxy (pkg/router/handlers.go:383-398) sends an `Upgrade` request to
-the sandbox with `Connection: Upgrade` and its `Upgrade` kept; when the sandbox answers 101
-in the same protocol it hijacks the caller's connection, clearing the server's read and
-write deadlines (net/http/server.go, hijackLocked), writes the sandbox's 101 (with the
-session header its ModifyResponse adds) and copies bytes both ways until either side ends.
-Any other answer of the sandbox goes back as an ordinary answer. The Router's handler, and
-so its concurrency slot and the call's activity, lasts as long as the conversation.
+Go's httputil.ReverseProxy (pkg/router/handlers.go:383-398; Go 1.26's
+net/http/httputil/reverseproxy.go, cited by line below) sends an `Upgrade` request to the
+sandbox with `Connection: Upgrade` and its `Upgrade` kept (reverseproxy.go:477-498); when
+the sandbox answers 101 (reverseproxy.go:574-580, its ModifyResponse first: the session
+header, pkg/router/handlers.go:354-358) in the protocol asked for, it hijacks the caller's
+connection, which clears the server's read and write deadlines (net/http/server.go:317-325),
+writes the sandbox's 101 and copies bytes both ways until either side ends
+(reverseproxy.go:820-886). Any other answer of the sandbox goes back as an ordinary answer.
+The Router's handler, and so its concurrency slot and the call's activity, lasts as long as
+the conversation.
 
 localcube relays messages, not bytes (aiohttp speaks WebSocket on both sides): each side's
 handshake, pings and compression are its own; the messages, their order and kind, and the
@@ -49,7 +52,8 @@ async def relay(
 ) -> web.StreamResponse:
     """Open the WebSocket at the sandbox with the call's forwarded `headers`, then accept
     the caller's (answering with `extra_answer_headers` too) and relay until either side
-    closes. A sandbox that does not switch gets its status passed on."""
+    closes. A sandbox that does not switch gets its status passed on; one that switches
+    other than as asked raises aiohttp.WSServerHandshakeError."""
     for name in (*_HANDSHAKE, _PROTOCOL):
         headers.popall(name, None)
     protocols = [
@@ -68,6 +72,8 @@ async def relay(
             max_msg_size=0,
         )
     except aiohttp.WSServerHandshakeError as refusal:
+        if refusal.status == 101:  # switched, but not as asked: the proxy's error handler
+            raise  # (reverseproxy.go:820-832), the Router's 503 (pkg/router/handlers.go:247-257)
         # The sandbox answered without switching: its status, as upstream passes it on.
         return web.Response(status=refusal.status, headers=extra_answer_headers)
     async with sandbox:

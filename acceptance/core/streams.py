@@ -73,11 +73,15 @@ class Timeline:
     """When each event was sent (agent's clock) and arrived (caller's clock), as offsets
     from the first event's send and arrival, and each event's delay beyond the quickest."""
 
-    rows: list[tuple[int, float, float, float]]  # number, sent, arrived, extra delay
+    rows: list[tuple[Any, float, float, float]]  # number, sent, arrived, extra delay
 
     @classmethod
     def of(cls, answer: StreamedAnswer) -> Timeline:
-        events = [(part.data, part.arrived_at) for part in answer.parts]
+        events = [
+            (part.data, part.arrived_at)
+            for part in answer.parts
+            if isinstance(part.data.get("sent_at"), int | float)
+        ]
         if not events:
             return cls([])
         first_sent, first_arrived = events[0][0]["sent_at"], events[0][1]
@@ -85,7 +89,7 @@ class Timeline:
         return cls(
             [
                 (
-                    event["number"],
+                    event.get("number"),
                     event["sent_at"] - first_sent,
                     arrived - first_arrived,
                     arrived - event["sent_at"] - quickest,
@@ -172,7 +176,7 @@ class StreamingClient:
                     pending += data
                     found, pending = split(pending)
                     parts += [Part(item, arrived) for item in found]
-        except (aiohttp.ClientError, TimeoutError) as failure:
+        except (aiohttp.ClientError, TimeoutError, ValueError) as failure:
             error = f"{type(failure).__name__}: {failure}"
         answer = StreamedAnswer(status, answer_headers, parts, error)
         self._log.record(
@@ -265,7 +269,8 @@ def _events(pending: bytes) -> tuple[list[Any], bytes]:
         block, pending = pending.split(b"\n\n", 1)
         data = [line[5:].strip() for line in block.split(b"\n") if line.startswith(b"data:")]
         if data:
-            events.append(json.loads(b"\n".join(data)))
+            event = json.loads(b"\n".join(data))
+            events.append(event if isinstance(event, dict) else {"data": event})
     return events, pending
 
 

@@ -88,6 +88,10 @@ class Streams:
         """The first event reached the caller at least half the stream's span before the
         agent sent the last one."""
         timeline = Timeline.of(self._streamed())
+        if len(timeline.rows) < 2:
+            raise AssertionError(
+                f"the stream held {len(timeline.rows)} stamped events: too few to judge"
+            )
         span = timeline.rows[-1][1]
         first_delay = timeline.rows[0][3]
         assert first_delay <= span / 2, (

@@ -18,7 +18,7 @@ import aiohttp
 import pytest
 
 from localcube import embedded
-from tests.localcube.support import FIXTURES, NAMESPACE, SESSION_HEADER, Client
+from tests.localcube.support import FIXTURES, NAMESPACE, SESSION_HEADER, Client, agent_running
 
 READ_TIMEOUT = 1.0
 TOKEN = "streaming-caller-Hq4Lm9"
@@ -182,3 +182,38 @@ def test_a_body_slower_than_the_read_timeout_is_answered_as_a_timeout(cube, sess
         answer = caller.recv(4096).decode()
     assert answer.startswith("HTTP/1.1 504 ")
     assert answer.endswith('{"error":"sandbox timeout"}')
+
+
+# Answers every call 101 to another protocol than the WebSocket asked for.
+_WRONG_SWITCH = """
+import os, socketserver
+class Switch(socketserver.StreamRequestHandler):
+    def handle(self):
+        while self.rfile.readline() not in (b"\\r\\n", b""):
+            pass
+        self.wfile.write(b"HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: h2c\\r\\n"
+                         b"Connection: Upgrade\\r\\n\\r\\n")
+address = (os.environ["HOST"], int(os.environ["PORT"]))
+socketserver.ThreadingTCPServer(address, Switch).serve_forever()
+"""
+
+
+def test_a_sandbox_that_switches_to_another_protocol_is_answered_503(
+    start_localcube, tmp_path
+) -> None:
+    """Go's ReverseProxy refuses a 101 in another protocol than asked (reverseproxy.go's
+    handleUpgradeResponse) through the error handler: upstream's 503 `sandbox unreachable`
+    (Upstream: pkg/router/handlers.go:247-257)."""
+    cube = start_localcube([agent_running(tmp_path, "wrong-switch", _WRONG_SWITCH)])
+    url = f"{cube.url}/v1/namespaces/{NAMESPACE}/agent-runtimes/wrong-switch/invocations/ws"
+
+    async def upgrade() -> tuple[int, str]:
+        async with aiohttp.ClientSession() as client:
+            try:
+                await client.ws_connect(url)
+            except aiohttp.WSServerHandshakeError as refusal:
+                return refusal.status, refusal.message
+        raise AssertionError("the Router switched to a protocol the caller did not ask for")
+
+    status, _ = asyncio.run(upgrade())
+    assert status == 503
