@@ -211,6 +211,7 @@ class StreamingClient:
                 client.ws_connect(url, headers=headers, timeout=timeout) as socket,
             ):
                 conversation.switched = True
+                # The 101's headers: aiohttp keeps them on the private `_response` alone.
                 conversation.headers = dict(socket._response.headers)
                 conversation.greeting = json.loads(await socket.receive_str())
                 half = (len(messages) + 1) // 2

@@ -100,7 +100,7 @@ async def _converse(url: str, session: str, hold: float) -> dict:
         aiohttp.ClientSession() as client,
         client.ws_connect(url, headers=_headers(session)) as ws,
     ):
-        switched = dict(ws._response.headers)
+        switched = dict(ws._response.headers)  # the 101's, which aiohttp keeps only there
         greeting = json.loads(await ws.receive_str())
         await ws.send_str("hello")
         text = await ws.receive()

@@ -716,6 +716,7 @@ class PassStreams(Fault):
         sandbox = await self.exchange(request, sandbox)
         async with sandbox:
             caller = web.WebSocketResponse()
+            # The target's 101 (aiohttp keeps its headers on the private `_response` alone).
             session = sandbox._response.headers.get(SESSION_HEADER)
             if session:
                 caller.headers[SESSION_HEADER] = session
