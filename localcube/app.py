@@ -46,6 +46,7 @@ class Settings:
     tokens: bearer_auth.TokenTable
     sandbox_ready_timeout: float
     read_timeout: float = 30.0  # the Router's ReadTimeout (pkg/router/server.go:196)
+    idle_timeout: float = 90.0  # the Router's IdleTimeout (pkg/router/server.go:197)
     store_url: str | None = None  # upstream's records in Redis or Valkey besides SQLite
     router_identity_dir: Path | None = None  # serve the Router's identity Secret
     picod_command: PicodCommand | None = None  # each code interpreter run with it
@@ -104,7 +105,13 @@ async def serve(settings: Settings) -> int:
     )
     # A client that goes away cancels its handler, so a forwarded call ends with it and
     # frees its concurrency slot (upstream cancels the proxied request with its context).
-    runner = web.AppRunner(app, handle_signals=False, handler_cancellation=True)
+    # A kept-alive connection waits for its next call as long as upstream's IdleTimeout.
+    runner = web.AppRunner(
+        app,
+        handle_signals=False,
+        handler_cancellation=True,
+        keepalive_timeout=settings.idle_timeout,
+    )
     await runner.setup()
     site = web.TCPSite(runner, settings.host, settings.port)
     try:

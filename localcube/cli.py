@@ -129,6 +129,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--sandbox-ready-timeout", type=_duration, default=120.0, metavar="DURATION")
     run.add_argument(
+        "--idle-timeout",
+        type=_duration,
+        default=90.0,
+        metavar="DURATION",
+        help=(
+            "how long a kept-alive connection may wait for its next call, as upstream's "
+            "Router's IdleTimeout (default 90s, pkg/router/server.go:197)"
+        ),
+    )
+    run.add_argument(
         "--read-timeout",
         type=_duration,
         default=30.0,
@@ -203,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         tokens=tokens,
         sandbox_ready_timeout=arguments.sandbox_ready_timeout,
         read_timeout=arguments.read_timeout,
+        idle_timeout=arguments.idle_timeout,
         store_url=arguments.store,
         router_identity_dir=arguments.router_identity,
         picod_command=arguments.picod_command,

@@ -217,3 +217,17 @@ def test_a_sandbox_that_switches_to_another_protocol_is_answered_503(
 
     status, _ = asyncio.run(upgrade())
     assert status == 503
+
+
+def test_a_kept_alive_connection_is_closed_after_the_idle_timeout(start_localcube) -> None:
+    """The server's IdleTimeout: a kept-alive connection waits that long for its next call
+    (Upstream: pkg/router/server.go:197, 90 s), here given 1 s."""
+    cube = start_localcube(extra_arguments=["--idle-timeout", "1s"])
+    host, port = cube.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port))) as connection:
+        connection.sendall(f"GET /health/live HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+        connection.settimeout(10)
+        assert connection.recv(4096).startswith(b"HTTP/1.1 200 ")
+        started = time.monotonic()
+        assert connection.recv(4096) == b"", "the idle connection is closed"
+        assert time.monotonic() - started >= 0.9, "not before the idle timeout"
