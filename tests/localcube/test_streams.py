@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
+import signal
 import socket
 import time
 from collections.abc import Iterator
@@ -18,7 +20,14 @@ import aiohttp
 import pytest
 
 from localcube import embedded
-from tests.localcube.support import FIXTURES, NAMESPACE, SESSION_HEADER, Client, agent_running
+from tests.localcube.support import (
+    FIXTURES,
+    NAMESPACE,
+    SESSION_HEADER,
+    Client,
+    agent_running,
+    wait_until,
+)
 
 READ_TIMEOUT = 1.0
 TOKEN = "streaming-caller-Hq4Lm9"
@@ -231,3 +240,45 @@ def test_a_kept_alive_connection_is_closed_after_the_idle_timeout(start_localcub
         started = time.monotonic()
         assert connection.recv(4096) == b"", "the idle connection is closed"
         assert time.monotonic() - started >= 0.9, "not before the idle timeout"
+
+
+def test_a_sandbox_that_dies_in_a_conversation_ends_it_as_going_away(cube) -> None:
+    client = Client(cube.url, TOKEN)
+    session = client.agent("echo-agent", json={"input": "open"}).headers[SESSION_HEADER]
+    pid = client.sandbox_of(session)["pid"]
+
+    async def converse_while_it_dies() -> tuple[aiohttp.WSMsgType, int | None]:
+        async with (
+            aiohttp.ClientSession() as http,
+            http.ws_connect(_url(cube, "/echo/ws"), headers=_headers(session)) as ws,
+        ):
+            await ws.receive_str()  # the greeting
+            os.kill(pid, signal.SIGKILL)
+            message = await ws.receive(timeout=10)
+            return message.type, ws.close_code
+
+    kind, code = asyncio.run(converse_while_it_dies())
+    assert kind is aiohttp.WSMsgType.CLOSE and code == aiohttp.WSCloseCode.GOING_AWAY
+    assert client.agent("echo-agent", json={"input": "next"}).status_code == 200
+
+
+def test_a_caller_that_goes_away_ends_its_conversation_and_frees_its_call(cube, session) -> None:
+    client = Client(cube.url, TOKEN)
+    host, port = cube.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port))) as caller:
+        caller.sendall(
+            (
+                f"GET /v1/namespaces/{NAMESPACE}/agent-runtimes/echo-agent/invocations/echo/ws "
+                f"HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {TOKEN}\r\n"
+                f"{SESSION_HEADER}: {session}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+            ).encode()
+        )
+        caller.settimeout(10)
+        assert caller.recv(4096).startswith(b"HTTP/1.1 101 ")
+        assert client.sandbox_of(session)["callsInFlight"] == 1
+    wait_until(
+        lambda: client.sandbox_of(session)["callsInFlight"] == 0,
+        10,
+        "the conversation of a caller that went away to end",
+    )
