@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import gzip
+import hashlib
 import json
 import math
 import os
@@ -751,6 +752,27 @@ class RefuseUpgrades(PassStreams):
     upgrades = False
 
 
+class SwitchWithoutUpgradeHeader(PassStreams):
+    """localcube's Router before issue 28: it answered a WebSocket call 101 but dropped
+    `Upgrade` from the answer (a hop-by-hop header), so no client takes the switch."""
+
+    async def _converse(
+        self, proxy: FaultProxy, incoming: web.Request, request: Request
+    ) -> web.StreamResponse:
+        key = incoming.headers.get("Sec-WebSocket-Key", "")
+        accept = hashlib.sha1((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest()
+        answer = web.StreamResponse(
+            status=101,
+            headers={
+                "Connection": "Upgrade",
+                "Sec-WebSocket-Accept": base64.b64encode(accept).decode(),
+            },
+        )
+        await answer.prepare(incoming)
+        incoming.transport.close()
+        return answer
+
+
 class UpgradeTokenInAnotherHeader(PassStreams):
     """An ingress that copies the caller's Authorization into another header, which reaches
     the sandbox with the rest, WebSocket upgrades included."""
@@ -835,6 +857,7 @@ FAULTS = {
     "buffer-whole-answers": BufferWholeAnswers,
     "cut-streams": CutStreams,
     "refuse-upgrades": RefuseUpgrades,
+    "switch-without-upgrade-header": SwitchWithoutUpgradeHeader,
     "upgrade-token-in-another-header": UpgradeTokenInAnotherHeader,
     "mix-concurrent-answers": MixConcurrentAnswers,
 }

@@ -380,6 +380,11 @@ CASES = {
             "the Router did not switch to WebSocket: 426",
         ),
     ),
+    "a switch to WebSocket answered without Upgrade": Case(
+        "switch-without-upgrade-header",
+        ("WebSocket conversation in a session",),
+        ("the Router did not switch to WebSocket: 101 Invalid upgrade header",),
+    ),
     "the caller's token passed on over a WebSocket": Case(
         "upgrade-token-in-another-header",
         ("never shows the caller's token to the sandbox",),
