@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import math
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Iterable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -178,12 +178,13 @@ class Streams:
         session of the echo agent of its own with a first call, all at the same moment."""
         count = within_the_limit(self._settings, most)
         runtime = self._world.runtime(Role.ECHO_AGENT)
-        answers = in_waves(
-            count,
-            count,
-            lambda number: self._world.calls(runtime).echo(f"caller {number}"),
-            gather_timeout=self._settings.burst_gather_timeout,
-        )
+        with self._world.caller.router.at_once(count):  # latencies of a loaded start, apart
+            answers = in_waves(
+                count,
+                count,
+                lambda number: self._world.calls(runtime).echo(f"caller {number}"),
+                gather_timeout=self._settings.burst_gather_timeout,
+            )
         by_id = {session.session_id: session for session in self._world.sessions}
         for number, answer in enumerate(answers):
             assert_that(
@@ -194,12 +195,14 @@ class Streams:
             self._identities[session.session_id] = _identity(sandbox_report(answer))
 
     def all_call(self) -> None:
-        self._results = in_waves(
-            len(self._callers),
-            len(self._callers),
-            lambda number: self._world.in_session(self._callers[number]).echo(_tag(number)),
-            gather_timeout=self._settings.burst_gather_timeout,
-        )
+        count = len(self._callers)
+        with self._world.caller.router.at_once(count):
+            self._results = in_waves(
+                count,
+                count,
+                lambda number: self._world.in_session(self._callers[number]).echo(_tag(number)),
+                gather_timeout=self._settings.burst_gather_timeout,
+            )
 
     def all_read_events(self) -> None:
         spacing = self._settings.stream_event_spacing
@@ -326,7 +329,7 @@ def _run(coroutine: Coroutine[Any, Any, Any]) -> Any:
     return asyncio.run(coroutine)
 
 
-def _run_all(coroutines: Sequence[Coroutine[Any, Any, Any]] | Any) -> list[Any]:
+def _run_all(coroutines: Iterable[Coroutine[Any, Any, Any]]) -> list[Any]:
     """The coroutines at the same moment, in one event loop; their results in order."""
 
     async def together() -> list[Any]:
