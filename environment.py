@@ -18,7 +18,7 @@ from behave.runner import Context
 
 from acceptance.domain.step_types import STEP_TYPES
 from acceptance.run.fixtures import FIXTURES
-from acceptance.run.report_hooks import add_run_summary, attach_text
+from acceptance.run.report_hooks import add_run_summary, attach_table, attach_text
 from acceptance.run.runner import start_suite
 from acceptance.run.suite import Suite
 from acceptance.run.summary import closing_report, summarize
@@ -61,6 +61,8 @@ def after_step(context: Context, step: Step) -> None:
         http_evidence = world.evidence()  # before the platform is asked: it may call HTTP
         platform_evidence = world.platform_evidence()
         attach_text(context, "Platform evidence", platform_evidence)
+        for call, timeline in world.stream_timelines():
+            attach_table(context, f"Stream timeline of {call}", timeline)
         # Runs inside the step's output capture, so the evidence lands beside the failure
         # in the console and in the JUnit report.
         print(f"{http_evidence}\n{platform_evidence}")

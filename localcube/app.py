@@ -45,6 +45,8 @@ class Settings:
     max_concurrent_requests: int
     tokens: bearer_auth.TokenTable
     sandbox_ready_timeout: float
+    read_timeout: float = 30.0  # the Router's ReadTimeout (pkg/router/server.go:196)
+    idle_timeout: float = 90.0  # the Router's IdleTimeout (pkg/router/server.go:197)
     store_url: str | None = None  # upstream's records in Redis or Valkey besides SQLite
     router_identity_dir: Path | None = None  # serve the Router's identity Secret
     router_oidc: bearer_auth.RouterOIDC | None = None  # the Router's OIDC checks
@@ -91,7 +93,7 @@ async def serve(settings: Settings) -> int:
     )
     await launcher.open()
     workloads = WorkloadManager(store, launcher, CollectionRules(settings.gc_min_idle_lookback))
-    router = Router(workloads, signer, settings.max_concurrent_requests)
+    router = Router(workloads, signer, settings.max_concurrent_requests, settings.read_timeout)
     app = web.Application(
         middlewares=[
             loopback_only,
@@ -108,7 +110,13 @@ async def serve(settings: Settings) -> int:
     )
     # A client that goes away cancels its handler, so a forwarded call ends with it and
     # frees its concurrency slot (upstream cancels the proxied request with its context).
-    runner = web.AppRunner(app, handle_signals=False, handler_cancellation=True)
+    # A kept-alive connection waits for its next call as long as upstream's IdleTimeout.
+    runner = web.AppRunner(
+        app,
+        handle_signals=False,
+        handler_cancellation=True,
+        keepalive_timeout=settings.idle_timeout,
+    )
     await runner.setup()
     site = web.TCPSite(runner, settings.host, settings.port)
     try:

@@ -160,6 +160,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--sandbox-ready-timeout", type=_duration, default=120.0, metavar="DURATION")
     run.add_argument(
+        "--idle-timeout",
+        type=_duration,
+        default=90.0,
+        metavar="DURATION",
+        help=(
+            "how long a kept-alive connection may wait for its next call, as upstream's "
+            "Router's IdleTimeout (default 90s, pkg/router/server.go:197)"
+        ),
+    )
+    run.add_argument(
+        "--read-timeout",
+        type=_duration,
+        default=30.0,
+        metavar="DURATION",
+        help=(
+            "how long a call's body may take to arrive, as upstream's Router's ReadTimeout "
+            "(default 30s, pkg/router/server.go:196); a WebSocket, once switched, has none"
+        ),
+    )
+    run.add_argument(
         "--store",
         type=_store_url,
         metavar="URL",
@@ -225,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
         tokens=tokens,
         router_oidc=router_oidc,
         sandbox_ready_timeout=arguments.sandbox_ready_timeout,
+        read_timeout=arguments.read_timeout,
+        idle_timeout=arguments.idle_timeout,
         store_url=arguments.store,
         router_identity_dir=arguments.router_identity,
         picod_command=arguments.picod_command,

@@ -32,6 +32,7 @@ from localcube.picod.gocompat import gin_json
 from localcube.session_errors import CREATION_FAILURES, router_refusal, session_not_found
 from localcube.signing import RequestSigner
 from localcube.store import SandboxRecord, StoreError
+from localcube.websocket_relay import asks_for_websocket, relay
 from localcube.workload_manager import WorkloadManager
 
 # As Go's net/http writes it (CanonicalMIMEHeaderKey); matched in any case.
@@ -70,10 +71,12 @@ class Router:
         workloads: WorkloadManager,
         signer: RequestSigner,
         max_concurrent_requests: int,
+        read_timeout: float = 30.0,
     ) -> None:
         self.workloads = workloads
         self.signer = signer
         self.max_concurrent_requests = max_concurrent_requests
+        self.read_timeout = read_timeout
         self._active = 0
         self._upstream: aiohttp.ClientSession | None = None
 
@@ -164,18 +167,31 @@ class Router:
         )
         token = self.signer.token_for(session_id, _subject(request))
         headers = request_headers(request, token)
-        gzip_asked = asks_for_gzip(request, headers)
+        websocket = asks_for_websocket(request)
+        gzip_asked = not websocket and asks_for_gzip(request, headers)
         try:
             await _preflight(port)
         except OSError as failure:
             log.error("sandbox preflight failed (session %s): %r", session_id, failure)
             return self._failed(session_id, failure)
+        if websocket:
+            try:
+                return await relay(
+                    self._client(), request, url, headers, {SESSION_HEADER: session_id}
+                )
+            except (OSError, aiohttp.ClientError) as failure:
+                log.error("proxy error (session %s): %r", session_id, failure)
+                return self._failed(session_id, failure)
         body = request.content if request.body_exists else None
+        deadline = None if body is None else _read_deadline(body, self.read_timeout)
         try:
             upstream = await self._client().request(request.method, url, headers=headers, data=body)
         except (OSError, aiohttp.ClientError) as failure:
             log.error("proxy error (session %s): %r", session_id, failure)
             return self._failed(session_id, failure)
+        finally:
+            if deadline is not None:
+                deadline.cancel()
         async with upstream:
             kept = response_headers(upstream.headers.items())
             gunzip = None
@@ -293,6 +309,19 @@ async def _preflight(port: int) -> None:
         except TimeoutError as failure:
             if not _connected(dial):
                 raise TimeoutError(f"dial 127.0.0.1:{port}: i/o timeout") from failure
+
+
+def _read_deadline(body: aiohttp.StreamReader, read_timeout: float) -> asyncio.TimerHandle:
+    """Fail the reading of a call's body that has not all arrived within the read timeout,
+    as Go's server does past its ReadTimeout (pkg/router/server.go:196: the deadline it sets
+    as it starts reading a request, Go 1.26's net/http/server.go:984 and :1041). Counted here
+    from the start of the handler, once the headers are read."""
+
+    def expire() -> None:
+        if not body.at_eof():
+            body.set_exception(TimeoutError("read request body: i/o timeout"))
+
+    return asyncio.get_running_loop().call_later(read_timeout, expire)
 
 
 def _connected(dial: socket.socket) -> bool:

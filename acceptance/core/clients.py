@@ -19,6 +19,7 @@ import requests
 from acceptance.core.evidence import SESSION_HEADER
 from acceptance.core.measurements import Measurements
 from acceptance.core.runtimes import Runtime, RuntimeKind
+from acceptance.core.streams import StreamingClient
 from acceptance.core.transport import Transport
 
 
@@ -66,6 +67,11 @@ class Router:
 
     def ready(self) -> requests.Response:
         return self._transport.request("GET", f"{self._base_url}/health/ready")
+
+    def streams(self) -> StreamingClient:
+        """Streams and WebSockets at this Router, presenting this Router's token."""
+        transport = self._transport
+        return StreamingClient(transport.log, transport.authorization(), transport.timeout)
 
     def invoke(
         self,

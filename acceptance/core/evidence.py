@@ -101,6 +101,19 @@ def describe_response(response: requests.Response) -> str:
     )
 
 
+# A small table of evidence: its headings, then its rows, every cell a text.
+Table = tuple[tuple[str, ...], ...]
+
+
+def text_table(table: Table) -> str:
+    """The table as aligned text, each column as wide as its widest cell."""
+    widths = [max(len(row[column]) for row in table) for column in range(len(table[0]))]
+    return "\n".join(
+        "  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True))
+        for row in table
+    )
+
+
 @dataclass(frozen=True)
 class Exchange:
     """One HTTP request and its answer, or the error that stood in for the answer."""
@@ -115,6 +128,7 @@ class Exchange:
     response_body: bytes = b""
     elapsed: float = 0.0
     error: str | None = None
+    timeline: Table = ()  # a stream's parts: when the agent sent each, when it arrived
 
     @classmethod
     def of(cls, response: requests.Response) -> Exchange:
@@ -169,6 +183,8 @@ class Exchange:
         if self.error is None:
             lines += [f"  < {k}: {v}" for k, v in redact_headers(self.response_headers).items()]
             lines.append(f"  < {excerpt(self.response_body)}")
+        if self.timeline:
+            lines += [f"  | {row}" for row in text_table(self.timeline).splitlines()]
         return "\n".join(lines)
 
 

@@ -430,6 +430,27 @@ SETTINGS: tuple[Setting, ...] = (
         "and expiry in whole seconds).",
     ),
     Setting(
+        "stream_event_spacing",
+        "AGENTCUBE_STREAM_EVENT_SPACING",
+        parse_seconds,
+        "100ms",
+        "Time between two events or chunks the echo agent streams in the streaming "
+        "scenarios. A stream of events spans 7 spacings, and its first event must reach the "
+        "caller at least half that span before the agent sends the last (judged by the "
+        "agent's own stamps, whatever the target's latency): on a target whose latency "
+        "varies by more than that, choose it longer.",
+    ),
+    Setting(
+        "router_read_timeout",
+        "AGENTCUBE_ROUTER_READ_TIMEOUT",
+        parse_seconds,
+        "30s",
+        "The Router's read timeout (upstream's `ReadTimeout`, pkg/router/server.go:196: 30 s), "
+        "which a WebSocket conversation of the streaming scenarios outlives.",
+        default_text="30s, upstream's; 1s for a localcube the suite starts, which it gives "
+        "that `--read-timeout`",
+    ),
+    Setting(
         "warm_pool_timeout",
         "AGENTCUBE_WARM_POOL_TIMEOUT",
         parse_seconds,
@@ -577,6 +598,8 @@ class Settings:
     sandbox_gone_timeout: float
     answer_allowance: float
     clock_allowance: float
+    stream_event_spacing: float
+    router_read_timeout: float
     warm_pool_timeout: float
     burst_gather_timeout: float
     overload_hold: float

@@ -63,5 +63,13 @@ class Transport:
         self.log.record(Exchange.of(response))
         return response
 
+    @property
+    def timeout(self) -> float:
+        return self._timeout
+
+    def authorization(self) -> dict[str, str]:
+        """The header this transport's calls present: its bearer token, if any."""
+        return {"Authorization": f"Bearer {self._token}"} if self._token else {}
+
     def close(self) -> None:
         self._session.close()

@@ -27,7 +27,7 @@ from hamcrest import assert_that, has_entries, is_not
 
 from acceptance.core import matchers
 from acceptance.core.clients import SESSION_HEADER, Router, WorkloadManager, session_id_of
-from acceptance.core.evidence import ExchangeLog, describe_response
+from acceptance.core.evidence import ExchangeLog, Table, describe_response, redact
 from acceptance.core.measurements import Measurements
 from acceptance.core.polling import eventually
 from acceptance.core.runtimes import (
@@ -214,6 +214,15 @@ class World:
     def evidence(self, since: int = 0, whose: str = "this scenario") -> str:
         """The scenario's HTTP exchanges from the `since`-th on, redacted, for a report."""
         return self._log.format(since, whose)
+
+    def stream_timelines(self) -> list[tuple[str, Table]]:
+        """The timelines of the scenario's streams (when each part was sent and arrived),
+        each with the call it belongs to, redacted."""
+        return [
+            (f"{exchange.method} {redact(exchange.url)}", exchange.timeline)
+            for exchange in self._log.exchanges
+            if exchange.timeline
+        ]
 
     @property
     def exchange_count(self) -> int:

@@ -38,7 +38,7 @@ from acceptance.platforms.base import (
     configured_tokens,
     given_urls,
 )
-from acceptance.platforms.own_localcube import OwnLocalcube
+from acceptance.platforms.own_localcube import READ_TIMEOUT, OwnLocalcube
 from acceptance.platforms.registry import Adapter, Given, RunSettings
 
 
@@ -257,11 +257,14 @@ def open_localcube(run: RunSettings, environ: Mapping[str, str]) -> LocalcubeTar
 
 
 def own_localcube_defaults(given: Given) -> Mapping[str, str]:
-    """The fixture's stateful interpreter, when the suite starts localcube with its own
-    PicoD, which serves it (a PicoD of one's own, `picod_command`, has no kernel)."""
-    if given("router_url") or given("picod_command"):
+    """When the suite starts localcube: the read timeout it gives it, and the fixture's
+    stateful interpreter if it runs its own PicoD, which serves it (a PicoD of one's own,
+    `picod_command`, has no kernel)."""
+    if given("router_url"):
         return {}
-    return {"stateful_interpreter": STATEFUL_FIXTURE}
+    if given("picod_command"):
+        return {"router_read_timeout": READ_TIMEOUT}
+    return {"router_read_timeout": READ_TIMEOUT, "stateful_interpreter": STATEFUL_FIXTURE}
 
 
 ADAPTER = Adapter(LocalcubePlatform.name, open_localcube, given_defaults=own_localcube_defaults)

@@ -31,6 +31,9 @@ from oidc_issuer.subjects import run_tokens, write_tokens
 # A short garbage-collection interval lets the idle-timeout scenarios finish in seconds: a
 # session ends within 100 ms of its timeout, well inside the default ttl_grace of 1 s.
 GC_INTERVAL = "100ms"
+# A short read timeout (upstream's is 30 s) lets the WebSocket scenario that outlives it
+# finish in seconds; the suite's router_read_timeout defaults to it (platforms.localcube).
+READ_TIMEOUT = "1s"
 # The fixture the overload scenario's limited Router serves.
 ECHO_AGENT_MANIFEST = FIXTURE_RUNTIMES / "echo-agent.yaml"
 # What its Router requires: upstream's default audience, Keycloak's claim path of roles
@@ -164,7 +167,7 @@ class OwnLocalcube:
                 port=port,
                 state_dir=state_dir,
                 gc_interval=GC_INTERVAL,
-                extra_arguments=[*oidc, *self._picod(), *extra],
+                extra_arguments=[*oidc, "--read-timeout", READ_TIMEOUT, *self._picod(), *extra],
                 ready_timeout=self._ready_timeout,
             )
         except embedded.LocalCubeStartError as error:

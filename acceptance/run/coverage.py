@@ -173,6 +173,10 @@ def coverage_document(coverage: CoverageMap) -> str:
         "which the default run leaves out: run it with `.venv/bin/python -m behave "
         "--tags=@load` (settings `load_sessions`, `load_rate`, `load_required_share`).",
         "",
+        "No upstream e2e test streams: server-sent events, answers of unknown length, "
+        "WebSocket conversations and many callers streaming at once are this suite's alone "
+        "(`features/streams.feature`, tag `@streaming`; docs/scenarios.md).",
+        "",
     ]
     columns = [
         "| upstream | where | asserts | covered here by | only upstream checks | "

@@ -32,6 +32,9 @@ _STYLE = """<style>
 .run-stopped { margin: 0.5em 1em 1.5em; padding: 0.5em 1em; border: 2px solid #c0392b; }
 .run-stopped h3 { color: #c0392b; }
 .run-stopped pre { white-space: pre-wrap; }
+.evidence-table { border-collapse: collapse; margin: 0.3em 0; }
+.evidence-table th, .evidence-table td { border: 1px solid #bbb; padding: 1px 8px; }
+.evidence-table td { text-align: right; }
 </style>"""
 
 

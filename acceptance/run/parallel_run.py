@@ -166,9 +166,10 @@ def run(processes: int, behave_arguments: list[str]) -> int:
 
 
 def _shared_target(target: Target, settings: Settings) -> tuple[list[str], dict[str, str]]:
-    """The target the workers share: its URLs as -D arguments, with the runtimes this
-    process resolved for it (a localcube it started serves a stateful interpreter, which a
-    worker given only its URL would not know) and the release its preflight found (each
+    """The target the workers share: its URLs as -D arguments, with the runtimes and the
+    Router's read timeout this process resolved for it (a localcube it started serves a
+    stateful interpreter and was given a short read timeout, which a worker given only its
+    URL would not know) and the release its preflight found (each
     worker is held to it, detecting nothing), and its tokens (generated ones included) as
     environment variables, which other users cannot read as they can a command line; and
     what its platform's adapter hands them (on a cluster: use this process's port forwards
@@ -181,6 +182,8 @@ def _shared_target(target: Target, settings: Settings) -> tuple[list[str], dict[
     ]
     if settings.stateful_interpreter:
         defines.append(f"--define=stateful_interpreter={settings.stateful_interpreter}")
+    # The read timeout of a localcube this process started, which a worker would not know.
+    defines.append(f"--define=router_read_timeout={settings.router_read_timeout:g}s")
     worker_settings = adapters()[target.platform_name].worker_settings
     defines += [f"--define={name}={value}" for name, value in worker_settings.items()]
     tokens = {

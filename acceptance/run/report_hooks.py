@@ -6,10 +6,12 @@ writes none imports neither the report's formatter nor the chart's matplotlib.""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from html import escape
 
 from behave.formatter.base import Formatter
 from behave.runner import Context
 
+from acceptance.core.evidence import Table
 from acceptance.run.early_stop import EarlyStop
 from acceptance.run.summary import RunSummary
 
@@ -40,6 +42,25 @@ def attach_text(context: Context, caption: str, text: str | Callable[[], str]) -
         text = text()
     for report in reports:
         report.embed("text/plain", text, caption)
+
+
+def attach_table(context: Context, caption: str, table: Table) -> None:
+    """Attach a small table (headings, then rows of text) to the step that runs (or has
+    just run) in every review report, as an HTML table."""
+    reports = _review_reports(context)
+    if not reports:
+        return
+    headings, *rows = table
+    cells = "".join(f"<th>{escape(cell)}</th>" for cell in headings)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>" for row in rows
+    )
+    html = (
+        f'<table class="evidence-table"><thead><tr>{cells}</tr></thead>'
+        f"<tbody>{body}</tbody></table>"
+    )
+    for report in reports:
+        report.embed("text/html", html, caption)
 
 
 def add_run_summary(context: Context, summary: RunSummary) -> None:

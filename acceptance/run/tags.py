@@ -37,6 +37,7 @@ TAGS: dict[str, str] = {
     "errors": "the errors a client must tell apart: their statuses, codes and bodies",
     "security": "workspace jail, session isolation, credentials and authentication",
     "reliability": "concurrency, overload, restarts and crashes",
+    "streaming": "server-sent events, answers of unknown length and WebSockets through the Router",
     "load": "sustained load, as upstream's load tests: sessions opened at a steady rate; "
     "excluded by default (behave.ini)",
 }

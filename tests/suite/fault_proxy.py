@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import gzip
+import hashlib
 import json
 import math
 import os
@@ -116,6 +117,12 @@ class Fault:
 
     async def rewrite_answer(self, proxy: FaultProxy, request: Request, answer: Answer) -> None:
         """Change the target's answer before it is returned."""
+
+    async def serve(self, proxy: FaultProxy, incoming: web.Request) -> web.StreamResponse | None:
+        """Serve the call whole, streams and upgrades included (None: the proxy reads the
+        target's answer whole, as every fault above does, and sends it at once: a proxy
+        that buffers)."""
+        return None
 
 
 @dataclass
@@ -739,6 +746,160 @@ class FailSomeSessions(Fault):
         return None
 
 
+class BufferWholeAnswers(Fault):
+    """A Router or ingress that buffers (nginx's `proxy_buffering on`): each answer is read
+    whole before any of it is sent, events and chunks included; no upgrade is passed."""
+
+
+class PassStreams(Fault):
+    """Answers passed on as they come and WebSocket upgrades passed through, as a Router
+    must; each subclass breaks one of those. `cut_after`: every stream and conversation is
+    cut off that long after it began; `upgrades`: whether a WebSocket upgrade is passed."""
+
+    cut_after: float | None = None
+    upgrades = True
+
+    async def serve(self, proxy: FaultProxy, incoming: web.Request) -> web.StreamResponse | None:
+        request = proxy.request_of(incoming, await incoming.read())
+        self.rewrite_request(request)
+        if self.upgrades and _asks_for_websocket(incoming):
+            return await self._converse(proxy, incoming, request)
+        request.headers = _without(request.headers, "upgrade")
+        return await self._stream(proxy, incoming, request)
+
+    async def exchange(self, request: Request, upstream: Any) -> Any:
+        """The target's answer (a response, or a WebSocket) this caller is given."""
+        return upstream
+
+    async def _stream(
+        self, proxy: FaultProxy, incoming: web.Request, request: Request
+    ) -> web.StreamResponse:
+        url = URL(proxy.upstream + request.raw_path, encoded=True)
+        upstream = await proxy.client.request(
+            request.method, url, headers=request.headers, data=request.body
+        )
+        upstream = await self.exchange(request, upstream)
+        try:
+            kept = {k: v for k, v in upstream.headers.items() if k.lower() not in _HOP_BY_HOP}
+            response = web.StreamResponse(status=upstream.status, headers=kept)
+            await response.prepare(incoming)
+            try:
+                async with asyncio.timeout(self.cut_after):
+                    async for chunk in upstream.content.iter_any():
+                        await response.write(chunk)
+            except TimeoutError:  # cut off: the connection closes before the answer's end
+                incoming.transport.abort()
+                return response
+            await response.write_eof()
+            return response
+        finally:
+            upstream.release()
+
+    async def _converse(
+        self, proxy: FaultProxy, incoming: web.Request, request: Request
+    ) -> web.StreamResponse:
+        url = URL(proxy.upstream + request.raw_path, encoded=True)
+        headers = {k: v for k, v in request.headers.items() if not _handshake_header(k)}
+        try:
+            sandbox = await proxy.client.ws_connect(url, headers=headers)
+        except aiohttp.WSServerHandshakeError as refusal:
+            return web.Response(status=refusal.status)
+        sandbox = await self.exchange(request, sandbox)
+        async with sandbox:
+            caller = web.WebSocketResponse()
+            # The target's 101 (aiohttp keeps its headers on the private `_response` alone).
+            session = sandbox._response.headers.get(SESSION_HEADER)
+            if session:
+                caller.headers[SESSION_HEADER] = session
+            await caller.prepare(incoming)
+            pumps = [
+                asyncio.create_task(_pump(caller, sandbox)),
+                asyncio.create_task(_pump(sandbox, caller)),
+            ]
+            _, pending = await asyncio.wait(
+                pumps, timeout=self.cut_after, return_when=asyncio.FIRST_COMPLETED
+            )
+            for pump in pumps:
+                pump.cancel()
+            if len(pending) == len(pumps):  # cut off in the middle of the conversation
+                incoming.transport.abort()
+                return caller
+            await caller.close()
+        return caller
+
+
+class CutStreams(PassStreams):
+    """An ingress with a short timeout on the whole of a call: every stream, and every
+    WebSocket conversation, is cut off CUT_AFTER after it began."""
+
+    cut_after = 0.3
+
+
+class RefuseUpgrades(PassStreams):
+    """A Router or ingress that drops `Upgrade`: a WebSocket call reaches the agent as a
+    plain GET, whose refusal comes back."""
+
+    upgrades = False
+
+
+class SwitchWithoutUpgradeHeader(PassStreams):
+    """localcube's Router before issue 28: it answered a WebSocket call 101 but dropped
+    `Upgrade` from the answer (a hop-by-hop header), so no client takes the switch."""
+
+    async def _converse(
+        self, proxy: FaultProxy, incoming: web.Request, request: Request
+    ) -> web.StreamResponse:
+        key = incoming.headers.get("Sec-WebSocket-Key", "")
+        accept = hashlib.sha1((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest()
+        answer = web.StreamResponse(
+            status=101,
+            headers={
+                "Connection": "Upgrade",
+                "Sec-WebSocket-Accept": base64.b64encode(accept).decode(),
+            },
+        )
+        await answer.prepare(incoming)
+        incoming.transport.close()
+        return answer
+
+
+class UpgradeTokenInAnotherHeader(PassStreams):
+    """An ingress that copies the caller's Authorization into another header, which reaches
+    the sandbox with the rest, WebSocket upgrades included."""
+
+    def rewrite_request(self, request: Request) -> None:
+        for name, value in list(request.headers.items()):
+            if name.lower() == "authorization":
+                request.headers["X-Forwarded-Authorization"] = value
+
+
+class MixConcurrentAnswers(PassStreams):
+    """A Router that mixes up concurrent calls: calls in sessions in flight at the same
+    moment are paired, and each is given the other's answer (its stream, or its WebSocket)."""
+
+    WINDOW = 0.5  # how long a call waits for a partner
+
+    def __init__(self) -> None:
+        self._waiting: list[tuple[Any, asyncio.Future[Any]]] = []
+
+    async def exchange(self, request: Request, upstream: Any) -> Any:
+        if not request.invocation or not request.session_id:
+            return upstream
+        if self._waiting:
+            theirs, partner = self._waiting.pop(0)
+            partner.set_result(upstream)
+            return theirs
+        mine = (upstream, asyncio.get_running_loop().create_future())
+        self._waiting.append(mine)
+        try:
+            return await asyncio.wait_for(asyncio.shield(mine[1]), self.WINDOW)
+        except TimeoutError:
+            if mine in self._waiting:
+                self._waiting.remove(mine)
+                return upstream
+            return mine[1].result()
+
+
 FAULTS = {
     "drop-session-header": lambda: HeaderAndStatus(response_header_dropped=SESSION_HEADER),
     "ignore-session-id": lambda: HeaderAndStatus(request_header_dropped=SESSION_HEADER),
@@ -791,6 +952,12 @@ FAULTS = {
     "forgetful-kernel": ForgetfulKernel,
     "swallowed-kernel-death": SwallowedKernelDeath,
     "fail-one-session-in-five": lambda: FailSomeSessions(5),
+    "buffer-whole-answers": BufferWholeAnswers,
+    "cut-streams": CutStreams,
+    "refuse-upgrades": RefuseUpgrades,
+    "switch-without-upgrade-header": SwitchWithoutUpgradeHeader,
+    "upgrade-token-in-another-header": UpgradeTokenInAnotherHeader,
+    "mix-concurrent-answers": MixConcurrentAnswers,
 }
 
 
@@ -868,17 +1035,48 @@ class FaultProxy:
             task.cancel()
         await asyncio.gather(*others, return_exceptions=True)
 
-    async def _handle(self, incoming: web.Request) -> web.Response:
-        request = Request(
-            incoming.method,
-            incoming.raw_path,
-            {k: v for k, v in incoming.headers.items() if k.lower() not in _HOP_BY_HOP},
-            await incoming.read(),
-        )
+    @property
+    def client(self) -> aiohttp.ClientSession:
+        assert self._client is not None
+        return self._client
+
+    @staticmethod
+    def request_of(incoming: web.Request, body: bytes) -> Request:
+        """The caller's request as it is forwarded: without its hop-by-hop headers."""
+        headers = {k: v for k, v in incoming.headers.items() if k.lower() not in _HOP_BY_HOP}
+        return Request(incoming.method, incoming.raw_path, headers, body)
+
+    async def _handle(self, incoming: web.Request) -> web.StreamResponse:
+        served = await self.fault.serve(self, incoming)
+        if served is not None:
+            return served
+        request = self.request_of(incoming, await incoming.read())
         self.fault.rewrite_request(request)
         answer = await self.fault.answer_instead(self, request) or await self.forward(request)
         await self.fault.rewrite_answer(self, request, answer)
         return web.Response(status=answer.status, body=answer.body, headers=answer.headers)
+
+
+def _asks_for_websocket(incoming: web.Request) -> bool:
+    connection = incoming.headers.get("Connection", "").lower()
+    return "upgrade" in connection and incoming.headers.get("Upgrade", "").lower() == "websocket"
+
+
+def _handshake_header(name: str) -> bool:
+    """A header each side of a WebSocket handshake writes for itself."""
+    return name.lower() == "upgrade" or name.lower().startswith("sec-websocket-")
+
+
+async def _pump(
+    source: web.WebSocketResponse | aiohttp.ClientWebSocketResponse,
+    sink: web.WebSocketResponse | aiohttp.ClientWebSocketResponse,
+) -> None:
+    """Each text and binary message of `source` to `sink`, until `source` closes."""
+    async for message in source:
+        if message.type is aiohttp.WSMsgType.TEXT:
+            await sink.send_str(message.data)
+        elif message.type is aiohttp.WSMsgType.BINARY:
+            await sink.send_bytes(message.data)
 
 
 def _only(headers: dict[str, str], name: str) -> dict[str, str]:

@@ -49,6 +49,9 @@ STATEFUL = {"stateful_interpreter": "python-interpreter-stateful"}
 # A fault that changes the Router's 404 for a session id never issued hides the release
 # from the preflight too (tests/suite/test_release_detection.py): the run is told it.
 MAIN = {"agentcube_release": "main"}
+# The streaming scenarios against a localcube given by URL: its read timeout (localcube's
+# default, upstream's 30 s) would hold a WebSocket half a minute; the case says 1 s.
+STREAMS = {"router_read_timeout": "1s"}
 
 
 @dataclass(frozen=True)
@@ -397,6 +400,63 @@ CASES = {
         "cap-listed-sizes",
         ("large file's full size",),
         ("Expected: the workspace listing to show large.bin with its size of 5247201 bytes",),
+    ),
+    # Issue 28: streams through the Router.
+    "a Router that buffers whole answers": Case(
+        "buffer-whole-answers",
+        ("reach the caller as the agent produces them",),
+        (
+            "Expected: the first event to reach the caller at least",
+            "the answer was held back (buffered) on its way",
+            "event  sent by the agent  arrived at the caller",
+        ),
+    ),
+    "a Router that cuts streams off": Case(
+        "cut-streams",
+        (
+            "arrives whole and in order",
+            "outlives the Router's read timeout",
+            "stream longer than the idle timeout",
+        ),
+        (
+            "Expected: an answer of unknown length holding",
+            "Expected: every message echoed in order",
+            "Expected: the agent's 31 events",
+            "broken off",
+        ),
+        userdata=STREAMS,
+    ),
+    "a Router that refuses upgrades": Case(
+        "refuse-upgrades",
+        ("WebSocket conversation in a session", "own messages"),
+        (
+            "Expected: the Router to switch the call in",
+            "the Router did not switch to WebSocket: 426",
+        ),
+    ),
+    "a switch to WebSocket answered without Upgrade": Case(
+        "switch-without-upgrade-header",
+        ("WebSocket conversation in a session",),
+        ("the Router did not switch to WebSocket: 101 Invalid upgrade header",),
+    ),
+    "the caller's token passed on over a WebSocket": Case(
+        "upgrade-token-in-another-header",
+        ("never shows the caller's token to the sandbox",),
+        ("a sandbox that received none of the callers' tokens",),
+    ),
+    "a Router that mixes up concurrent answers": Case(
+        "mix-concurrent-answers",
+        ("Many callers at once each get exactly their own",),
+        (
+            'with output "echo: caller ',
+            "events, each tagged",
+            "answer to come from the sandbox of its session",
+        ),
+    ),
+    "a stream not counted as activity": Case(
+        "end-session-after-slow-call",
+        ("stream longer than the idle timeout",),
+        ("the echo agent to answer 200 with output 'echo: still there?'", "status was 404"),
     ),
 }
 

@@ -71,6 +71,7 @@ def test_workers_on_a_cluster_share_the_forwards_and_the_token_of_the_run() -> N
         "--define=workload_manager_url=http://127.0.0.1:41002",
         "--define=platform=kubernetes",
         "--define=agentcube_release=pre-460",
+        "--define=router_read_timeout=30s",
         "--define=port_forward=false",
         "--define=token_source=static",
     ]

@@ -37,6 +37,8 @@ BAD_VALUES = {
     "poll_interval": "1 second",
     "short_session_lifetime": "forever",
     "long_task_duration": "0ms",
+    "stream_event_spacing": "-1s",
+    "router_read_timeout": "thirty",
     "fail_fast": "5",
     "sandbox_gone_timeout": "never",
     "answer_allowance": "-3s",

@@ -1,0 +1,281 @@
+"""Streams through the Router, read as a caller reads them: server-sent events and answers
+of unknown length part by part, each stamped with the moment it arrived, and WebSocket
+conversations message by message. aiohttp's client does all three (requests cannot speak
+WebSocket); each exchange is recorded as evidence, with its timeline.
+
+Arrival times are the caller's `time.time()`, to be set against the agent's own stamps:
+the two clocks are compared only through differences (acceptance.domain.streams), so a
+target on another machine, with its clock off, is judged as fairly as a local one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+from acceptance.core.evidence import SESSION_HEADER, Exchange, ExchangeLog, Table, text_table
+
+
+@dataclass(frozen=True)
+class Part:
+    """One piece of a streamed answer: an event's data (parsed JSON) or a chunk's text,
+    and when it reached the caller."""
+
+    data: Any
+    arrived_at: float
+
+
+@dataclass(frozen=True)
+class StreamedAnswer:
+    """A streamed answer as it came: status, headers and parts, and what broke it off (a
+    connection closed before the stream's end), if anything."""
+
+    status: int | None
+    headers: Mapping[str, str]
+    parts: list[Part]
+    error: str | None = None
+
+    @property
+    def session_id(self) -> str | None:
+        return _header(self.headers, SESSION_HEADER)
+
+
+@dataclass
+class Conversation:
+    """A WebSocket conversation: whether the Router switched, the agent's first message
+    (its sandbox report), the replies in order (str or bytes), and how it closed."""
+
+    switched: bool = False
+    refusal: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    greeting: Any = None
+    replies: list[str | bytes] = field(default_factory=list)
+    close_code: int | None = None
+    error: str | None = None
+
+    @property
+    def session_id(self) -> str | None:
+        return _header(self.headers, SESSION_HEADER)
+
+
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    return next((value for key, value in headers.items() if key.lower() == name), None)
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """When each event was sent (agent's clock) and arrived (caller's clock), as offsets
+    from the first event's send and arrival, and each event's delay beyond the quickest."""
+
+    rows: list[tuple[Any, float, float, float]]  # number, sent, arrived, extra delay
+
+    @classmethod
+    def of(cls, answer: StreamedAnswer) -> Timeline:
+        events = [
+            (part.data, part.arrived_at)
+            for part in answer.parts
+            if isinstance(part.data.get("sent_at"), int | float)
+        ]
+        if not events:
+            return cls([])
+        first_sent, first_arrived = events[0][0]["sent_at"], events[0][1]
+        quickest = min(arrived - event["sent_at"] for event, arrived in events)
+        return cls(
+            [
+                (
+                    event.get("number"),
+                    event["sent_at"] - first_sent,
+                    arrived - first_arrived,
+                    arrived - event["sent_at"] - quickest,
+                )
+                for event, arrived in events
+            ]
+        )
+
+    def cells(self) -> Table:
+        """The timeline as a table: seconds after the first event was sent (by the agent's
+        clock) and after it arrived (by the caller's)."""
+        headings = (
+            "event",
+            "sent by the agent",
+            "arrived at the caller",
+            "later than the quickest",
+        )
+        return (
+            headings,
+            *(
+                (str(number), f"{sent:+.3f} s", f"{arrived:+.3f} s", f"{extra:.3f} s")
+                for number, sent, arrived, extra in self.rows
+            ),
+        )
+
+    def table(self) -> str:
+        return text_table(self.cells())
+
+
+class StreamingClient:
+    """Streams and WebSockets at one Router, presenting `authorization` (a caller's)."""
+
+    def __init__(self, log: ExchangeLog, authorization: Mapping[str, str], timeout: float) -> None:
+        self._log = log
+        self._authorization = dict(authorization)
+        self._timeout = timeout
+
+    def longer_by(self, seconds: float) -> StreamingClient:
+        """The same client, waiting `seconds` more for a stream or a reply."""
+        return StreamingClient(self._log, self._authorization, self._timeout + seconds)
+
+    def _headers(self, session_id: str | None) -> dict[str, str]:
+        headers = dict(self._authorization)
+        if session_id:
+            headers[SESSION_HEADER] = session_id
+        return headers
+
+    async def events(self, url: str, session_id: str | None) -> StreamedAnswer:
+        """GET an event stream; each event's `data:` lines parsed as JSON as it arrives."""
+        return await self._stream(
+            url, session_id, {"Accept": "text/event-stream"}, _events, timeline=True
+        )
+
+    async def chunks(self, url: str, session_id: str | None) -> StreamedAnswer:
+        """GET an answer of unknown length, each line of text a part as it arrives."""
+        return await self._stream(url, session_id, {}, _lines)
+
+    async def _stream(
+        self,
+        url: str,
+        session_id: str | None,
+        extra: Mapping[str, str],
+        split: Callable[[bytes], tuple[list[Any], bytes]],
+        *,
+        timeline: bool = False,
+    ) -> StreamedAnswer:
+        """GET a streamed answer; `split` takes the whole parts from what has arrived, and
+        `timeline` records the parts' send and arrival times with the exchange."""
+        headers = {**self._headers(session_id), **extra}
+        timeout = aiohttp.ClientTimeout(total=self._timeout)
+        parts: list[Part] = []
+        status, answer_headers, error, raw = None, {}, None, b""
+        started = time.monotonic()
+        try:
+            async with (
+                aiohttp.ClientSession(timeout=timeout) as client,
+                client.get(url, headers=headers) as response,
+            ):
+                status, answer_headers = response.status, dict(response.headers)
+                pending = b""
+                async for data in response.content.iter_any():
+                    arrived = time.time()
+                    raw += data
+                    pending += data
+                    found, pending = split(pending)
+                    parts += [Part(item, arrived) for item in found]
+        except (aiohttp.ClientError, TimeoutError, ValueError) as failure:
+            error = f"{type(failure).__name__}: {failure}"
+        answer = StreamedAnswer(status, answer_headers, parts, error)
+        self._log.record(
+            Exchange(
+                method="GET",
+                url=url,
+                request_headers=headers,
+                request_body=None,
+                status=status,
+                response_headers=answer_headers,
+                response_body=raw,
+                elapsed=time.monotonic() - started,
+                error=error if status is None else None,
+                timeline=Timeline.of(answer).cells() if timeline and parts else (),
+            )
+        )
+        return answer
+
+    async def converse(
+        self, url: str, session_id: str | None, messages: Sequence[str | bytes], hold: float
+    ) -> Conversation:
+        """Open a WebSocket, read the agent's greeting, send `messages` one by one, each
+        answered before the next, holding the conversation `hold` seconds before the second
+        half; then close it."""
+        headers = self._headers(session_id)
+        conversation = Conversation()
+        started = time.monotonic()
+        timeout = aiohttp.ClientWSTimeout(ws_receive=self._timeout, ws_close=self._timeout)
+        try:
+            async with (
+                aiohttp.ClientSession() as client,
+                client.ws_connect(url, headers=headers, timeout=timeout) as socket,
+            ):
+                conversation.switched = True
+                # The 101's headers: aiohttp keeps them on the private `_response` alone.
+                conversation.headers = dict(socket._response.headers)
+                conversation.greeting = json.loads(await socket.receive_str())
+                half = (len(messages) + 1) // 2
+                for number, message in enumerate(messages):
+                    if number == half:
+                        await asyncio.sleep(hold)  # the conversation idles, on purpose
+                    await _send(socket, message)
+                    conversation.replies.append(await _reply(socket))
+                await socket.close()
+                conversation.close_code = socket.close_code
+        except aiohttp.WSServerHandshakeError as refusal:
+            conversation.refusal = f"{refusal.status} {refusal.message}"
+            conversation.headers = dict(refusal.headers or {})
+        except (aiohttp.ClientError, TimeoutError, ValueError, TypeError) as failure:
+            conversation.error = f"{type(failure).__name__}: {failure}"
+        self._log.record(
+            Exchange(
+                method="GET (WebSocket)",
+                url=url,
+                request_headers=headers,
+                request_body=f"{len(messages)} messages",
+                status=101 if conversation.switched else None,
+                response_headers=conversation.headers,
+                response_body=_transcript(conversation).encode(),
+                elapsed=time.monotonic() - started,
+                error=None if conversation.switched else conversation.refusal or conversation.error,
+            )
+        )
+        return conversation
+
+
+async def _send(socket: aiohttp.ClientWebSocketResponse, message: str | bytes) -> None:
+    if isinstance(message, bytes):
+        await socket.send_bytes(message)
+    else:
+        await socket.send_str(message)
+
+
+async def _reply(socket: aiohttp.ClientWebSocketResponse) -> str | bytes:
+    reply = await socket.receive()
+    if reply.type in (aiohttp.WSMsgType.TEXT, aiohttp.WSMsgType.BINARY):
+        return reply.data
+    raise aiohttp.ClientError(f"the conversation ended instead of a reply ({reply.type.name})")
+
+
+def _transcript(conversation: Conversation) -> str:
+    replies = ", ".join(repr(reply) for reply in conversation.replies)
+    ending = conversation.error or f"closed with code {conversation.close_code}"
+    return f"replies: [{replies}]; {ending}"
+
+
+def _events(pending: bytes) -> tuple[list[Any], bytes]:
+    """The whole events in `pending` (their data as JSON), and what is left of it."""
+    events = []
+    while b"\n\n" in pending:
+        block, pending = pending.split(b"\n\n", 1)
+        data = [line[5:].strip() for line in block.split(b"\n") if line.startswith(b"data:")]
+        if data:
+            event = json.loads(b"\n".join(data))
+            events.append(event if isinstance(event, dict) else {"data": event})
+    return events, pending
+
+
+def _lines(pending: bytes) -> tuple[list[Any], bytes]:
+    """The whole lines in `pending` (text), and what is left of it."""
+    *lines, rest = pending.split(b"\n")
+    return [line.decode() for line in lines], rest

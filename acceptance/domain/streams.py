@@ -1,0 +1,338 @@
+"""Streams through the Router: an agent's events as it produces them, an answer of unknown
+length, WebSocket conversations, and many callers streaming at once, each getting only
+their own.
+
+Whether events came as produced is judged by the agent's own stamps (`sent_at`, its clock)
+against their arrival (the caller's clock), through differences only: each event's delay
+beyond the quickest event's. A Router that flushes as events come delays none of them; one
+that buffers the answer holds the first until the last is sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import math
+from collections.abc import Coroutine, Iterable
+from typing import Any
+from urllib.parse import urlencode
+
+from hamcrest import assert_that
+
+from acceptance.core import matchers
+from acceptance.core.clients import session_id_of
+from acceptance.core.runtimes import Role
+from acceptance.core.settings import Settings
+from acceptance.core.streams import Conversation, StreamedAnswer, StreamingClient, Timeline
+from acceptance.domain.load import in_waves, within_the_limit
+from acceptance.domain.sessions import expect_served_by_the_same_sandbox
+from acceptance.domain.world import Session, World, sandbox_report
+from acceptance.platforms.base import Target
+
+EVENTS = 8  # a stream of events spans 7 spacings
+CHUNKS = 6
+# What a conversation sends: text and binary, the binary holding every byte value.
+MESSAGES: tuple[str | bytes, ...] = ("hello", bytes(range(256)), "still there?", b"\x00\xff")
+_IDENTITY = ("hostname", "pid", "started_at")
+_NORMAL_CLOSURE = 1000
+
+
+class Streams:
+    def __init__(self, world: World, settings: Settings, target: Target) -> None:
+        self._world = world
+        self._settings = settings
+        self._target = target
+        self._answer: StreamedAnswer | None = None
+        self._count = 0
+        self._conversation: Conversation | None = None
+        self._callers: list[Session] = []
+        self._identities: dict[str, tuple[Any, ...]] = {}
+        self._results: list[Any] = []
+
+    # One caller.
+
+    def read_events(self, duration: float | None = None) -> None:
+        """The agent's events in the scenario's session: EVENTS of them, or as many as
+        span `duration` seconds."""
+        spacing = self._settings.stream_event_spacing
+        self._count = EVENTS if duration is None else math.ceil(duration / spacing) + 1
+        session = self._world.session
+        url = self._url(session, "echo/events", self._count, "mine")
+        self._answer = _run(
+            self._client(session, self._count * spacing).events(url, session.session_id)
+        )
+
+    def read_events_past_idle_timeout(self) -> None:
+        """Events that keep coming for the idle timeout and ttl_grace: had the platform not
+        counted the stream as activity, it would have ended the session meanwhile."""
+        self.read_events(self._settings.short_session_timeout + self._settings.ttl_grace)
+
+    def read_chunks(self) -> None:
+        session = self._world.session
+        self._count = CHUNKS
+        url = self._url(session, "echo/chunks", CHUNKS, "mine")
+        spacing = self._settings.stream_event_spacing
+        self._answer = _run(self._client(session, CHUNKS * spacing).chunks(url, session.session_id))
+
+    def expect_every_event(self) -> None:
+        answer = self._streamed()
+        numbers = [part.data.get("number") for part in answer.parts]
+        expected = list(range(self._count))
+        assert answer.status == 200 and answer.error is None and numbers == expected, (
+            f"Expected: the agent's {self._count} events, numbered {expected[0]} to "
+            f"{expected[-1]}, in order, and the stream's end\n     but: {_shown(answer)}"
+            f" with events {numbers}\n{Timeline.of(answer).table()}"
+        )
+
+    def expect_events_as_produced(self) -> None:
+        """The first event reached the caller at least half the stream's span before the
+        agent sent the last one."""
+        timeline = Timeline.of(self._streamed())
+        if len(timeline.rows) < 2:
+            raise AssertionError(
+                f"the stream held {len(timeline.rows)} stamped events: too few to judge"
+            )
+        span = timeline.rows[-1][1]
+        first_delay = timeline.rows[0][3]
+        assert first_delay <= span / 2, (
+            f"Expected: the first event to reach the caller at least {span / 2:.2f} s (half "
+            f"the stream's span of {span:.2f} s) before the agent sent the last, as a Router "
+            f"that passes events on as they come does\n     but: it arrived {first_delay:.2f} s "
+            f"later than the quickest event, {span - first_delay:.2f} s before the last was "
+            "sent: the answer was held back (buffered) on its way\n" + timeline.table()
+        )
+
+    def expect_every_chunk(self) -> None:
+        answer = self._streamed()
+        expected = [f"chunk {number} of {CHUNKS}: mine" for number in range(CHUNKS)]
+        got = [part.data for part in answer.parts]
+        assert answer.status == 200 and answer.error is None and got == expected, (
+            f"Expected: an answer of unknown length holding {expected!r}, whole and in order, "
+            f"and its end\n     but: {_shown(answer)} with lines {got!r}"
+        )
+
+    def expect_session_still_answers(self) -> None:
+        expect_served_by_the_same_sandbox(self._world, self._world.session, "after its stream")
+
+    def converse(self, *, past_read_timeout: bool) -> None:
+        """A WebSocket conversation in the scenario's session; held idle, halfway, for half
+        as long again as the Router's read timeout when asked."""
+        hold = 1.5 * self._settings.router_read_timeout if past_read_timeout else 0
+        session = self._world.session
+        client = self._client(session, hold)
+        self._conversation = _run(
+            client.converse(self._url(session, "echo/ws"), session.session_id, MESSAGES, hold)
+        )
+
+    def expect_switched_in_session(self) -> None:
+        conversation = self._conversed()
+        session_id = self._world.session.session_id
+        assert conversation.switched and conversation.session_id == session_id, (
+            f"Expected: the Router to switch the call in {self._world.session} to WebSocket, "
+            f"naming the session in its answer\n     but: {_described(conversation)}"
+        )
+
+    def expect_echoed_in_order(self) -> None:
+        conversation = self._conversed()
+        expected = [_echo(message) for message in MESSAGES]
+        assert conversation.replies == expected, (
+            f"Expected: every message echoed in order, text as text and binary as binary: "
+            f"{expected!r}\n     but: {_described(conversation)}"
+        )
+
+    def expect_clean_close(self) -> None:
+        conversation = self._conversed()
+        assert conversation.error is None and conversation.close_code == _NORMAL_CLOSURE, (
+            f"Expected: the conversation to close cleanly (code {_NORMAL_CLOSURE}) when the "
+            f"caller closed it\n     but: {_described(conversation)}"
+        )
+
+    def expect_served_by_the_session_sandbox(self) -> None:
+        conversation = self._conversed()
+        reports = [report for report in self._world.sandbox_reports() if report]
+        if not reports:
+            raise AssertionError("no call in the session reported its sandbox")
+        own, greeting = _identity(reports[-1]), _identity(_greeting_sandbox(conversation))
+        assert greeting == own, (
+            f"Expected: the conversation served by the sandbox of {self._world.session}, "
+            f"{dict(zip(_IDENTITY, own, strict=True))}\n     but: it was served by {greeting}"
+        )
+
+    def expect_no_caller_token(self) -> None:
+        fingerprints = {
+            whose: hashlib.sha256(token.encode()).hexdigest()
+            for whose, token in (
+                ("api_token", self._target.api_token),
+                ("second_api_token", self._target.second_api_token),
+                ("admin_api_token", self._target.admin_api_token),
+            )
+            if token
+        }
+        report = _greeting_sandbox(self._conversed())
+        assert_that(report, matchers.not_given_credentials(fingerprints))
+
+    # Many callers at once.
+
+    def open_sessions_of_callers(self, most: int) -> None:
+        """As many callers as the concurrency limit allows, up to `most`, each opening a
+        session of the echo agent of its own with a first call, all at the same moment."""
+        count = within_the_limit(self._settings, most)
+        runtime = self._world.runtime(Role.ECHO_AGENT)
+        with self._world.caller.router.at_once(count):  # latencies of a loaded start, apart
+            answers = in_waves(
+                count,
+                count,
+                lambda number: self._world.calls(runtime).echo(f"caller {number}"),
+                gather_timeout=self._settings.burst_gather_timeout,
+            )
+        by_id = {session.session_id: session for session in self._world.sessions}
+        for number, answer in enumerate(answers):
+            assert_that(
+                answer, matchers.echoes(f"caller {number}"), f"caller {number} got no session"
+            )
+            session = by_id[session_id_of(answer) or ""]
+            self._callers.append(session)
+            self._identities[session.session_id] = _identity(sandbox_report(answer))
+
+    def all_call(self) -> None:
+        count = len(self._callers)
+        with self._world.caller.router.at_once(count):
+            self._results = in_waves(
+                count,
+                count,
+                lambda number: self._world.in_session(self._callers[number]).echo(_tag(number)),
+                gather_timeout=self._settings.burst_gather_timeout,
+            )
+
+    def all_read_events(self) -> None:
+        spacing = self._settings.stream_event_spacing
+        self._results = _run_all(
+            self._client(session, EVENTS * spacing).events(
+                self._url(session, "echo/events", EVENTS, _tag(number)), session.session_id
+            )
+            for number, session in enumerate(self._callers)
+        )
+
+    def all_converse(self) -> None:
+        self._results = _run_all(
+            self._client(session, 0).converse(
+                self._url(session, "echo/ws"),
+                session.session_id,
+                [_tag(number), _tag(number).encode()],
+                0,
+            )
+            for number, session in enumerate(self._callers)
+        )
+
+    def expect_each_own_answer(self) -> None:
+        for number, (session, answer) in enumerate(zip(self._callers, self._results, strict=True)):
+            assert_that(answer, matchers.echoes(_tag(number)), f"caller {number} in {session}")
+            self._expect_own_sandbox(number, session, sandbox_report(answer))
+
+    def expect_each_own_events(self) -> None:
+        for number, (session, answer) in enumerate(zip(self._callers, self._results, strict=True)):
+            tags = [part.data.get("tag") for part in answer.parts]
+            assert answer.error is None and tags == [_tag(number)] * EVENTS, (
+                f"Expected: caller {number} to get its {EVENTS} events, each tagged "
+                f"{_tag(number)!r}, in {session}\n     but: {_shown(answer)} with tags {tags}"
+            )
+            for part in answer.parts:
+                self._expect_own_sandbox(number, session, part.data.get("sandbox"))
+
+    def expect_each_own_messages(self) -> None:
+        for number, (session, conversation) in enumerate(
+            zip(self._callers, self._results, strict=True)
+        ):
+            expected = [_echo(_tag(number)), _tag(number).encode()]
+            assert conversation.replies == expected, (
+                f"Expected: caller {number} to get back its own messages {expected!r} in "
+                f"{session}\n     but: {_described(conversation)}"
+            )
+            self._expect_own_sandbox(number, session, _greeting_sandbox(conversation))
+
+    def _expect_own_sandbox(self, number: int, session: Session, report: Any) -> None:
+        own, got = self._identities[session.session_id], _identity(report)
+        assert got == own, (
+            f"Expected: caller {number}'s answer to come from the sandbox of its {session}, "
+            f"{dict(zip(_IDENTITY, own, strict=True))}\n     but: it came from {got}, "
+            + _whose(got, self._identities)
+        )
+
+    # Helpers.
+
+    def _client(self, session: Session, duration: float) -> StreamingClient:
+        """The session's caller's client, waiting `duration` more than a call's timeout."""
+        caller = session.caller or self._world.caller
+        return caller.router.streams().longer_by(duration + self._settings.answer_allowance)
+
+    def _url(self, session: Session, path: str, count: int | None = None, tag: str = "") -> str:
+        caller = session.caller or self._world.caller
+        url = caller.router.invocation_url(session.runtime, path)
+        if count is None:
+            return url
+        spacing = self._settings.stream_event_spacing
+        return f"{url}?{urlencode({'count': count, 'spacing': spacing, 'tag': tag})}"
+
+    def _streamed(self) -> StreamedAnswer:
+        if self._answer is None:
+            raise AssertionError("the scenario has read no stream yet")
+        return self._answer
+
+    def _conversed(self) -> Conversation:
+        if self._conversation is None:
+            raise AssertionError("the scenario has held no WebSocket conversation yet")
+        return self._conversation
+
+
+def _tag(number: int) -> str:
+    return f"caller {number}'s own"
+
+
+def _echo(message: str | bytes) -> str | bytes:
+    return message if isinstance(message, bytes) else f"echo: {message}"
+
+
+def _identity(report: Any) -> tuple[Any, ...]:
+    if not isinstance(report, dict):
+        return (None,) * len(_IDENTITY)
+    return tuple(report.get(key) for key in _IDENTITY)
+
+
+def _whose(identity: tuple[Any, ...], identities: dict[str, tuple[Any, ...]]) -> str:
+    other = next((sid for sid, own in identities.items() if own == identity), None)
+    return f"the sandbox of session {other}" if other else "no caller's sandbox"
+
+
+def _greeting_sandbox(conversation: Conversation) -> Any:
+    greeting = conversation.greeting
+    return greeting.get("sandbox") if isinstance(greeting, dict) else None
+
+
+def _shown(answer: StreamedAnswer) -> str:
+    ending = f", broken off: {answer.error}" if answer.error else ""
+    return f"status {answer.status}, {len(answer.parts)} parts{ending}"
+
+
+def _described(conversation: Conversation) -> str:
+    if not conversation.switched:
+        return (
+            f"the Router did not switch to WebSocket: {conversation.refusal or conversation.error}"
+        )
+    return (
+        f"switched (session {conversation.session_id}), replies {conversation.replies!r}, "
+        f"closed with code {conversation.close_code}"
+        + (f", broken off: {conversation.error}" if conversation.error else "")
+    )
+
+
+def _run(coroutine: Coroutine[Any, Any, Any]) -> Any:
+    return asyncio.run(coroutine)
+
+
+def _run_all(coroutines: Iterable[Coroutine[Any, Any, Any]]) -> list[Any]:
+    """The coroutines at the same moment, in one event loop; their results in order."""
+
+    async def together() -> list[Any]:
+        return list(await asyncio.gather(*coroutines))
+
+    return asyncio.run(together())
