@@ -4,9 +4,9 @@ Upstream's Router creates the Secret `picod-router-identity` through the in-clus
 and, on 409 AlreadyExists, reads it back and signs with `data["private.pem"]`, a PKCS#1 RSA
 key (pkg/router/jwt.go:136-205). localcube answers those two calls, and only those, with its
 own signing key: sandboxes then accept the Router's JWTs, and localcube accepts its identity
-headers. client-go sends the Secret as protobuf and lists protobuf first in `Accept`, so both
-protobuf (kube_protobuf) and JSON are read, and each answer, a failure's `Status` too, is in
-the first acceptable of the two. The in-cluster client's files (`token`, `ca.crt`,
+headers. client-go sends the Secret as protobuf, so both protobuf (kube_protobuf) and JSON
+are read; each answer, a failure's `Status` too, is in JSON, which client-go's `Accept`
+lists after protobuf and which it decodes as well. The in-cluster client's files (`token`, `ca.crt`,
 `namespace`) and the two variables it reads (`kubernetes.env`) are written to a directory
 the user chooses.
 """
@@ -40,8 +40,7 @@ SERVICE_ACCOUNT = "system:serviceaccount:default:agentcube-router"
 _SECRETS = "/api/v1/namespaces/{namespace}/secrets"
 _VALIDITY = datetime.timedelta(days=365)
 JSON = "application/json"
-SERVED = (JSON, kube_protobuf.MEDIA_TYPE)
-_ANSWER_TYPE = web.RequestKey("answer_type", str)
+READ = (JSON, kube_protobuf.MEDIA_TYPE)  # the bodies a create may come in
 
 
 @dataclass(frozen=True)
@@ -77,13 +76,13 @@ def status_object(code: int, reason: str, message: str, name: str | None = None)
     return body
 
 
-def answer_type(accept: str) -> str | None:
-    """The media type to answer in: the first of `Accept` (by quality, then order) that
-    is served; JSON for `*/*`, `application/*` or no Accept; None when none is served."""
+def accepts_json(accept: str) -> bool:
+    """Whether `Accept` takes JSON, the one media type answered: named, `*/*`,
+    `application/*`, or no Accept at all. client-go lists JSON after protobuf and decodes
+    either (the recorded k8s-json409 exchange: the Router went on with JSON answers)."""
     if not accept.strip():
-        return JSON
-    ranges = []
-    for position, item in enumerate(accept.split(",")):
+        return True
+    for item in accept.split(","):
         media_range, *parameters = (part.strip() for part in item.split(";"))
         quality = 1.0
         for parameter in parameters:
@@ -93,20 +92,9 @@ def answer_type(accept: str) -> str | None:
                     quality = float(value)
                 except ValueError:
                     quality = 0.0
-        if quality > 0:
-            ranges.append((-quality, position, media_range.lower()))
-    for _, _, media_range in sorted(ranges):
-        if media_range in SERVED:
-            return media_range
-        if media_range in ("*/*", "application/*"):
-            return JSON
-    return None
-
-
-def encoded(obj: dict, media_type: str) -> bytes:
-    if media_type == kube_protobuf.MEDIA_TYPE:
-        return kube_protobuf.encode(obj)
-    return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
+        if quality > 0 and media_range.lower() in (JSON, "*/*", "application/*"):
+            return True
+    return False
 
 
 class RouterIdentity:
@@ -129,25 +117,22 @@ class RouterIdentity:
 
     @web.middleware
     async def _negotiate(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        """Every answer in the media type `Accept` prefers, a failure as a `Status` too;
-        callers without the service-account token are refused before anything is read."""
-        media_type = answer_type(request.headers.get("Accept", ""))
-        request[_ANSWER_TYPE] = media_type or JSON
-        if media_type is None:
-            accepted = ", ".join(SERVED)
-            message = f"only the following media types are accepted: {accepted}"
-            return _answer(request, status_object(406, "NotAcceptable", message))
+        """Every answer in JSON, a failure as a `Status` too; callers without the
+        service-account token are refused before anything is read."""
+        if not accepts_json(request.headers.get("Accept", "")):
+            message = f"only the following media types are accepted: {JSON}"
+            return _answer(status_object(406, "NotAcceptable", message))
         try:
             self._authenticate(request)
             return await handler(request)
         except Refusal as refusal:
-            return _answer(request, refusal.status)
+            return _answer(refusal.status)
         except web.HTTPMethodNotAllowed:
             message = "the server does not allow this method on the requested resource"
-            return _answer(request, status_object(405, "MethodNotAllowed", message))
+            return _answer(status_object(405, "MethodNotAllowed", message))
         except web.HTTPNotFound:
             message = "the server could not find the requested resource"
-            return _answer(request, status_object(404, "NotFound", message))
+            return _answer(status_object(404, "NotFound", message))
 
     def _authenticate(self, request: web.Request) -> None:
         # The scheme in any case, as the API server takes it (Python's client sends "bearer").
@@ -188,14 +173,14 @@ class RouterIdentity:
             },
             "type": "Opaque",
         }
-        return _answer(request, secret, 200)
+        return _answer(secret, 200)
 
 
 def _secret_name(body: bytes, media_type: str) -> str:
     """The name of the Secret a create's body holds, in JSON or protobuf. A body it cannot
     take gets the API server's words, naming the media type, never the body (a key)."""
-    if media_type not in SERVED:
-        accepted = ", ".join(SERVED)
+    if media_type not in READ:
+        accepted = ", ".join(READ)
         raise Refusal(
             415,
             "UnsupportedMediaType",
@@ -225,10 +210,9 @@ def _unrecognized(reason: str, media_type: str) -> Refusal:
     )
 
 
-def _answer(request: web.Request, obj: dict, code: int | None = None) -> web.Response:
-    media_type = request[_ANSWER_TYPE]
-    body = encoded(obj, media_type)
-    return web.Response(body=body, status=code or obj["code"], content_type=media_type)
+def _answer(obj: dict, code: int | None = None) -> web.Response:
+    body = json.dumps(obj, separators=(",", ":")).encode() + b"\n"
+    return web.Response(body=body, status=code or obj["code"], content_type=JSON)
 
 
 async def serve_identity(
