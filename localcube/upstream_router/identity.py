@@ -16,9 +16,7 @@ from __future__ import annotations
 import base64
 import datetime
 import hmac
-import ipaddress
 import json
-import os
 import secrets
 import ssl
 import uuid
@@ -26,11 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiohttp import web
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-from cryptography.x509.oid import NameOID
 
+from agentcube_contract.certificates import serving_certificates, write_file
 from localcube.bearer_auth import Handler
 from localcube.signing import RequestSigner
 from localcube.upstream_router import kube_protobuf
@@ -38,7 +33,7 @@ from localcube.upstream_router import kube_protobuf
 SECRET_NAME = "picod-router-identity"
 SERVICE_ACCOUNT = "system:serviceaccount:default:agentcube-router"
 _SECRETS = "/api/v1/namespaces/{namespace}/secrets"
-_VALIDITY = datetime.timedelta(days=365)
+_NAMES = ("127.0.0.1", "localhost")
 JSON = "application/json"
 READ = (JSON, kube_protobuf.MEDIA_TYPE)  # the bodies a create may come in
 
@@ -231,76 +226,26 @@ async def serve_identity(
 def new_credentials(state_dir: Path) -> IdentityCredentials:
     """A fresh token, and a CA with a server certificate for 127.0.0.1 (the key file lives
     only while the TLS context loads it)."""
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localcube router identity CA")])
-    ca = (
-        _certificate(ca_name, ca_name, ca_key.public_key(), now)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )
-    server_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    server_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    server = (
-        _certificate(server_name, ca_name, server_key.public_key(), now)
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
-            ),
-            critical=False,
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
+    served = serving_certificates("localcube router identity CA", "127.0.0.1", _NAMES)
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     key_file = state_dir / "router-identity-server.pem"
-    descriptor = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "wb") as out:
-        out.write(
-            server_key.private_bytes(
-                serialization.Encoding.PEM,
-                serialization.PrivateFormat.PKCS8,
-                serialization.NoEncryption(),
-            )
-        )
-        out.write(server.public_bytes(serialization.Encoding.PEM))
+    write_file(key_file, served.key + served.cert, 0o600)
     try:
         context.load_cert_chain(key_file)
     finally:
         key_file.unlink()
-    ca_pem = ca.public_bytes(serialization.Encoding.PEM)
-    return IdentityCredentials(secrets.token_urlsafe(32), ca_pem, context)
+    return IdentityCredentials(secrets.token_urlsafe(32), served.ca_cert, context)
 
 
 def write_service_account(directory: Path, credentials: IdentityCredentials, port: int) -> None:
     """The files the in-cluster client reads, and the variables it needs, in `directory`."""
     directory.mkdir(parents=True, exist_ok=True)
     directory.chmod(0o700)
-    _write(directory / "token", credentials.token.encode(), 0o600)
-    _write(directory / "ca.crt", credentials.ca_pem, 0o644)
-    _write(directory / "namespace", b"default", 0o644)
+    write_file(directory / "token", credentials.token.encode(), 0o600)
+    write_file(directory / "ca.crt", credentials.ca_pem, 0o644)
+    write_file(directory / "namespace", b"default", 0o644)
     env = f"KUBERNETES_SERVICE_HOST=127.0.0.1\nKUBERNETES_SERVICE_PORT={port}\n"
-    _write(directory / "kubernetes.env", env.encode(), 0o644)
-
-
-def _write(path: Path, data: bytes, mode: int) -> None:
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(descriptor, "wb") as out:
-        out.write(data)
-    path.chmod(mode)
-
-
-def _certificate(
-    subject: x509.Name, issuer: x509.Name, key: rsa.RSAPublicKey, now: datetime.datetime
-) -> x509.CertificateBuilder:
-    return (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(issuer)
-        .public_key(key)
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + _VALIDITY)
-    )
+    write_file(directory / "kubernetes.env", env.encode(), 0o644)
 
 
 def _b64(data: bytes) -> str:

@@ -35,7 +35,7 @@ from onemachine.cluster.credentials import (
 from onemachine.cluster.interrupts import Interrupts, Stop
 from onemachine.cluster.layout import LOOPBACK, SYSTEM_NAMESPACE, StateDir
 from onemachine.cluster.network import enter_private_network
-from onemachine.cluster.pki import PkiError, make_pki
+from onemachine.cluster.pki import make_pki
 from onemachine.cluster.relay import Relay, listen
 from onemachine.cluster.suite_command import suite_command
 from onemachine.cluster.supervisor import PartFailed, Supervisor
@@ -65,7 +65,7 @@ def launch(options: Options) -> int:
         cluster = parts.Cluster(binaries, state, pki, options.ports, options.images)
         suite_token = _write_credentials(cluster)
         host_ports = {name: listen() for name in ("api", "router", "workload-manager")}
-    except (MissingBinaries, manifests.ManifestError, PkiError, OSError) as error:
+    except (MissingBinaries, manifests.ManifestError, OSError) as error:
         print(f"onemachine cluster: {error}", file=sys.stderr)
         return 2
     started = time.monotonic()
