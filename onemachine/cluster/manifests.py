@@ -21,12 +21,14 @@ from kubernetes.client.rest import ApiException
 
 from onemachine.cluster.credentials import SUITE_USER
 from onemachine.cluster.layout import NEIGHBOUR_NAMESPACE, SYSTEM_NAMESPACE
+from onemachine.cluster.readiness import wait_until
 
 HERE = Path(__file__).resolve().parent
 CHART_RBAC = HERE / "chart-rbac.yaml"
 SUITE_RBAC = HERE.parents[1] / "docs" / "examples" / "rbac.yaml"
 SUITE_ROLE = "agentcube-acceptance"
 SERVICE_ACCOUNTS = ("workloadmanager", "agentcube-router")
+WAIT_INTERVAL = 0.2  # between reads of what a controller of the cluster makes
 
 # Where each checkout keeps its CRDs: (flag, directory inside the checkout).
 CRD_SOURCES = (
@@ -85,12 +87,14 @@ def service_account_token(api: kube.ApiClient, account: str, timeout: float) -> 
     """The token kube-controller-manager's token controller wrote into the account's
     Secret; ManifestError when none comes within `timeout`."""
     core = kube.CoreV1Api(api)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def token() -> str | None:
         secret = core.read_namespaced_secret(f"{account}-token", SYSTEM_NAMESPACE)
-        if secret.data and secret.data.get("token"):
-            return base64.b64decode(secret.data["token"]).decode()
-        time.sleep(0.2)
+        return (secret.data or {}).get("token")
+
+    found = wait_until(token, timeout=timeout, interval=WAIT_INTERVAL)
+    if found:
+        return base64.b64decode(found).decode()
     raise ManifestError(
         f"no token for service account {SYSTEM_NAMESPACE}/{account} within {timeout:g} s: "
         "kube-controller-manager's token controller fills it (see its log)"
@@ -101,18 +105,22 @@ def wait_default_service_account(api: kube.ApiClient, timeout: float) -> None:
     """Pods are admitted only once their namespace has its `default` service account."""
     core = kube.CoreV1Api(api)
     deadline = time.monotonic() + timeout
+
+    def made(namespace: str) -> bool:
+        try:
+            return bool(core.read_namespaced_service_account("default", namespace))
+        except ApiException as error:
+            if error.status != 404:
+                raise
+            return False
+
     for namespace in (SYSTEM_NAMESPACE, NEIGHBOUR_NAMESPACE):
-        while True:
-            try:
-                core.read_namespaced_service_account("default", namespace)
-                break
-            except ApiException as error:
-                if error.status != 404 or time.monotonic() >= deadline:
-                    raise ManifestError(
-                        f"no default service account in {namespace} within {timeout:g} s: "
-                        "kube-controller-manager's serviceaccount controller makes it"
-                    ) from error
-                time.sleep(0.2)
+        left = deadline - time.monotonic()
+        if not wait_until(lambda n=namespace: made(n), timeout=left, interval=WAIT_INTERVAL):
+            raise ManifestError(
+                f"no default service account in {namespace} within {timeout:g} s: "
+                "kube-controller-manager's serviceaccount controller makes it"
+            )
 
 
 def _suite_binding(namespace: str) -> dict:
@@ -165,10 +173,13 @@ def _wait_established(api: kube.ApiClient, names: list[str], timeout: float) -> 
     extensions = kube.ApiextensionsV1Api(api)
     deadline = time.monotonic() + timeout
     for name in names:
-        while not _established(extensions.read_custom_resource_definition(name)):
-            if time.monotonic() >= deadline:
-                raise ManifestError(f"CRD {name} not Established within {timeout:g} s")
-            time.sleep(0.2)
+        left = deadline - time.monotonic()
+
+        def established(name: str = name) -> bool:
+            return _established(extensions.read_custom_resource_definition(name))
+
+        if not wait_until(established, timeout=left, interval=WAIT_INTERVAL):
+            raise ManifestError(f"CRD {name} not Established within {timeout:g} s")
 
 
 def _established(crd: kube.V1CustomResourceDefinition) -> bool:
