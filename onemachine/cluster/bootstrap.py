@@ -37,12 +37,12 @@ CRD_SOURCES = (
 )
 
 
-class ManifestError(Exception):
+class BootstrapError(Exception):
     """A manifest the launcher cannot find or the API server refused; the message says which."""
 
 
 def crd_files(sources: dict[str, Path | None]) -> list[Path]:
-    """The CRD files of both checkouts; ManifestError naming each flag to fix."""
+    """The CRD files of both checkouts; BootstrapError naming each flag to fix."""
     files: list[Path] = []
     problems: list[str] = []
     for flag, inside in CRD_SOURCES:
@@ -55,7 +55,7 @@ def crd_files(sources: dict[str, Path | None]) -> list[Path]:
             problems.append(f"{flag} {checkout}: no CRDs in {checkout / inside}")
         files.extend(found)
     if problems:
-        raise ManifestError("; ".join(problems))
+        raise BootstrapError("; ".join(problems))
     return files
 
 
@@ -85,7 +85,7 @@ def install(api: kube.ApiClient, crds: list[Path], timeout: float) -> None:
 
 def service_account_token(api: kube.ApiClient, account: str, timeout: float) -> str:
     """The token kube-controller-manager's token controller wrote into the account's
-    Secret; ManifestError when none comes within `timeout`."""
+    Secret; BootstrapError when none comes within `timeout`."""
     core = kube.CoreV1Api(api)
 
     def token() -> str | None:
@@ -95,7 +95,7 @@ def service_account_token(api: kube.ApiClient, account: str, timeout: float) -> 
     found = wait_until(token, timeout=timeout, interval=WAIT_INTERVAL)
     if found:
         return base64.b64decode(found).decode()
-    raise ManifestError(
+    raise BootstrapError(
         f"no token for service account {SYSTEM_NAMESPACE}/{account} within {timeout:g} s: "
         "kube-controller-manager's token controller fills it (see its log)"
     )
@@ -117,7 +117,7 @@ def wait_default_service_account(api: kube.ApiClient, timeout: float) -> None:
     for namespace in (SYSTEM_NAMESPACE, NEIGHBOUR_NAMESPACE):
         left = deadline - time.monotonic()
         if not wait_until(lambda n=namespace: made(n), timeout=left, interval=WAIT_INTERVAL):
-            raise ManifestError(
+            raise BootstrapError(
                 f"no default service account in {namespace} within {timeout:g} s: "
                 "kube-controller-manager's serviceaccount controller makes it"
             )
@@ -163,7 +163,7 @@ def _create(api: kube.ApiClient, document: dict, source: Path | None = None) -> 
         errors = [error for error in failure.api_exceptions if error.status != 409]
         if errors:
             where = f" from {source}" if source else ""
-            raise ManifestError(
+            raise BootstrapError(
                 f"the API server refused {document['kind']} {document['metadata']['name']}"
                 f"{where}: {errors[0].status} {errors[0].reason}: {errors[0].body}"
             ) from failure
@@ -179,7 +179,7 @@ def _wait_established(api: kube.ApiClient, names: list[str], timeout: float) -> 
             return _established(extensions.read_custom_resource_definition(name))
 
         if not wait_until(established, timeout=left, interval=WAIT_INTERVAL):
-            raise ManifestError(f"CRD {name} not Established within {timeout:g} s")
+            raise BootstrapError(f"CRD {name} not Established within {timeout:g} s")
 
 
 def _established(crd: kube.V1CustomResourceDefinition) -> bool:
