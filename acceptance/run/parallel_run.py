@@ -32,7 +32,7 @@ from behave.runner_util import collect_feature_locations, parse_features
 
 from acceptance.core.settings import SETTINGS, ConfigError, Settings
 from acceptance.platforms.base import Target, TargetStartError
-from acceptance.platforms.registry import adapters
+from acceptance.platforms.registry import adapter
 from acceptance.platforms.target import read_settings
 from acceptance.run.preflight import PreflightFailed
 from acceptance.run.results import RunResults, count_deselected, selected_scenarios
@@ -181,7 +181,7 @@ def _shared_target(target: Target, settings: Settings) -> tuple[list[str], dict[
     ]
     if settings.stateful_interpreter:
         defines.append(f"--define=stateful_interpreter={settings.stateful_interpreter}")
-    worker_settings = adapters()[target.platform_name].worker_settings
+    worker_settings = adapter(target.platform_name).worker_settings
     defines += [f"--define={name}={value}" for name, value in worker_settings.items()]
     tokens = {
         "api_token": target.api_token,
