@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from acceptance.platforms.kubernetes import ADAPTER as CLUSTER_ADAPTER
+from acceptance.platforms.registry import Adapter, adapters
 from acceptance.run.configuration_table import adapter_default_rows, adapter_settings_rows
 from acceptance.run.tags import tag_table
 
@@ -58,11 +58,13 @@ def test_the_readme_shows_a_few_settings_each_as_the_generated_table_has_it() ->
     )
 
 
-def test_the_cluster_page_lists_every_setting_and_cluster_default() -> None:
-    page = doc("kubernetes.md")
-    rows = adapter_settings_rows(CLUSTER_ADAPTER) + adapter_default_rows(CLUSTER_ADAPTER)
+@pytest.mark.parametrize("adapter", adapters().values(), ids=lambda adapter: adapter.name)
+def test_each_platforms_page_lists_its_settings_and_defaults(adapter: Adapter) -> None:
+    rows = adapter_settings_rows(adapter) + adapter_default_rows(adapter)
+    assert adapter.docs or not rows, f"the {adapter.name} adapter has settings but no page"
+    page = (ROOT / adapter.docs).read_text(encoding="utf-8") if rows else ""
     missing = [row for row in rows if row not in page]
-    assert not missing, "docs/kubernetes.md lacks these rows:\n" + "\n".join(missing)
+    assert not missing, f"{adapter.docs} lacks these rows:\n" + "\n".join(missing)
 
 
 def test_the_docs_say_plainly_what_was_never_run_here() -> None:

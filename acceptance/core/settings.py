@@ -18,7 +18,6 @@ from urllib.parse import urlsplit
 
 from agentcube_contract.durations import parse_duration
 from agentcube_contract.names import is_dns_label, is_dns_subdomain
-from agentcube_contract.picod_command import PicodCommand, PicodCommandError
 
 # AgentCube releases the suite tells apart: upstream main, and releases before PR #460.
 RELEASES = ("main", "pre-460")
@@ -92,14 +91,6 @@ def parse_positive_int(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise ValueError("must be a whole number of at least 1")
     return int(text)
-
-
-def parse_picod_command(text: str) -> str:
-    try:
-        PicodCommand.parse(text)
-    except PicodCommandError as error:
-        raise ValueError(f"is not a command localcube can run: {error}") from None
-    return text
 
 
 def parse_percentage(text: str) -> float:
@@ -428,17 +419,6 @@ SETTINGS: tuple[Setting, ...] = (
         "second localcube with a limit of 4; other targets skip it",
     ),
     Setting(
-        "picod_command",
-        "AGENTCUBE_PICOD_COMMAND",
-        parse_picod_command,
-        None,
-        "The command a localcube the suite starts runs every code-interpreter sandbox with "
-        "(its `--picod-command`), e.g. `/path/to/picod --port {port} --workspace {workspace}`: "
-        "the whole suite against your own PicoD build (docs/own-picod.md). Not with "
-        "`router_url`.",
-        default_text="unset: localcube's own PicoD-compatible daemon",
-    ),
-    Setting(
         "agentcube_release",
         "AGENTCUBE_RELEASE",
         one_of((AUTO_RELEASE, *RELEASES)),
@@ -519,7 +499,6 @@ class Settings:
     load_rate: int
     load_required_share: float
     max_concurrent_requests: int | None
-    picod_command: str | None
     agentcube_release: str
     keep_on_failure: bool
     reports_dir: str
@@ -559,11 +538,6 @@ def load_settings(
         )
         for setting in SETTINGS
     }
-    if values["picod_command"] and values["router_url"]:
-        raise ConfigError(
-            "setting picod_command applies only to the localcube the suite starts: "
-            "leave router_url unset to use it"
-        )
     return Settings(**values)
 
 

@@ -55,8 +55,10 @@ class OwnLocalcube:
         self._process = self._serve(log_path, port=0, state_dir=state_dir)
 
     @classmethod
-    def start(cls, settings: Settings) -> OwnLocalcube:
-        """Start it, logging to <reports_dir>/localcube.log; raises TargetStartError."""
+    def start(cls, settings: Settings, picod_command: str | None = None) -> OwnLocalcube:
+        """Start it, logging to <reports_dir>/localcube.log, its code interpreters run with
+        `picod_command` (the localcube adapter's setting) when given; raises
+        TargetStartError."""
         tokens = (
             settings.api_token or secrets.token_urlsafe(24),
             settings.second_api_token or secrets.token_urlsafe(24),
@@ -68,7 +70,7 @@ class OwnLocalcube:
         log_path.unlink(missing_ok=True)
         state_dir = Path(tempfile.mkdtemp(prefix="acceptance-localcube-"))
         try:
-            return cls(tokens, state_dir, log_path, settings.ready_timeout, settings.picod_command)
+            return cls(tokens, state_dir, log_path, settings.ready_timeout, picod_command)
         except TargetStartError:
             shutil.rmtree(state_dir, ignore_errors=True)
             raise

@@ -40,8 +40,9 @@ def read_settings(userdata: Mapping[str, str], environ: Mapping[str, str]) -> Ru
         return bool(userdata.get(name) or environ.get(env_of[name]))
 
     adapter = chosen_adapter(registry.names(), userdata, environ, given)
+    env_of.update({setting.name: setting.env for setting in adapter.settings})
     own = {setting.name for setting in adapter.settings}
-    _refuse_other_platforms_settings(userdata, own | set(env_of), adapter)
+    _refuse_other_platforms_settings(userdata, set(env_of), adapter)
     suite_userdata = {k: v for k, v in userdata.items() if k not in own}
     settings = load_settings(suite_userdata, environ, adapter.defaults(given))
     return RunSettings(settings, adapter, adapter.own_settings(userdata, environ))
