@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from acceptance.platforms.registry import Adapter, adapters
-from acceptance.run.configuration_table import adapter_default_rows, adapter_settings_rows
-from acceptance.run.tags import tag_table
+from docgen.configuration_table import adapter_default_rows, adapter_settings_rows
+from docgen.tag_table import tag_table
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -29,9 +29,9 @@ def test_the_readme_fits_a_newcomers_first_screens() -> None:
 
 
 def generated_table() -> str:
-    """What `python -m acceptance.run.configuration_table` prints, the command docs name."""
+    """What `python -m docgen.configuration_table` prints, the command docs name."""
     return subprocess.run(
-        [sys.executable, "-m", "acceptance.run.configuration_table"],
+        [sys.executable, "-m", "docgen.configuration_table"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -41,8 +41,7 @@ def generated_table() -> str:
 
 def test_the_configuration_table_is_the_generated_one() -> None:
     assert generated_table() in doc("configuration.md"), (
-        "regenerate the table in docs/configuration.md with: "
-        "python -m acceptance.run.configuration_table"
+        "regenerate the table in docs/configuration.md with: python -m docgen.configuration_table"
     )
 
 
@@ -53,7 +52,7 @@ def test_the_readme_shows_a_few_settings_each_as_the_generated_table_has_it() ->
     ]
     assert 0 < len(settings) <= 6, "the README shows the settings most runs need, no more"
     stale = [row for row in settings if row not in generated]
-    assert not stale, "copy these rows from python -m acceptance.run.configuration_table:\n" + (
+    assert not stale, "copy these rows from python -m docgen.configuration_table:\n" + (
         "\n".join(stale)
     )
 
@@ -85,7 +84,7 @@ def test_the_docs_say_plainly_what_was_never_run_here() -> None:
 
 def test_the_tag_table_is_the_generated_one() -> None:
     assert tag_table() in doc("configuration.md"), (
-        "regenerate the tag table in docs/configuration.md with: python -m acceptance.run.tags"
+        "regenerate the tag table in docs/configuration.md with: python -m docgen.tag_table"
     )
 
 

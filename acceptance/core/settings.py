@@ -4,7 +4,7 @@ environment.
 Each setting can be given as ``behave -D name=value`` or as an environment variable; ``-D``
 wins, an empty value counts as unset. Timeouts live in the same table so that a slower
 target is one ``-D`` away. docs/configuration.md's table is generated from ``SETTINGS``
-(``python -m acceptance.run.configuration_table``), so the two cannot drift apart.
+(``python -m docgen.configuration_table``), so the two cannot drift apart.
 """
 
 from __future__ import annotations

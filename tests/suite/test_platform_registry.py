@@ -17,8 +17,8 @@ from acceptance.core.settings import ConfigError
 from acceptance.platforms.base import SANDBOX_KILL, WORKLOAD_MANAGER_SESSIONS
 from acceptance.platforms.registry import ENTRY_POINT_GROUP, adapters
 from acceptance.platforms.target import read_settings, resolve_target
-from acceptance.run.configuration_table import adapter_settings_rows, settings_table
 from acceptance.run.parallel_run import _shared_target
+from docgen.configuration_table import adapter_settings_rows, settings_table
 
 ROOT = Path(__file__).resolve().parents[2]
 

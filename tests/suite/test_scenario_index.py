@@ -1,4 +1,4 @@
-"""docs/scenarios.md is the index acceptance/run/scenario_index.py generates: one section
+"""docs/scenarios.md is the index docgen/scenario_index.py generates: one section
 per feature file, one row per scenario, each with what it proves and the broken targets of
 tests/suite/test_broken_targets.py that fail it; a scenario the coverage map lacks stops
 the generator naming it."""
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from behave.parser import parse_file
 
-from acceptance.run.coverage import CoverageMapError, coverage_map, parse_map
-from acceptance.run.scenario_index import BrokenTarget, broken_targets, scenario_index
+from docgen.coverage import CoverageMapError, coverage_map, parse_map
+from docgen.scenario_index import BrokenTarget, broken_targets, scenario_index
 from tests.suite.commands import run_module
 from tests.suite.test_broken_targets import CASES
 
@@ -30,10 +30,10 @@ MAPPED_ONLY = parse_map(
 
 
 def test_the_page_is_the_generated_index() -> None:
-    status, output = run_module("acceptance.run.scenario_index", timeout=60)
+    status, output = run_module("docgen.scenario_index", timeout=60)
     assert status == 0, output
     assert PAGE.read_text(encoding="utf-8") == output, (
-        "regenerate with: python -m acceptance.run.scenario_index > docs/scenarios.md"
+        "regenerate with: python -m docgen.scenario_index > docs/scenarios.md"
     )
 
 

@@ -5,7 +5,7 @@ import pytest
 from acceptance.core.runtimes import STATEFUL_FIXTURE
 from acceptance.core.settings import SETTINGS, ConfigError, load_settings
 from acceptance.platforms.target import read_settings
-from acceptance.run.configuration_table import settings_table
+from docgen.configuration_table import settings_table
 
 BAD_VALUES = {
     "router_url": "localhost:8081",
