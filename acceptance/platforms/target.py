@@ -42,8 +42,8 @@ def read_settings(userdata: Mapping[str, str], environ: Mapping[str, str]) -> Ru
     adapter = chosen_adapter(registry.names(), userdata, environ, given)
     env_of.update({setting.name: setting.env for setting in adapter.settings})
     own = {setting.name for setting in adapter.settings}
-    _refuse_other_platforms_settings(userdata, set(env_of), adapter)
-    suite_userdata = {k: v for k, v in userdata.items() if k not in own}
+    left_out = own | _other_platforms_settings(userdata, set(env_of), adapter)
+    suite_userdata = {k: v for k, v in userdata.items() if k not in left_out}
     settings = load_settings(suite_userdata, environ, adapter.defaults(given))
     return RunSettings(settings, adapter, adapter.own_settings(userdata, environ))
 
@@ -63,22 +63,28 @@ def chosen_adapter(
     return registry.adapter(name)
 
 
-def _refuse_other_platforms_settings(
+def _other_platforms_settings(
     userdata: Mapping[str, str], known: set[str], chosen: Adapter
-) -> None:
-    """A -D setting of another platform is refused naming that platform rather than
-    ignored; only then are the other adapters imported, to find it."""
-    unknown = [k for k in userdata if k not in known and not k.startswith(FOREIGN_USERDATA)]
+) -> set[str]:
+    """The names of other platforms' settings given empty (-D kubeconfig=), to leave out;
+    one given a value is refused naming its platform rather than ignored. Only when a name
+    is neither the suite's nor the chosen platform's are the other adapters imported."""
+    unknown = {k for k in userdata if k not in known and not k.startswith(FOREIGN_USERDATA)}
     if not unknown:
-        return
+        return set()
+    empty = set()
     for other in registry.adapters().values():
-        stray = sorted(s.name for s in other.settings if s.name in unknown)
-        if stray and other.name != chosen.name:
+        if other.name == chosen.name:
+            continue
+        theirs = {s.name for s in other.settings} & unknown
+        if stray := sorted(name for name in theirs if userdata[name]):
             docs = f" ({other.docs})" if other.docs else ""
             raise ConfigError(
                 f"setting {stray[0]} (-D {stray[0]}) applies only with -D "
                 f"platform={other.name}{docs}"
             )
+        empty |= theirs
+    return empty
 
 
 def resolve_target(run: RunSettings, environ: Mapping[str, str]) -> Target:
