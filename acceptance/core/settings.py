@@ -285,7 +285,10 @@ SETTINGS: tuple[Setting, ...] = (
         "AGENTCUBE_SHORT_SESSION_TIMEOUT",
         parse_seconds,
         "2s",
-        "`sessionTimeout` of the runtime the idle-timeout scenarios apply.",
+        "`sessionTimeout` of the runtime the idle-timeout scenarios apply. It must last 3 "
+        "cold starts of the echo agent, which the preflight measures when `@ttl` scenarios "
+        "run: left at its default it is scaled to, set it stops the run naming the value "
+        "that fits.",
     ),
     Setting(
         "ttl_grace",
@@ -318,7 +321,7 @@ SETTINGS: tuple[Setting, ...] = (
         "3s",
         "Hard lifetime of a session in the lifetime scenarios: the `maxSessionDuration` of "
         "the runtime they apply, or the `ttl` a session asks for. Longer than "
-        "`short_session_timeout`.",
+        "`short_session_timeout`, and fitted to a cold start as it is.",
     ),
     Setting(
         "long_task_duration",
