@@ -285,10 +285,10 @@ SETTINGS: tuple[Setting, ...] = (
         "AGENTCUBE_SHORT_SESSION_TIMEOUT",
         parse_seconds,
         "2s",
-        "`sessionTimeout` of the runtime the idle-timeout scenarios apply. It must last 3 "
-        "cold starts of the echo agent, which the preflight measures when `@ttl` scenarios "
-        "run: left at its default it is scaled to, set it stops the run naming the value "
-        "that fits.",
+        "`sessionTimeout` of the runtime the idle-timeout scenarios apply. When `@ttl` "
+        "scenarios run, the preflight times a cold start of the echo agent: left at its "
+        "default, this is scaled to last 3 of them; set, it must last 2, else the run stops "
+        "naming the value that fits (docs/running.md).",
     ),
     Setting(
         "ttl_grace",

@@ -5,12 +5,12 @@ start slower than those limits (a loaded cluster, a first image pull), a session
 before or just after its first answer, and the scenario would fail blaming the platform.
 
 The preflight opens one session of the echo agent as the scenarios do and times its first
-answer. A short timing fits when it lasts at least COLD_STARTS such starts. One that does
-not fit is scaled when the run left it at its default, by one factor for both so that the
-lifetime stays the longer; one the user set, or the idle timeout of a deployed
-`short_timeout_agent`, is the user's to change: the run stops, naming the setting and the
-value that fits. A cold start that cannot be measured changes nothing (its scenarios will
-tell what is wrong).
+answer. A short timing the run left at its default is scaled to last COLD_STARTS such
+starts, by one factor for both so that the lifetime stays the longer. One the user set, or
+the idle timeout of a deployed `short_timeout_agent`, is the user's: it is kept while it
+lasts SET_COLD_STARTS of them (a session then outlives its first answer), and below that
+the run stops, naming the setting and the value that fits. A cold start that cannot be
+measured changes nothing (its scenarios will tell what is wrong).
 """
 
 from __future__ import annotations
@@ -28,9 +28,12 @@ from acceptance.core.runtimes import Runtime
 from acceptance.core.settings import Settings
 from acceptance.core.transport import NoAnswer
 
-# How many cold starts a short timing must last: the session's first answer then comes
-# within its first third, leaving the rest for what the scenario observes.
+# How many cold starts a default short timing is made to last: the session's first answer
+# then comes within its first third, leaving the rest for what the scenario observes.
 COLD_STARTS = 3
+# How many one the user set must last: fewer, and a session may end just after its first
+# answer; more is the user's margin to choose (a cold start measured once varies).
+SET_COLD_STARTS = 2
 SHORT_TIMINGS = ("short_session_timeout", "short_session_lifetime")
 # The tag of the scenarios that rely on them (session idle timeout and expiry): a run
 # without any measures no cold start.
@@ -80,25 +83,23 @@ def fitted(
     setting as the user gives it. Raises TimingsDoNotFit for the ones the user set."""
     needed = COLD_STARTS * cold_start
     values = {name: getattr(settings, name) for name in SHORT_TIMINGS}
-    short = {name: value for name, value in values.items() if value < needed}
-    fixed = [name for name in short if given(name)]
+    fixed = [n for n in SHORT_TIMINGS if given(n) and values[n] < SET_COLD_STARTS * cold_start]
     if fixed:
         raise TimingsDoNotFit(
             "; ".join(
-                f"{names(name)} is {values[name]:g} s, shorter than {COLD_STARTS} cold starts "
-                f"of the echo agent ({cold_start:.1f} s each, measured by the preflight), so "
-                f"its sessions could end before or just after their first answer: set it to "
-                f"at least {math.ceil(needed)}s"
+                f"{names(name)} is {values[name]:g} s, shorter than {SET_COLD_STARTS} cold "
+                f"starts of the echo agent ({cold_start:.1f} s each, measured by the "
+                f"preflight), so its sessions could end before or just after their first "
+                f"answer: set it to at least {math.ceil(needed)}s"
                 for name in fixed
             )
         )
     measured = f"cold start {cold_start:.1f} s"
+    short = {n: value for n, value in values.items() if value < needed and not given(n)}
     if not short:
-        return settings, f"{measured}: the short timings outlast {COLD_STARTS} of them"
-    factor = max(needed / values[name] for name in short)
-    scaled = {
-        name: float(math.ceil(value * factor)) for name, value in values.items() if not given(name)
-    }
+        return settings, f"{measured}: the short timings fit it"
+    factor = max(needed / value for value in short.values())
+    scaled = {n: float(math.ceil(value * factor)) for n, value in values.items() if not given(n)}
     told = " and ".join(f"{name} {values[name]:g} s -> {scaled[name]:g} s" for name in scaled)
     return (
         dataclasses.replace(settings, **scaled),
