@@ -89,10 +89,10 @@ def test_an_outline_is_failed_through_the_names_of_its_examples(tmp_path: Path) 
     assert not BrokenTarget("apples", None, "cube", ("Send an apple",)).fails(outline)
 
 
-def test_a_case_that_is_not_a_literal_is_refused_naming_its_line(tmp_path: Path) -> None:
-    source = tmp_path / "cases.py"
-    source.write_text('CASES = {\n    "a": Case(FAULT, ("x",), ()),\n}\n')
-    with pytest.raises(CoverageMapError, match=r"cases.py:2: not a literal: FAULT"):
+def test_a_case_without_its_fault_and_names_is_refused_naming_it(tmp_path: Path) -> None:
+    source = tmp_path / "cases.yaml"
+    source.write_text("a case:\n  names: [x]\n")
+    with pytest.raises(CoverageMapError, match=r"cases.yaml: case 'a case' has no fault and"):
         broken_targets(source)
 
 
