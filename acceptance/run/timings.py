@@ -43,7 +43,7 @@ Given = Callable[[str], bool]
 
 
 class TimingsDoNotFit(ValueError):
-    """A short timing the user set is shorter than COLD_STARTS cold starts; the message
+    """A short timing the user set is shorter than SET_COLD_STARTS cold starts; the message
     names each such setting and the value that fits."""
 
 

@@ -77,6 +77,19 @@ def test_a_short_timing_the_user_set_stops_the_run_naming_it(slow_cube: str) -> 
     assert "set it to at least" in problem and "short_session_lifetime" not in problem
 
 
+def test_a_cold_start_that_cannot_be_measured_changes_nothing(shared_cube) -> None:
+    """Over HTTP alone the runtimes are not listed: an echo agent that does not exist is
+    found by the cold start's call, whose 404 leaves the timings as they are."""
+    userdata = {"router_url": shared_cube.url, "platform": "none", "echo_agent": "no-agent"}
+    suite = Suite.start(userdata, {})
+    suite.finish()
+    assert (suite.settings.short_session_timeout, suite.settings.short_session_lifetime) == (2, 3)
+    assert (
+        "short timings kept, no cold start measured: the first call of no-agent answered 404"
+        in (suite.preflight)
+    ), suite.preflight
+
+
 def test_a_deployed_short_timeout_agent_fixes_the_idle_timeout() -> None:
     settings = load_settings({"short_timeout_agent": "echo-agent-short-ttl"}, {})
 
