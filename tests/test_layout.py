@@ -21,7 +21,7 @@ WINGS = tuple(
 )
 # The one module that starts localcube, and so imports it.
 STARTS_LOCALCUBE = "acceptance.platforms.own_localcube"
-PACKAGES = ("acceptance", "agentcube_contract", "localcube", "onemachine", "oidc_issuer")
+PACKAGES = ("acceptance", "agentcube_contract", "docgen", "localcube", "onemachine", "oidc_issuer")
 
 
 def module_name(path: Path) -> str:
@@ -135,6 +135,12 @@ def test_localcube_and_the_one_machine_cluster_import_nothing_of_each_other(
 ) -> None:
     importers = imports_of(package, other)
     assert importers == [], f"{package} must not import {other}; importers: {importers}"
+
+
+@pytest.mark.parametrize("package", ["acceptance", "agentcube_contract", "localcube", "onemachine"])
+def test_no_product_imports_the_document_generators(package: str) -> None:
+    importers = imports_of(package, "docgen")
+    assert importers == [], f"docgen writes documents only; {package} imports it: {importers}"
 
 
 def test_the_one_machine_cluster_is_not_the_suite_s_either() -> None:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from acceptance.platforms.kubernetes import ADAPTER as CLUSTER_ADAPTER
-from acceptance.run.configuration_table import adapter_default_rows, adapter_settings_rows
-from acceptance.run.tags import tag_table
+from acceptance.platforms.registry import Adapter, adapters
+from docgen.configuration_table import adapter_default_rows, adapter_settings_rows
+from docgen.tag_table import tag_table
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -29,9 +29,9 @@ def test_the_readme_fits_a_newcomers_first_screens() -> None:
 
 
 def generated_table() -> str:
-    """What `python -m acceptance.run.configuration_table` prints, the command docs name."""
+    """What `python -m docgen.configuration_table` prints, the command docs name."""
     return subprocess.run(
-        [sys.executable, "-m", "acceptance.run.configuration_table"],
+        [sys.executable, "-m", "docgen.configuration_table"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -41,8 +41,7 @@ def generated_table() -> str:
 
 def test_the_configuration_table_is_the_generated_one() -> None:
     assert generated_table() in doc("configuration.md"), (
-        "regenerate the table in docs/configuration.md with: "
-        "python -m acceptance.run.configuration_table"
+        "regenerate the table in docs/configuration.md with: python -m docgen.configuration_table"
     )
 
 
@@ -53,16 +52,18 @@ def test_the_readme_shows_a_few_settings_each_as_the_generated_table_has_it() ->
     ]
     assert 0 < len(settings) <= 6, "the README shows the settings most runs need, no more"
     stale = [row for row in settings if row not in generated]
-    assert not stale, "copy these rows from python -m acceptance.run.configuration_table:\n" + (
+    assert not stale, "copy these rows from python -m docgen.configuration_table:\n" + (
         "\n".join(stale)
     )
 
 
-def test_the_cluster_page_lists_every_setting_and_cluster_default() -> None:
-    page = doc("kubernetes.md")
-    rows = adapter_settings_rows(CLUSTER_ADAPTER) + adapter_default_rows(CLUSTER_ADAPTER)
+@pytest.mark.parametrize("adapter", adapters().values(), ids=lambda adapter: adapter.name)
+def test_each_platforms_page_lists_its_settings_and_defaults(adapter: Adapter) -> None:
+    rows = adapter_settings_rows(adapter) + adapter_default_rows(adapter)
+    assert adapter.docs or not rows, f"the {adapter.name} adapter has settings but no page"
+    page = (ROOT / adapter.docs).read_text(encoding="utf-8") if rows else ""
     missing = [row for row in rows if row not in page]
-    assert not missing, "docs/kubernetes.md lacks these rows:\n" + "\n".join(missing)
+    assert not missing, f"{adapter.docs} lacks these rows:\n" + "\n".join(missing)
 
 
 def test_the_docs_say_plainly_what_was_never_run_here() -> None:
@@ -83,7 +84,7 @@ def test_the_docs_say_plainly_what_was_never_run_here() -> None:
 
 def test_the_tag_table_is_the_generated_one() -> None:
     assert tag_table() in doc("configuration.md"), (
-        "regenerate the tag table in docs/configuration.md with: python -m acceptance.run.tags"
+        "regenerate the tag table in docs/configuration.md with: python -m docgen.tag_table"
     )
 
 

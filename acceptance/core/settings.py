@@ -4,7 +4,7 @@ environment.
 Each setting can be given as ``behave -D name=value`` or as an environment variable; ``-D``
 wins, an empty value counts as unset. Timeouts live in the same table so that a slower
 target is one ``-D`` away. docs/configuration.md's table is generated from ``SETTINGS``
-(``python -m acceptance.run.configuration_table``), so the two cannot drift apart.
+(``python -m docgen.configuration_table``), so the two cannot drift apart.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from urllib.parse import urlsplit
 
 from agentcube_contract.durations import parse_duration
 from agentcube_contract.names import is_dns_label, is_dns_subdomain
-from agentcube_contract.picod_command import PicodCommand, PicodCommandError
 
 # AgentCube releases the suite tells apart: upstream main, and releases before PR #460.
 RELEASES = ("main", "pre-460")
@@ -98,14 +97,6 @@ def parse_positive_int(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise ValueError("must be a whole number of at least 1")
     return int(text)
-
-
-def parse_picod_command(text: str) -> str:
-    try:
-        PicodCommand.parse(text)
-    except PicodCommandError as error:
-        raise ValueError(f"is not a command localcube can run: {error}") from None
-    return text
 
 
 def parse_percentage(text: str) -> float:
@@ -354,7 +345,10 @@ SETTINGS: tuple[Setting, ...] = (
         "AGENTCUBE_SHORT_SESSION_TIMEOUT",
         parse_seconds,
         "2s",
-        "`sessionTimeout` of the runtime the idle-timeout scenarios apply.",
+        "`sessionTimeout` of the runtime the idle-timeout scenarios apply. When `@ttl` "
+        "scenarios run, the preflight times a cold start of the echo agent: left at its "
+        "default, this is scaled to last 3 of them; set, it must last 2, else the run stops "
+        "naming the value that fits (docs/running.md).",
     ),
     Setting(
         "ttl_grace",
@@ -387,7 +381,7 @@ SETTINGS: tuple[Setting, ...] = (
         "3s",
         "Hard lifetime of a session in the lifetime scenarios: the `maxSessionDuration` of "
         "the runtime they apply, or the `ttl` a session asks for. Longer than "
-        "`short_session_timeout`.",
+        "`short_session_timeout`, and fitted to a cold start as it is.",
     ),
     Setting(
         "long_task_duration",
@@ -509,17 +503,6 @@ SETTINGS: tuple[Setting, ...] = (
         "second localcube with a limit of 4; other targets skip it",
     ),
     Setting(
-        "picod_command",
-        "AGENTCUBE_PICOD_COMMAND",
-        parse_picod_command,
-        None,
-        "The command a localcube the suite starts runs every code-interpreter sandbox with "
-        "(its `--picod-command`), e.g. `/path/to/picod --port {port} --workspace {workspace}`: "
-        "the whole suite against your own PicoD build (docs/own-picod.md). Not with "
-        "`router_url`.",
-        default_text="unset: localcube's own PicoD-compatible daemon",
-    ),
-    Setting(
         "agentcube_release",
         "AGENTCUBE_RELEASE",
         one_of((AUTO_RELEASE, *RELEASES)),
@@ -607,7 +590,6 @@ class Settings:
     load_rate: int
     load_required_share: float
     max_concurrent_requests: int | None
-    picod_command: str | None
     agentcube_release: str
     keep_on_failure: bool
     reports_dir: str
@@ -648,11 +630,6 @@ def load_settings(
         for setting in SETTINGS
     }
     values.update(tokens_from_files(values))
-    if values["picod_command"] and values["router_url"]:
-        raise ConfigError(
-            "setting picod_command applies only to the localcube the suite starts: "
-            "leave router_url unset to use it"
-        )
     return Settings(**values)
 
 

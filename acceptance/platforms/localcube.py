@@ -21,6 +21,7 @@ from hamcrest import assert_that
 from acceptance.core.evidence import describe_response, redact
 from acceptance.core.matchers import succeeded
 from acceptance.core.runtimes import STATEFUL_FIXTURE, Runtime
+from acceptance.core.settings import SETTINGS, ConfigError, Setting, read_setting
 from acceptance.core.transport import Transport
 from acceptance.platforms.base import (
     NEIGHBOUR_NAMESPACE,
@@ -40,6 +41,7 @@ from acceptance.platforms.base import (
 )
 from acceptance.platforms.own_localcube import READ_TIMEOUT, OwnLocalcube
 from acceptance.platforms.registry import Adapter, Given, RunSettings
+from agentcube_contract.picod_command import PicodCommand, PicodCommandError
 
 
 class LocalcubePlatform(Platform):
@@ -236,7 +238,7 @@ def open_localcube(run: RunSettings, environ: Mapping[str, str]) -> LocalcubeTar
     """The localcube at the URLs given, else one the suite starts (raises TargetStartError)."""
     settings = run.suite
     if settings.router_url is None:
-        own = OwnLocalcube.start(settings)
+        own = OwnLocalcube.start(settings, run.adapter_settings[PICOD_COMMAND.name])
         settings = dataclasses.replace(settings, **own.tokens)  # its issuer's, for the run
         url = own.url
         offered = capabilities_of(url, own=True)
@@ -256,6 +258,41 @@ def open_localcube(run: RunSettings, environ: Mapping[str, str]) -> LocalcubeTar
     )
 
 
+def parse_picod_command(text: str) -> str:
+    try:
+        PicodCommand.parse(text)
+    except PicodCommandError as error:
+        raise ValueError(f"is not a command localcube can run: {error}") from None
+    return text
+
+
+PICOD_COMMAND = Setting(
+    "picod_command",
+    "AGENTCUBE_PICOD_COMMAND",
+    parse_picod_command,
+    None,
+    "The command a localcube the suite starts runs every code-interpreter sandbox with "
+    "(its `--picod-command`), e.g. `/path/to/picod --port {port} --workspace {workspace}`: "
+    "the whole suite against your own PicoD build (docs/own-picod.md). Not with "
+    "`router_url`.",
+    default_text="unset: localcube's own PicoD-compatible daemon",
+)
+ROUTER_URL = next(setting for setting in SETTINGS if setting.name == "router_url")
+
+
+def load_localcube_settings(
+    userdata: Mapping[str, str], environ: Mapping[str, str]
+) -> dict[str, Any]:
+    """Its one setting, `picod_command`, which only a localcube the suite starts can use."""
+    command = read_setting(PICOD_COMMAND, userdata, environ)
+    if command and read_setting(ROUTER_URL, userdata, environ):
+        raise ConfigError(
+            "setting picod_command applies only to the localcube the suite starts: "
+            "leave router_url unset to use it"
+        )
+    return {PICOD_COMMAND.name: command}
+
+
 def own_localcube_defaults(given: Given) -> Mapping[str, str]:
     """When the suite starts localcube: the read timeout it gives it, and the fixture's
     stateful interpreter if it runs its own PicoD, which serves it (a PicoD of one's own,
@@ -267,4 +304,11 @@ def own_localcube_defaults(given: Given) -> Mapping[str, str]:
     return {"router_read_timeout": READ_TIMEOUT, "stateful_interpreter": STATEFUL_FIXTURE}
 
 
-ADAPTER = Adapter(LocalcubePlatform.name, open_localcube, given_defaults=own_localcube_defaults)
+ADAPTER = Adapter(
+    LocalcubePlatform.name,
+    open_localcube,
+    settings=(PICOD_COMMAND,),
+    load_settings=load_localcube_settings,
+    given_defaults=own_localcube_defaults,
+    docs="docs/own-picod.md",
+)

@@ -66,8 +66,10 @@ class OwnLocalcube:
         self._process = self._serve(log_path, port=0, state_dir=state_dir)
 
     @classmethod
-    def start(cls, settings: Settings) -> OwnLocalcube:
-        """Start it, logging to <reports_dir>/localcube.log; raises TargetStartError."""
+    def start(cls, settings: Settings, picod_command: str | None = None) -> OwnLocalcube:
+        """Start it, logging to <reports_dir>/localcube.log, its code interpreters run with
+        `picod_command` (the localcube adapter's setting) when given; raises
+        TargetStartError."""
         given = [name for name in TOKEN_FILE_SETTINGS if getattr(settings, name)]
         if given:
             raise TargetStartError(
@@ -80,7 +82,7 @@ class OwnLocalcube:
         state_dir = Path(tempfile.mkdtemp(prefix="acceptance-localcube-"))
         issuer = IssuerServer().start()
         try:
-            return cls(issuer, state_dir, log_path, settings.ready_timeout, settings.picod_command)
+            return cls(issuer, state_dir, log_path, settings.ready_timeout, picod_command)
         except TargetStartError:
             issuer.close()
             shutil.rmtree(state_dir, ignore_errors=True)

@@ -1,26 +1,33 @@
-"""The platform adapters a run can choose from, by name.
+"""The platform adapters a run can choose from, by name, each imported only when chosen.
 
-An adapter is one module: a module of this package (``localcube``, ``none``,
-``kubernetes/``) declares its ``ADAPTER``, and one outside this repository registers it
-under the entry-point group ``acceptance.platforms`` (``name = module:ADAPTER``). It says
-its name, its own settings, the suite settings whose default it changes, how it opens a
-Target and what it hands parallel workers; ``acceptance.platforms.target`` does the rest.
+An adapter is one module that declares its ``ADAPTER``: a module of this package named in
+``BUILT_IN`` (``localcube``, ``none``, ``kubernetes/``), or one outside this repository
+registered under the entry-point group ``acceptance.platforms`` (``name = module:ADAPTER``).
+It says its name, its own settings, the suite settings whose default it changes, how it
+opens a Target and what it hands parallel workers; ``acceptance.platforms.target`` does the
+rest. ``names()`` lists them without importing any, ``adapter(name)`` imports the one a run
+chooses (so a Kubernetes run never imports localcube), and ``adapters()`` all of them, for
+the generated documents and for naming the platform a stray setting belongs to.
 """
 
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
-import acceptance.platforms
 from acceptance.core.settings import ConfigError, Setting, Settings, read_setting
 from acceptance.platforms.base import Target
 
 ENTRY_POINT_GROUP = "acceptance.platforms"
+# This package's adapters: platform name -> the module whose ADAPTER it is.
+BUILT_IN = {
+    "kubernetes": "acceptance.platforms.kubernetes",
+    "localcube": "acceptance.platforms.localcube",
+    "none": "acceptance.platforms.none",
+}
 # Whether a suite setting was given (-D or its environment variable), by name.
 Given = Callable[[str], bool]
 
@@ -79,30 +86,40 @@ class Adapter:
         return {setting.name: read_setting(setting, userdata, environ) for setting in self.settings}
 
 
+def names() -> tuple[str, ...]:
+    """Every platform's name, this package's first, none of them imported."""
+    return tuple(dict.fromkeys([*BUILT_IN, *(entry.name for entry in _entry_points())]))
+
+
+def adapter(name: str) -> Adapter:
+    """The adapter of the platform `name` (one of ``names()``), imported now. Raises
+    ConfigError when it is no Adapter or names itself otherwise."""
+    if name in BUILT_IN:
+        found, source = getattr(importlib.import_module(BUILT_IN[name]), "ADAPTER", None), name
+    else:
+        entry = next(entry for entry in _entry_points() if entry.name == name)
+        found, source = entry.load(), f"entry point {entry.name} = {entry.value}"
+    if not isinstance(found, Adapter):
+        raise ConfigError(
+            f"{source} (group {ENTRY_POINT_GROUP}) is not an "
+            f"acceptance.platforms.registry.Adapter but {type(found).__name__}"
+        )
+    if found.name != name:
+        raise ConfigError(f"{source} is registered as {name} but names itself {found.name}")
+    return found
+
+
 def adapters() -> dict[str, Adapter]:
-    """Every adapter, by name: this package's modules', then the entry points'. Raises
-    ConfigError when two share a name or an entry point names no Adapter."""
-    found: dict[str, tuple[Adapter, str]] = {}
-    modules = pkgutil.iter_modules(acceptance.platforms.__path__, "acceptance.platforms.")
-    candidates = [
-        (getattr(importlib.import_module(module.name), "ADAPTER", None), module.name)
-        for module in modules
-    ]
-    for entry in entry_points(group=ENTRY_POINT_GROUP):
-        adapter = entry.load()
-        if not isinstance(adapter, Adapter):
-            raise ConfigError(
-                f"entry point {entry.name} = {entry.value} (group {ENTRY_POINT_GROUP}) is not "
-                f"an acceptance.platforms.registry.Adapter but {type(adapter).__name__}"
-            )
-        candidates.append((adapter, entry.value))
-    for adapter, source in candidates:
-        if adapter is None:
-            continue
-        if adapter.name in found:
-            raise ConfigError(
-                f"two platform adapters are named {adapter.name}: {found[adapter.name][1]} "
-                f"and {source}"
-            )
-        found[adapter.name] = (adapter, source)
-    return {name: adapter for name, (adapter, _) in found.items()}
+    """Every adapter, by name, all imported: this package's, then the entry points'. Raises
+    ConfigError when one is no Adapter or two share a name."""
+    sources = {name: [module] for name, module in BUILT_IN.items()}
+    for entry in _entry_points():
+        sources.setdefault(entry.name, []).append(f"entry point {entry.name} = {entry.value}")
+    for name, where in sources.items():
+        if len(where) > 1:
+            raise ConfigError(f"two platform adapters are named {name}: {' and '.join(where)}")
+    return {name: adapter(name) for name in names()}
+
+
+def _entry_points() -> tuple[EntryPoint, ...]:
+    return tuple(entry_points(group=ENTRY_POINT_GROUP))

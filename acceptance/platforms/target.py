@@ -12,9 +12,17 @@ import dataclasses
 from collections.abc import Mapping
 
 from acceptance.core.evidence import register_secret
-from acceptance.core.settings import SETTINGS, ConfigError, load_settings, one_of, read_setting
+from acceptance.core.settings import (
+    FOREIGN_USERDATA,
+    SETTINGS,
+    ConfigError,
+    load_settings,
+    one_of,
+    read_setting,
+)
+from acceptance.platforms import registry
 from acceptance.platforms.base import Target
-from acceptance.platforms.registry import Adapter, Given, RunSettings, adapters
+from acceptance.platforms.registry import Adapter, Given, RunSettings
 
 PLATFORM = next(setting for setting in SETTINGS if setting.name == "platform")
 # The platform of a run that names none: the suite starts a localcube when no Router is
@@ -31,34 +39,52 @@ def read_settings(userdata: Mapping[str, str], environ: Mapping[str, str]) -> Ru
     def given(name: str) -> bool:
         return bool(userdata.get(name) or environ.get(env_of[name]))
 
-    known = adapters()
-    adapter = chosen_adapter(known, userdata, environ, given)
-    for other in known.values():
-        stray = sorted(s.name for s in other.settings if userdata.get(s.name))
-        if stray and other is not adapter:
-            docs = f" ({other.docs})" if other.docs else ""
-            raise ConfigError(
-                f"setting {stray[0]} (-D {stray[0]}) applies only with -D "
-                f"platform={other.name}{docs}"
-            )
-    adapter_names = {s.name for other in known.values() for s in other.settings}
-    suite_userdata = {k: v for k, v in userdata.items() if k not in adapter_names}
+    adapter = chosen_adapter(registry.names(), userdata, environ, given)
+    env_of.update({setting.name: setting.env for setting in adapter.settings})
+    own = {setting.name for setting in adapter.settings}
+    left_out = own | _other_platforms_settings(userdata, set(env_of), adapter)
+    suite_userdata = {k: v for k, v in userdata.items() if k not in left_out}
     settings = load_settings(suite_userdata, environ, adapter.defaults(given))
     return RunSettings(settings, adapter, adapter.own_settings(userdata, environ))
 
 
 def chosen_adapter(
-    known: Mapping[str, Adapter],
+    names: tuple[str, ...],
     userdata: Mapping[str, str],
     environ: Mapping[str, str],
     given: Given,
 ) -> Adapter:
-    """The adapter the platform setting names, else the default for the Router given or not."""
-    choice = dataclasses.replace(PLATFORM, parse=one_of(tuple(known)))
+    """The adapter the platform setting names, else the default for the Router given or not;
+    only it is imported."""
+    choice = dataclasses.replace(PLATFORM, parse=one_of(names))
     name = read_setting(choice, userdata, environ)
     if name is None:
         name = GIVEN_URLS_PLATFORM if given("router_url") else STARTED_PLATFORM
-    return known[name]
+    return registry.adapter(name)
+
+
+def _other_platforms_settings(
+    userdata: Mapping[str, str], known: set[str], chosen: Adapter
+) -> set[str]:
+    """The names of other platforms' settings given empty (-D kubeconfig=), to leave out;
+    one given a value is refused naming its platform rather than ignored. Only when a name
+    is neither the suite's nor the chosen platform's are the other adapters imported."""
+    unknown = {k for k in userdata if k not in known and not k.startswith(FOREIGN_USERDATA)}
+    if not unknown:
+        return set()
+    empty = set()
+    for other in registry.adapters().values():
+        if other.name == chosen.name:
+            continue
+        theirs = {s.name for s in other.settings} & unknown
+        if stray := sorted(name for name in theirs if userdata[name]):
+            docs = f" ({other.docs})" if other.docs else ""
+            raise ConfigError(
+                f"setting {stray[0]} (-D {stray[0]}) applies only with -D "
+                f"platform={other.name}{docs}"
+            )
+        empty |= theirs
+    return empty
 
 
 def resolve_target(run: RunSettings, environ: Mapping[str, str]) -> Target:

@@ -32,7 +32,7 @@ from behave.runner_util import collect_feature_locations, parse_features
 
 from acceptance.core.settings import SETTINGS, ConfigError, Settings
 from acceptance.platforms.base import Target, TargetStartError
-from acceptance.platforms.registry import adapters
+from acceptance.platforms.registry import adapter
 from acceptance.platforms.target import read_settings
 from acceptance.run.preflight import PreflightFailed
 from acceptance.run.results import RunResults, count_deselected, selected_scenarios
@@ -184,7 +184,7 @@ def _shared_target(target: Target, settings: Settings) -> tuple[list[str], dict[
         defines.append(f"--define=stateful_interpreter={settings.stateful_interpreter}")
     # The read timeout of a localcube this process started, which a worker would not know.
     defines.append(f"--define=router_read_timeout={settings.router_read_timeout:g}s")
-    worker_settings = adapters()[target.platform_name].worker_settings
+    worker_settings = adapter(target.platform_name).worker_settings
     defines += [f"--define={name}={value}" for name, value in worker_settings.items()]
     tokens = {
         "api_token": target.api_token,

@@ -16,6 +16,9 @@ The same 404 tells the release when agentcube_release is `auto`: since upstream 
 Router's 404 for an unknown session carries `code: SESSION_NOT_FOUND`
 (pkg/router/session_manager.go:144-147), before it no code at all. Any other answer tells
 no release, and the run stops asking for the setting.
+
+Last, one session of the echo agent times a cold start, and the short timings the
+scenarios rely on are fitted to it (acceptance.run.timings).
 """
 
 from __future__ import annotations
@@ -38,11 +41,18 @@ from acceptance.core.matchers import (
 )
 from acceptance.core.measurements import Measurements
 from acceptance.core.polling import eventually
-from acceptance.core.runtimes import Role, Runtime, RuntimeKind, configured_runtimes
+from acceptance.core.runtimes import (
+    Role,
+    Runtime,
+    RuntimeKind,
+    configured_runtime,
+    configured_runtimes,
+)
 from acceptance.core.settings import AUTO_RELEASE, SETTINGS, Setting, Settings
 from acceptance.core.transport import NoAnswer, Transport
 from acceptance.domain.isolation import neighbour_echo_agent
 from acceptance.platforms.base import NEIGHBOUR_NAMESPACE, Platform, Target
+from acceptance.run.timings import Given, TimingsDoNotFit, fitted, measure_cold_start
 
 # The name of the runtime the token check calls: none has it, so no sandbox can start.
 PROBE_RUNTIME = "agentcube-preflight-probe"
@@ -227,6 +237,38 @@ class Preflight:
             f"(platform {platform.name})"
         )
         self._check_neighbour_namespace(platform, runtimes[Role.ECHO_AGENT])
+
+    def fit_timings(self, settings: Settings, given: Given) -> Settings:
+        """`settings` with the short timings fitted to a cold start of the echo agent (see
+        acceptance.run.timings); raises PreflightFailed naming a setting the user set that
+        does not fit."""
+        target, log = self._target, ExchangeLog()
+        calls = Transport(timeout=settings.request_timeout, token=target.api_token, log=log)
+        ending = Transport(
+            timeout=settings.request_timeout,
+            token=settings.workload_manager_token or target.api_token,
+            log=log,
+        )
+        try:
+            cold_start = measure_cold_start(
+                Router(calls, target.router_url, Measurements()),
+                WorkloadManager(ending, target.workload_manager_url),
+                configured_runtime(Role.ECHO_AGENT, settings),
+            )
+        finally:
+            calls.close()
+            ending.close()
+        if cold_start.seconds is None:
+            self._checked.append(
+                f"short timings kept, no cold start measured: {cold_start.why_not}"
+            )
+            return settings
+        try:
+            settings, told = fitted(settings, cold_start.seconds, given, setting_names)
+        except TimingsDoNotFit as error:
+            raise PreflightFailed([str(error)]) from None
+        self._checked.append(told)
+        return settings
 
     def _check_neighbour_namespace(self, platform: Platform, echo_agent: Runtime) -> None:
         """Where neighbour_namespace gives the namespaces scenario its namespace, that its

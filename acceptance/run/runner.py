@@ -20,9 +20,10 @@ from behave.runner_util import collect_feature_locations, parse_features
 
 from acceptance.run.early_stop import EarlyStop
 from acceptance.run.report_hooks import show_early_stop
-from acceptance.run.results import count_deselected
+from acceptance.run.results import count_deselected, selected_scenarios
 from acceptance.run.suite import Suite
 from acceptance.run.tag_check import check_tags
+from acceptance.run.timings import TIMED_TAG
 
 
 def run_features(config: Configuration) -> list[Feature]:
@@ -43,7 +44,8 @@ def start_suite(config: Configuration) -> Suite:
         config.tag_expression,
         "the tag expression (--tags, or default_tags in behave.ini)",
     )
-    suite = Suite.start(config.userdata, os.environ)
+    timed = any(TIMED_TAG in s.effective_tags for s in selected_scenarios(features, config))
+    suite = Suite.start(config.userdata, os.environ, timed=timed)
     if not suite.settings.results_dir:  # a parallel run's worker: its command does both
         suite.results.deselected = count_deselected(features, config)  # before the run
         sys.__stderr__.write(f"{suite.release.account()}\n{suite.preflight}\n")

@@ -15,7 +15,7 @@ from acceptance.core.clients import Router, WorkloadManager
 from acceptance.core.evidence import ExchangeLog
 from acceptance.core.polling import eventually
 from acceptance.core.runtimes import Role, configured_runtime
-from acceptance.core.settings import Settings
+from acceptance.core.settings import SETTINGS, Settings
 from acceptance.core.transport import Transport
 from acceptance.domain.world import RegisterCleanup, RunLedger, World
 from acceptance.platforms.base import SANDBOX_OBSERVATION, Target
@@ -23,6 +23,7 @@ from acceptance.platforms.target import read_settings, resolve_target
 from acceptance.run.preflight import Preflight, Release
 from acceptance.run.results import RunResults
 from acceptance.run.tags import ACTIVE_CATEGORIES, ScenarioGate
+from acceptance.run.timings import Given
 
 # The title of the closing note on what keep_on_failure kept.
 KEPT = "Kept for inspection"
@@ -45,11 +46,15 @@ class Suite:
     _closed: bool = False
 
     @classmethod
-    def start(cls, userdata: Mapping[str, str], environ: Mapping[str, str]) -> Suite:
+    def start(
+        cls, userdata: Mapping[str, str], environ: Mapping[str, str], *, timed: bool = True
+    ) -> Suite:
         """Read the settings, resolve the target (connecting to a cluster or starting
         localcube), check it (acceptance.run.preflight) and let it prepare (a cluster's
-        fixtures). Raises ConfigError (ClusterUnreachable among them), TargetStartError,
-        PreflightFailed or, for fixtures never usable, AssertionError."""
+        fixtures); `timed`: the run has scenarios that rely on the short timings, which
+        the preflight then fits to a cold start. Raises ConfigError (ClusterUnreachable
+        among them), TargetStartError, PreflightFailed or, for fixtures never usable,
+        AssertionError."""
         run = read_settings(userdata, environ)
         target = resolve_target(run, environ)
         settings = run.suite
@@ -63,6 +68,9 @@ class Suite:
                 suite._hold_to(preflight.release)
                 target.prepare()
                 preflight.check_runtimes()
+                if timed:
+                    given = _given(userdata, environ)
+                    suite.settings = preflight.fit_timings(suite.settings, given)
                 suite.preflight = preflight.account()
         except BaseException:
             suite.stop()
@@ -177,6 +185,19 @@ class Suite:
             return served()
         finally:
             transport.close()
+
+
+def _given(userdata: Mapping[str, str], environ: Mapping[str, str]) -> Given:
+    """Whether the user set a suite setting; a deployed short_timeout_agent fixes the idle
+    timeout, which short_session_timeout then describes."""
+    env_of = {setting.name: setting.env for setting in SETTINGS}
+
+    def given(name: str) -> bool:
+        if name == "short_session_timeout" and given("short_timeout_agent"):
+            return True
+        return bool(userdata.get(name) or environ.get(env_of[name]))
+
+    return given
 
 
 def _transport(target: Target, timeout: float) -> Transport:

@@ -93,7 +93,6 @@ async def read_form(request: web.Request, limit: int) -> tuple[dict[str, str], d
 
 async def stream_file(request: web.Request, path: Path, file: BinaryIO) -> web.StreamResponse:
     """Send the open file as upstream's download does: an attachment named after path."""
-    info = os.fstat(file.fileno())
     filename = os_text(path.name).replace("\r", " ").replace("\n", " ")
     headers = {
         "Content-Description": "File Transfer",
@@ -101,11 +100,4 @@ async def stream_file(request: web.Request, path: Path, file: BinaryIO) -> web.S
         "Content-Disposition": f'attachment; filename="{filename}"',
         "Content-Type": _content_type(path),
     }
-    return await serve_content(
-        request,
-        file,
-        info.st_size,
-        info.st_mtime,
-        headers,
-        compressed=bool(request.get(COMPRESSED)),
-    )
+    return await serve_content(request, file, headers, compressed=bool(request.get(COMPRESSED)))

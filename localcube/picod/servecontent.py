@@ -1,25 +1,23 @@
 """Go's http.ServeContent for one open regular file, as upstream's download serves it (c.File).
 
-Last-Modified and Accept-Ranges on every success; a `Range` of one or more byte ranges gets
-206 (several as multipart/byteranges), an unsatisfiable one 416 with Go's text, a range that
-does not parse 416 too; `If-Range` (upstream sets no ETag, so only a date can match) decides
-whether the range is honoured. Other conditional headers are not evaluated.
+Go's rules decide what a `Range` gets: 206 for one or more byte ranges (several as
+multipart/byteranges), 416 with Go's text for one it cannot satisfy or parse; `If-Range`
+(upstream sets no ETag, so only a date can match) decides whether the range is honoured.
+aiohttp's FileResponse serves the file itself, with its Last-Modified, Accept-Ranges and
+conditional requests (If-Modified-Since and the like, which Go evaluates too).
 """
 
 import asyncio
+import os
 import re
 import secrets
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from email.utils import format_datetime
 from typing import BinaryIO
 
 from aiohttp import web
+from aiohttp.abc import AbstractStreamWriter
 
-from localcube.picod.compression import GzipWriter
-
-_CHUNK_SIZE = 256 << 10
 _GO_INT = re.compile(r"[+-]?[0-9]+")
 _INT64_MAX = (1 << 63) - 1
 _TRIM = " \t\r\n"  # textproto.TrimString
@@ -116,46 +114,43 @@ def _range_error(headers: dict[str, str], message: str, size: int) -> web.Respon
     return response
 
 
-class _Body:
-    """The pieces of the answer: literal bytes and ranges of the file, in order."""
-
-    def __init__(self) -> None:
-        self.pieces: list[bytes | ByteRange] = []
-
-    @property
-    def length(self) -> int:
-        return sum(len(p) if isinstance(p, bytes) else p.length for p in self.pieces)
-
-
-def _multipart(ranges: list[ByteRange], content_type: str, size: int, boundary: str) -> _Body:
-    """Go's multipart.Writer output for the ranges (part headers sorted by name)."""
-    body = _Body()
+def _multipart(
+    file: BinaryIO, ranges: list[ByteRange], size: int, headers: dict[str, str]
+) -> web.Response:
+    """Go's multipart/byteranges answer (part headers sorted by name, as multipart.Writer
+    writes them), which aiohttp's FileResponse does not serve."""
+    boundary = secrets.token_hex(30)
+    parts = []
     for index, byte_range in enumerate(ranges):
-        delimiter = f"--{boundary}\r\n" if index == 0 else f"\r\n--{boundary}\r\n"
+        file.seek(byte_range.start)
+        delimiter = f"--{boundary}" if index == 0 else f"\r\n--{boundary}"
         head = (
-            f"{delimiter}Content-Range: {byte_range.content_range(size)}\r\n"
-            f"Content-Type: {content_type}\r\n\r\n"
+            f"{delimiter}\r\nContent-Range: {byte_range.content_range(size)}\r\n"
+            f"Content-Type: {headers['Content-Type']}\r\n\r\n"
         )
-        body.pieces += [head.encode(), byte_range]
-    body.pieces.append(f"\r\n--{boundary}--\r\n".encode())
-    return body
+        parts += [head.encode(), file.read(byte_range.length)]
+    parts.append(f"\r\n--{boundary}--\r\n".encode())
+    response = web.Response(status=206, body=b"".join(parts), headers=headers)
+    response.headers["Content-Type"] = f"multipart/byteranges; boundary={boundary}"
+    response.headers["Accept-Ranges"] = "bytes"
+    response.last_modified = int(os.fstat(file.fileno()).st_mtime)
+    return response
 
 
 async def serve_content(
-    request: web.Request,
-    file: BinaryIO,
-    size: int,
-    mtime: float,
-    headers: dict[str, str],
-    *,
-    compressed: bool,
+    request: web.Request, file: BinaryIO, headers: dict[str, str], *, compressed: bool
 ) -> web.StreamResponse:
-    """Answer with the file (headers as the handler set them), as Go's serveContent does.
+    """Answer with the open file (headers as the handler set them) as Go's serveContent
+    does: Go decides which ranges it honours and words its refusals; aiohttp's FileResponse
+    serves the file, one range and the conditional requests, through the open descriptor
+    (so neither a path swapped meanwhile nor a precompressed `.gz` sibling is served).
 
-    `compressed`: the answer goes through upstream's gzip writer, which also drops the
-    Content-Length serveContent sets.
+    `compressed`: the answer goes through gzip, as upstream's gzip writer sends it.
     """
-    range_header = request.headers.get("Range", "") if _if_range_holds(request, mtime) else ""
+    info = os.fstat(file.fileno())
+    size = info.st_size
+    honoured = _if_range_holds(request, info.st_mtime)
+    range_header = request.headers.get("Range", "") if honoured else ""
     try:
         ranges = parse_range(range_header, size)
     except RangeNotSatisfiable as error:
@@ -164,45 +159,39 @@ async def serve_content(
         ranges = []
     if sum(r.length for r in ranges) > size:  # Go ignores what asks for more than the file
         ranges = []
-    response = web.StreamResponse(headers=headers)
-    if mtime:  # Go leaves out a zero (epoch) time
-        response.headers["Last-Modified"] = format_datetime(
-            datetime.fromtimestamp(int(mtime), UTC), usegmt=True
-        )
-    body = _Body()
-    if not ranges:
-        body.pieces.append(ByteRange(0, size))
-    elif len(ranges) == 1:
-        response.set_status(206)
-        response.headers["Content-Range"] = ranges[0].content_range(size)
-        body.pieces.append(ranges[0])
-    else:
-        response.set_status(206)
-        boundary = secrets.token_hex(30)
-        body = _multipart(ranges, headers["Content-Type"], size, boundary)
-        response.headers["Content-Type"] = f"multipart/byteranges; boundary={boundary}"
-    response.headers["Accept-Ranges"] = "bytes"
+    if len(ranges) > 1:
+        return await asyncio.to_thread(_multipart, file, ranges, size, headers)
+    # The range Go chose, in the one form aiohttp reads; If-Range is already decided.
+    headers_seen = _without(request, "Range", "If-Range")
+    if ranges:
+        headers_seen["Range"] = f"bytes={ranges[0].start}-{ranges[0].start + ranges[0].length - 1}"
+    served = request.clone(headers=headers_seen)
+    response = _OpenFileResponse(f"/proc/self/fd/{file.fileno()}", headers=headers)
     if compressed:
-        writer = GzipWriter(request, response)
-        await _copy(body, file, writer.write)
-        return await writer.finish()
-    response.content_length = body.length
-    await response.prepare(request)
-    await _copy(body, file, response.write)
-    await response.write_eof()
+        response.headers["Vary"] = "Accept-Encoding"
+        response.enable_compression(web.ContentCoding.gzip)
+    await response.prepare(served)
     return response
 
 
-async def _copy(body: _Body, file: BinaryIO, write: Callable[[bytes], Awaitable[None]]) -> None:
-    for piece in body.pieces:
-        if isinstance(piece, bytes):
-            await write(piece)
-            continue
-        await asyncio.to_thread(file.seek, piece.start)
-        remaining = piece.length
-        while remaining > 0:
-            chunk = await asyncio.to_thread(file.read, min(_CHUNK_SIZE, remaining))
-            if not chunk:
-                break
-            await write(chunk)
-            remaining -= len(chunk)
+class _OpenFileResponse(web.FileResponse):
+    """A FileResponse of a descriptor the handler closes once it has been served: prepared
+    there, so aiohttp's own later prepare() finds it done instead of opening it again."""
+
+    async def prepare(self, request: web.BaseRequest) -> AbstractStreamWriter | None:
+        if self.prepared:
+            return None
+        return await super().prepare(request)
+
+    @property
+    def last_modified(self) -> datetime | None:
+        return super().last_modified
+
+    @last_modified.setter
+    def last_modified(self, value: float) -> None:
+        """Go's Last-Modified: the time truncated to the second (aiohttp rounds it up)."""
+        web.FileResponse.last_modified.fset(self, int(value))
+
+
+def _without(request: web.Request, *names: str) -> dict[str, str]:
+    return {k: v for k, v in request.headers.items() if k.title() not in names}

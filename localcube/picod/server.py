@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from localcube.picod.run_code import RunCode
 
 from localcube.picod.auth import PUBLIC_KEY_ENV, check_authorization, load_public_key
-from localcube.picod.compression import COMPRESSED, accepts_gzip, compress_answer
+from localcube.picod.compression import COMPRESSED, accepts_gzip, compressed
 from localcube.picod.gocompat import errno_text, path_error
 from localcube.picod.handlers import MAX_BODY_SIZE, PicoD, json_response
 from localcube.picod.workspace import Workspace
@@ -118,7 +118,7 @@ async def _gzip(request: web.Request, handler: Handler) -> web.StreamResponse:
     if response.prepared:
         return response
     assert isinstance(response, web.Response)
-    return await compress_answer(request, response)
+    return compressed(response)
 
 
 @web.middleware
@@ -136,11 +136,18 @@ async def _gin_not_found(request: web.Request, handler: Handler) -> web.StreamRe
         return web.Response(status=404, body=b"404 page not found", content_type="text/plain")
 
 
+_EPOCH = "Thu, 01 Jan 1970 00:00:00 GMT"
+
+
 async def _headers_as_go_sends(request: web.Request, response: web.StreamResponse) -> None:
     """No header Go's net/http does not send: aiohttp's `Server`, and the Content-Type
     aiohttp gives a body without one (`application/octet-stream`) where Go sends none, the
-    gzipped 404, whose text gin never writes."""
+    gzipped 404, whose text gin never writes; and aiohttp's ETag and epoch Last-Modified on a
+    download, where Go's ServeContent sets neither."""
     response.headers.popall("Server", None)
+    response.headers.popall("ETag", None)
+    if response.headers.get("Last-Modified") == _EPOCH:
+        del response.headers["Last-Modified"]
     if request.get(_UNTYPED):
         response.headers.popall("Content-Type", None)
 

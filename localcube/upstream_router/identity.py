@@ -4,9 +4,9 @@ Upstream's Router creates the Secret `picod-router-identity` through the in-clus
 and, on 409 AlreadyExists, reads it back and signs with `data["private.pem"]`, a PKCS#1 RSA
 key (pkg/router/jwt.go:136-205). localcube answers those two calls, and only those, with its
 own signing key: sandboxes then accept the Router's JWTs, and localcube accepts its identity
-headers. client-go sends the Secret as protobuf and lists protobuf first in `Accept`, so both
-protobuf (kube_protobuf) and JSON are read, and each answer, a failure's `Status` too, is in
-the first acceptable of the two. The in-cluster client's files (`token`, `ca.crt`,
+headers. client-go sends the Secret as protobuf, so both protobuf (kube_protobuf) and JSON
+are read; each answer, a failure's `Status` too, is in JSON, which client-go's `Accept`
+lists after protobuf and which it decodes as well. The in-cluster client's files (`token`, `ca.crt`,
 `namespace`) and the two variables it reads (`kubernetes.env`) are written to a directory
 the user chooses.
 """
@@ -16,9 +16,7 @@ from __future__ import annotations
 import base64
 import datetime
 import hmac
-import ipaddress
 import json
-import os
 import secrets
 import ssl
 import uuid
@@ -26,11 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiohttp import web
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-from cryptography.x509.oid import NameOID
 
+from agentcube_contract.certificates import serving_certificates, write_file
 from localcube.bearer_auth import Handler
 from localcube.signing import RequestSigner
 from localcube.upstream_router import kube_protobuf
@@ -38,10 +33,9 @@ from localcube.upstream_router import kube_protobuf
 SECRET_NAME = "picod-router-identity"
 SERVICE_ACCOUNT = "system:serviceaccount:default:agentcube-router"
 _SECRETS = "/api/v1/namespaces/{namespace}/secrets"
-_VALIDITY = datetime.timedelta(days=365)
+_NAMES = ("127.0.0.1", "localhost")
 JSON = "application/json"
-SERVED = (JSON, kube_protobuf.MEDIA_TYPE)
-_ANSWER_TYPE = web.RequestKey("answer_type", str)
+READ = (JSON, kube_protobuf.MEDIA_TYPE)  # the bodies a create may come in
 
 
 @dataclass(frozen=True)
@@ -77,13 +71,13 @@ def status_object(code: int, reason: str, message: str, name: str | None = None)
     return body
 
 
-def answer_type(accept: str) -> str | None:
-    """The media type to answer in: the first of `Accept` (by quality, then order) that
-    is served; JSON for `*/*`, `application/*` or no Accept; None when none is served."""
+def accepts_json(accept: str) -> bool:
+    """Whether `Accept` takes JSON, the one media type answered: named, `*/*`,
+    `application/*`, or no Accept at all. client-go lists JSON after protobuf and decodes
+    either (the recorded k8s-json409 exchange: the Router went on with JSON answers)."""
     if not accept.strip():
-        return JSON
-    ranges = []
-    for position, item in enumerate(accept.split(",")):
+        return True
+    for item in accept.split(","):
         media_range, *parameters = (part.strip() for part in item.split(";"))
         quality = 1.0
         for parameter in parameters:
@@ -93,20 +87,9 @@ def answer_type(accept: str) -> str | None:
                     quality = float(value)
                 except ValueError:
                     quality = 0.0
-        if quality > 0:
-            ranges.append((-quality, position, media_range.lower()))
-    for _, _, media_range in sorted(ranges):
-        if media_range in SERVED:
-            return media_range
-        if media_range in ("*/*", "application/*"):
-            return JSON
-    return None
-
-
-def encoded(obj: dict, media_type: str) -> bytes:
-    if media_type == kube_protobuf.MEDIA_TYPE:
-        return kube_protobuf.encode(obj)
-    return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
+        if quality > 0 and media_range.lower() in (JSON, "*/*", "application/*"):
+            return True
+    return False
 
 
 class RouterIdentity:
@@ -129,25 +112,22 @@ class RouterIdentity:
 
     @web.middleware
     async def _negotiate(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        """Every answer in the media type `Accept` prefers, a failure as a `Status` too;
-        callers without the service-account token are refused before anything is read."""
-        media_type = answer_type(request.headers.get("Accept", ""))
-        request[_ANSWER_TYPE] = media_type or JSON
-        if media_type is None:
-            accepted = ", ".join(SERVED)
-            message = f"only the following media types are accepted: {accepted}"
-            return _answer(request, status_object(406, "NotAcceptable", message))
+        """Every answer in JSON, a failure as a `Status` too; callers without the
+        service-account token are refused before anything is read."""
+        if not accepts_json(request.headers.get("Accept", "")):
+            message = f"only the following media types are accepted: {JSON}"
+            return _answer(status_object(406, "NotAcceptable", message))
         try:
             self._authenticate(request)
             return await handler(request)
         except Refusal as refusal:
-            return _answer(request, refusal.status)
+            return _answer(refusal.status)
         except web.HTTPMethodNotAllowed:
             message = "the server does not allow this method on the requested resource"
-            return _answer(request, status_object(405, "MethodNotAllowed", message))
+            return _answer(status_object(405, "MethodNotAllowed", message))
         except web.HTTPNotFound:
             message = "the server could not find the requested resource"
-            return _answer(request, status_object(404, "NotFound", message))
+            return _answer(status_object(404, "NotFound", message))
 
     def _authenticate(self, request: web.Request) -> None:
         # The scheme in any case, as the API server takes it (Python's client sends "bearer").
@@ -188,14 +168,14 @@ class RouterIdentity:
             },
             "type": "Opaque",
         }
-        return _answer(request, secret, 200)
+        return _answer(secret, 200)
 
 
 def _secret_name(body: bytes, media_type: str) -> str:
     """The name of the Secret a create's body holds, in JSON or protobuf. A body it cannot
     take gets the API server's words, naming the media type, never the body (a key)."""
-    if media_type not in SERVED:
-        accepted = ", ".join(SERVED)
+    if media_type not in READ:
+        accepted = ", ".join(READ)
         raise Refusal(
             415,
             "UnsupportedMediaType",
@@ -225,10 +205,9 @@ def _unrecognized(reason: str, media_type: str) -> Refusal:
     )
 
 
-def _answer(request: web.Request, obj: dict, code: int | None = None) -> web.Response:
-    media_type = request[_ANSWER_TYPE]
-    body = encoded(obj, media_type)
-    return web.Response(body=body, status=code or obj["code"], content_type=media_type)
+def _answer(obj: dict, code: int | None = None) -> web.Response:
+    body = json.dumps(obj, separators=(",", ":")).encode() + b"\n"
+    return web.Response(body=body, status=code or obj["code"], content_type=JSON)
 
 
 async def serve_identity(
@@ -247,76 +226,26 @@ async def serve_identity(
 def new_credentials(state_dir: Path) -> IdentityCredentials:
     """A fresh token, and a CA with a server certificate for 127.0.0.1 (the key file lives
     only while the TLS context loads it)."""
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localcube router identity CA")])
-    ca = (
-        _certificate(ca_name, ca_name, ca_key.public_key(), now)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )
-    server_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    server_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    server = (
-        _certificate(server_name, ca_name, server_key.public_key(), now)
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
-            ),
-            critical=False,
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
+    served = serving_certificates("localcube router identity CA", "127.0.0.1", _NAMES)
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     key_file = state_dir / "router-identity-server.pem"
-    descriptor = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "wb") as out:
-        out.write(
-            server_key.private_bytes(
-                serialization.Encoding.PEM,
-                serialization.PrivateFormat.PKCS8,
-                serialization.NoEncryption(),
-            )
-        )
-        out.write(server.public_bytes(serialization.Encoding.PEM))
+    write_file(key_file, served.key + served.cert, 0o600)
     try:
         context.load_cert_chain(key_file)
     finally:
         key_file.unlink()
-    ca_pem = ca.public_bytes(serialization.Encoding.PEM)
-    return IdentityCredentials(secrets.token_urlsafe(32), ca_pem, context)
+    return IdentityCredentials(secrets.token_urlsafe(32), served.ca_cert, context)
 
 
 def write_service_account(directory: Path, credentials: IdentityCredentials, port: int) -> None:
     """The files the in-cluster client reads, and the variables it needs, in `directory`."""
     directory.mkdir(parents=True, exist_ok=True)
     directory.chmod(0o700)
-    _write(directory / "token", credentials.token.encode(), 0o600)
-    _write(directory / "ca.crt", credentials.ca_pem, 0o644)
-    _write(directory / "namespace", b"default", 0o644)
+    write_file(directory / "token", credentials.token.encode(), 0o600)
+    write_file(directory / "ca.crt", credentials.ca_pem, 0o644)
+    write_file(directory / "namespace", b"default", 0o644)
     env = f"KUBERNETES_SERVICE_HOST=127.0.0.1\nKUBERNETES_SERVICE_PORT={port}\n"
-    _write(directory / "kubernetes.env", env.encode(), 0o644)
-
-
-def _write(path: Path, data: bytes, mode: int) -> None:
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(descriptor, "wb") as out:
-        out.write(data)
-    path.chmod(mode)
-
-
-def _certificate(
-    subject: x509.Name, issuer: x509.Name, key: rsa.RSAPublicKey, now: datetime.datetime
-) -> x509.CertificateBuilder:
-    return (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(issuer)
-        .public_key(key)
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + _VALIDITY)
-    )
+    write_file(directory / "kubernetes.env", env.encode(), 0o644)
 
 
 def _b64(data: bytes) -> str:

@@ -1,20 +1,19 @@
-"""The Kubernetes protobuf encoding of the two objects the Router's identity needs: a Secret
-and a Status.
+"""Reads the Kubernetes protobuf encoding of the two objects the Router's identity meets: the
+Secret client-go creates, and a Status (in the recorded answers).
 
-client-go sends and prefers `application/vnd.kubernetes.protobuf` for core types
+client-go sends `application/vnd.kubernetes.protobuf` for core types
 (k8s.io/client-go kubernetes/typed/core/v1/secret.go:68, rest/request.go:196-203): the
 4-byte `k8s\\0` magic, then a `runtime.Unknown` message whose `raw` is the object's own
-message. Only the wire format is written here (varints and length-delimited fields), the
-field numbers those of k8s.io/api core/v1 and k8s.io/apimachinery meta/v1 and runtime
-`generated.proto`. An object is handled as the dict its JSON form is (`data` values in
-base64); encoding emits what Go's generated marshalling emits (every non-pointer field, an
-empty one too, in field order, map entries by key), decoding keeps the fields that are set.
+message. Only the wire format is read here (varints and length-delimited fields), the field
+numbers those of k8s.io/api core/v1 and k8s.io/apimachinery meta/v1 and runtime
+`generated.proto`. An object comes out as the dict its JSON form is (`data` values in
+base64), with the fields that are set. Nothing is written in protobuf: localcube answers in
+JSON, which client-go accepts too (identity.py).
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
 import datetime
 from dataclasses import dataclass
 from typing import Any
@@ -97,16 +96,6 @@ _STATUS = (
 _KINDS = {("v1", "Secret"): _SECRET, ("v1", "Status"): _STATUS}
 
 
-def encode(obj: dict[str, Any]) -> bytes:
-    """A v1 Secret or Status, given as its JSON form, in the `k8s\\0` envelope."""
-    type_meta = (obj.get("apiVersion", ""), obj.get("kind", ""))
-    if type_meta not in _KINDS:
-        raise ValueError(f"cannot encode {type_meta[1]!r} of {type_meta[0]!r}")
-    raw = _encode_message(_KINDS[type_meta], obj)
-    unknown = {"typeMeta": {"apiVersion": type_meta[0], "kind": type_meta[1]}, "raw": raw}
-    return MAGIC + _encode_message(_UNKNOWN, unknown)
-
-
 def decode(body: bytes) -> dict[str, Any]:
     """The JSON form of the v1 Secret or Status in a `k8s\\0` envelope; ProtobufError names
     what is wrong."""
@@ -164,67 +153,6 @@ def _read_varint(data: bytes, position: int) -> tuple[int, int]:
             return value, position
         shift += 7
     raise ProtobufError(f"a varint is cut short or too long at byte {position}")
-
-
-def _varint(value: int) -> bytes:
-    value %= _UINT64  # negative int32/int64 take ten bytes, as two's complement
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _length_delimited(number: int, data: bytes) -> bytes:
-    return _varint(number << 3 | _LENGTH_DELIMITED) + _varint(len(data)) + data
-
-
-def _encode_message(schema: tuple[_Field, ...], obj: dict[str, Any]) -> bytes:
-    out = bytearray()
-    for field in schema:
-        value = obj.get(field.name)
-        if value is None and (field.pointer or field.kind == "messages"):
-            continue
-        out += _encode_field(field, value)
-    return bytes(out)
-
-
-def _encode_field(field: _Field, value: Any) -> bytes:
-    if field.kind == "string":
-        return _length_delimited(field.number, (value or "").encode())
-    if field.kind == "bytes":
-        return _length_delimited(field.number, value or b"")
-    if field.kind in ("int", "bool"):
-        return _varint(field.number << 3 | _VARINT) + _varint(int(value or 0))
-    if field.kind == "time":
-        return _length_delimited(field.number, _encode_time(value))
-    if field.kind == "message":
-        return _length_delimited(field.number, _encode_message(field.message, value or {}))
-    if field.kind == "messages":
-        return b"".join(
-            _length_delimited(field.number, _encode_message(field.message, item)) for item in value
-        )
-    entries = sorted((value or {}).items())
-    if field.kind == "bytes_map":
-        entries = [(key, _base64(text, field.name)) for key, text in entries]
-    return b"".join(
-        _length_delimited(
-            field.number,
-            _length_delimited(1, key.encode())
-            + _length_delimited(2, item.encode() if isinstance(item, str) else item),
-        )
-        for key, item in entries
-    )
-
-
-def _encode_time(text: str | None) -> bytes:
-    """meta/v1 Time: seconds and nanos, both written; a zero time is an empty message."""
-    if not text:
-        return b""
-    moment = datetime.datetime.fromisoformat(text)
-    seconds = int(moment.replace(microsecond=0).timestamp())
-    return _varint(1 << 3) + _varint(seconds) + _varint(2 << 3) + _varint(moment.microsecond * 1000)
 
 
 def _decode_message(schema: tuple[_Field, ...], data: bytes, message: str) -> dict[str, Any]:
@@ -292,10 +220,3 @@ def _text(value: bytes, where: str) -> str:
         return value.decode()
     except UnicodeDecodeError as error:
         raise ProtobufError(f"{where} is not UTF-8 text ({error.reason})") from None
-
-
-def _base64(text: str, where: str) -> bytes:
-    try:
-        return base64.b64decode(text, validate=True)
-    except (binascii.Error, TypeError):
-        raise ValueError(f"a value of {where} is not base64") from None

@@ -3,9 +3,10 @@ user (kubeconfigs, the suite's command line).
 
 Order: everything that can fail without starting a process is checked first (programs,
 CRD files, PKI); the host ports are opened; the process enters its private namespace; then
-etcd, kube-apiserver, the manifests, kube-controller-manager and the service-account
-tokens, redis, the agent-sandbox controller, the WorkloadManager, the Router and the node,
-each waited for until ready. It stops every part on the way out, whatever the way.
+etcd, kube-apiserver, the namespaces, CRDs and RBAC (bootstrap), kube-controller-manager
+and the service-account tokens, redis, the agent-sandbox controller, the WorkloadManager,
+the Router and the node, each waited for until ready. It stops every part on the way out,
+whatever the way.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import urllib3
 from kubernetes.client.rest import ApiException
 
 from onemachine import netns
-from onemachine.cluster import manifests, parts
+from onemachine.cluster import bootstrap, parts
 from onemachine.cluster.binaries import MissingBinaries, locate
 from onemachine.cluster.credentials import (
     ADMIN,
@@ -35,7 +36,7 @@ from onemachine.cluster.credentials import (
 from onemachine.cluster.interrupts import Interrupts, Stop
 from onemachine.cluster.layout import LOOPBACK, SYSTEM_NAMESPACE, StateDir
 from onemachine.cluster.network import enter_private_network
-from onemachine.cluster.pki import PkiError, make_pki
+from onemachine.cluster.pki import make_pki
 from onemachine.cluster.relay import Relay, listen
 from onemachine.cluster.suite_command import suite_command
 from onemachine.cluster.supervisor import PartFailed, Supervisor
@@ -59,7 +60,7 @@ def launch(options: Options) -> int:
     state = StateDir(options.state_dir)
     try:
         binaries = locate(options.bin_dir)
-        crds = manifests.crd_files(options.sources)
+        crds = bootstrap.crd_files(options.sources)
         _fresh(state)
         pki = make_pki(state.pki)
         host_ports = {
@@ -69,7 +70,7 @@ def launch(options: Options) -> int:
         ports = replace(options.ports, oidc_issuer=issuer_port)
         cluster = parts.Cluster(binaries, state, pki, ports, options.images)
         suite_token = _write_credentials(cluster)
-    except (MissingBinaries, manifests.ManifestError, PkiError, OSError) as error:
+    except (MissingBinaries, bootstrap.BootstrapError, OSError) as error:
         print(f"onemachine cluster: {error}", file=sys.stderr)
         return 2
     started = time.monotonic()
@@ -107,7 +108,7 @@ def launch(options: Options) -> int:
             return 1
     except Stop:
         return 0
-    except (PartFailed, manifests.ManifestError) as error:
+    except (PartFailed, bootstrap.BootstrapError) as error:
         print(f"onemachine cluster: {error}", file=sys.stderr)
         return 1
     except (ApiException, urllib3.exceptions.HTTPError) as error:
@@ -160,11 +161,11 @@ def _start(
         directory.mkdir(mode=0o700, exist_ok=True)
     supervisor.start_ready(parts.etcd(cluster), timeout)
     supervisor.start_ready(parts.api_server(cluster), timeout)
-    api = manifests.connect(state.kubeconfig("admin"))
-    manifests.install(api, crds, timeout)
+    api = bootstrap.connect(state.kubeconfig("admin"))
+    bootstrap.install(api, crds, timeout)
     supervisor.start_ready(parts.controller_manager(cluster), timeout)
     _service_account_files(cluster, api, timeout)
-    manifests.wait_default_service_account(api, timeout)
+    bootstrap.wait_default_service_account(api, timeout)
     supervisor.start_ready(parts.redis(cluster), timeout)
     supervisor.start_ready(parts.agent_sandbox(cluster), timeout)
     supervisor.start_ready(parts.workload_manager(cluster), timeout)
@@ -177,7 +178,7 @@ def _service_account_files(cluster: parts.Cluster, api, timeout: float) -> None:
     """The WorkloadManager's kubeconfig and the Router's in-cluster files, from the tokens
     of their service accounts."""
     state, ca = cluster.state, cluster.pki.ca_cert
-    token = manifests.service_account_token(api, "workloadmanager", timeout)
+    token = bootstrap.service_account_token(api, "workloadmanager", timeout)
     write_kubeconfig(
         state.kubeconfig("workloadmanager"),
         cluster.ports.api_server_url,
@@ -188,7 +189,7 @@ def _service_account_files(cluster: parts.Cluster, api, timeout: float) -> None:
     files = state.router_service_account
     files.mkdir(mode=0o700, exist_ok=True)
     write_private(
-        files / "token", manifests.service_account_token(api, "agentcube-router", timeout)
+        files / "token", bootstrap.service_account_token(api, "agentcube-router", timeout)
     )
     write_private(files / "ca.crt", ca.read_text(encoding="utf-8"))
     write_private(files / "namespace", SYSTEM_NAMESPACE)

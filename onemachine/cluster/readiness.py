@@ -1,4 +1,5 @@
-"""How the launcher knows a part is ready: one probe per part, tried until it passes."""
+"""How the launcher knows a part is ready: one probe per part, tried until it passes
+(`wait_until`, the one waiting loop of the cluster, on tenacity)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,25 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
+
+from tenacity import Retrying, retry_if_result, stop_after_delay, stop_never, wait_fixed
 
 PROBE_TIMEOUT = 2.0
+T = TypeVar("T")
+
+
+def wait_until(condition: Callable[[], T], timeout: float | None, interval: float) -> T | None:
+    """The first true value `condition` returns, tried every `interval` seconds; None once
+    `timeout` seconds have passed without one (never, for None). It is tried at least once,
+    and an exception it raises ends the wait."""
+    retrying = Retrying(
+        stop=stop_never if timeout is None else stop_after_delay(timeout),
+        wait=wait_fixed(interval),
+        retry=retry_if_result(lambda value: not value),
+        retry_error_callback=lambda _: None,
+    )
+    return retrying(condition)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from onemachine.cluster.interrupts import Interrupts
 from onemachine.cluster.parts import Part
+from onemachine.cluster.readiness import wait_until
 
 LOG = logging.getLogger("onemachine.cluster")
 TAIL_LINES = 20
@@ -90,23 +91,23 @@ class Supervisor:
 
     def wait_ready(self, running: Running, timeout: float) -> None:
         """Return once the part's probe passes; PartFailed if it exits or times out."""
-        deadline = running.started + timeout
-        while True:
+
+        def ready() -> bool:
             code = self._poll(running)
             if code is not None:
                 raise PartFailed(
                     f"{running.name} exited ({_exit(code)}) before it was ready"
                     + _tail(running.log)
                 )
-            if running.part.ready():
-                LOG.info("%s ready (%.1f s)", running.name, time.monotonic() - running.started)
-                return
-            if time.monotonic() >= deadline:
-                raise PartFailed(
-                    f"{running.name} was not ready within {timeout:g} s "
-                    f"(waiting for {running.part.ready})" + _tail(running.log)
-                )
-            time.sleep(POLL_INTERVAL)
+            return running.part.ready()
+
+        left = running.started + timeout - time.monotonic()
+        if not wait_until(ready, timeout=left, interval=POLL_INTERVAL):
+            raise PartFailed(
+                f"{running.name} was not ready within {timeout:g} s "
+                f"(waiting for {running.part.ready})" + _tail(running.log)
+            )
+        LOG.info("%s ready (%.1f s)", running.name, time.monotonic() - running.started)
 
     def start_ready(self, part: Part, timeout: float) -> Running:
         running = self.start(part)
@@ -115,11 +116,13 @@ class Supervisor:
 
     def wait_any_exit(self) -> Running:
         """Block until one of the parts exits, and return it."""
-        while True:
-            for running in self.running:
-                if self._poll(running) is not None:
-                    return running
-            time.sleep(0.5)
+        exited = wait_until(
+            lambda: next((r for r in self.running if self._poll(r) is not None), None),
+            timeout=None,
+            interval=0.5,
+        )
+        assert exited is not None  # a wait without a timeout ends only with a value
+        return exited
 
     def describe_exit(self, running: Running) -> str:
         return f"{running.name} exited ({_exit(running.process.returncode)})" + _tail(running.log)
@@ -138,14 +141,12 @@ class Supervisor:
             self._stopping |= targets
             _signal_group(running.process.pid, signal.SIGTERM)
             began = time.monotonic()
-            deadline = began + grace
-            while (
-                time.monotonic() < deadline
-                and any(_alive(pid) for pid in targets)
-                and not self._interrupts.kill_at_once
-            ):
+
+            def stopped_or_interrupted(running: Running = running, targets: set = targets) -> bool:
                 running.process.poll()
-                time.sleep(POLL_INTERVAL)
+                return not any(map(_alive, targets)) or self._interrupts.kill_at_once
+
+            wait_until(stopped_or_interrupted, timeout=grace, interval=POLL_INTERVAL)
             if self._interrupts.kill_at_once:
                 break
             if any(_alive(pid) for pid in targets):
@@ -169,8 +170,7 @@ class Supervisor:
             _signal(pid, signal.SIGKILL)
         for running in self.running:
             running.process.wait()
-        while any(_alive(pid) for pid in targets):
-            time.sleep(POLL_INTERVAL)
+        wait_until(lambda: not any(map(_alive, targets)), timeout=None, interval=POLL_INTERVAL)
 
     def _everything(self) -> set[int]:
         pids = {running.process.pid for running in self.running if running.process.poll() is None}

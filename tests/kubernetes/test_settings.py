@@ -19,7 +19,7 @@ from acceptance.platforms.kubernetes.settings import (
     load_kubernetes_settings,
 )
 from acceptance.platforms.target import read_settings
-from acceptance.run.configuration_table import adapter_settings_rows
+from docgen.configuration_table import adapter_settings_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "client-secret-3c1d"

@@ -136,8 +136,10 @@ def test_a_run_on_a_cluster_from_start_to_finish(
     # The run's first lines: the agent-sandbox API found, the runtimes made for the run.
     assert (
         "; agent-sandbox API agents.x-k8s.io/v1alpha1, extensions.agents.x-k8s.io/v1alpha1; "
-        f"3 runtimes in namespace {NS}, 3 of them created by this run (platform kubernetes)."
+        f"3 runtimes in namespace {NS}, 3 of them created by this run (platform kubernetes); "
+        "cold start "
     ) in suite.preflight
+    assert suite.preflight.endswith(": the short timings fit it."), suite.preflight
     # The minted token: auth scenarios run; sessions opened at the WorkloadManager need an
     # admin token, which was not given.
     assert suite.gate.capabilities == {*CLUSTER_CAPABILITIES, AUTH}

@@ -2,19 +2,19 @@
 docs/own-router.md: CI has no upstream code.
 
 At start-up it makes the calls upstream's Router makes, from what the page gives it: the
-identity Secret through the in-cluster files and variables, as client-go sends it (protobuf;
-pkg/router/jwt.go:136-205), then Redis at `REDIS_ADDR`; the WorkloadManager's address,
-`WORKLOAD_MANAGER_URL`, is only read, as upstream reads it (pkg/router/session_manager.go:68);
-the OIDC issuer's discovery document and keys, as go-oidc reads them at start
-(pkg/router/oidc.go:66-89); no caller's token is checked.
-Then it listens as the Router does, on every interface (pkg/router/server.go:185-214), until
-SIGTERM, serving `/health/live` and one thing more of the Router's: a call to a code
+identity Secret through the in-cluster files and variables (pkg/router/jwt.go:136-205; in
+JSON, where client-go sends protobuf: tests/recordings/test_k8s_api.py replays that), then
+Redis at `REDIS_ADDR`; the WorkloadManager's address, `WORKLOAD_MANAGER_URL`, is only read,
+as upstream reads it (pkg/router/session_manager.go:68); the OIDC issuer's discovery document
+and keys, as go-oidc reads them at start (pkg/router/oidc.go:66-89); no caller's token is
+checked. Then it listens as the Router does, on every interface (pkg/router/server.go:185-214),
+until SIGTERM, serving `/health/live` and one thing more of the Router's: a call to a code
 interpreter opens a session at the WorkloadManager with the service-account token
 (`POST /v1/code-interpreter`, as router-to-workload-manager.jsonl records it;
 pkg/router/session_manager.go:155-239) and is passed to the sandbox with a JWT signed by the
 key read back (pkg/router/handlers.go:277-307). Nothing else: no session is looked up or kept,
-no header but the token is passed. What it found goes to `--report`; a start-up call that
-fails stops it with status 255, as the Router's klog.Fatalf does.
+no header but the token is passed. What it found goes to `--report`; a start-up call that fails
+stops it with status 255, as the Router's klog.Fatalf does.
 """
 
 from __future__ import annotations
@@ -70,18 +70,12 @@ def identity_key() -> bytes:
         {"Authorization": f"Bearer {token}", "Accept": f"{PROTOBUF},application/json"}
     )
     trusted = str(SERVICE_ACCOUNT / "ca.crt")  # per call: REQUESTS_CA_BUNDLE would win
-    created = session.post(
-        secrets,
-        data=kube_protobuf.encode(SECRET),
-        headers={"Content-Type": PROTOBUF},
-        verify=trusted,
-        timeout=30,
-    )
-    status = kube_protobuf.decode(created.content)
+    created = session.post(secrets, json=SECRET, verify=trusted, timeout=30)
+    status = created.json()
     if status.get("reason") != "AlreadyExists":
         raise StartupFailed(f"failed to create identity secret: {status}")
     read = session.get(f"{secrets}/{status['details']['name']}", verify=trusted, timeout=30)
-    secret = kube_protobuf.decode(read.content)
+    secret = read.json()
     if read.status_code != 200:
         raise StartupFailed(f"failed to get identity secret: {secret}")
     return base64.b64decode(secret["data"]["private.pem"])

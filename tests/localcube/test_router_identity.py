@@ -19,10 +19,11 @@ from kubernetes.config.incluster_config import InClusterConfigLoader
 
 from localcube import embedded
 from localcube.upstream_router import kube_protobuf
-from localcube.upstream_router.identity import SECRET_NAME, answer_type
+from localcube.upstream_router.identity import SECRET_NAME, accepts_json
 from tests.localcube.picod_process import SigningKey
 from tests.localcube.support import FIXTURES, Client
 from tests.localcube.test_cli import run_cli
+from tests.recordings.recorded import Exchange, params
 
 SECRET = {"metadata": {"name": SECRET_NAME}, "type": "Opaque", "data": {}}
 
@@ -176,6 +177,7 @@ def test_an_identity_directory_that_cannot_be_made_is_refused(tmp_path: Path) ->
 
 
 PROTOBUF = kube_protobuf.MEDIA_TYPE
+JSON = "application/json"
 CLIENT_GO_ACCEPT = f"{PROTOBUF},application/json"  # k8s.io/client-go rest/request.go:196-203
 
 
@@ -196,31 +198,27 @@ def call(
     )
 
 
-def status_of(answer: requests.Response) -> dict:
-    if answer.headers["Content-Type"] == PROTOBUF:
-        return kube_protobuf.decode(answer.content)
-    return answer.json()
-
-
-def test_client_gos_protobuf_create_is_answered_already_exists_in_protobuf(
-    shared_identity: IdentityCube,
+@pytest.mark.parametrize("exchange", params("k8s-api.jsonl", only=["k8s-exists-1-post"]))
+def test_client_gos_protobuf_create_is_answered_already_exists_in_json(
+    shared_identity: IdentityCube, exchange: Exchange
 ) -> None:
-    """Upstream: pkg/router/jwt.go:177-190 (client-go: protobuf for core types)"""
-    secret = {"kind": "Secret", "apiVersion": "v1", **SECRET}
+    """The create as the Router's client-go sent it (recorded), answered in JSON, which its
+    Accept lists after protobuf.
+
+    Upstream: pkg/router/jwt.go:177-190 (client-go: protobuf for core types)
+    """
     answer = call(
         shared_identity,
         "POST",
-        body=kube_protobuf.encode(secret),
+        body=exchange.request.body,
         **{"Content-Type": PROTOBUF, "Accept": CLIENT_GO_ACCEPT},
     )
-    assert (answer.status_code, answer.headers["Content-Type"]) == (409, PROTOBUF), answer.content
-    status = kube_protobuf.decode(answer.content)
+    assert (answer.status_code, answer.headers["Content-Type"]) == (409, JSON), answer.content
+    status = answer.json()
     assert status["reason"] == "AlreadyExists" and status["details"]["name"] == SECRET_NAME
     read = call(shared_identity, "GET", SECRET_NAME, Accept=CLIENT_GO_ACCEPT)
-    assert (read.status_code, read.headers["Content-Type"]) == (200, PROTOBUF)
-    shared_identity.assert_serves_localcubes_key(
-        kube_protobuf.decode(read.content)["data"]["private.pem"]
-    )
+    assert (read.status_code, read.headers["Content-Type"]) == (200, JSON)
+    shared_identity.assert_serves_localcubes_key(read.json()["data"]["private.pem"])
 
 
 @pytest.mark.parametrize(
@@ -241,9 +239,8 @@ def test_a_body_it_cannot_read_is_a_bad_request_status_naming_the_media_type(
     answer = call(
         shared_identity, "POST", body=body, **{"Content-Type": content_type, "Accept": accept}
     )
-    assert answer.status_code == 400, answer.content
-    assert answer.headers["Content-Type"] == accept.split(",")[0]
-    status = status_of(answer)
+    assert (answer.status_code, answer.headers["Content-Type"]) == (400, JSON), answer.content
+    status = answer.json()
     assert (status["kind"], status["reason"], status["code"]) == ("Status", "BadRequest", 400)
     assert status["message"].startswith(
         "the object provided is unrecognized (must be of type Secret)"
@@ -270,8 +267,8 @@ def test_an_accept_it_cannot_satisfy_is_not_acceptable_in_json(
     answer = call(shared_identity, "GET", SECRET_NAME, Accept="application/yaml")
     assert (answer.status_code, answer.headers["Content-Type"]) == (406, "application/json")
     assert answer.json()["reason"] == "NotAcceptable"
-    assert answer.json()["message"] == (
-        f"only the following media types are accepted: application/json, {PROTOBUF}"
+    assert (
+        answer.json()["message"] == "only the following media types are accepted: application/json"
     )
 
 
@@ -287,36 +284,34 @@ def test_a_call_the_router_never_makes_is_a_status_too(
     shared_identity: IdentityCube, method: str, name: str, code: int, reason: str
 ) -> None:
     answer = call(shared_identity, method, name, Accept=CLIENT_GO_ACCEPT)
-    assert (answer.status_code, answer.headers["Content-Type"]) == (code, PROTOBUF)
-    assert kube_protobuf.decode(answer.content)["reason"] == reason
+    assert (answer.status_code, answer.headers["Content-Type"]) == (code, JSON)
+    assert answer.json()["reason"] == reason
 
 
-def test_a_caller_without_the_token_is_refused_in_the_media_type_it_prefers(
+def test_a_caller_without_the_token_is_refused_in_json(
     shared_identity: IdentityCube,
 ) -> None:
     answer = call(
         shared_identity, "GET", SECRET_NAME, Accept=CLIENT_GO_ACCEPT, Authorization="Bearer wrong"
     )
-    assert (answer.status_code, answer.headers["Content-Type"]) == (401, PROTOBUF)
-    assert kube_protobuf.decode(answer.content)["reason"] == "Unauthorized"
+    assert (answer.status_code, answer.headers["Content-Type"]) == (401, JSON)
+    assert answer.json()["reason"] == "Unauthorized"
 
 
 @pytest.mark.parametrize(
-    ("accept", "answered"),
+    ("accept", "takes_json"),
     [
-        (CLIENT_GO_ACCEPT, PROTOBUF),
-        ("application/json", "application/json"),
-        ("", "application/json"),
-        ("*/*", "application/json"),
-        ("application/*", "application/json"),
-        (f"{PROTOBUF};q=0.5, application/json", "application/json"),
-        (f"application/json;q=0, {PROTOBUF}", PROTOBUF),
-        (f"text/html, {PROTOBUF};q=0.9", PROTOBUF),
-        ("application/yaml, text/html", None),
-        (f"{PROTOBUF};q=zero", None),
+        (CLIENT_GO_ACCEPT, True),
+        ("application/json", True),
+        ("", True),
+        ("*/*", True),
+        ("application/*", True),
+        (f"{PROTOBUF};q=0.5, application/json", True),
+        (f"application/json;q=0, {PROTOBUF}", False),
+        (PROTOBUF, False),
+        ("application/yaml, text/html", False),
+        ("application/json;q=zero", False),
     ],
 )
-def test_the_answer_is_in_the_first_acceptable_media_type(
-    accept: str, answered: str | None
-) -> None:
-    assert answer_type(accept) == answered
+def test_json_is_answered_whenever_accept_takes_it(accept: str, takes_json: bool) -> None:
+    assert accepts_json(accept) == takes_json

@@ -1,4 +1,4 @@
-"""The coverage map (acceptance/run/coverage.yaml) holds every scenario of features/ under
+"""The coverage map (docgen/coverage.yaml) holds every scenario of features/ under
 its title, names only scenarios it defines, points only inside the repository, and has a
 row for every item of the umbrella issue; docs/coverage.md is the table it generates."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from acceptance.run.coverage import (
+from docgen.coverage import (
     MAP_FILE,
     CoverageMapError,
     ScenarioMap,
@@ -88,10 +88,10 @@ def test_the_map_points_only_inside_the_repository() -> None:
 
 
 def test_the_document_is_the_generated_table() -> None:
-    status, output = run_module("acceptance.run.coverage", timeout=60)
+    status, output = run_module("docgen.coverage", timeout=60)
     assert status == 0, output
     assert (ROOT / "docs" / "coverage.md").read_text(encoding="utf-8") == output, (
-        "regenerate with: python -m acceptance.run.coverage > docs/coverage.md"
+        "regenerate with: python -m docgen.coverage > docs/coverage.md"
     )
 
 

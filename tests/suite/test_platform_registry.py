@@ -5,6 +5,7 @@ no file of the repository changed."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -16,8 +17,8 @@ from acceptance.core.settings import ConfigError
 from acceptance.platforms.base import SANDBOX_KILL, WORKLOAD_MANAGER_SESSIONS
 from acceptance.platforms.registry import ENTRY_POINT_GROUP, adapters
 from acceptance.platforms.target import read_settings, resolve_target
-from acceptance.run.configuration_table import adapter_settings_rows, settings_table
 from acceptance.run.parallel_run import _shared_target
+from docgen.configuration_table import adapter_settings_rows, settings_table
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -136,14 +137,17 @@ def test_an_entry_point_that_names_no_adapter_is_refused(
 def test_two_adapters_of_one_name_are_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    install(
-        tmp_path,
-        monkeypatch,
-        "throwaway = throwaway_platform:ADAPTER",
-        "again = throwaway_platform:ADAPTER",
-    )
-    with pytest.raises(ConfigError, match="two platform adapters are named throwaway"):
+    install(tmp_path, monkeypatch, "localcube = throwaway_platform:ADAPTER")
+    with pytest.raises(ConfigError, match="two platform adapters are named localcube"):
         adapters()
+
+
+def test_an_adapter_registered_under_another_name_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    install(tmp_path, monkeypatch, "again = throwaway_platform:ADAPTER")
+    with pytest.raises(ConfigError, match="registered as again but names itself throwaway"):
+        read_settings({"platform": "again", "router_url": "http://router.test"}, {})
 
 
 def test_a_default_for_no_setting_is_refused(
@@ -165,13 +169,39 @@ def test_a_default_for_no_setting_is_refused(
         read_settings({"platform": "misnamed", "router_url": "http://router.test"}, {})
 
 
-def test_choosing_among_the_adapters_loads_no_kubernetes_client() -> None:
-    """Every adapter is looked at for a localcube run too; it must not pay for the client."""
-    code = (
-        "import sys; from acceptance.platforms.target import read_settings; "
-        "read_settings({}, {}); print('kubernetes' in sys.modules)"
-    )
+# The hooks and every step module, as behave loads them, then the run's settings read.
+_A_RUN_CHOOSING = """
+import json, pathlib, runpy, sys
+import environment
+for path in sorted(pathlib.Path("steps").glob("*.py")):
+    runpy.run_path(str(path))
+from acceptance.platforms.target import read_settings
+read_settings(USERDATA, {})
+tops = {name.split(".")[0] for name in sys.modules}
+print(json.dumps(sorted(tops & {"localcube", "kubernetes"})))
+print(json.dumps(sorted(name for name in sys.modules if name.startswith("acceptance.platforms."))))
+"""
+
+
+def _modules_of_a_run(userdata: dict[str, str]) -> tuple[list[str], list[str]]:
+    """(the localcube and kubernetes packages, the acceptance.platforms modules) that a run
+    choosing with `userdata` has imported once its settings are read."""
+    code = _A_RUN_CHOOSING.replace("USERDATA", repr(userdata))
     shown = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )
-    assert shown.stdout.strip() == "False", shown.stdout + shown.stderr
+    packages, platforms = shown.stdout.strip().splitlines()
+    return json.loads(packages), json.loads(platforms)
+
+
+def test_a_kubernetes_run_never_imports_localcube() -> None:
+    packages, platforms = _modules_of_a_run({"platform": "kubernetes"})
+    assert "localcube" not in packages, packages
+    assert not [m for m in platforms if "localcube" in m], platforms
+    assert "acceptance.platforms.kubernetes" in platforms, "the chosen adapter is imported"
+
+
+def test_a_localcube_run_imports_no_other_adapter_nor_the_kubernetes_client() -> None:
+    packages, platforms = _modules_of_a_run({})
+    assert packages == ["localcube"], packages
+    assert not [m for m in platforms if "kubernetes" in m or m.endswith(".none")], platforms

@@ -1,4 +1,4 @@
-"""docs/scenarios.md is the index acceptance/run/scenario_index.py generates: one section
+"""docs/scenarios.md is the index docgen/scenario_index.py generates: one section
 per feature file, one row per scenario, each with what it proves and the broken targets of
 tests/suite/test_broken_targets.py that fail it; a scenario the coverage map lacks stops
 the generator naming it."""
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from behave.parser import parse_file
 
-from acceptance.run.coverage import CoverageMapError, coverage_map, parse_map
-from acceptance.run.scenario_index import BrokenTarget, broken_targets, scenario_index
+from docgen.coverage import CoverageMapError, coverage_map, parse_map
+from docgen.scenario_index import BrokenTarget, broken_targets, scenario_index
 from tests.suite.commands import run_module
 from tests.suite.test_broken_targets import CASES
 
@@ -30,10 +30,10 @@ MAPPED_ONLY = parse_map(
 
 
 def test_the_page_is_the_generated_index() -> None:
-    status, output = run_module("acceptance.run.scenario_index", timeout=60)
+    status, output = run_module("docgen.scenario_index", timeout=60)
     assert status == 0, output
     assert PAGE.read_text(encoding="utf-8") == output, (
-        "regenerate with: python -m acceptance.run.scenario_index > docs/scenarios.md"
+        "regenerate with: python -m docgen.scenario_index > docs/scenarios.md"
     )
 
 
@@ -89,10 +89,10 @@ def test_an_outline_is_failed_through_the_names_of_its_examples(tmp_path: Path) 
     assert not BrokenTarget("apples", None, "cube", ("Send an apple",)).fails(outline)
 
 
-def test_a_case_that_is_not_a_literal_is_refused_naming_its_line(tmp_path: Path) -> None:
-    source = tmp_path / "cases.py"
-    source.write_text('CASES = {\n    "a": Case(FAULT, ("x",), ()),\n}\n')
-    with pytest.raises(CoverageMapError, match=r"cases.py:2: not a literal: FAULT"):
+def test_a_case_without_its_fault_and_names_is_refused_naming_it(tmp_path: Path) -> None:
+    source = tmp_path / "cases.yaml"
+    source.write_text("a case:\n  names: [x]\n")
+    with pytest.raises(CoverageMapError, match=r"cases.yaml: case 'a case' has no fault and"):
         broken_targets(source)
 
 

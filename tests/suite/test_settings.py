@@ -7,7 +7,7 @@ import pytest
 from acceptance.core.runtimes import STATEFUL_FIXTURE
 from acceptance.core.settings import SETTINGS, ConfigError, load_settings
 from acceptance.platforms.target import read_settings
-from acceptance.run.configuration_table import settings_table
+from docgen.configuration_table import settings_table
 
 BAD_VALUES = {
     "router_url": "localhost:8081",
@@ -50,7 +50,6 @@ BAD_VALUES = {
     "load_rate": "0",
     "load_required_share": "0.9",
     "max_concurrent_requests": "0",
-    "picod_command": "picod --port {prot}",
     "agentcube_release": "0.3",
     "keep_on_failure": "yes",
     "reports_dir": "/dev/null",
@@ -142,11 +141,18 @@ def test_a_token_given_with_d_is_refused_without_echoing_it(name: str) -> None:
     assert "hunter2" not in str(error.value)
 
 
-def test_a_picod_command_needs_the_localcube_the_suite_starts() -> None:
+def test_a_picod_command_is_the_localcube_adapters_and_needs_the_localcube_it_starts() -> None:
     command = "/opt/picod --port {port} --workspace {workspace}"
-    assert load_settings({"picod_command": command}, {}).picod_command == command
+    run = read_settings({"picod_command": command}, {})
+    assert (run.adapter.name, run.adapter_settings) == ("localcube", {"picod_command": command})
+    given = {"picod_command": command, "router_url": "http://router:8081"}
     with pytest.raises(ConfigError, match="picod_command applies only to the localcube"):
-        load_settings({"picod_command": command, "router_url": "http://router:8081"}, {})
+        read_settings({**given, "platform": "localcube"}, {})
+    for other in ({}, {"platform": "kubernetes"}):  # a Router given: platform none
+        with pytest.raises(ConfigError, match=r"picod_command .* only with -D platform=localcube"):
+            read_settings({**given, **other}, {})
+    with pytest.raises(ConfigError, match=r"picod_command .*not a command localcube can run"):
+        read_settings({"picod_command": "picod --port {prot}"}, {})
 
 
 @pytest.mark.parametrize(("text", "share"), [("90%", 0.9), ("100%", 1.0), ("12.5%", 0.125)])

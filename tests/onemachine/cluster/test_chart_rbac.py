@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from onemachine.cluster.manifests import CHART_RBAC
+from onemachine.cluster.bootstrap import CHART_RBAC
 
 UPSTREAM = Path("/work/.mirror/volcano-sh+agentcube/repo")
 REVISION = "939abb5"

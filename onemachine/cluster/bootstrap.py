@@ -21,12 +21,14 @@ from kubernetes.client.rest import ApiException
 
 from onemachine.cluster.credentials import SUITE_USER
 from onemachine.cluster.layout import NEIGHBOUR_NAMESPACE, SYSTEM_NAMESPACE
+from onemachine.cluster.readiness import wait_until
 
 HERE = Path(__file__).resolve().parent
 CHART_RBAC = HERE / "chart-rbac.yaml"
 SUITE_RBAC = HERE.parents[1] / "docs" / "examples" / "rbac.yaml"
 SUITE_ROLE = "agentcube-acceptance"
 SERVICE_ACCOUNTS = ("workloadmanager", "agentcube-router")
+WAIT_INTERVAL = 0.2  # between reads of what a controller of the cluster makes
 
 # Where each checkout keeps its CRDs: (flag, directory inside the checkout).
 CRD_SOURCES = (
@@ -35,12 +37,12 @@ CRD_SOURCES = (
 )
 
 
-class ManifestError(Exception):
+class BootstrapError(Exception):
     """A manifest the launcher cannot find or the API server refused; the message says which."""
 
 
 def crd_files(sources: dict[str, Path | None]) -> list[Path]:
-    """The CRD files of both checkouts; ManifestError naming each flag to fix."""
+    """The CRD files of both checkouts; BootstrapError naming each flag to fix."""
     files: list[Path] = []
     problems: list[str] = []
     for flag, inside in CRD_SOURCES:
@@ -53,7 +55,7 @@ def crd_files(sources: dict[str, Path | None]) -> list[Path]:
             problems.append(f"{flag} {checkout}: no CRDs in {checkout / inside}")
         files.extend(found)
     if problems:
-        raise ManifestError("; ".join(problems))
+        raise BootstrapError("; ".join(problems))
     return files
 
 
@@ -83,15 +85,17 @@ def install(api: kube.ApiClient, crds: list[Path], timeout: float) -> None:
 
 def service_account_token(api: kube.ApiClient, account: str, timeout: float) -> str:
     """The token kube-controller-manager's token controller wrote into the account's
-    Secret; ManifestError when none comes within `timeout`."""
+    Secret; BootstrapError when none comes within `timeout`."""
     core = kube.CoreV1Api(api)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def token() -> str | None:
         secret = core.read_namespaced_secret(f"{account}-token", SYSTEM_NAMESPACE)
-        if secret.data and secret.data.get("token"):
-            return base64.b64decode(secret.data["token"]).decode()
-        time.sleep(0.2)
-    raise ManifestError(
+        return (secret.data or {}).get("token")
+
+    found = wait_until(token, timeout=timeout, interval=WAIT_INTERVAL)
+    if found:
+        return base64.b64decode(found).decode()
+    raise BootstrapError(
         f"no token for service account {SYSTEM_NAMESPACE}/{account} within {timeout:g} s: "
         "kube-controller-manager's token controller fills it (see its log)"
     )
@@ -101,18 +105,22 @@ def wait_default_service_account(api: kube.ApiClient, timeout: float) -> None:
     """Pods are admitted only once their namespace has its `default` service account."""
     core = kube.CoreV1Api(api)
     deadline = time.monotonic() + timeout
+
+    def made(namespace: str) -> bool:
+        try:
+            return bool(core.read_namespaced_service_account("default", namespace))
+        except ApiException as error:
+            if error.status != 404:
+                raise
+            return False
+
     for namespace in (SYSTEM_NAMESPACE, NEIGHBOUR_NAMESPACE):
-        while True:
-            try:
-                core.read_namespaced_service_account("default", namespace)
-                break
-            except ApiException as error:
-                if error.status != 404 or time.monotonic() >= deadline:
-                    raise ManifestError(
-                        f"no default service account in {namespace} within {timeout:g} s: "
-                        "kube-controller-manager's serviceaccount controller makes it"
-                    ) from error
-                time.sleep(0.2)
+        left = deadline - time.monotonic()
+        if not wait_until(lambda n=namespace: made(n), timeout=left, interval=WAIT_INTERVAL):
+            raise BootstrapError(
+                f"no default service account in {namespace} within {timeout:g} s: "
+                "kube-controller-manager's serviceaccount controller makes it"
+            )
 
 
 def _suite_binding(namespace: str) -> dict:
@@ -155,7 +163,7 @@ def _create(api: kube.ApiClient, document: dict, source: Path | None = None) -> 
         errors = [error for error in failure.api_exceptions if error.status != 409]
         if errors:
             where = f" from {source}" if source else ""
-            raise ManifestError(
+            raise BootstrapError(
                 f"the API server refused {document['kind']} {document['metadata']['name']}"
                 f"{where}: {errors[0].status} {errors[0].reason}: {errors[0].body}"
             ) from failure
@@ -165,10 +173,13 @@ def _wait_established(api: kube.ApiClient, names: list[str], timeout: float) -> 
     extensions = kube.ApiextensionsV1Api(api)
     deadline = time.monotonic() + timeout
     for name in names:
-        while not _established(extensions.read_custom_resource_definition(name)):
-            if time.monotonic() >= deadline:
-                raise ManifestError(f"CRD {name} not Established within {timeout:g} s")
-            time.sleep(0.2)
+        left = deadline - time.monotonic()
+
+        def established(name: str = name) -> bool:
+            return _established(extensions.read_custom_resource_definition(name))
+
+        if not wait_until(established, timeout=left, interval=WAIT_INTERVAL):
+            raise BootstrapError(f"CRD {name} not Established within {timeout:g} s")
 
 
 def _established(crd: kube.V1CustomResourceDefinition) -> bool:

@@ -2,7 +2,7 @@
 suite setting with its default (the shortest that keeps each check meaningful on localcube)
 beside each platform's that changes it (a cluster's); and each platform adapter's own
 settings and defaults, for its page (docs/kubernetes.md). `python -m
-acceptance.run.configuration_table` prints the first; tests/test_readme.py keeps the
+docgen.configuration_table` prints the first; tests/test_readme.py keeps the
 documents in step."""
 
 from __future__ import annotations

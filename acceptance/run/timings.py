@@ -1,0 +1,107 @@
+"""Timing that fits the target. The idle-timeout and lifetime scenarios give their echo-agent
+sessions short limits (`short_session_timeout`, `short_session_lifetime`), and both count
+from the moment a session is opened, which is a cold start: on a target whose sandboxes
+start slower than those limits (a loaded cluster, a first image pull), a session would end
+before or just after its first answer, and the scenario would fail blaming the platform.
+
+The preflight opens one session of the echo agent as the scenarios do and times its first
+answer. A short timing the run left at its default is scaled to last COLD_STARTS such
+starts, by one factor for both so that the lifetime stays the longer. One the user set, or
+the idle timeout of a deployed `short_timeout_agent`, is the user's: it is kept while it
+lasts SET_COLD_STARTS of them (a session then outlives its first answer), and below that
+the run stops, naming the setting and the value that fits. A cold start that cannot be
+measured changes nothing (its scenarios will tell what is wrong).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from acceptance.core.clients import Router, WorkloadManager, session_id_of
+from acceptance.core.evidence import excerpt
+from acceptance.core.runtimes import Runtime
+from acceptance.core.settings import Settings
+from acceptance.core.transport import NoAnswer
+
+# How many cold starts a default short timing is made to last: the session's first answer
+# then comes within its first third, leaving the rest for what the scenario observes.
+COLD_STARTS = 3
+# How many one the user set must last: fewer, and a session may end just after its first
+# answer; more is the user's margin to choose (a cold start measured once varies).
+SET_COLD_STARTS = 2
+SHORT_TIMINGS = ("short_session_timeout", "short_session_lifetime")
+# The tag of the scenarios that rely on them (session idle timeout and expiry): a run
+# without any measures no cold start.
+TIMED_TAG = "ttl"
+# Whether the user set a setting (-D or its environment variable), by name.
+Given = Callable[[str], bool]
+
+
+class TimingsDoNotFit(ValueError):
+    """A short timing the user set is shorter than SET_COLD_STARTS cold starts; the message
+    names each such setting and the value that fits."""
+
+
+@dataclass(frozen=True)
+class ColdStart:
+    """The first answer of a new session, in seconds; None with why it was not measured."""
+
+    seconds: float | None
+    why_not: str = ""
+
+
+def measure_cold_start(
+    router: Router, workload_manager: WorkloadManager, echo_agent: Runtime
+) -> ColdStart:
+    """Open a session of the echo agent, time its first answer, and end the session."""
+    started = time.monotonic()
+    try:
+        answer = router.invoke(echo_agent, "echo", session_id=None, json={"input": "preflight"})
+    except NoAnswer as error:
+        return ColdStart(None, f"the first call of {echo_agent.name} was not answered: {error}")
+    seconds = time.monotonic() - started
+    session_id = session_id_of(answer)
+    if session_id:
+        with contextlib.suppress(NoAnswer):  # else it ends with its idle timeout
+            workload_manager.delete_session(echo_agent.kind, session_id)
+    if not answer.ok:
+        shown = f"{answer.status_code} {excerpt(answer.content, 120)}"
+        return ColdStart(None, f"the first call of {echo_agent.name} answered {shown}")
+    return ColdStart(seconds)
+
+
+def fitted(
+    settings: Settings, cold_start: float, given: Given, names: Callable[[str], str]
+) -> tuple[Settings, str]:
+    """The settings with the short timings the run left at their defaults scaled to last
+    COLD_STARTS cold starts, and what was done in a few words; `names(setting)` shows a
+    setting as the user gives it. Raises TimingsDoNotFit for the ones the user set."""
+    needed = COLD_STARTS * cold_start
+    values = {name: getattr(settings, name) for name in SHORT_TIMINGS}
+    fixed = [n for n in SHORT_TIMINGS if given(n) and values[n] < SET_COLD_STARTS * cold_start]
+    if fixed:
+        raise TimingsDoNotFit(
+            "; ".join(
+                f"{names(name)} is {values[name]:g} s, shorter than {SET_COLD_STARTS} cold "
+                f"starts of the echo agent ({cold_start:.1f} s each, measured by the "
+                f"preflight), so its sessions could end before or just after their first "
+                f"answer: set it to at least {math.ceil(needed)}s"
+                for name in fixed
+            )
+        )
+    measured = f"cold start {cold_start:.1f} s"
+    short = {n: value for n, value in values.items() if value < needed and not given(n)}
+    if not short:
+        return settings, f"{measured}: the short timings fit it"
+    factor = max(needed / value for value in short.values())
+    scaled = {n: float(math.ceil(value * factor)) for n, value in values.items() if not given(n)}
+    told = " and ".join(f"{name} {values[name]:g} s -> {scaled[name]:g} s" for name in scaled)
+    return (
+        dataclasses.replace(settings, **scaled),
+        f"{measured}: {told}, to outlast {COLD_STARTS} cold starts",
+    )
