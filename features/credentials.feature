@@ -21,36 +21,36 @@ Feature: Credentials and authentication
 
   Scenario Outline: A call <credentials> is refused as unauthorized
     When I call the echo agent <credentials>
-    Then the call is refused as unauthorized because of "<reason>"
+    Then the call is refused as unauthorized because <reason>
     And the refusal repeats none of the credentials
 
     Examples: Without a usable token
-      | credentials                           | reason                              |
-      | without a token                       | missing authorization header        |
-      | with a malformed authorization header | invalid authorization header format |
-      | with a token the target does not know | invalid or expired token            |
+      | credentials                           | reason                                         |
+      | without a token                       | no authorization header came with it           |
+      | with a malformed authorization header | its authorization header holds no bearer token |
+      | with a token the target does not know | its token is not valid                         |
 
     @requires.expired-token
     Examples: Expired
-      | credentials                   | reason                   |
-      | with a token that has expired | invalid or expired token |
+      | credentials                   | reason                 |
+      | with a token that has expired | its token is not valid |
 
     @requires.other-audience-token
     Examples: For another audience
-      | credentials                              | reason                   |
-      | with a token issued for another audience | invalid or expired token |
+      | credentials                              | reason                 |
+      | with a token issued for another audience | its token is not valid |
 
     @requires.other-issuer-token
     Examples: Naming another issuer
-      | credentials                            | reason                   |
-      | with a token that names another issuer | invalid or expired token |
+      | credentials                            | reason                 |
+      | with a token that names another issuer | its token is not valid |
 
     @requires.forged-tokens
     Examples: Forged without the issuer's private key
-      | credentials                                                         | reason                   |
-      | with a token signed by a key the issuer never published             | invalid or expired token |
-      | with a token that is not signed                                     | invalid or expired token |
-      | with a token signed with the issuer's public key as a shared secret | invalid or expired token |
+      | credentials                                                         | reason                 |
+      | with a token signed by a key the issuer never published             | its token is not valid |
+      | with a token that is not signed                                     | its token is not valid |
+      | with a token signed with the issuer's public key as a shared secret | its token is not valid |
 
   @requires.no-role-subject
   Scenario: A subject without the role the Router requires is forbidden

@@ -3,7 +3,7 @@
 from behave import given, then, when
 from behave.runner import Context
 
-from acceptance.domain.credentials import Authentication, Credentials
+from acceptance.domain.credentials import Authentication, Credentials, UnauthorizedReason
 
 
 @given("the Router requires a token")
@@ -21,8 +21,8 @@ def step_call_with_credentials(context: Context, credentials: Credentials) -> No
     context.world.part(Authentication).call_agent_with(credentials)
 
 
-@then('the call is refused as unauthorized because of "{reason}"')
-def step_refused_unauthorized(context: Context, reason: str) -> None:
+@then("the call is refused as unauthorized because {reason:UnauthorizedReason}")
+def step_refused_unauthorized(context: Context, reason: UnauthorizedReason) -> None:
     context.world.part(Authentication).expect_refused_as_unauthorized(reason)
 
 

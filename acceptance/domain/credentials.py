@@ -50,6 +50,22 @@ class Credentials(enum.Enum):
         self.header = header
 
 
+class UnauthorizedReason(enum.Enum):
+    """Why the Router refuses a call as unauthorized, as the features say it, and the words
+    of upstream's refusal (pkg/router/auth.go:47, :57 and :79 at 939abb5)."""
+
+    NO_HEADER = ("no authorization header came with it", "missing authorization header")
+    NOT_BEARER = (
+        "its authorization header holds no bearer token",
+        "invalid authorization header format",
+    )
+    INVALID_TOKEN = ("its token is not valid", "invalid or expired token")
+
+    def __init__(self, phrase: str, words: str) -> None:
+        self.phrase = phrase
+        self.words = words
+
+
 class Authentication:
     def __init__(self, world: World, target: Target, settings: Settings) -> None:
         self._world = world
@@ -125,8 +141,8 @@ class Authentication:
         other = self._world.caller_presenting(token, token_variable)
         self._world.calls(session.runtime, session.session_id, caller=other).echo(text)
 
-    def expect_refused_as_unauthorized(self, reason: str) -> None:
-        assert_that(self._world.last_answer, matchers.refused_as_unauthorized(reason))
+    def expect_refused_as_unauthorized(self, reason: UnauthorizedReason) -> None:
+        assert_that(self._world.last_answer, matchers.refused_as_unauthorized(reason.words))
 
     def expect_refused_for_the_missing_role(self) -> None:
         assert_that(self._world.last_answer, matchers.refused_as_missing_role())

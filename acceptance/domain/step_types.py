@@ -8,7 +8,7 @@ from typing import Any
 from parse_type import TypeBuilder
 
 from acceptance.core.runtimes import Role, RuntimeKind
-from acceptance.domain.credentials import Credentials
+from acceptance.domain.credentials import Credentials, UnauthorizedReason
 from acceptance.domain.echoes import SampleText
 from acceptance.domain.jail import JailOperation
 from acceptance.domain.refusals import BadRequest
@@ -42,6 +42,8 @@ STEP_TYPES: dict[str, Callable[[str], Any]] = {
     "JailOperation": _phrases({operation.value: operation for operation in JailOperation}),
     # "I call the echo agent {credentials:Credentials}".
     "Credentials": _phrases({credentials.phrase: credentials for credentials in Credentials}),
+    # "the call is refused as unauthorized because {reason:UnauthorizedReason}".
+    "UnauthorizedReason": _phrases({reason.phrase: reason for reason in UnauthorizedReason}),
     # "I send {text:SampleText} to the {runtime:Runtime} without a session".
     "SampleText": _phrases({sample.phrase: sample for sample in SampleText}),
 }
