@@ -541,12 +541,13 @@ def new_session_ids(earlier: Collection[str]) -> Matcher[Sequence[str]]:
     return _NewSessionIds(earlier)
 
 
-def not_given_credentials(fingerprints: Mapping[str, str]) -> Matcher[Any]:
-    """The echo agent's sandbox report: no word of any header it received is a caller's
-    token (SHA-256 fingerprints by whose token they are)."""
+def not_given_credentials(tokens: Mapping[str, str]) -> Matcher[Any]:
+    """The echo agent's sandbox report: no word of any header it received is one of these
+    tokens (by whose they are), which it reports as SHA-256 fingerprints."""
+    fingerprints = [hashlib.sha256(token.encode()).hexdigest() for token in tokens.values()]
     return described_as(
-        f"a sandbox that received none of the callers' tokens ({', '.join(fingerprints)})",
-        has_entry("header_word_sha256s", is_not(has_item(is_in(list(fingerprints.values()))))),
+        f"a sandbox that received none of the callers' tokens ({', '.join(tokens)})",
+        has_entry("header_word_sha256s", is_not(has_item(is_in(fingerprints)))),
     )
 
 

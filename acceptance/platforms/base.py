@@ -236,6 +236,16 @@ class Target:
 
     platform_name: ClassVar[str]
 
+    def callers_tokens(self) -> dict[str, str]:
+        """The tokens the run's callers present, by their setting's name: what no sandbox
+        may ever receive."""
+        tokens = {
+            "api_token": self.api_token,
+            "second_api_token": self.second_api_token,
+            "admin_api_token": self.admin_api_token,
+        }
+        return {whose: token for whose, token in tokens.items() if token}
+
     def platform(self, transport: Transport) -> Platform:
         """The scenario's adapter, making its calls with `transport`."""
         raise NotImplementedError
