@@ -1,5 +1,6 @@
 """The stand-in API server (fake_api.py) answers the adapter's calls as a real kube-apiserver
-v1.36.2 did: each exchange recorded in ../shared/kube-apiserver-recordings/v1.36.2 is sent
+v1.36.2 did: each exchange recorded in apiserver-recordings/v1.36.2 (a copy of
+../shared/kube-apiserver-recordings, with its README) is sent
 again, through the adapter's own KubeApi and connection.connect (or the plain client call
 the recording names, for the few the adapter does not make), to a stand-in staged as the
 recording's README describes, and the answers are compared as that README says: the status,
@@ -46,7 +47,7 @@ from tests.kubernetes.conftest import (
 from tests.kubernetes.fake_api import TOKEN, FakeKubernetes, Identity
 
 ROOT = Path(__file__).resolve().parents[2]
-RECORDINGS = ROOT.parent / "shared" / "kube-apiserver-recordings" / "v1.36.2"
+RECORDINGS = Path(__file__).with_name("apiserver-recordings") / "v1.36.2"
 RBAC = ROOT / "docs" / "examples" / "rbac.yaml"
 EXCEPTED = {
     "list-codeinterpreters-rv-notolderthan": "recorded on etcd 3.4.23, which has no progress "
@@ -85,10 +86,6 @@ def load_recordings() -> list[dict[str, Any]]:
 
 
 def cases() -> list[Any]:
-    if not RECORDINGS.is_dir():
-        return [
-            pytest.param(None, marks=pytest.mark.skip(reason=f"{RECORDINGS} is absent"), id="none")
-        ]
     return [
         pytest.param(
             exchange,
