@@ -16,7 +16,7 @@ from hamcrest.core.base_matcher import BaseMatcher
 from hamcrest.core.description import Description
 from hamcrest.core.matcher import Matcher
 
-from acceptance.core.polling import eventually
+from acceptance.core.polling import consistently, eventually
 
 T = TypeVar("T")
 
@@ -57,4 +57,20 @@ def wait_until(
         waiting_for=what,
         ignoring=ignoring,
         progress_stream=io.StringIO(),  # the test's own report says what it waited for
+    )
+
+
+def holds_for(
+    probe: Callable[[], T], matching: Matcher[T], what: str, *, seconds: float, poll: float = 0.05
+) -> None:
+    """That nothing happens: every value of `probe` for `seconds` matches (`consistently`).
+    A loaded machine probes less often in that time, which makes the check weaker, never
+    wrong."""
+    consistently(
+        probe,
+        matching,
+        duration=seconds,
+        poll=poll,
+        holding=what,
+        progress_stream=io.StringIO(),
     )
