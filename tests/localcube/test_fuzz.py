@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 
 from localcube import embedded
 from tests.localcube.picod_process import session_members
-from tests.localcube.support import NAMESPACE, SESSION_HEADER, Client, wait_until
+from tests.localcube.support import NAMESPACE, SESSION_HEADER, Client
+from tests.waiting import wait_until
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "100"))
 HANG_BOUND = 10.0  # seconds: a call that takes longer hangs
@@ -122,8 +123,8 @@ def sessions(shared_cube: embedded.RunningLocalCube) -> Iterator[dict[str, str]]
     for box in (box for box in boxes if box["runtime"] in opened):
         wait_until(
             lambda box=box: session_members(box["pid"]) == [box["pid"]],
-            5,
             f"sandbox {box['sandboxName']} to be alone in its session",
+            timeout=5,
         )
 
 
