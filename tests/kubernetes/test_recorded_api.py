@@ -16,7 +16,6 @@ import base64
 import contextlib
 import json
 import re
-import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +44,7 @@ from tests.kubernetes.conftest import (
     write_kubeconfig,
 )
 from tests.kubernetes.fake_api import TOKEN, FakeKubernetes, Identity
+from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDINGS = Path(__file__).with_name("apiserver-recordings") / "v1.36.2"
@@ -584,7 +584,5 @@ def test_a_forward_to_a_pod_without_a_backend_reports_it_on_the_error_channel(
     stream = forward.socket(8080)
     stream.settimeout(5)
     assert stream.recv(10) == b"", "a forward without a backend carried data"
-    deadline = time.monotonic() + 5
-    while forward.connected and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_until(lambda: not forward.connected, "the forward to close")
     assert forward.error(8080) == "pod silent has no backend in the stand-in"
