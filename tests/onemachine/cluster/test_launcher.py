@@ -113,6 +113,7 @@ def test_sigterm_stops_every_part_and_exits_0(tmp_path: Path, launchers: Launche
     bin_dir = stand_ins.bin_dir(tmp_path / "bin", etcd=stand_ins.serving())
     launcher, errors = launchers.start(bin_dir, "--ready-timeout", "60s")
     wait_for("starting, and never ready", tmp_path / "state" / "logs" / "kube-apiserver.log")
+    wait_for("started kube-apiserver (pid", errors)
     launcher.send_signal(signal.SIGTERM)
     assert launcher.wait(timeout=30) == 0, errors.read_text()
     pids = started_pids(errors.read_text())
@@ -129,6 +130,8 @@ def test_a_launcher_killed_hard_leaves_no_part_running(
     bin_dir = stand_ins.bin_dir(tmp_path / "bin", etcd=stand_ins.serving())
     launcher, errors = launchers.start(bin_dir, "--ready-timeout", "60s")
     wait_for("starting, and never ready", tmp_path / "state" / "logs" / "kube-apiserver.log")
+    # the part may write its log before the launcher logs its pid: the test needs the pid
+    wait_for("started kube-apiserver (pid", errors)
     launcher.kill()
     launcher.wait(timeout=10)
     pids = started_pids(errors.read_text())
