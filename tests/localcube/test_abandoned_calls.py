@@ -49,6 +49,7 @@ def test_a_client_that_gives_up_while_its_sandbox_starts_leaves_nothing(
     assert sandboxes_of(client, "slow-start") == []
 
 
+@pytest.mark.slow
 def test_a_session_whose_first_caller_gave_up_ends_at_its_idle_timeout(
     tmp_path: Path, start_localcube
 ) -> None:

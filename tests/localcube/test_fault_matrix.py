@@ -462,6 +462,7 @@ FAULTS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", FAULTS, ids=lambda fault: fault.__name__)
 def test_localcube_recovers_from(fault: Callable[[Scene], None], scene: Scene) -> None:
     """Each fault's docstring names the answers it requires and the upstream lines behind

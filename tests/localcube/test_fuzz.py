@@ -137,6 +137,7 @@ def call(method: str, url: str, **kwargs) -> requests.Response:
     return answer
 
 
+@pytest.mark.slow
 @bounded
 @given(kind=st.sampled_from(["agent-runtime", "code-interpreter"]), body=json_object())
 @example(kind="agent-runtime", body=PATHOLOGICAL_BODIES[0])
@@ -270,6 +271,7 @@ upload_paths = st.text(string.ascii_letters + string.digits + "/._ -", min_size=
     ).map(lambda value: json.dumps(value).encode()),
     form=multipart_bodies,
 )
+@pytest.mark.slow
 @example(as_json=PATHOLOGICAL_BODIES[4], form=b"--fz--\r\n")
 def test_picod_upload_refuses_bad_bodies(
     shared_cube: embedded.RunningLocalCube, sessions: dict[str, str], as_json: bytes, form: bytes

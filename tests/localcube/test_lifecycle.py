@@ -6,6 +6,8 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+import pytest
+
 from tests.localcube.support import (
     SESSION_HEADER,
     Client,
@@ -34,6 +36,7 @@ def test_an_idle_session_expires_and_its_process_is_gone(tmp_path: Path, start_l
     assert client.agent("short-idle", json={}, session=session).status_code == 404
 
 
+@pytest.mark.slow
 def test_activity_keeps_a_session_alive_past_its_timeout(tmp_path: Path, start_localcube) -> None:
     manifest = derived_manifest(tmp_path, "echo-agent", "kept-alive", sessionTimeout="2s")
     client = Client(start_localcube([manifest]).url)
@@ -44,6 +47,7 @@ def test_activity_keeps_a_session_alive_past_its_timeout(tmp_path: Path, start_l
         time.sleep(0.3)
 
 
+@pytest.mark.slow
 def test_a_request_longer_than_the_timeout_and_lookback_keeps_its_session(
     tmp_path: Path, start_localcube
 ) -> None:
@@ -99,6 +103,7 @@ def test_the_hard_lifetime_ends_an_active_session(tmp_path: Path, start_localcub
     assert time.monotonic() - started >= 1.0
 
 
+@pytest.mark.slow
 def test_sessions_survive_a_crash_and_restart_with_the_same_state_dir(
     tmp_path: Path, start_localcube
 ) -> None:

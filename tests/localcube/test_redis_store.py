@@ -168,6 +168,7 @@ def test_localcubes_router_reads_the_records_and_records_activity(redis_cube) ->
     assert gone.json()["code"] == "SESSION_NOT_FOUND"
 
 
+@pytest.mark.slow
 def test_activity_a_router_records_keeps_a_session_then_it_ends_with_its_records(
     redis_server: RedisServer, start_localcube, tmp_path: Path
 ) -> None:

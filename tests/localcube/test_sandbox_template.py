@@ -67,6 +67,7 @@ def test_a_forked_sandbox_is_a_daemon_of_its_own(client: Client) -> None:
     assert sorted(os.listdir(f"/proc/{pid}/fd"))[:3] == ["0", "1", "2"]
 
 
+@pytest.mark.slow
 def test_the_template_ends_when_localcube_dies_and_its_sandboxes_live_on(
     tmp_path: Path, start_localcube
 ) -> None:

@@ -69,6 +69,7 @@ def test_an_error_after_connecting_answers_503(tmp_path: Path, start_localcube) 
     assert answer.headers.get(SESSION_HEADER) is None, "the error is the Router's own"
 
 
+@pytest.mark.slow
 def test_a_silent_sandbox_is_waited_for_until_the_client_gives_up(start_localcube) -> None:
     """Upstream: pkg/router/handlers.go:398-399, pkg/router/server.go:129-150"""
     client = Client(start_localcube(extra_arguments=["--max-concurrent-requests", "2"]).url)

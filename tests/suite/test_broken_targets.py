@@ -26,6 +26,9 @@ from localcube import embedded
 from tests.localcube.support import FIXTURES, fixture_documents
 from tests.suite.fault_proxy import FaultProxy
 
+# every broken target's run is made once for the module: one process, left to CI
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("broken-targets")]
+
 ROOT = Path(__file__).resolve().parents[2]
 FIRST_TOKEN, SECOND_TOKEN = "first-subject-Zq8vY1", "second-subject-Kp3wX7"
 ADMIN_TOKEN = "admin-subject-Vb6tR2"

@@ -31,6 +31,7 @@ from acceptance.run.results import (
 from tests.suite.commands import run_module
 
 
+@pytest.mark.slow
 def test_the_smoke_scenarios_pass_over_two_processes_with_one_summary(tmp_path: Path) -> None:
     """The stateful interpreter's scenarios among them: the workers reach the localcube this
     run started by its URL, and must still know that it serves one (none is skipped)."""

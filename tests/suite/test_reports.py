@@ -26,6 +26,9 @@ import pytest
 
 from tests.suite.commands import ROOT, run_module
 
+# the module's fixtures serve all its tests: one process runs them (pytest-xdist)
+pytestmark = pytest.mark.xdist_group("reports")
+
 TOKEN = f"tok-{uuid.uuid4().hex}"
 # A text embed larger than the formatter's threshold is written gzipped and base64-encoded.
 _COMPRESSED_EMBED = re.compile(r'data="([A-Za-z0-9+/=]+)"')

@@ -84,6 +84,7 @@ def test_a_part_never_ready_is_named_when_its_wait_times_out(tmp_path: Path, run
     assert not any(alive(pid) for pid in started_pids(result.stderr).values())
 
 
+@pytest.mark.slow
 @needs_namespaces
 def test_an_api_server_ready_late_is_waited_for_over_tls_with_the_cluster_ca(
     tmp_path: Path, run_launcher

@@ -65,6 +65,7 @@ def test_a_namespace_with_another_interface_is_refused(tmp_path: Path, node_netn
     assert "python -m onemachine cluster" in stderr
 
 
+@pytest.mark.slow
 def test_an_api_server_that_does_not_answer_stops_the_node(tmp_path: Path, node_netns: int) -> None:
     kubeconfig = node_kubeconfig(tmp_path / "k", "http://127.0.0.1:9")
     code, stderr = finished(node("--kubeconfig", str(kubeconfig), "--root", str(tmp_path)))
