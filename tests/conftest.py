@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -19,6 +20,19 @@ def no_registered_secrets(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Secrets to redact are process-wide; each test starts without any."""
     monkeypatch.setattr(evidence, "_secrets", set())
     yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def reports_of_this_test_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Suite runs a test starts write their reports and their localcube's log here, not in
+    the repository's reports/: the tests run in several processes at once (pytest-xdist)."""
+    before = os.environ.get("AGENTCUBE_REPORTS_DIR")
+    os.environ["AGENTCUBE_REPORTS_DIR"] = str(tmp_path_factory.mktemp("reports"))
+    yield
+    if before is None:
+        del os.environ["AGENTCUBE_REPORTS_DIR"]
+    else:
+        os.environ["AGENTCUBE_REPORTS_DIR"] = before
 
 
 @pytest.fixture(scope="module")

@@ -91,7 +91,7 @@ def test_the_tag_table_is_the_generated_one() -> None:
 def test_the_two_commands_are_the_ones_ci_runs() -> None:
     assert "./dev suite" in README
     assert "./dev test" in README
-    assert "exec ./dev test" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "exec ./dev test --all" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize(

@@ -43,6 +43,8 @@ from acceptance.run.tag_check import UnknownTagError, check_tags
 ALONE_TAGS = ("serial", "disruptive")
 # The title of the closing note on selected scenarios that no phase ran; such a run fails.
 NOT_RUN = "Selected but not run"
+# The title of the note on scenarios run again on their own, their phase having no result.
+RUN_AGAIN = "Run again on its own, no result from its phase"
 # How much of a row of behavex's settings table is shown when the locations widen it.
 _WIDE = 120
 
@@ -92,11 +94,14 @@ def _slowest_first(scenarios: list[Scenario]) -> list[str]:
     return [str(scenario.location) for scenario in ordered]
 
 
+def _title(scenario: Scenario) -> str:
+    return f"{scenario.feature.name}: {scenario.name}"
+
+
 def not_run(selected: list[Scenario], results: RunResults) -> list[str]:
     """The selected scenarios no phase reported a result for, as "Feature: name"."""
     reported = {result.title for result in results.scenarios}
-    titles = (f"{scenario.feature.name}: {scenario.name}" for scenario in selected)
-    return [title for title in titles if title not in reported]
+    return [_title(scenario) for scenario in selected if _title(scenario) not in reported]
 
 
 def _runs_alone(scenario: Scenario) -> bool:
@@ -141,15 +146,23 @@ def run(processes: int, behave_arguments: list[str]) -> int:
         # One behave process, with a target of its own when it starts localcube: every
         # capability of a localcube the suite owns (restarting it, say) is there.
         phase = Phase(out / "alone", 1, f"{chosen}({only_alone})", [])
-        status = phase.run([*arguments, f"--define=reports_dir={phase.folder}"], {})
-        results.merge(phase.results())
+        own_reports = [*arguments, f"--define=reports_dir={phase.folder}"]
+        phase_status, phase_results = phase.run_every(
+            own_reports, {}, [scenario for scenario in selected if _runs_alone(scenario)]
+        )
+        status = max(status, phase_status)
+        results.merge(phase_results)
     if concurrent:
         phase = Phase(out / "concurrent", processes, f"{chosen}not ({only_alone})", in_order)
         suite = Suite.start({**config.userdata, "reports_dir": str(out)}, os.environ)
         print(f"{suite.release.account()}\n{suite.preflight}", flush=True)
         target, secrets = _shared_target(suite.target, suite.settings)
-        status = max(status, phase.run([*arguments, *target], secrets))
-        phase_results = phase.results()
+        phase_status, phase_results = phase.run_every(
+            [*arguments, *target],
+            secrets,
+            [scenario for scenario in selected if not _runs_alone(scenario)],
+        )
+        status = max(status, phase_status)
         suite.kept.extend(phase_results.notes.pop(KEPT, []))  # then its localcube stays
         phase_results.merge(suite.finish())
         phase_results.release = suite.release.account()  # the workers were told the release
@@ -251,6 +264,29 @@ class Phase:
 
     def results(self) -> RunResults:
         return RunResults.load(self._results_dir)
+
+    def run_every(
+        self, arguments: list[str], environment: dict[str, str], selected: list[Scenario]
+    ) -> tuple[int, RunResults]:
+        """Run the phase, then once more, in one behave process of their own, the selected
+        scenarios it has no result for (a behavex worker whose behave run ended before its
+        scenario reports nothing: behavex marks it "untested"); the worst exit status and
+        every result. What is still missing is named by the run (NOT_RUN)."""
+        status = self.run(arguments, environment)
+        results = self.results()
+        reported = {result.title for result in results.scenarios}
+        missing = [scenario for scenario in selected if _title(scenario) not in reported]
+        if missing:
+            again = Phase(
+                self.folder.with_name(f"{self.folder.name}-again"),
+                1,
+                self.tags,
+                [str(scenario.location) for scenario in missing],
+            )
+            status = max(status, again.run(arguments, environment))
+            results.merge(again.results())
+            results.notes.setdefault(RUN_AGAIN, []).extend(_title(s) for s in missing)
+        return status, results
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ The adapter under test talks to it through the official client exactly as it tal
 cluster: kubeconfig, bearer token, REST paths, JSON bodies, and a websocket for port
 forwards. It keeps objects in memory behind the real paths and answers as a real
 kube-apiserver v1.36.2 does (tests/kubernetes/test_recorded_api.py replays recordings of one,
-../shared/kube-apiserver-recordings, and test_recorded_node_api.py those of the node's calls,
+apiserver-recordings/, and test_recorded_node_api.py those of the node's calls,
 node-recordings/): Status bodies with their reasons, messages and details,
 RBAC for the identities it is given, uid preconditions, graceful pod deletion, pod logs and
 port forwards through "kubelets", list metadata, discovery; and for a node agent

@@ -1,5 +1,6 @@
 """The stand-in API server (fake_api.py) answers the adapter's calls as a real kube-apiserver
-v1.36.2 did: each exchange recorded in ../shared/kube-apiserver-recordings/v1.36.2 is sent
+v1.36.2 did: each exchange recorded in apiserver-recordings/v1.36.2 (a copy of
+../shared/kube-apiserver-recordings, with its README) is sent
 again, through the adapter's own KubeApi and connection.connect (or the plain client call
 the recording names, for the few the adapter does not make), to a stand-in staged as the
 recording's README describes, and the answers are compared as that README says: the status,
@@ -15,7 +16,6 @@ import base64
 import contextlib
 import json
 import re
-import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,9 +44,10 @@ from tests.kubernetes.conftest import (
     write_kubeconfig,
 )
 from tests.kubernetes.fake_api import TOKEN, FakeKubernetes, Identity
+from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
-RECORDINGS = ROOT.parent / "shared" / "kube-apiserver-recordings" / "v1.36.2"
+RECORDINGS = Path(__file__).with_name("apiserver-recordings") / "v1.36.2"
 RBAC = ROOT / "docs" / "examples" / "rbac.yaml"
 EXCEPTED = {
     "list-codeinterpreters-rv-notolderthan": "recorded on etcd 3.4.23, which has no progress "
@@ -85,10 +86,6 @@ def load_recordings() -> list[dict[str, Any]]:
 
 
 def cases() -> list[Any]:
-    if not RECORDINGS.is_dir():
-        return [
-            pytest.param(None, marks=pytest.mark.skip(reason=f"{RECORDINGS} is absent"), id="none")
-        ]
     return [
         pytest.param(
             exchange,
@@ -587,7 +584,5 @@ def test_a_forward_to_a_pod_without_a_backend_reports_it_on_the_error_channel(
     stream = forward.socket(8080)
     stream.settimeout(5)
     assert stream.recv(10) == b"", "a forward without a backend carried data"
-    deadline = time.monotonic() + 5
-    while forward.connected and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_until(lambda: not forward.connected, "the forward to close")
     assert forward.error(8080) == "pod silent has no backend in the stand-in"

@@ -39,6 +39,9 @@ from tests.kubernetes.test_recorded_api import (
     without_server_fields,
 )
 
+# the module's fixtures serve all its tests: one process runs them (pytest-xdist)
+pytestmark = pytest.mark.xdist_group("recorded-node-api")
+
 RECORDINGS = Path(__file__).with_name("node-recordings")
 # The order the recorder made them in (README, "Files").
 FILES = ("node.jsonl", "lease.jsonl", "pods.jsonl", "watch.jsonl", "delete-options.jsonl")

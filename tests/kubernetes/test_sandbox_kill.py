@@ -10,7 +10,6 @@ killed pod's uid alone."""
 from __future__ import annotations
 
 import threading
-import time
 from types import SimpleNamespace
 
 import pytest
@@ -21,6 +20,7 @@ from acceptance.platforms.kubernetes.cluster import Cluster
 from acceptance.platforms.kubernetes.platform import KILL_GRACE_SECONDS, KubernetesPlatform
 from tests.kubernetes.conftest import PODS, SANDBOXES, SESSION_LABEL, custom, owner, pod
 from tests.kubernetes.fake_api import FakeKubernetes, Recorded
+from tests.waiting import wait_until
 
 SESSION = "5b1f0c2e-9a4d-4e21-b7c3-0d8e6f4a2c19"
 NAME = "python-interpreter-k1"
@@ -68,10 +68,11 @@ def test_the_kill_ends_only_when_the_kubelet_has_stopped_the_killed_pod(
     killing = threading.Thread(target=run_the_kill, daemon=True)
     killing.start()
     try:
-        deadline = time.monotonic() + 5
-        while looks_since_the_delete(fake) < 3 and not ended.is_set():
-            assert time.monotonic() < deadline, f"the kill never looked at its pod: {fake.lines()}"
-            time.sleep(0.01)
+        wait_until(
+            lambda: looks_since_the_delete(fake) >= 3 or ended.is_set(),
+            f"the kill to look at its pod three times: {fake.lines()}",
+            poll=0.01,
+        )
         assert not ended.is_set(), (
             "the kill must wait while its pod is Terminating; it ended after "
             f"{fake.lines('DELETE')} with the pod {fake.get(PODS, NAME)}, raising {failures}"

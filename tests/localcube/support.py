@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -120,20 +120,6 @@ def open_sessions(client: Client, count: int) -> list[dict]:
     assert [answer.status_code for answer in answers] == [200] * count
     sessions = [answer.json()["sessionId"] for answer in answers]
     return [client.sandbox_of(session) for session in sessions]
-
-
-def wait_until(condition: Callable[[], Any], timeout: float, what: str, poll: float = 0.05) -> Any:
-    """Poll `condition` until it returns something truthy; fail naming `what`."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(
-                f"timed out after {timeout}s waiting for {what}; last value: {value!r}"
-            )
-        time.sleep(poll)
 
 
 def process_gone(pid: int) -> bool:

@@ -17,8 +17,8 @@ from tests.localcube.support import (
     derived_manifest,
     process_gone,
     processes_under,
-    wait_until,
 )
+from tests.waiting import wait_until
 
 # Serves nothing for its first 3 s: a sandbox that starts slowly.
 SLOW_TO_START = (
@@ -43,10 +43,13 @@ def test_a_client_that_gives_up_while_its_sandbox_starts_leaves_nothing(
     client = Client(start_localcube([manifest], state_dir=state).url)
     with pytest.raises(requests.ReadTimeout):
         client.agent("slow-start", json={}, timeout=1)
-    wait_until(lambda: not processes_under(state), 2, "the starting sandbox to be rolled back")
+    wait_until(
+        lambda: not processes_under(state), "the starting sandbox to be rolled back", timeout=2
+    )
     assert sandboxes_of(client, "slow-start") == []
 
 
+@pytest.mark.slow
 def test_a_session_whose_first_caller_gave_up_ends_at_its_idle_timeout(
     tmp_path: Path, start_localcube
 ) -> None:
@@ -57,9 +60,11 @@ def test_a_session_whose_first_caller_gave_up_ends_at_its_idle_timeout(
         client.agent("abandoned", "/echo/sleep", json={"seconds": 30}, timeout=3)
     (sandbox,) = wait_until(
         lambda: [box for box in sandboxes_of(client, "abandoned") if box["callsInFlight"] == 0],
-        5,
         "the abandoned session's sandbox, its call cancelled",
+        timeout=5,
     )
     assert sandbox["sessionId"] is not None
-    wait_until(lambda: not sandboxes_of(client, "abandoned"), 8, "the idle timeout to end it")
-    wait_until(lambda: process_gone(sandbox["pid"]), 5, "its process to end")
+    wait_until(
+        lambda: not sandboxes_of(client, "abandoned"), "the idle timeout to end it", timeout=8
+    )
+    wait_until(lambda: process_gone(sandbox["pid"]), "its process to end", timeout=5)

@@ -9,13 +9,8 @@ import signal
 import time
 from pathlib import Path
 
-from tests.localcube.support import (
-    SESSION_HEADER,
-    Client,
-    derived_manifest,
-    process_gone,
-    wait_until,
-)
+from tests.localcube.support import SESSION_HEADER, Client, derived_manifest, process_gone
+from tests.waiting import wait_until
 
 UNREACHABLE = {"error": "sandbox unreachable"}
 
@@ -34,7 +29,7 @@ def test_a_sandbox_killed_while_its_session_is_called_is_reaped(start_localcube)
     client = Client(start_localcube().url)
     session, sandbox, child = session_with_a_background_child(client, "python-interpreter")
     os.kill(sandbox["pid"], signal.SIGKILL)  # the sandbox only: its child lives on
-    wait_until(lambda: process_gone(sandbox["pid"]), 5, "the killed sandbox to be gone")
+    wait_until(lambda: process_gone(sandbox["pid"]), "the killed sandbox to be gone", timeout=5)
 
     def called_and_reaped() -> bool:
         answer = client.execute("python-interpreter", ["true"], session=session)
@@ -43,7 +38,9 @@ def test_a_sandbox_killed_while_its_session_is_called_is_reaped(start_localcube)
         # Its processes end first, then its workspace goes.
         return process_gone(child) and not Path(sandbox["workspace"]).exists()
 
-    wait_until(called_and_reaped, 5, "the dead sandbox's child and workspace to go", poll=0.1)
+    wait_until(
+        called_and_reaped, "the dead sandbox's child and workspace to go", timeout=5, poll=0.1
+    )
     lost = client.sandbox_of(session)
     assert (lost["state"], lost["alive"], lost["callsInFlight"]) == ("lost", False, 0)
     assert client.delete_session("code-interpreter", session).status_code == 200
@@ -62,13 +59,13 @@ def test_a_session_whose_sandbox_died_idles_out_though_it_is_called(
     session, sandbox, _ = session_with_a_background_child(client, "dies")
     os.killpg(sandbox["pid"], signal.SIGKILL)
     killed_at = time.monotonic()
-    wait_until(lambda: process_gone(sandbox["pid"]), 5, "the killed sandbox to be gone")
+    wait_until(lambda: process_gone(sandbox["pid"]), "the killed sandbox to be gone", timeout=5)
 
     def ended() -> bool:
         answer = client.execute("dies", ["true"], session=session)
         assert answer.status_code in (502, 404), answer.text
         return answer.status_code == 404
 
-    wait_until(ended, 8, "the session of the dead sandbox to idle out", poll=0.2)
+    wait_until(ended, "the session of the dead sandbox to idle out", timeout=8, poll=0.2)
     assert time.monotonic() - killed_at >= 1.0, "it idled out, not ended at once"
     assert client.sandbox_of(session) is None

@@ -1,7 +1,7 @@
 """The fault matrix: localcube driven through one fault at a time (docs/faults.md).
 
 Each fault asserts the answers its clients got. After each, the same four checks hold:
-`/health/ready` answers within 50 ms, no process under the state directory is left that
+`/health/ready` answers ready, no process under the state directory is left that
 no listed sandbox owns, every session a client was told exists (and not told has ended)
 still answers from the same sandbox, and nothing else was listed.
 """
@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 import requests
+from hamcrest import empty
 
 from localcube import embedded
 from tests.localcube.support import (
@@ -34,10 +35,9 @@ from tests.localcube.support import (
     ready_latencies,
     stopped,
     unowned_processes,
-    wait_until,
 )
+from tests.waiting import wait_until
 
-READY_BOUND = 0.050
 SLOTS = 3  # --max-concurrent-requests: a slot a fault leaks shows as a 429 soon
 UNREACHABLE = {"error": "sandbox unreachable"}
 INTERNAL_ERROR = "internal server error"
@@ -121,16 +121,18 @@ def scene(tmp_path: Path, start_localcube) -> Iterator[Scene]:
 # Checks after every fault ------------------------------------------------------------------
 
 
-def assert_ready_quickly(scene: Scene) -> None:
-    latencies = ready_latencies(scene.client.url)
-    assert max(latencies) < READY_BOUND, f"/health/ready took {max(latencies) * 1000:.1f} ms"
+def assert_ready(scene: Scene) -> None:
+    ready_latencies(scene.client.url)  # each probe answered 200 (its time: bench/, not here)
 
 
 def assert_no_unowned_process(scene: Scene) -> None:
+    # After a crash and restart, ending what the dead localcube left takes the new one's
+    # start and a GC pass: seconds more on a loaded machine (5 s were once too few).
     wait_until(
-        lambda: not unowned_processes(scene.state, scene.client.sandboxes()),
-        5,
+        lambda: unowned_processes(scene.state, scene.client.sandboxes()),
         "every process under the state directory to belong to a listed sandbox",
+        matching=empty(),  # the failure shows the pids left
+        timeout=30,
     )
 
 
@@ -172,8 +174,8 @@ def call_in_flight(scene: Scene, session: str, seconds: float) -> Future:
     pool.shutdown(wait=False)
     wait_until(
         lambda: scene.client.sandbox_of(session)["callsInFlight"] > 0,
-        10,
         "the call to reach the Router",
+        timeout=10,
     )
     time.sleep(0.3)
     return future
@@ -194,9 +196,9 @@ def sigstop_and_sigcont(scene: Scene) -> None:
                 answer = client.agent("echo-agent", json={}, session=session, timeout=0.5)
             except requests.ReadTimeout:  # the client gave up: its slot is freed
                 wait_until(
-                    lambda: client.sandbox_of(session)["callsInFlight"] == 1,  # the patient one
-                    5,
+                    lambda: client.sandbox_of(session)["callsInFlight"] == 1,
                     "the abandoned call's slot to be freed",
+                    timeout=5,
                 )
                 continue
             assert (answer.status_code, answer.json()) == (504, {"error": "sandbox timeout"})
@@ -226,7 +228,7 @@ def kill_sandbox_between_calls(scene: Scene) -> None:
     scene.open()
     victim = scene.open()
     os.kill(scene.pid(victim), signal.SIGKILL)
-    wait_until(lambda: process_gone(scene.pid(victim)), 5, "the sandbox to die")
+    wait_until(lambda: process_gone(scene.pid(victim)), "the sandbox to die", timeout=5)
     assert_dead_sandbox_answer(client.agent("echo-agent", json={}, session=victim, timeout=10))
     client.delete_session("agent-runtime", victim)
     scene.ended(victim)
@@ -241,13 +243,17 @@ def kill_sandbox_children(scene: Scene) -> None:
         "python-interpreter", ["sh", "-c", "sleep 60 >/dev/null 2>&1 & echo $!"], session=session
     )
     os.kill(int(background.json()["stdout"]), signal.SIGKILL)
-    wait_until(lambda: process_gone(int(background.json()["stdout"])), 5, "the child to die")
+    wait_until(
+        lambda: process_gone(int(background.json()["stdout"])), "the child to die", timeout=5
+    )
     leader = scene.pid(session)
     with ThreadPoolExecutor(1) as pool:
         running = pool.submit(
             Client(client.url).execute, "python-interpreter", ["sleep", "30"], session=session
         )
-        command = wait_until(lambda: _child_running(leader, "sleep"), 10, "the command to start")
+        command = wait_until(
+            lambda: _child_running(leader, "sleep"), "the command to start", timeout=10
+        )
         os.kill(command, signal.SIGKILL)
         answer = running.result(timeout=10)
     assert answer.status_code == 200, answer.text
@@ -388,8 +394,8 @@ def crash_during_create(scene: Scene) -> None:
         creating = pool.submit(Client(client.url).create_session, "agent-runtime", "slow-start")
         wait_until(
             lambda: len(list((scene.state / "sandboxes").glob("*/process"))) == 2,
-            10,
             "the second sandbox to start",
+            timeout=10,
         )
         scene.crash_and_restart()
         with pytest.raises(requests.ConnectionError):
@@ -433,13 +439,15 @@ def crash_during_gc(scene: Scene) -> None:
     for session in idle:
         scene.ended(session)  # idle past its timeout: ending it is right
     wait_until(
-        lambda: len(client.sandboxes()) < 5 or None, 10, "the GC pass to start ending sessions"
+        lambda: len(client.sandboxes()) < 5 or None,
+        "the GC pass to start ending sessions",
+        timeout=10,
     )
     client = scene.crash_and_restart()
     wait_until(
         lambda: not any(client.sandbox_of(session) for session in idle),
-        10,
         "every idle session to be ended after the restart",
+        timeout=10,
     )
 
 
@@ -458,6 +466,7 @@ FAULTS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", FAULTS, ids=lambda fault: fault.__name__)
 def test_localcube_recovers_from(fault: Callable[[Scene], None], scene: Scene) -> None:
     """Each fault's docstring names the answers it requires and the upstream lines behind
@@ -467,6 +476,6 @@ def test_localcube_recovers_from(fault: Callable[[Scene], None], scene: Scene) -
     pkg/picod/execute.go:131-160, pkg/picod/files.go:126-128, pkg/picod/files.go:201-206,
     pkg/workloadmanager/handlers.go:392-398, pkg/workloadmanager/handlers.go:552-558"""
     fault(scene)
-    assert_ready_quickly(scene)
+    assert_ready(scene)
     assert_no_unowned_process(scene)
     assert_acknowledged_sessions_serve(scene)

@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 
 from localcube import embedded
 from tests.localcube.picod_process import session_members
-from tests.localcube.support import NAMESPACE, SESSION_HEADER, Client, wait_until
+from tests.localcube.support import NAMESPACE, SESSION_HEADER, Client
+from tests.waiting import wait_until
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "100"))
 HANG_BOUND = 10.0  # seconds: a call that takes longer hangs
@@ -122,8 +123,8 @@ def sessions(shared_cube: embedded.RunningLocalCube) -> Iterator[dict[str, str]]
     for box in (box for box in boxes if box["runtime"] in opened):
         wait_until(
             lambda box=box: session_members(box["pid"]) == [box["pid"]],
-            5,
             f"sandbox {box['sandboxName']} to be alone in its session",
+            timeout=5,
         )
 
 
@@ -136,6 +137,7 @@ def call(method: str, url: str, **kwargs) -> requests.Response:
     return answer
 
 
+@pytest.mark.slow
 @bounded
 @given(kind=st.sampled_from(["agent-runtime", "code-interpreter"]), body=json_object())
 @example(kind="agent-runtime", body=PATHOLOGICAL_BODIES[0])
@@ -269,6 +271,7 @@ upload_paths = st.text(string.ascii_letters + string.digits + "/._ -", min_size=
     ).map(lambda value: json.dumps(value).encode()),
     form=multipart_bodies,
 )
+@pytest.mark.slow
 @example(as_json=PATHOLOGICAL_BODIES[4], form=b"--fz--\r\n")
 def test_picod_upload_refuses_bad_bodies(
     shared_cube: embedded.RunningLocalCube, sessions: dict[str, str], as_json: bytes, form: bytes

@@ -6,14 +6,16 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+import pytest
+
 from tests.localcube.support import (
     SESSION_HEADER,
     Client,
     derived_manifest,
     process_gone,
     processes_under,
-    wait_until,
 )
+from tests.waiting import wait_until
 
 
 def test_an_idle_session_expires_and_its_process_is_gone(tmp_path: Path, start_localcube) -> None:
@@ -23,15 +25,18 @@ def test_an_idle_session_expires_and_its_process_is_gone(tmp_path: Path, start_l
     session = client.agent("short-idle", json={}).headers[SESSION_HEADER]
     sandbox = client.sandbox_of(session)
     # Watch through the admin API: a call through the Router would count as activity.
-    wait_until(lambda: client.sandbox_of(session) is None, 5, "the idle session to be collected")
+    wait_until(
+        lambda: client.sandbox_of(session) is None, "the idle session to be collected", timeout=5
+    )
     wait_until(
         lambda: process_gone(sandbox["pid"]) and not Path(sandbox["workspace"]).exists(),
-        5,
         "the sandbox's process and workspace to go",
+        timeout=5,
     )
     assert client.agent("short-idle", json={}, session=session).status_code == 404
 
 
+@pytest.mark.slow
 def test_activity_keeps_a_session_alive_past_its_timeout(tmp_path: Path, start_localcube) -> None:
     manifest = derived_manifest(tmp_path, "echo-agent", "kept-alive", sessionTimeout="2s")
     client = Client(start_localcube([manifest]).url)
@@ -42,6 +47,7 @@ def test_activity_keeps_a_session_alive_past_its_timeout(tmp_path: Path, start_l
         time.sleep(0.3)
 
 
+@pytest.mark.slow
 def test_a_request_longer_than_the_timeout_and_lookback_keeps_its_session(
     tmp_path: Path, start_localcube
 ) -> None:
@@ -76,7 +82,7 @@ def test_an_idle_session_ends_no_sooner_than_the_lookback(tmp_path: Path, start_
     client = Client(cube.url)
     session = client.agent("looked-back", json={}).headers[SESSION_HEADER]
     idle_since = time.monotonic()
-    wait_until(lambda: client.sandbox_of(session) is None, 10, "the idle session to end")
+    wait_until(lambda: client.sandbox_of(session) is None, "the idle session to end", timeout=10)
     assert time.monotonic() - idle_since >= 1.9  # 2 s, less a GC pass's own time
 
 
@@ -90,13 +96,14 @@ def test_the_hard_lifetime_ends_an_active_session(tmp_path: Path, start_localcub
     session = client.agent("short-life", json={}).headers[SESSION_HEADER]
     wait_until(
         lambda: client.agent("short-life", json={}, session=session).status_code == 404 or None,
-        5,
         "the session to reach its maximum duration",
+        timeout=5,
         poll=0.2,
     )
     assert time.monotonic() - started >= 1.0
 
 
+@pytest.mark.slow
 def test_sessions_survive_a_crash_and_restart_with_the_same_state_dir(
     tmp_path: Path, start_localcube
 ) -> None:
@@ -124,7 +131,9 @@ def test_a_graceful_stop_ends_every_sandbox_and_what_it_started(start_localcube)
         "python-interpreter", ["sh", "-c", "sleep 60 >/dev/null 2>&1 & echo $!"]
     )
     orphan_candidate = int(spawned.json()["stdout"])
-    wait_until(lambda: len(client.sandboxes()) >= 4, 20, "the warm pool and two session sandboxes")
+    wait_until(
+        lambda: len(client.sandboxes()) >= 4, "the warm pool and two session sandboxes", timeout=20
+    )
     pids = [box["pid"] for box in client.sandboxes()] + [orphan_candidate]
     assert cube.stop() == 0
     for pid in pids:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from tests.localcube.support import SESSION_HEADER, Client, wait_until
+from tests.localcube.support import SESSION_HEADER, Client
+from tests.waiting import wait_until
 
 OVERLOADED = {"error": "server overloaded, please try again later", "code": "SERVER_OVERLOADED"}
 
@@ -21,8 +22,8 @@ def test_requests_over_the_limit_are_refused_and_under_it_served(start_localcube
         # The admin API is outside the limit: it shows when the slow call holds the slot.
         wait_until(
             lambda: client.sandbox_of(session)["callsInFlight"] == 1,
-            10,
             "the slow call to reach the Router",
+            timeout=10,
         )
         refused = client.agent("echo-agent", json={}, session=session)
         assert refused.status_code == 429, refused.text

@@ -185,6 +185,7 @@ def test_the_page_sets_what_issue_20_found_the_real_router_needs() -> None:
     assert "\n## Upstream defects the suite reports\n" in FIDELITY.read_text()
 
 
+@pytest.mark.slow
 def test_the_sequence_starts_every_part_and_the_teardown_leaves_no_process(
     tmp_path: Path,
 ) -> None:

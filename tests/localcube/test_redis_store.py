@@ -16,15 +16,9 @@ from localcube.sandboxing.ports import kernel_free_port
 from localcube.upstream_router.session_records import go_duration, go_json, go_time
 from tests.localcube import redis_process
 from tests.localcube.redis_process import RedisServer
-from tests.localcube.support import (
-    FIXTURES,
-    SESSION_HEADER,
-    Client,
-    derived_manifest,
-    process_gone,
-    wait_until,
-)
+from tests.localcube.support import FIXTURES, SESSION_HEADER, Client, derived_manifest, process_gone
 from tests.localcube.test_cli import run_cli
+from tests.waiting import wait_until
 
 TIME = r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?Z)"
 WHOLE_SECONDS = r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)"
@@ -174,6 +168,7 @@ def test_localcubes_router_reads_the_records_and_records_activity(redis_cube) ->
     assert gone.json()["code"] == "SESSION_NOT_FOUND"
 
 
+@pytest.mark.slow
 def test_activity_a_router_records_keeps_a_session_then_it_ends_with_its_records(
     redis_server: RedisServer, start_localcube, tmp_path: Path
 ) -> None:
@@ -187,7 +182,7 @@ def test_activity_a_router_records_keeps_a_session_then_it_ends_with_its_records
         store.zadd("session:last_activity", {session: int(time.time())})
         time.sleep(0.2)
     assert not process_gone(pid), "activity in session:last_activity keeps the session"
-    wait_until(lambda: process_gone(pid), 10, "the idle session to end")
+    wait_until(lambda: process_gone(pid), "the idle session to end", timeout=10)
     assert store.exists(f"session:{session}") == 0
     assert store.zscore("session:last_activity", session) is None
     assert store.zscore("session:expiry", session) is None
@@ -203,7 +198,7 @@ def test_an_expired_session_leaves_the_store(
     session = client.create_session("agent-runtime", "short-agent").json()["sessionId"]
     expires = store.zscore("session:expiry", session)
     assert expires == pytest.approx(time.time() + 2, abs=2)
-    wait_until(lambda: store.exists(f"session:{session}") == 0, 10, "the session to expire")
+    wait_until(lambda: store.exists(f"session:{session}") == 0, "the session to expire", timeout=10)
     assert time.time() >= expires
     assert store.zscore("session:expiry", session) is None
     assert client.sandbox_of(session) is None
@@ -231,7 +226,7 @@ def test_a_store_that_stops_answering_fails_calls_with_500_and_leaves_no_sandbox
     _, client, _, state = redis_cube
     session = client.agent("echo-agent", json={}).headers[SESSION_HEADER]
     # Every warm pool full first: a pool still filling when the store stops keeps trying.
-    wait_until(lambda: warm_pools_full(client), 30, "the warm pools to be full")
+    wait_until(lambda: warm_pools_full(client), "the warm pools to be full", timeout=30)
     redis_server.stop()
     opened = client.create_session("agent-runtime", "echo-agent")
     assert (opened.status_code, opened.json()) == (500, {"message": "internal server error"})

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import stat
-import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from localcube.picod.commands import ProcessGroups
 from localcube.picod.kernel import Execution, Kernel
 from localcube.sandboxing.launcher import process_start_time
 from tests.localcube.support import FIXTURES, SESSION_HEADER, Client
+from tests.waiting import wait_until
 
 STATEFUL = "python-interpreter-stateful"
 
@@ -113,10 +113,9 @@ def test_a_dead_kernel_ends_the_sandbox_as_a_crash_does(client: Client) -> None:
         "the session's kernel died (the kernel exited with code 3): "
         "its state is lost, the sandbox ends"
     )
-    deadline = time.monotonic() + 10
-    while process_start_time(sandbox["pid"]) is not None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert process_start_time(sandbox["pid"]) is None, "the sandbox outlived its kernel"
+    wait_until(
+        lambda: process_start_time(sandbox["pid"]) is None, "the sandbox to end with its kernel"
+    )
     after = run_code(client, session, "print(x)")
     assert after.status_code == 502, after.text
     assert "sandbox unreachable" in after.json()["error"]

@@ -9,13 +9,8 @@ import time
 from pathlib import Path
 
 from tests.localcube.picod_process import own_picod_command
-from tests.localcube.support import (
-    SESSION_HEADER,
-    Client,
-    derived_manifest,
-    processes_under,
-    wait_until,
-)
+from tests.localcube.support import SESSION_HEADER, Client, derived_manifest, processes_under
+from tests.waiting import wait_until
 
 WARM = "python-interpreter-warm"
 
@@ -30,15 +25,17 @@ def test_a_session_claims_a_warm_sandbox_and_the_pool_refills(start_localcube) -
     client = Client(start_localcube().url)
     pool = wait_until(
         lambda: len(warm_sandboxes(client, WARM)) == 2 and warm_sandboxes(client, WARM),
-        20,
         "the warm pool to fill",
+        timeout=20,
     )
     answer = client.execute(WARM, ["python3", "-c", "print('warm')"])
     assert answer.json()["stdout"] == "warm\n"
     claimed = client.sandbox_of(answer.headers[SESSION_HEADER])
     assert claimed["sandboxId"] in {box["sandboxId"] for box in pool}
     assert claimed["state"] == "claimed"
-    wait_until(lambda: len(warm_sandboxes(client, WARM)) == 2, 20, "the pool to refill to 2")
+    wait_until(
+        lambda: len(warm_sandboxes(client, WARM)) == 2, "the pool to refill to 2", timeout=20
+    )
 
 
 def test_the_workload_manager_reports_a_claim_for_pooled_runtimes(start_localcube) -> None:
@@ -51,7 +48,9 @@ def test_the_workload_manager_reports_a_claim_for_pooled_runtimes(start_localcub
 
 def test_an_interpreter_without_a_pool_starts_cold(start_localcube) -> None:
     client = Client(start_localcube().url)
-    wait_until(lambda: len(warm_sandboxes(client, WARM)) == 2, 20, "the other runtime's pool")
+    wait_until(
+        lambda: len(warm_sandboxes(client, WARM)) == 2, "the other runtime's pool", timeout=20
+    )
     assert warm_sandboxes(client, "python-interpreter") == []
     answer = client.execute("python-interpreter", ["echo", "cold"])
     assert answer.json()["stdout"] == "cold\n"
@@ -75,13 +74,15 @@ def test_a_warm_sandbox_that_finishes_starting_after_its_runtime_went_is_ended(
         extra_arguments=["--picod-command", f"sh {slow} --port {{port}} --workspace {{workspace}}"],
     )
     client = Client(cube.url)
-    wait_until(lambda: any(records.iterdir()), 10, "the pool's sandbox to start")
+    wait_until(lambda: any(records.iterdir()), "the pool's sandbox to start", timeout=10)
     deleted = client.http.delete(
         f"{client.url}/localcube/v1/runtimes/codeinterpreters/default/slow-pool", timeout=10
     )
     assert deleted.status_code == 200, deleted.text
     time.sleep(2)  # the start it could not stop completes meanwhile
-    wait_until(lambda: not processes_under(state / "sandboxes"), 10, "no sandbox process left")
+    wait_until(
+        lambda: not processes_under(state / "sandboxes"), "no sandbox process left", timeout=10
+    )
     assert client.sandboxes() == []
     assert list((state / "sandboxes").iterdir()) == []
 
@@ -104,7 +105,9 @@ def test_a_stop_while_one_warm_sandbox_serves_and_another_starts_leaves_no_proce
     cube = start_localcube([pooled], state_dir=state, extra_arguments=["--picod-command", command])
     client = Client(cube.url)
     wait_until(
-        lambda: warm_sandboxes(client, "half-ready-pool"), 10, "the first warm sandbox listed"
+        lambda: warm_sandboxes(client, "half-ready-pool"),
+        "the first warm sandbox listed",
+        timeout=10,
     )
     assert cube.stop() == 0
     left = processes_under(state / "sandboxes")

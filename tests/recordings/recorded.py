@@ -1,9 +1,10 @@
 """The recordings of the real upstream programs, read as the README beside them describes.
 
-They live outside the repository, in `../shared/upstream-recordings/<commit>/`; a test that
-needs them is skipped, saying so, where that folder is absent. Each line of a file is one
-exchange; `differences/<file stem>.yaml` lists the exchanges where localcube answers otherwise
-on purpose, each with its verdict and why.
+They are data about upstream's programs, kept in this tree (`upstream/<commit>/`, copied with
+their README from the shared recordings, `../shared/upstream-recordings/`, which
+tests/test_recordings_copies.py keeps it equal to), so a clone runs every replay. Each line
+of a file is one exchange; `differences/<file stem>.yaml` lists the exchanges where localcube
+answers otherwise on purpose, each with its verdict and why.
 """
 
 from __future__ import annotations
@@ -22,9 +23,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 UPSTREAM_COMMIT = "939abb5"
-RECORDINGS = ROOT.parent / "shared" / "upstream-recordings" / UPSTREAM_COMMIT
+RECORDINGS = Path(__file__).resolve().parent / "upstream" / UPSTREAM_COMMIT
 LEDGER = Path(__file__).resolve().parent / "differences"
-ABSENT = f"the recordings of upstream's programs are absent ({RECORDINGS} not found)"
 
 # Why localcube may answer a recorded request otherwise; docs/fidelity.md explains each.
 VERDICTS = {
@@ -106,10 +106,7 @@ def load(file_name: str) -> tuple[Exchange, ...]:
 
 
 def params(file_name: str, only: Iterable[str] | None = None) -> list[Any]:
-    """pytest parameters, one per exchange (its id the test id), or one skipped parameter
-    saying why when the recordings are absent. `only` keeps the named ids."""
-    if not RECORDINGS.is_dir():
-        return [pytest.param(None, id=file_name, marks=pytest.mark.skip(reason=ABSENT))]
+    """pytest parameters, one per exchange (its id the test id); `only` keeps the named ids."""
     wanted = None if only is None else set(only)
     return [
         pytest.param(exchange, id=exchange.id)

@@ -35,14 +35,9 @@ from localcube import embedded
 from localcube.signing import RequestSigner
 from localcube.upstream_router.session_records import go_json, go_time, session_key
 from tests.localcube import redis_process
-from tests.localcube.support import (
-    FIXTURES,
-    SESSION_HEADER,
-    Client,
-    derived_manifest,
-    wait_until,
-)
+from tests.localcube.support import FIXTURES, SESSION_HEADER, Client, derived_manifest
 from tests.recordings.recorded import Exchange, Message, normalise_times
+from tests.waiting import wait_until
 
 CAPTURE_PROGRAM = Path(__file__).resolve().parent / "capture_sandbox.py"
 SESSION_PLACEHOLDER = re.compile(r"<SESSION_ID_\d+>")
@@ -324,8 +319,8 @@ def wait_for_warm_sandbox(cube: Cube, runtime: str) -> None:
         lambda: any(
             box["runtime"] == runtime and box["state"] == "warm" for box in cube.client.sandboxes()
         ),
-        30,
         f"a warm {runtime} sandbox",
+        timeout=30,
     )
 
 
@@ -419,7 +414,7 @@ def slot_held(cube: Cube) -> Iterator[None]:
     )
     holder.start()
     try:
-        wait_until(lambda: cube.captured(rec_id) is not None, 10, "the slot to be held")
+        wait_until(lambda: cube.captured(rec_id) is not None, "the slot to be held", timeout=10)
         yield
     finally:
         holder.join()

@@ -6,9 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.recordings import report
-from tests.recordings.recorded import ABSENT, RECORDINGS, differences, load
-
-pytestmark = pytest.mark.skipif(not RECORDINGS.is_dir(), reason=ABSENT)
+from tests.recordings.recorded import RECORDINGS, differences, load
 
 
 def test_the_fidelity_page_shows_the_current_tally() -> None:

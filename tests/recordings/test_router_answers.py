@@ -25,6 +25,9 @@ from tests.recordings.router_replay import (
     situation_of,
 )
 
+# the module's fixtures serve all its tests: one process runs them (pytest-xdist)
+pytestmark = pytest.mark.xdist_group("router-answers")
+
 FILE = "router-answers.jsonl"
 
 

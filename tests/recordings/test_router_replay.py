@@ -8,15 +8,13 @@ import time
 from dataclasses import dataclass
 
 import jwt
-import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from tests.recordings.recorded import ABSENT, RECORDINGS, Exchange, load
+from tests.recordings.recorded import Exchange, load
 from tests.recordings.router_replay import Answer, answer_mismatches
 from tests.recordings.test_router_to_sandbox import forwarded_mismatches
 
-pytestmark = pytest.mark.skipif(not RECORDINGS.is_dir(), reason=ABSENT)
 KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
 
 

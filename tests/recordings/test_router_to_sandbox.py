@@ -33,6 +33,9 @@ from tests.recordings.router_replay import (
     situation_of,
 )
 
+# the module's fixtures serve all its tests: one process runs them (pytest-xdist)
+pytestmark = pytest.mark.xdist_group("router-to-sandbox")
+
 FILE = "router-to-sandbox.jsonl"
 COMPARED_VALUES = (
     "X-Forwarded-For",

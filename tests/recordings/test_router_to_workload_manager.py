@@ -38,6 +38,9 @@ from tests.recordings.router_replay import (
     situation_of,
 )
 
+# the module's fixtures serve all its tests: one process runs them (pytest-xdist)
+pytestmark = pytest.mark.xdist_group("router-to-workload-manager")
+
 FILE = "router-to-workload-manager.jsonl"
 _VARYING = (  # what names one sandbox of one run, as placeholders on both sides
     (re.compile(r'"sessionId":"[^"]*"'), '"sessionId":"<SESSION_ID>"'),

@@ -30,6 +30,9 @@ from tests.localcube.support import FIXTURES, fixture_documents
 from tests.suite.fault_proxy import FaultProxy
 from tests.suite.leaks import JWT_SHAPE
 
+# every broken target's run is made once for the module: one process, left to CI
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("broken-targets")]
+
 ROOT = Path(__file__).resolve().parents[2]
 # The broken targets' Routers check the tokens of one issuer, served here for the module.
 POLICY = TokenPolicy()

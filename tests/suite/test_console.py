@@ -6,9 +6,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.suite.commands import run_module
 
 
+@pytest.mark.slow
 def test_a_passing_smoke_run_prints_at_most_60_lines_with_behaves_totals(tmp_path: Path) -> None:
     status, output = run_module(
         "behave", "--tags=@smoke", f"--define=reports_dir={tmp_path}", timeout=120
@@ -26,6 +29,7 @@ def test_a_passing_smoke_run_prints_at_most_60_lines_with_behaves_totals(tmp_pat
     assert "workspace" not in output.lower(), "a scenario the tags leave out was printed"
 
 
+@pytest.mark.slow
 def test_a_failure_is_named_with_why_even_by_a_formatter_that_shows_no_reason(
     tmp_path: Path,
 ) -> None:

@@ -7,6 +7,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -40,6 +42,7 @@ def test_dev_list_keeps_to_the_scenario_a_path_names_by_its_line() -> None:
     assert len(listed) == 1 and listed[0].startswith("  :26 "), result.stdout
 
 
+@pytest.mark.slow
 def test_the_first_install_says_so_and_shows_pip_at_work(tmp_path: Path) -> None:
     shutil.copy(ROOT / "dev", tmp_path / "dev")
     (tmp_path / "requirements.txt").write_text("")

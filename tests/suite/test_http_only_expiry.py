@@ -38,6 +38,7 @@ def manifests(tmp_path: Path) -> list[Path]:
     return [FIXTURES, derived]
 
 
+@pytest.mark.slow
 def test_idle_expiry_runs_without_a_platform_and_says_what_it_did_not_see(
     start_localcube: StartLocalCube, manifests: list[Path], tmp_path: Path
 ) -> None:
@@ -49,6 +50,7 @@ def test_idle_expiry_runs_without_a_platform_and_says_what_it_did_not_see(
     assert "the removal of its sandbox was not observed (platform 'none')" in output
 
 
+@pytest.mark.slow
 def test_a_target_that_never_ends_idle_sessions_fails_it(
     start_localcube: StartLocalCube, manifests: list[Path], tmp_path: Path
 ) -> None:

@@ -13,6 +13,7 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
 import requests
 
 from tests.suite.commands import run_module
@@ -40,6 +41,7 @@ def stop(pid: int) -> None:
     os.kill(pid, signal.SIGKILL)
 
 
+@pytest.mark.slow
 def test_a_failed_scenario_keeps_its_session_and_says_how_to_reach_it(tmp_path: Path) -> None:
     status, output = run_module(
         "behave",

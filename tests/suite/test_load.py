@@ -67,6 +67,7 @@ def test_waves_never_call_more_at_once_than_asked_and_keep_the_order() -> None:
     assert most == 4  # the last wave has 2: a barrier of 4 would never have opened
 
 
+@pytest.mark.slow
 def test_a_router_limited_below_20_passes_the_concurrency_scenarios_when_declared(
     start_localcube: StartLocalCube, tmp_path: Path
 ) -> None:

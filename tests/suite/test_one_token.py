@@ -9,10 +9,13 @@ from __future__ import annotations
 import secrets
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import StartLocalCube
 from tests.suite.commands import run_module
 
 
+@pytest.mark.slow
 def test_the_default_run_passes_with_one_ordinary_token(
     start_localcube: StartLocalCube, tmp_path: Path
 ) -> None:

@@ -15,6 +15,7 @@ from acceptance.platforms.own_localcube import OwnLocalcube
 from tests.localcube.support import SESSION_HEADER, Client
 
 
+@pytest.mark.slow
 def test_it_requires_either_token_restarts_with_its_sessions_and_cleans_up(
     tmp_path: Path,
 ) -> None:

@@ -9,12 +9,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.localcube.picod_process import own_picod_command
 
 ROOT = Path(__file__).resolve().parents[2]
 FEATURES = ("features/code_execution.feature", "features/workspace_files.feature")
 
 
+@pytest.mark.slow
 def test_code_interpreter_scenarios_pass_with_the_picod_command(tmp_path: Path) -> None:
     records = tmp_path / "records"
     command = [sys.executable, "-m", "behave", "--no-color", "-f", "plain", *FEATURES]

@@ -31,6 +31,7 @@ from acceptance.run.results import (
 from tests.suite.commands import run_module
 
 
+@pytest.mark.slow
 def test_the_smoke_scenarios_pass_over_two_processes_with_one_summary(tmp_path: Path) -> None:
     """The stateful interpreter's scenarios among them: the workers reach the localcube this
     run started by its URL, and must still know that it serves one (none is skipped)."""
@@ -171,3 +172,38 @@ def test_a_run_whose_phase_reports_no_result_fails_naming_the_scenarios_not_run(
     err = capsys.readouterr().err
     assert status == 1, err
     assert re.search(r"Selected but not run \(\d+\):\n  - Many calls at once: ", err), err
+
+
+def test_a_scenario_a_phase_reported_no_result_for_is_run_again_on_its_own(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A worker whose behave run ended before its scenario (behavex: "untested") reports
+    nothing: the scenario is run again, by itself, in a behave process of its own, so that
+    the run still has its result, and the closing notes say so."""
+    config = Configuration(["--tags=@serial", "features"])
+    selected = selected_scenarios(parse_features(collect_feature_locations(config.paths)), config)
+    dropped = selected[0]
+    calls: list[Phase] = []
+
+    def phase_run(phase: Phase, arguments: list[str], environment: dict[str, str]) -> int:
+        calls.append(phase)
+        return 0
+
+    def phase_results(phase: Phase) -> RunResults:
+        if len(calls) == 1:  # the phase's own run: one scenario has no result
+            return RunResults(scenarios=[_result(s) for s in selected if s is not dropped])
+        return RunResults(scenarios=[_result(dropped)])  # the run again
+
+    monkeypatch.setattr(Phase, "run", phase_run)
+    monkeypatch.setattr(Phase, "results", phase_results)
+    status = run(1, ["--tags=@serial", f"--define=reports_dir={tmp_path}"])
+    err = capsys.readouterr().err
+    assert status == 0, err
+    assert len(calls) == 2, calls
+    assert calls[1].locations == [str(dropped.location)]
+    assert calls[1].processes == 1
+    assert f"Run summary: 75 scenarios: {len(selected)} passed, 0 failed" in err, err
+    assert re.search(
+        rf"Run again on its own, no result from its phase \(1\):\n  - {dropped.feature.name}: ",
+        err,
+    ), err

@@ -20,6 +20,9 @@ from acceptance.run.suite import Suite
 from acceptance.run.summary import format_summary, summarize
 from tests.suite.fault_proxy import FaultProxy
 
+# the module's fixtures serve all its tests: one process runs them (pytest-xdist)
+pytestmark = pytest.mark.xdist_group("release-detection")
+
 ROOT = Path(__file__).resolve().parents[2]
 PRE_460_LINE = (
     "AgentCube release: pre-460 (detected: the Router's 404 for an unknown session carries no code)"

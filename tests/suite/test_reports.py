@@ -27,6 +27,9 @@ import pytest
 from tests.suite.commands import ROOT, run_module
 from tests.suite.leaks import JWT_SHAPE
 
+# the module's fixtures serve all its tests: one process runs them (pytest-xdist)
+pytestmark = pytest.mark.xdist_group("reports")
+
 # A text embed larger than the formatter's threshold is written gzipped and base64-encoded.
 _COMPRESSED_EMBED = re.compile(r'data="([A-Za-z0-9+/=]+)"')
 

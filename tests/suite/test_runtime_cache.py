@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.suite.commands import run_module
 from tests.suite.fault_proxy import FaultProxy
 
@@ -34,6 +36,7 @@ def test_a_runtime_the_cache_finds_late_is_waited_for(shared_cube, tmp_path: Pat
     assert "1 passed" in output, output[-6000:]
 
 
+@pytest.mark.slow
 def test_a_runtime_never_served_fails_naming_it(shared_cube, tmp_path: Path) -> None:
     with FaultProxy(shared_cube.url, "runtime-never-served") as proxy:
         status, output = run_idle_expiry(proxy.url, tmp_path)

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import StartLocalCube
 from tests.suite.commands import run_module
 
 
+@pytest.mark.slow
 def test_the_credentials_feature_fails_on_a_target_that_checks_no_token(
     start_localcube: StartLocalCube, tmp_path: Path
 ) -> None:

@@ -208,6 +208,7 @@ class RestartLosingSessions:
         raise AssertionError("not needed here")
 
 
+@pytest.mark.slow
 def test_a_router_restart_that_loses_sessions_is_noticed(tmp_path: Path, scenario) -> None:
     target = RestartLosingSessions(tmp_path / "localcube.log")
     try:

@@ -9,7 +9,6 @@ import contextlib
 import json
 import socket
 import sys
-import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from onemachine.node.pod_worker import Backoff, NodeContext
 from tests.kubernetes.conftest import write_kubeconfig
 from tests.kubernetes.fake_api import FakeKubernetes
 from tests.processes import alive
+from tests.waiting import satisfying, wait_until
 
 NODE = "test-node"
 NS = "agentcube"
@@ -82,31 +82,25 @@ class Cluster:
             return json.loads(json.dumps(stored)) if stored is not None else None
 
     def wait_pod(
-        self, name: str, what: str, check: Callable[[dict[str, Any]], bool], timeout: float = 10
+        self, name: str, what: str, check: Callable[[dict[str, Any]], bool], timeout: float = 30
     ) -> dict[str, Any]:
         """The pod once `check` holds of it; fails naming `what` and the pod as last seen."""
-        deadline = time.monotonic() + timeout
-        pod = None
-        while time.monotonic() < deadline:
-            pod = self.pod(name)
-            if pod is not None and check(pod):
-                return pod
-            time.sleep(0.05)
-        raise AssertionError(f"pod {name}: not {what} within {timeout}s; last seen: {pod}")
+        return wait_until(
+            lambda: self.pod(name),
+            f"pod {name} {what}",
+            matching=satisfying(lambda pod: pod is not None and check(pod), what),
+            timeout=timeout,
+            poll=0.05,
+        )
 
-    def wait_gone(self, name: str, timeout: float = 10) -> float:
-        """How long the pod took to leave the API."""
-        start = time.monotonic()
-        while self.pod(name) is not None:
-            if time.monotonic() - start > timeout:
-                raise AssertionError(f"pod {name} still there after {timeout}s: {self.pod(name)}")
-            time.sleep(0.05)
-        return time.monotonic() - start
+    def wait_gone(self, name: str, timeout: float = 30) -> None:
+        """Once the pod has left the API; fails after `timeout` seconds."""
+        wait_until(lambda: self.pod(name) is None, f"pod {name} gone", timeout=timeout, poll=0.05)
 
-    def running(self, name: str, timeout: float = 10) -> dict[str, Any]:
+    def running(self, name: str, timeout: float = 30) -> dict[str, Any]:
         return self.wait_pod(name, "Running", lambda p: phase(p) == "Running", timeout)
 
-    def ready(self, name: str, timeout: float = 10) -> dict[str, Any]:
+    def ready(self, name: str, timeout: float = 30) -> dict[str, Any]:
         return self.wait_pod(name, "Ready", lambda p: condition(p, "Ready") == "True", timeout)
 
     def delete(self, name: str, grace: int | None = None) -> dict[str, Any]:

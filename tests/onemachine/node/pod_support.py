@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
+from tests.waiting import wait_until
 
-def wait_for_text(path: Path, text: str, timeout: float = 5.0) -> str:
+
+def wait_for_text(path: Path, text: str, timeout: float = 30.0) -> str:
     """The content of `path` once it holds `text`; fails the test after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while text not in (content := path.read_text() if path.exists() else ""):
-        assert time.monotonic() < deadline, f"{path} never held {text!r}: {content!r}"
-        time.sleep(0.005)
-    return content
+    return wait_until(
+        lambda: content if text in (content := path.read_text() if path.exists() else "") else "",
+        f"{path} to hold {text!r}",
+        timeout=timeout,
+        poll=0.005,
+    )

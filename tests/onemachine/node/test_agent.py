@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import ipaddress
-import time
 from pathlib import Path
 
 from onemachine.node.pod_network import GATEWAY, POD_NETWORK, PodNetwork
@@ -24,6 +23,7 @@ from tests.onemachine.node.agent_fixtures import (
     phase,
     python,
 )
+from tests.waiting import wait_until
 
 
 def test_the_node_registers_ready_with_its_address_and_generous_capacity(
@@ -222,15 +222,15 @@ def test_after_a_compaction_the_node_lists_again_and_keeps_binding(
     tmp_path: Path, runtime: PodRuntime
 ) -> None:
     with cluster(tmp_path, runtime) as running:
-        deadline = time.monotonic() + 5
-        while len(watches_of_pods(running.fake)) < 2 and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: len(watches_of_pods(running.fake)) >= 2, "the node's two pod watches")
         lists = len(lists_of_pods(running.fake))
         running.fake.put(f"/api/v1/namespaces/{NS}/configmaps", {"metadata": {"name": "any"}})
         running.fake.compact()  # open watches end; their resourceVersion is gone (410)
         running.create("after", python("c", "import time; time.sleep(60)"))
         running.running("after")
-        assert len(lists_of_pods(running.fake)) >= lists + 2  # both watches listed again
+        wait_until(
+            lambda: len(lists_of_pods(running.fake)) >= lists + 2, "both watches to list again"
+        )
 
 
 def lists_of_pods(fake: FakeKubernetes) -> list[Recorded]:

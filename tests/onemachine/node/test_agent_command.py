@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from tests.onemachine.node.agent_fixtures import (
     node_kubeconfig,
     processes_with,
 )
+from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -65,6 +65,7 @@ def test_a_namespace_with_another_interface_is_refused(tmp_path: Path, node_netn
     assert "python -m onemachine cluster" in stderr
 
 
+@pytest.mark.slow
 def test_an_api_server_that_does_not_answer_stops_the_node(tmp_path: Path, node_netns: int) -> None:
     kubeconfig = node_kubeconfig(tmp_path / "k", "http://127.0.0.1:9")
     code, stderr = finished(node("--kubeconfig", str(kubeconfig), "--root", str(tmp_path)))
@@ -96,11 +97,12 @@ def test_the_node_runs_pods_until_sigterm_and_leaves_none(tmp_path: Path, node_n
         fake.put(
             PODS, {"metadata": {"name": "p"}, "spec": {"containers": [{**container, "env": env}]}}
         )
-        deadline = time.monotonic() + 15
-        while "running" not in container_status(fake.get(PODS, "p")).get("state", {}):
-            assert time.monotonic() < deadline, fake.get(PODS, "p")
+
+        def running() -> bool:
             assert process.poll() is None, process.stderr.read()  # type: ignore[union-attr]
-            time.sleep(0.05)
+            return "running" in container_status(fake.get(PODS, "p")).get("state", {})
+
+        wait_until(running, "pod p's container running")
         assert fake.get("/api/v1/nodes", "cli-node") is not None
         assert processes_with(marker)
         process.send_signal(signal.SIGTERM)

@@ -4,7 +4,6 @@ exists, and a renewal that loses a race is retried at the next one."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -14,21 +13,27 @@ from onemachine.node.lease import LEASE_DURATION_SECONDS
 from onemachine.node.pod_runtime import PodRuntime
 from tests.kubernetes.fake_api import FakeKubernetes
 from tests.onemachine.node.agent_fixtures import NODE, cluster
+from tests.waiting import satisfying, wait_until
 
 LEASES = f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases"
 
 
-def renewals(fake: FakeKubernetes, seconds: float) -> list[str]:
-    """The Lease's renewTime as it changed over `seconds`."""
+def renewals(fake: FakeKubernetes, count: int) -> list[str]:
+    """The Lease's renewTimes, once it has taken `count` of them (one per heartbeat)."""
     seen: list[str] = []
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+
+    def renewed() -> list[str]:
         with fake._lock:
-            renewed = fake.get(LEASES, NODE)["spec"]["renewTime"]
-        if renewed not in seen:
-            seen.append(renewed)
-        time.sleep(0.02)
-    return seen
+            renew_time = fake.get(LEASES, NODE)["spec"]["renewTime"]
+        if renew_time not in seen:
+            seen.append(renew_time)
+        return list(seen)
+
+    return wait_until(
+        renewed,
+        f"{count} renewals of the Lease",
+        matching=satisfying(lambda times: len(times) >= count, f"{count} renewTimes"),
+    )
 
 
 def heartbeat(fake: FakeKubernetes) -> str:
@@ -50,7 +55,7 @@ def test_the_lease_is_created_owned_by_the_node_and_renewed(
         assert lease["metadata"]["ownerReferences"] == [
             {"apiVersion": "v1", "kind": "Node", "name": NODE, "uid": node["metadata"]["uid"]}
         ]
-        assert len(renewals(running.fake, 1.0)) >= 3  # heartbeat 0.2 s in these tests
+        renewals(running.fake, 3)  # heartbeat 0.2 s in these tests
         renewed = [
             r for r in running.fake.requests if r.method == "PUT" and r.path.startswith(LEASES)
         ]
@@ -60,8 +65,7 @@ def test_the_lease_is_created_owned_by_the_node_and_renewed(
 def test_the_node_status_heartbeat_is_kept_fresh(tmp_path: Path, runtime: PodRuntime) -> None:
     with cluster(tmp_path, runtime) as running:
         first = heartbeat(running.fake)
-        time.sleep(1.3)
-        assert heartbeat(running.fake) > first
+        wait_until(lambda: heartbeat(running.fake) > first, "a later heartbeat")
 
 
 def test_an_existing_lease_and_node_are_taken_over(tmp_path: Path, runtime: PodRuntime) -> None:
@@ -85,10 +89,12 @@ def test_a_renewal_that_loses_a_race_is_retried(
         if lease is not None and lease["spec"]["holderIdentity"] == NODE:
             fake.put(LEASES, {**lease, "spec": {**lease["spec"], "renewTime": "raced"}})
 
+    def updates() -> int:
+        return sum(r.method == "PUT" and r.path == f"{LEASES}/{NODE}" for r in fake.requests)
+
     with cluster(tmp_path, runtime, fake=fake) as running:
+        before = updates()
         fake.after("GET", f"{LEASES}/{NODE}", someone_writes)  # between our read and update
-        time.sleep(0.5)
+        wait_until(lambda: updates() > before, "a renewal that met the other writer's change")
         fake._hooks.clear()
-        conflicts = [r for r in fake.requests if r.method == "PUT" and r.path == f"{LEASES}/{NODE}"]
-        assert conflicts
-        assert len(renewals(running.fake, 1.0)) >= 3
+        renewals(running.fake, 3)

@@ -33,19 +33,25 @@ from onemachine.node.pod_runtime import (
     SandboxError,
 )
 from tests.onemachine.node.pod_support import wait_for_text
+from tests.waiting import satisfying, wait_until
 
 PYTHON = sys.executable
 # A PID 1 that installed no SIGTERM handler, and one whose handler says so and exits.
 NO_HANDLER = "import time\nprint('up', flush=True)\ntime.sleep(60)\n"
 IGNORES = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n" + NO_HANDLER
+# The handler only sets a flag. Python runs a handler between bytecodes of the main program,
+# which may be inside print('up')'s flush, holding stdout's lock: a print in the handler
+# then fails ("reentrant call") and the program exits 1 (seen on a loaded machine).
 HANDLES = (
-    "import signal, sys, time\n"
-    "def stop(*_):\n"
-    "    print('got SIGTERM', flush=True)\n"
-    "    sys.exit(0)\n"
-    "signal.signal(signal.SIGTERM, stop)\n"
+    "import signal, time\n"
+    "stopping = []\n"
+    "signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))\n"
     "print('up', flush=True)\n"
-    "time.sleep(60)\n"
+    "for _ in range(6000):\n"
+    "    if stopping:\n"
+    "        print('got SIGTERM', flush=True)\n"
+    "        break\n"
+    "    time.sleep(0.01)\n"
 )
 # Children and a grandchild that leaves the session (setsid): all die with the container.
 FORKS = (
@@ -240,12 +246,11 @@ def test_a_command_linked_from_a_private_directory_brings_each_entry_its_links_p
         shutil.rmtree(checkout)
 
 
-# What a pod resolves, and how long an unknown name takes to fail, as one JSON line.
+# What a pod resolves, and the name servers it asks, as one JSON line.
 RESOLVES = (
-    "import json, socket, sys, time\n"
+    "import json, socket, sys\n"
     "def addresses(name):\n"
     "    return sorted({info[4][0] for info in socket.getaddrinfo(name, 80)})\n"
-    "began = time.monotonic()\n"
     "try:\n"
     "    socket.getaddrinfo(sys.argv[1], 80)\n"
     "    unknown = 'resolved'\n"
@@ -256,7 +261,7 @@ RESOLVES = (
     "    'fqdn': socket.getfqdn(),\n"
     "    'localhost': addresses('localhost'),\n"
     "    'unknown': unknown,\n"
-    "    'unknown_seconds': time.monotonic() - began,\n"
+    "    'resolv_conf': open('/etc/resolv.conf').read().splitlines(),\n"
     "}))\n"
 )
 
@@ -270,15 +275,17 @@ def test_a_pod_resolves_its_hostname_and_localhost_and_fails_an_unknown_name_at_
     container = sandbox.start_container(
         ContainerLaunch("main", [PYTHON, "-c", RESOLVES, unknown], {})
     )
-    # Without a resolv.conf of the pod's own, the unknown name waits ~10 s on the machine's
-    # name servers, out of the pod's reach: the container would not be done in time.
-    assert container.wait(5) == ExitStatus(0, None), container.log_path.read_text()
+    assert container.wait(60) == ExitStatus(0, None), container.log_path.read_text()
     seen = json.loads(container.log_path.read_text())
     assert seen["hostname"] == [str(sandbox.address)]
     assert seen["fqdn"] == "resolver"
     assert "127.0.0.1" in seen["localhost"]
     assert seen["unknown"] == "failed"
-    assert seen["unknown_seconds"] < 2
+    # A resolv.conf of the pod's own: the machine's name servers are out of the pod's reach,
+    # and asking them, an unknown name would wait out their timeouts (~10 s) before failing.
+    # Nothing answers on the pod's loopback, so the name fails at once.
+    servers = [line.split()[1] for line in seen["resolv_conf"] if line.startswith("nameserver")]
+    assert servers == ["127.0.0.1"], seen["resolv_conf"]
     assert (sandbox.directory / "etc-hosts").read_text().splitlines() == [
         "# Kubernetes-managed hosts file.",
         "127.0.0.1\tlocalhost",
@@ -362,25 +369,26 @@ def test_without_a_handler_the_container_is_killed_at_the_end_of_the_grace(
     container = started(runtime.create("default", "stubborn", "uid"), python("main", code))
     began = time.monotonic()
     assert container.stop(0.5) == ExitStatus(137, signal.SIGKILL)
-    assert 0.5 <= time.monotonic() - began < 2.5
+    assert time.monotonic() - began >= 0.5, "killed before its grace was out"
 
 
 def test_with_a_handler_the_container_gets_sigterm_and_ends_early(runtime: PodRuntime) -> None:
+    """Ended by its own handler (exit 0): had it waited out the grace, it would be killed."""
     container = started(runtime.create("default", "polite", "uid"), python("main", HANDLES))
-    began = time.monotonic()
-    assert container.stop(30) == ExitStatus(0, None)
-    assert time.monotonic() - began < 10  # well before the end of the grace
-    assert "got SIGTERM" in container.log_path.read_text()
+    status = container.stop(60)
+    log = container.log_path.read_text()
+    assert status == ExitStatus(0, None), f"{status}; the container's log:\n{log}"
+    assert "got SIGTERM" in log, f"the container's log:\n{log}"
 
 
 def test_a_container_that_forks_is_killed_whole(runtime: PodRuntime) -> None:
     container = started(runtime.create("default", "forks", "uid"), python("main", FORKS))
-    wait_for_pids = time.monotonic() + 5
-    while (
-        len(members := namespace_members(container.pid, "pid")) < 5
-    ):  # python, sleep, sh, 2 sleeps
-        assert time.monotonic() < wait_for_pids, members
-        time.sleep(0.01)
+    members = wait_until(
+        lambda: namespace_members(container.pid, "pid"),
+        "the container's 5 processes",  # python, sleep, sh, 2 sleeps
+        matching=satisfying(lambda members: len(members) >= 5, "5 processes"),
+        poll=0.01,
+    )
     assert container.stop(0.2) == ExitStatus(137, signal.SIGKILL)
     assert not any(Path(f"/proc/{pid}").exists() for pid in members)
 
@@ -580,7 +588,8 @@ def test_a_node_killed_without_closing_its_pods_takes_them_along(
     node.kill()
     node.wait()
     node.stdout.close()
-    deadline = time.monotonic() + 5
-    while alive := [pid for pid in pids if Path(f"/proc/{pid}").exists()]:
-        assert time.monotonic() < deadline, f"still running: {alive}"
-        time.sleep(0.01)
+    wait_until(
+        lambda: [pid for pid in pids if Path(f"/proc/{pid}").exists()] == [],
+        f"the pod's processes {pids} to end with their node",
+        poll=0.01,
+    )

@@ -6,16 +6,17 @@ from __future__ import annotations
 import http.server
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from hamcrest import equal_to
 
 from onemachine.node.pod_runtime import PodRuntime
 from onemachine.node.probes import ProbeError, ReadinessProbe
 from tests.onemachine.node.agent_fixtures import cluster, condition, python
+from tests.waiting import holds_for, wait_until
 
 CONTAINER = {"name": "c", "ports": [{"name": "http", "containerPort": 8080}]}
 
@@ -122,45 +123,72 @@ def test_a_probe_of_an_unknown_kind_is_refused() -> None:
         ReadinessProbe({"grpc": {"port": 9000}}, CONTAINER, "127.0.0.1", _no_exec)
 
 
-# In pods: each handler flips the pod's Ready.
-
-FLIPPING_SERVER = """
-import http.server, os, socketserver, time
-start = time.monotonic()
+# In pods: each handler flips the pod's Ready. What a container's probe sees changes when the
+# test says so, not after a time: each connection to the container's control port moves it
+# to its next step, so the pod's Ready follows the test's steps, whatever the machine's load.
+CONTROL_PORT = 9090
+STEPS = f"""
+import socket
+control = socket.socket()
+control.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+control.bind(("", {CONTROL_PORT}))
+control.listen()
+def next_step():
+    control.accept()[0].close()
+"""
+FLIPPING_SERVER = (
+    STEPS
+    + """
+import http.server, socketserver, threading, time
+answer = [503]
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
-        self.send_response(200 if 1.5 <= time.monotonic() - start < 3.5 else 503)
+        self.send_response(answer[0])
         self.end_headers()
-socketserver.TCPServer(("", 8080), Handler).serve_forever()
+server = socketserver.TCPServer(("", 8080), Handler)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+next_step()
+answer[0] = 200
+next_step()
+answer[0] = 503
+time.sleep(60)
 """
-LATE_LISTENER = """
-import socket, time
-time.sleep(1)
+)
+LATE_LISTENER = (
+    STEPS
+    + """
+import time
+next_step()
 server = socket.socket()
 server.bind(("", 8080))
 server.listen()
 time.sleep(60)
 """
-LATE_FILE = """
+)
+LATE_FILE = (
+    STEPS
+    + """
 import pathlib, time
-time.sleep(1)
+next_step()
 pathlib.Path("/tmp/ready").touch()
 time.sleep(60)
 """
+)
 FILE_CHECK = ["python3", "-c", "import os, sys; sys.exit(not os.path.exists('/tmp/ready'))"]
 
 
-def ready_history(running: Any, name: str, seconds: float) -> list[str]:
-    """The pod's Ready condition as it changed over `seconds`."""
-    seen: list[str] = []
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        pod = running.pod(name)
-        state = condition(pod, "Ready") if pod else None
-        if state and (not seen or seen[-1] != state):
-            seen.append(state)
-        time.sleep(0.05)
-    return seen
+def next_step(pod: dict[str, Any]) -> None:
+    """Move the pod's container to its next step (once its control port listens)."""
+    address = pod["status"]["podIP"]
+    wait_until(
+        lambda: socket.create_connection((address, CONTROL_PORT), timeout=5).close() or True,
+        f"the container's control port {address}:{CONTROL_PORT}",
+        ignoring=(OSError,),
+    )
+
+
+def wait_ready(running: Any, name: str, state: str) -> None:
+    running.wait_pod(name, f"Ready {state}", lambda pod: condition(pod, "Ready") == state)
 
 
 def test_an_http_get_probe_flips_ready_on_and_off(tmp_path: Path, runtime: PodRuntime) -> None:
@@ -173,8 +201,12 @@ def test_an_http_get_probe_flips_ready_on_and_off(tmp_path: Path, runtime: PodRu
     )
     with cluster(tmp_path, runtime) as running:
         running.create("flipping", container)
-        running.running("flipping")
-        assert ready_history(running, "flipping", 5.5) == ["False", "True", "False"]
+        pod = running.running("flipping")
+        assert condition(running.pod("flipping"), "Ready") == "False"  # answering 503
+        next_step(pod)  # 200 from now on
+        wait_ready(running, "flipping", "True")
+        next_step(pod)  # 503 again
+        wait_ready(running, "flipping", "False")
 
 
 def test_a_tcp_socket_probe_makes_the_pod_ready_once_it_listens(
@@ -183,18 +215,20 @@ def test_a_tcp_socket_probe_makes_the_pod_ready_once_it_listens(
     probe = {"tcpSocket": {"port": 8080}, "periodSeconds": 1}
     with cluster(tmp_path, runtime) as running:
         running.create("late", python("c", LATE_LISTENER, readinessProbe=probe))
-        running.running("late")
+        pod = running.running("late")
         assert condition(running.pod("late"), "Ready") == "False"
-        running.ready("late", timeout=5)
+        next_step(pod)  # listens from now on
+        running.ready("late")
 
 
 def test_an_exec_probe_runs_inside_the_pod(tmp_path: Path, runtime: PodRuntime) -> None:
     probe = {"exec": {"command": FILE_CHECK}, "periodSeconds": 1}
     with cluster(tmp_path, runtime) as running:
         running.create("file", python("c", LATE_FILE, readinessProbe=probe))
-        running.running("file")
+        pod = running.running("file")
         assert condition(running.pod("file"), "Ready") == "False"
-        running.ready("file", timeout=5)
+        next_step(pod)  # the file is there from now on
+        running.ready("file")
 
 
 def test_a_probe_that_cannot_run_keeps_the_pod_unready(tmp_path: Path, runtime: PodRuntime) -> None:
@@ -202,7 +236,12 @@ def test_a_probe_that_cannot_run_keeps_the_pod_unready(tmp_path: Path, runtime: 
     with cluster(tmp_path, runtime) as running:
         running.create("unprobed", python("c", "import time; time.sleep(60)", readinessProbe=probe))
         pod = running.running("unprobed")
-        assert ready_history(running, "unprobed", 1.5) == ["False"]
+        holds_for(
+            lambda: condition(running.pod("unprobed"), "Ready"),
+            equal_to("False"),
+            "the pod stays unready",
+            seconds=1.5,
+        )
         assert pod["status"]["containerStatuses"][0]["started"] is True
 
 
@@ -214,6 +253,10 @@ def test_liveness_and_startup_probes_are_not_run_and_the_log_says_so(
     with cluster(tmp_path, runtime) as running:
         running.create("unwatched", container)
         running.ready("unwatched")
-        time.sleep(1.5)
-        assert running.pod("unwatched")["status"]["containerStatuses"][0]["restartCount"] == 0
+        holds_for(  # a liveness probe run would fail at once, and restart the container
+            lambda: running.pod("unwatched")["status"]["containerStatuses"][0]["restartCount"],
+            equal_to(0),
+            "the container is not restarted",
+            seconds=1.5,
+        )
     assert "pod agentcube/unwatched: container c: its livenessProbe is not run" in caplog.text
