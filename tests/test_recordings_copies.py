@@ -21,6 +21,15 @@ COPIES = {
 }
 
 
+def test_the_umbrella_issue_beside_the_coverage_map_equals_the_shared_one() -> None:
+    """Upstream's issue that asked for this suite, which tests/suite/test_coverage.py reads
+    the items of: a copy too."""
+    source, copy = SHARED / "e2e-umbrella-issue.txt", ROOT / "docgen" / "e2e-umbrella-issue.txt"
+    if not source.is_file():
+        pytest.skip(f"{source} is absent (CI lays ../shared beside the clone): nothing to compare")
+    assert copy.read_bytes() == source.read_bytes(), f"copy {source} to {copy.relative_to(ROOT)}"
+
+
 def _files(folder: Path) -> dict[str, bytes]:
     return {
         str(path.relative_to(folder)): path.read_bytes()
