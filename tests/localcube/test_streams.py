@@ -26,8 +26,8 @@ from tests.localcube.support import (
     SESSION_HEADER,
     Client,
     agent_running,
-    wait_until,
 )
+from tests.waiting import wait_until
 
 READ_TIMEOUT = 1.0
 TOKEN = "streaming-caller-Hq4Lm9"
@@ -279,6 +279,5 @@ def test_a_caller_that_goes_away_ends_its_conversation_and_frees_its_call(cube, 
         assert client.sandbox_of(session)["callsInFlight"] == 1
     wait_until(
         lambda: client.sandbox_of(session)["callsInFlight"] == 0,
-        10,
         "the conversation of a caller that went away to end",
     )
