@@ -202,7 +202,7 @@ def test_a_scenario_a_phase_reported_no_result_for_is_run_again_on_its_own(
     assert len(calls) == 2, calls
     assert calls[1].locations == [str(dropped.location)]
     assert calls[1].processes == 1
-    assert f"Run summary: 75 scenarios: {len(selected)} passed, 0 failed" in err, err
+    assert re.search(rf"Run summary: \d+ scenarios: {len(selected)} passed, 0 failed", err), err
     assert re.search(
         rf"Run again on its own, no result from its phase \(1\):\n  - {dropped.feature.name}: ",
         err,
