@@ -176,15 +176,16 @@ def test_a_body_slower_than_the_read_timeout_is_answered_as_a_timeout(cube, sess
     """Go's server reads a request within its ReadTimeout; the ReverseProxy's failed body
     read reaches upstream's error handler as a timeout: 504 (pkg/router/handlers.go:247-257)."""
     body = b'{"input": "slow"}'
-    host, port = cube.url.removeprefix("http://").split(":")
-    with socket.create_connection((host, int(port))) as caller:
+    with _connection(cube) as caller:
         caller.sendall(
-            (
-                f"POST /v1/namespaces/{NAMESPACE}/agent-runtimes/echo-agent/invocations/echo "
-                f"HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {TOKEN}\r\n"
-                f"{SESSION_HEADER}: {session}\r\nContent-Type: application/json\r\n"
-                f"Content-Length: {len(body)}\r\n\r\n"
-            ).encode()
+            _echo_agent_head(
+                cube,
+                "POST",
+                "echo",
+                session,
+                "Content-Type: application/json",
+                f"Content-Length: {len(body)}",
+            )
             + body[:5]
         )
         caller.settimeout(READ_TIMEOUT + 10)
@@ -264,15 +265,18 @@ def test_a_sandbox_that_dies_in_a_conversation_ends_it_as_going_away(cube) -> No
 
 def test_a_caller_that_goes_away_ends_its_conversation_and_frees_its_call(cube, session) -> None:
     client = Client(cube.url, TOKEN)
-    host, port = cube.url.removeprefix("http://").split(":")
-    with socket.create_connection((host, int(port))) as caller:
+    with _connection(cube) as caller:
         caller.sendall(
-            (
-                f"GET /v1/namespaces/{NAMESPACE}/agent-runtimes/echo-agent/invocations/echo/ws "
-                f"HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {TOKEN}\r\n"
-                f"{SESSION_HEADER}: {session}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
-                "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
-            ).encode()
+            _echo_agent_head(
+                cube,
+                "GET",
+                "echo/ws",
+                session,
+                "Connection: Upgrade",
+                "Upgrade: websocket",
+                "Sec-WebSocket-Version: 13",
+                "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+            )
         )
         caller.settimeout(10)
         assert caller.recv(4096).startswith(b"HTTP/1.1 101 ")
@@ -281,3 +285,24 @@ def test_a_caller_that_goes_away_ends_its_conversation_and_frees_its_call(cube, 
         lambda: client.sandbox_of(session)["callsInFlight"] == 0,
         "the conversation of a caller that went away to end",
     )
+
+
+def _connection(cube: embedded.RunningLocalCube) -> socket.socket:
+    host, port = cube.url.removeprefix("http://").split(":")
+    return socket.create_connection((host, int(port)))
+
+
+def _echo_agent_head(
+    cube: embedded.RunningLocalCube, method: str, path: str, session: str, *headers: str
+) -> bytes:
+    """A request's head to the echo agent in `session`, written by hand: what an HTTP
+    client would not send (a body cut short, a caller gone mid-conversation)."""
+    lines = [
+        f"{method} /v1/namespaces/{NAMESPACE}/agent-runtimes/echo-agent/invocations/{path} "
+        "HTTP/1.1",
+        f"Host: {cube.url.removeprefix('http://').split(':')[0]}",
+        f"Authorization: Bearer {TOKEN}",
+        f"{SESSION_HEADER}: {session}",
+        *headers,
+    ]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
