@@ -1,0 +1,143 @@
+"""What run_e2e.sh puts in the cluster before and between its tests, through the API server
+as the admin: the e2e-test service account and its token, the AgentRuntimes and the
+CodeInterpreter, and the in-cluster MCP Deployment with its rollouts."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+import yaml
+from kubernetes import client as kube
+from kubernetes.client.rest import ApiException
+from kubernetes.dynamic import DynamicClient
+from kubernetes.dynamic.exceptions import ResourceNotFoundError
+
+from onemachine.cluster.readiness import wait_until
+from onemachine.e2e import checkout as rendering
+from onemachine.e2e.checkout import Checkout
+
+E2E_ACCOUNT = "e2e-test"
+TOKEN_SECONDS = 24 * 3600  # kubectl create token e2e-test --duration=24h (run_e2e.sh:502)
+POLL = 0.5
+
+
+class DeployError(Exception):
+    """The API server refused a manifest, or a rollout did not finish; the message says which."""
+
+
+def workload_documents(checkout: Checkout, namespace: str) -> list[dict]:
+    """echo-agent, echo-agent-short-ttl and e2e-code-interpreter, rendered as run_e2e.sh
+    renders them (run_e2e.sh:421-432)."""
+    echo = checkout.read(rendering.ECHO_AGENT)
+    texts = (
+        rendering.workload_fixture(echo, namespace),
+        rendering.workload_fixture(rendering.short_ttl_echo_agent(echo), namespace),
+        rendering.workload_fixture(checkout.read(rendering.CODE_INTERPRETER), namespace),
+    )
+    return [document for text in texts for document in yaml.safe_load_all(text) if document]
+
+
+def mcp_documents(checkout: Checkout, system_namespace: str, workload_namespace: str) -> list[dict]:
+    text = rendering.mcp_deployment(
+        checkout.read(rendering.MCP_DEPLOYMENT), system_namespace, workload_namespace
+    )
+    return [document for document in yaml.safe_load_all(text) if document]
+
+
+def apply(api: kube.ApiClient, documents: Iterable[dict]) -> None:
+    """As `kubectl apply`: each created, or replaced when it exists."""
+    dynamic = DynamicClient(api)
+    for document in documents:
+        kind, name = document["kind"], document["metadata"]["name"]
+        namespace = document["metadata"].get("namespace")
+        try:
+            resource = dynamic.resources.get(api_version=document["apiVersion"], kind=kind)
+            try:
+                resource.create(body=document, namespace=namespace)
+            except ApiException as error:
+                if error.status != 409:
+                    raise
+                current = resource.get(name=name, namespace=namespace)
+                document = {**document, "metadata": {**document["metadata"],
+                            "resourceVersion": current.metadata.resourceVersion}}  # fmt: skip
+                resource.replace(body=document, namespace=namespace)
+        except ApiException as error:
+            raise DeployError(
+                f"the API server refused {kind} {namespace}/{name}: {error.status} "
+                f"{error.reason}: {error.body}"
+            ) from error
+        except ResourceNotFoundError as error:
+            raise DeployError(
+                f"{kind} ({document['apiVersion']}) is not served by this cluster: "
+                "are the checkout's CRDs installed?"
+            ) from error
+
+
+def e2e_service_account(api: kube.ApiClient, namespace: str) -> None:
+    """`kubectl create serviceaccount e2e-test` and its binding to the workloadmanager
+    ClusterRole (run_e2e.sh:417-418), each `|| true`: one that exists is kept."""
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "e2e-test-binding"},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "workloadmanager",
+        },
+        "subjects": [{"kind": "ServiceAccount", "name": E2E_ACCOUNT, "namespace": namespace}],
+    }
+    account = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": E2E_ACCOUNT, "namespace": namespace},
+    }
+    apply(api, [account, binding])
+
+
+def e2e_token(api: kube.ApiClient, namespace: str) -> str:
+    """`kubectl create token e2e-test --duration=24h` (run_e2e.sh:502): a TokenRequest."""
+    request = kube.AuthenticationV1TokenRequest(
+        spec=kube.V1TokenRequestSpec(audiences=[], expiration_seconds=TOKEN_SECONDS)
+    )
+    answer = kube.CoreV1Api(api).create_namespaced_service_account_token(
+        E2E_ACCOUNT, namespace, request
+    )
+    return answer.status.token
+
+
+def set_env(api: kube.ApiClient, namespace: str, name: str, variable: str, value: str) -> None:
+    """`kubectl set env deployment/NAME VARIABLE=VALUE` (run_e2e.sh:682): the variable set in
+    every container of the pod template, a new rollout."""
+    apps = kube.AppsV1Api(api)
+    deployment = apps.read_namespaced_deployment(name, namespace)
+    for container in deployment.spec.template.spec.containers:
+        kept = [e for e in (container.env or []) if e.name != variable]
+        container.env = [*kept, kube.V1EnvVar(name=variable, value=value)]
+    apps.replace_namespaced_deployment(name, namespace, deployment)
+
+
+def wait_rollout(api: kube.ApiClient, namespace: str, name: str, timeout: float) -> None:
+    """`kubectl rollout status deployment/NAME`: done when the controller has seen the latest
+    generation and every replica is updated and available (kubectl's own test)."""
+    apps = kube.AppsV1Api(api)
+    started = time.monotonic()
+
+    def rolled_out() -> bool:
+        deployment = apps.read_namespaced_deployment(name, namespace)
+        status, wanted = deployment.status, deployment.spec.replicas or 0
+        return (
+            (status.observed_generation or 0) >= (deployment.metadata.generation or 0)
+            and (status.updated_replicas or 0) == wanted
+            and (status.replicas or 0) == wanted
+            and (status.available_replicas or 0) == wanted
+        )
+
+    if not wait_until(rolled_out, timeout=timeout, interval=POLL):
+        status = apps.read_namespaced_deployment(name, namespace).status
+        raise DeployError(
+            f"deployment {namespace}/{name} did not roll out within "
+            f"{time.monotonic() - started:.0f} s: replicas {status.replicas}, updated "
+            f"{status.updated_replicas}, available {status.available_replicas}"
+        )
