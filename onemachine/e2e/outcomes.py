@@ -102,11 +102,15 @@ def from_go_events(lines: Iterable[str], suite: str = "go") -> list[Outcome]:
             continue  # go's own messages (a download, a build error) come as plain text too
         key = (event.get("Package", ""), event.get("Test", ""))
         action = event.get("Action")
-        if action == "output":
+        if action == "build-output":  # the compiler's words, by the build's ImportPath
+            output.setdefault((event.get("ImportPath", ""), ""), []).append(event["Output"])
+        elif action == "output":
             output.setdefault(key, []).append(event.get("Output", ""))
         elif action in ("pass", "fail", "skip"):
             status = {"pass": PASSED, "fail": FAILED, "skip": SKIPPED}[action]
-            text = "".join(output.get(key, []))
+            text = "".join(output.get((event.get("FailedBuild", ""), ""), [])) + "".join(
+                output.get(key, [])
+            )
             if key[1]:
                 outcomes.append(Outcome(suite, key[1], status, event.get("Elapsed", 0.0), text))
                 if status == FAILED:
