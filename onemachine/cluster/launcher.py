@@ -2,11 +2,11 @@
 user (kubeconfigs, the suite's command line).
 
 Order: everything that can fail without starting a process is checked first (the OIDC
-clients file, programs,
-CRD files, PKI); the host ports are opened; the process enters its private namespace; then
-etcd, kube-apiserver, the namespaces, CRDs and RBAC (bootstrap), kube-controller-manager
-and the service-account tokens, redis, the agent-sandbox controller, the WorkloadManager,
-the Router and the node, each waited for until ready. It stops every part on the way out,
+clients file, programs, CRD files, PKI); the host ports are opened; the process enters its
+private namespace; then etcd, kube-apiserver, the namespaces, CRDs and RBAC (bootstrap),
+kube-controller-manager and the service-account tokens, redis, the agent-sandbox
+controller, the WorkloadManager, the issuer, the Router and the node, each waited for until
+ready. It stops every part on the way out,
 whatever the way.
 """
 
