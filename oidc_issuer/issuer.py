@@ -23,6 +23,11 @@ from jwt.algorithms import RSAAlgorithm
 
 DISCOVERY_PATH = "/.well-known/openid-configuration"
 JWKS_PATH = "/keys"
+# Keycloak's paths under a realm's issuer URL `{base}/realms/{realm}` (its discovery
+# document names them as jwks_uri and token_endpoint).
+REALM_PATH = "/realms/"
+REALM_JWKS_PATH = "/protocol/openid-connect/certs"
+TOKEN_PATH = "/protocol/openid-connect/token"
 ALGORITHM = "RS256"
 # Upstream's default `--jwt-audience` (cmd/router/main.go:51).
 DEFAULT_AUDIENCE = "agentcube-api"
@@ -46,10 +51,15 @@ class TokenPolicy:
 
 
 class Issuer:
-    """Signs for `url`, which must be exactly the URL the Router is given."""
+    """Signs for `url`, which must be exactly the URL the Router is given; its keys at
+    `url + jwks_path`, its token endpoint (when it has one) at `url + token_path`."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(
+        self, url: str, *, jwks_path: str = JWKS_PATH, token_path: str | None = None
+    ) -> None:
         self.url = url
+        self.jwks_path = jwks_path
+        self.token_path = token_path
         self._key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         public_jwk = json.loads(RSAAlgorithm.to_jwk(self._key.public_key()))
         self.key_id = _thumbprint(public_jwk)
@@ -58,14 +68,22 @@ class Issuer:
     def discovery(self) -> dict[str, Any]:
         """The discovery document: the fields go-oidc reads (oidc.go providerJSON) and the
         ones OpenID Connect Discovery 1.0 requires of a provider that has them."""
-        return {
+        document: dict[str, Any] = {
             "issuer": self.url,
-            "jwks_uri": self.url + JWKS_PATH,
+            "jwks_uri": self.url + self.jwks_path,
             "id_token_signing_alg_values_supported": [ALGORITHM],
             "response_types_supported": ["id_token"],
             "subject_types_supported": ["public"],
             "claims_supported": ["iss", "sub", "aud", "exp", "iat"],
         }
+        if self.token_path is not None:
+            document["token_endpoint"] = self.url + self.token_path
+            document["grant_types_supported"] = ["client_credentials"]
+            document["token_endpoint_auth_methods_supported"] = [
+                "client_secret_basic",
+                "client_secret_post",
+            ]
+        return document
 
     def jwks(self) -> dict[str, Any]:
         return {"keys": [dict(self._public_jwk)]}

@@ -56,6 +56,14 @@ def add_cluster_command(commands: argparse._SubParsersAction) -> None:
         "and 'python:*=python3'",
     )
     cluster.add_argument(
+        "--oidc-clients",
+        type=Path,
+        metavar="FILE",
+        help="a 0600 JSON file of confidential clients the OIDC issuer grants client "
+        "credentials to at its token endpoint, as Keycloak's realm agentcube "
+        "(passed to it as --clients-file; see docs/one-machine-cluster.md)",
+    )
+    cluster.add_argument(
         "--ready-timeout",
         type=positive_duration,
         default=120.0,
@@ -78,5 +86,6 @@ def run_cluster(arguments: argparse.Namespace) -> int:
         },
         images=tuple(arguments.image),
         ready_timeout=arguments.ready_timeout,
+        oidc_clients=arguments.oidc_clients.resolve() if arguments.oidc_clients else None,
     )
     return launch(options)

@@ -1,11 +1,12 @@
 """The launch, from checks to stop: what starts in which order, and what is written for the
 user (kubeconfigs, the suite's command line).
 
-Order: everything that can fail without starting a process is checked first (programs,
-CRD files, PKI); the host ports are opened; the process enters its private namespace; then
-etcd, kube-apiserver, the namespaces, CRDs and RBAC (bootstrap), kube-controller-manager
-and the service-account tokens, redis, the agent-sandbox controller, the WorkloadManager,
-the Router and the node, each waited for until ready. It stops every part on the way out,
+Order: everything that can fail without starting a process is checked first (the OIDC
+clients file, programs, CRD files, PKI); the host ports are opened; the process enters its
+private namespace; then etcd, kube-apiserver, the namespaces, CRDs and RBAC (bootstrap),
+kube-controller-manager and the service-account tokens, redis, the agent-sandbox
+controller, the WorkloadManager, the issuer, the Router and the node, each waited for until
+ready. It stops every part on the way out,
 whatever the way.
 """
 
@@ -21,6 +22,7 @@ from pathlib import Path
 import urllib3
 from kubernetes.client.rest import ApiException
 
+from oidc_issuer.clients import ClientsFileError, load_clients
 from onemachine import netns
 from onemachine.cluster import bootstrap, parts
 from onemachine.cluster.binaries import MissingBinaries, locate
@@ -53,12 +55,15 @@ class Options:
     images: tuple[str, ...] = ()
     ready_timeout: float = 120.0
     ports: parts.Ports = field(default_factory=parts.Ports)
+    oidc_clients: Path | None = None
 
 
 def launch(options: Options) -> int:
     """Run the cluster until a signal or a part's exit; the exit code of the command."""
     state = StateDir(options.state_dir)
     try:
+        if options.oidc_clients is not None:
+            load_clients(options.oidc_clients)  # the issuer reads it again; refused here first
         binaries = locate(options.bin_dir)
         crds = bootstrap.crd_files(options.sources)
         _fresh(state)
@@ -68,10 +73,15 @@ def launch(options: Options) -> int:
         }
         issuer_port = host_ports["oidc-issuer"].getsockname()[1]
         ports = replace(options.ports, oidc_issuer=issuer_port)
-        cluster = parts.Cluster(binaries, state, pki, ports, options.images)
+        cluster = parts.Cluster(
+            binaries, state, pki, ports, options.images, oidc_clients=options.oidc_clients
+        )
         suite_token = _write_credentials(cluster)
     except (MissingBinaries, bootstrap.BootstrapError, OSError) as error:
         print(f"onemachine cluster: {error}", file=sys.stderr)
+        return 2
+    except ClientsFileError as error:
+        print(f"onemachine cluster: --oidc-clients {error}", file=sys.stderr)
         return 2
     started = time.monotonic()
     try:

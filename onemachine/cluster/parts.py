@@ -46,6 +46,9 @@ ROUTER_MAX_CONCURRENT_REQUESTS = 20
 JWT_AUDIENCE = "agentcube-api"
 JWT_ROLE_CLAIM = "realm_access.roles"
 JWT_REQUIRED_ROLE = "sandbox:invoke"
+# The realm of upstream's Keycloak addon (manifests/charts/addons/keycloak/values.yaml,
+# `realm`), in the issuer URL run_e2e.sh gives the Router (test/e2e/run_e2e.sh:459).
+OIDC_REALM = "agentcube"
 
 # Where the Router finds its in-cluster files (client-go rest.InClusterConfig).
 SERVICE_ACCOUNT_MOUNT = "secrets/kubernetes.io/serviceaccount"
@@ -71,8 +74,9 @@ class Ports:
 
     @property
     def oidc_issuer_url(self) -> str:
-        """Exactly as the Router is given it and the issuer names itself (go-oidc compares)."""
-        return f"http://{LOOPBACK}:{self.oidc_issuer}"
+        """Exactly as the Router is given it and the issuer names itself (go-oidc compares):
+        Keycloak's URL of the realm."""
+        return f"http://{LOOPBACK}:{self.oidc_issuer}/realms/{OIDC_REALM}"
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,8 @@ class Cluster:
     pki: Pki
     ports: Ports = Ports()
     images: Sequence[str] = ()
+    # The issuer's confidential clients (oidc_issuer/clients.py), for its token endpoint.
+    oidc_clients: Path | None = None
 
     def kubeconfig(self, user: str) -> str:
         return str(self.state.kubeconfig(user))
@@ -250,8 +256,11 @@ def workload_manager(cluster: Cluster) -> Part:
 
 def oidc_issuer(cluster: Cluster) -> Part:
     """The test subjects' OIDC issuer (python -m oidc_issuer), in place of the Keycloak of
-    upstream's e2e (test/e2e/run_e2e.sh): the Router reads its discovery document and keys
-    at start, the suite reads its tokens from the files it writes."""
+    upstream's e2e (test/e2e/run_e2e.sh), as its realm: the Router reads its discovery
+    document and keys at start, the suite reads its tokens from the files it writes, and
+    with the cluster's clients file it grants client credentials as Keycloak's realm does
+    (the file's path on its command line, never a secret)."""
+    clients = ("--clients-file", str(cluster.oidc_clients)) if cluster.oidc_clients else ()
     return Part(
         "oidc-issuer",
         (
@@ -268,6 +277,9 @@ def oidc_issuer(cluster: Cluster) -> Part:
             JWT_ROLE_CLAIM,
             "--required-role",
             JWT_REQUIRED_ROLE,
+            "--realm",
+            OIDC_REALM,
+            *clients,
         ),
         HttpProbe(f"{cluster.ports.oidc_issuer_url}/.well-known/openid-configuration"),
         {"PYTHONPATH": str(REPOSITORY)},

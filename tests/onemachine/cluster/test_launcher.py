@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.oidc_issuer.realm_clients import write_clients_file
 from tests.onemachine.cluster import stand_ins
 from tests.onemachine.cluster.conftest import (
     ROOT,
@@ -219,3 +220,17 @@ def test_a_ready_timeout_that_is_not_a_positive_duration_is_refused(
     assert result.stderr.strip().splitlines()[-1] == (
         f"python -m onemachine cluster: error: argument --ready-timeout: {reason}"
     )
+
+
+def test_an_oidc_clients_file_others_may_read_is_refused_before_anything_starts(
+    tmp_path: Path, run_launcher
+) -> None:
+    clients = write_clients_file(tmp_path / "clients.json", mode=0o644)
+    result = run_launcher(stand_ins.bin_dir(tmp_path / "bin"), "--oidc-clients", str(clients))
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        f"onemachine cluster: --oidc-clients {clients}: mode 0644 lets others read it; "
+        "it holds secrets, so it must be 0600 or stricter (chmod 600)"
+    )
+    assert started_pids(result.stderr) == {}
+    assert not (tmp_path / "state").exists()

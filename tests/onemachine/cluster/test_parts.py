@@ -7,15 +7,19 @@ import os
 import socket
 import subprocess
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import jwt
 import pytest
+import requests
 
+from acceptance.core.forgeries import published_public_key_pem
 from onemachine.cluster import parts
 from onemachine.cluster.binaries import BINARIES
 from onemachine.cluster.layout import StateDir
 from onemachine.cluster.pki import Pki
+from tests.oidc_issuer.realm_clients import write_clients_file
 
 BIN = Path("/opt/bin")
 STATE = StateDir(Path("/state"))
@@ -122,7 +126,7 @@ def test_the_router_gets_its_in_cluster_files_from_a_private_mount_namespace() -
         "--port=8080",
         "--debug",
         "--max-concurrent-requests=20",
-        "--jwt-issuer-url=http://127.0.0.1:8070",
+        "--jwt-issuer-url=http://127.0.0.1:8070/realms/agentcube",
         "--jwt-audience=agentcube-api",
         "--jwt-role-claim=realm_access.roles",
         "--jwt-required-role=sandbox:invoke",
@@ -145,11 +149,20 @@ def test_the_issuer_serves_the_router_s_issuer_url_and_writes_the_suite_s_tokens
         "--audience": "agentcube-api",
         "--role-claim": "realm_access.roles",
         "--required-role": "sandbox:invoke",
+        "--realm": "agentcube",
     }
     assert flags(parts.router(CLUSTER))["jwt-issuer-url"] == CLUSTER.ports.oidc_issuer_url
+    assert CLUSTER.ports.oidc_issuer_url == "http://127.0.0.1:8070/realms/agentcube"
     assert str(part.ready).startswith(
-        "GET http://127.0.0.1:8070/.well-known/openid-configuration answering 200"
+        "GET http://127.0.0.1:8070/realms/agentcube/.well-known/openid-configuration answering 200"
     )
+
+
+def test_the_cluster_s_clients_file_is_passed_to_the_issuer_by_its_path() -> None:
+    cluster = replace(CLUSTER, oidc_clients=Path("/secrets/clients.json"))
+    argv = list(parts.oidc_issuer(cluster).argv)
+    assert argv[argv.index("--clients-file") + 1] == "/secrets/clients.json"
+    assert argv.count("--clients-file") == 1
 
 
 def test_the_node_maps_the_user_s_images_first_then_picod_and_python() -> None:
@@ -180,13 +193,21 @@ def test_the_issuer_part_runs_as_given_ready_by_its_probe_with_the_suite_s_token
     tmp_path: Path,
 ) -> None:
     """The part's own command line and probe, run for real on a free port (outside any
-    namespace: it listens on 127.0.0.1 only); its tokens name its URL as their issuer."""
+    namespace: it listens on 127.0.0.1 only): its tokens and those of its token endpoint
+    name its realm's URL as their issuer, and the suite finds its key from a token's `iss`
+    as it does to forge (acceptance/core/forgeries.py)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     state = StateDir(tmp_path / "state")
     state.make()
-    cluster = parts.Cluster(CLUSTER.binaries, state, Pki(state.pki), parts.Ports(oidc_issuer=port))
+    cluster = parts.Cluster(
+        CLUSTER.binaries,
+        state,
+        Pki(state.pki),
+        parts.Ports(oidc_issuer=port),
+        oidc_clients=write_clients_file(tmp_path / "clients.json"),
+    )
     part = parts.oidc_issuer(cluster)
     process = subprocess.Popen(
         part.argv, env={**os.environ, **part.env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE
@@ -200,6 +221,24 @@ def test_the_issuer_part_runs_as_given_ready_by_its_probe_with_the_suite_s_token
         claims = jwt.decode(token, options={"verify_signature": False})
         assert claims["iss"] == cluster.ports.oidc_issuer_url
         assert claims["realm_access"]["roles"] == ["sandbox:invoke"]
+        public_key = published_public_key_pem(
+            token, lambda url: requests.get(url, timeout=5).json()
+        )
+        answer = requests.post(
+            cluster.ports.oidc_issuer_url + "/protocol/openid-connect/token",
+            data={"grant_type": "client_credentials", "client_id": "agentcube-admin",
+                  "client_secret": "e2e-admin-secret"},
+            timeout=5,
+        )  # fmt: skip
+        assert answer.status_code == 200, answer.text
+        granted = jwt.decode(
+            answer.json()["access_token"],
+            public_key,
+            algorithms=["RS256"],
+            audience="agentcube-api",
+        )
+        assert granted["iss"] == cluster.ports.oidc_issuer_url
+        assert "admin" in granted["realm_access"]["roles"]
     finally:
         process.terminate()
         process.wait(10)
