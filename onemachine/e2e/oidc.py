@@ -18,16 +18,17 @@ import requests
 
 REALM = "agentcube"
 AUDIENCE = "agentcube-api"
-DEFAULT_ROLE = f"default-roles-{REALM}"
+DEFAULT_ROLE = f"default-roles-{REALM}"  # every user of the realm has it (its defaultRole)
+COMPOSITES = {
+    DEFAULT_ROLE: ["sandbox:invoke"],
+    "sandbox:manage": ["sandbox:invoke"],
+    "admin": ["sandbox:manage"],
+}
 CLIENTS = {
-    # run_e2e.sh's name for the secret -> (client id, effective realm roles, audience)
-    "app": ("agentcube-app", (DEFAULT_ROLE, "sandbox:invoke"), (AUDIENCE,)),
-    "admin": (
-        "agentcube-admin",
-        (DEFAULT_ROLE, "admin", "sandbox:manage", "sandbox:invoke"),
-        (AUDIENCE,),
-    ),
-    "router": ("agentcube-router", (DEFAULT_ROLE, "sandbox:invoke"), ()),
+    # run_e2e.sh's name for the secret -> (client id, service account's realm roles, audience)
+    "app": ("agentcube-app", (DEFAULT_ROLE, "sandbox:invoke"), AUDIENCE),
+    "admin": ("agentcube-admin", (DEFAULT_ROLE, "admin"), AUDIENCE),
+    "router": ("agentcube-router", (DEFAULT_ROLE,), None),
 }
 TIMEOUT = 10.0
 
@@ -38,14 +39,13 @@ class TokenError(Exception):
 
 def write_clients_file(path: Path, secrets: dict[str, str]) -> Path:
     """The issuer's --clients-file, 0600 from its first byte."""
-    clients = [
-        {"client_id": client_id, "secret": secrets[key], "roles": list(roles),
-         "audience": list(audience)}
-        for key, (client_id, roles, audience) in CLIENTS.items()
-    ]  # fmt: skip
+    clients = []
+    for key, (client_id, roles, audience) in CLIENTS.items():
+        client = {"id": client_id, "secret": secrets[key], "roles": list(roles)}
+        clients.append(client | ({"audience": audience} if audience else {}))
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-        json.dump({"clients": clients}, file, indent=2)
+        json.dump({"composites": COMPOSITES, "clients": clients}, file, indent=2)
     return path
 
 
