@@ -12,8 +12,10 @@ whatever the way.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import socket
 import sys
 import time
 from dataclasses import dataclass, field, replace
@@ -112,6 +114,7 @@ def launch(options: Options) -> int:
                 state.oidc_tokens,
             )
             _announce(cluster, host_ports["api"].getsockname()[1], suite_token, command)
+            _write_cluster_info(cluster, host_ports)
             LOG.info("every part ready in %.1f s", time.monotonic() - started)
             ended = supervisor.wait_any_exit()
             print(f"onemachine cluster: {supervisor.describe_exit(ended)}", file=sys.stderr)
@@ -126,6 +129,7 @@ def launch(options: Options) -> int:
         return 1
     finally:
         LOG.info("stopping every part")
+        state.cluster_info.unlink(missing_ok=True)
         supervisor.stop_all(STOP_GRACE)
         relay.stop()
         LOG.info("stopped; state and logs kept in %s", state.root)
@@ -219,6 +223,35 @@ def _announce(cluster: parts.Cluster, api_port: int, token: str, command: str) -
     print(f"admin kubeconfig (inside the namespace only): {state.kubeconfig('admin')}")
     print(f"run the suite (also in {state.suite_command}):")
     print(command, flush=True)
+
+
+def _write_cluster_info(cluster: parts.Cluster, host_ports: dict[str, socket.socket]) -> None:
+    """The admin's host kubeconfig, then cluster.json (docs/one-machine-cluster.md), renamed
+    into place so that a reader never sees half of it."""
+    state = cluster.state
+    urls = {
+        name: f"{'https' if name == 'api' else 'http'}://{LOOPBACK}:{listener.getsockname()[1]}"
+        for name, listener in host_ports.items()
+    }
+    admin_token = state.admin_token.read_text(encoding="utf-8")
+    write_kubeconfig(
+        state.admin_host_kubeconfig, urls["api"], cluster.pki.ca_cert, ADMIN, admin_token
+    )
+    info = {
+        "api_server": urls["api"],
+        "router": urls["router"],
+        "workload_manager": urls["workload-manager"],
+        "oidc_issuer": urls["oidc-issuer"],
+        "admin_kubeconfig": str(state.admin_host_kubeconfig),
+        "suite_kubeconfig": str(state.suite_kubeconfig),
+        "token_dir": str(state.oidc_tokens),
+        "logs": str(state.logs),
+    }
+    partial = state.cluster_info.with_suffix(".json.partial")
+    write_private(partial, json.dumps(info, indent=2) + "\n")
+    partial.rename(state.cluster_info)
+    print(f"admin kubeconfig on the host: {state.admin_host_kubeconfig}")
+    print(f"the cluster's URLs and files: {state.cluster_info}", flush=True)
 
 
 def _base_env() -> dict[str, str]:

@@ -98,6 +98,17 @@ class StateDir:
     def suite_command(self) -> Path:
         return self.root / "suite-command"
 
+    @property
+    def admin_host_kubeconfig(self) -> Path:
+        """The admin's kubeconfig pointing at the host side of the relay."""
+        return self.kubeconfig("admin.host")
+
+    @property
+    def cluster_info(self) -> Path:
+        """cluster.json: the host URLs and the files a program driving the cluster needs;
+        written last once every part is ready, removed at the stop."""
+        return self.root / "cluster.json"
+
     def make(self) -> None:
         for directory in (self.root, self.pki, self.logs, self.root / "kubeconfigs"):
             directory.mkdir(mode=0o700, parents=True, exist_ok=True)

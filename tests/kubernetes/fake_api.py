@@ -33,6 +33,7 @@ import contextlib
 import copy
 import json
 import re
+import ssl
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -56,8 +57,11 @@ GROUPS = (
     "agents.x-k8s.io/v1alpha1",
     "extensions.agents.x-k8s.io/v1alpha1",
 )
-# Served whatever `groups` says: the core API and the built-in groups the adapter uses.
-_BUILT_IN = {"", "apps", "coordination.k8s.io"}
+# Served whatever `groups` says: the core API and the built-in groups the adapter uses
+# (and the bootstrap of the one-machine cluster: CRDs, RBAC).
+_BUILT_IN = {"", "apps", "coordination.k8s.io", "apiextensions.k8s.io", "rbac.authorization.k8s.io"}
+# What the API server answers without credentials (system:public-info-viewer's paths).
+_HEALTH_PATHS = ("/readyz", "/livez", "/healthz")
 NOT_FOUND_PAGE = "404 page not found\n"  # what the server's mux answers for a path it lacks
 
 
@@ -86,9 +90,19 @@ _RESOURCES: dict[str, tuple[_Kind, ...]] = {
         _Kind("services", "Service", ("status",), generation=False),
         _Kind("serviceaccounts", "ServiceAccount", ("token",), generation=False),
         _Kind("nodes", "Node", ("status",), namespaced=False, generation=False),
+        _Kind("namespaces", "Namespace", ("status",), namespaced=False, generation=False),
     ),
     "apps": (_Kind("deployments", "Deployment", ("scale", "status")),),
     "coordination.k8s.io": (_Kind("leases", "Lease", (), generation=False),),
+    "apiextensions.k8s.io": (
+        _Kind("customresourcedefinitions", "CustomResourceDefinition", namespaced=False),
+    ),
+    "rbac.authorization.k8s.io": (
+        _Kind("clusterroles", "ClusterRole", (), namespaced=False, generation=False),
+        _Kind("clusterrolebindings", "ClusterRoleBinding", (), namespaced=False, generation=False),
+        _Kind("roles", "Role", (), generation=False),
+        _Kind("rolebindings", "RoleBinding", (), generation=False),
+    ),
     "runtime.agentcube.volcano.sh": (
         _Kind("agentruntimes", "AgentRuntime"),
         _Kind("codeinterpreters", "CodeInterpreter"),
@@ -333,7 +347,10 @@ class FakeKubernetes:
 
     # Serving.
 
-    def start(self) -> None:
+    def start(
+        self, host: str = "127.0.0.1", port: int = 0, tls: ssl.SSLContext | None = None
+    ) -> None:
+        """Serve on host:port (a free port by default), over HTTPS with `tls`."""
         ready = threading.Event()
         self._loop = asyncio.new_event_loop()
 
@@ -342,10 +359,10 @@ class FakeKubernetes:
             app.router.add_route("*", "/{tail:.*}", self._handle)
             self._runner = web.AppRunner(app)
             await self._runner.setup()
-            site = web.TCPSite(self._runner, "127.0.0.1", 0)
+            site = web.TCPSite(self._runner, host, port, ssl_context=tls)
             await site.start()
-            port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-            self.url = f"http://127.0.0.1:{port}"
+            bound = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+            self.url = f"{'https' if tls else 'http'}://{host}:{bound}"
             ready.set()
 
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -374,6 +391,8 @@ class FakeKubernetes:
         with self._lock:
             self.requests.append(recorded)
         request[_BODY] = body
+        if "Authorization" not in request.headers and request.path in _HEALTH_PATHS:
+            return web.Response(text="ok")  # anonymous, as --anonymous-auth's default allows
         token = request.headers.get("Authorization", "").removeprefix("Bearer ")
         identity = self.identities.get(token)
         if identity is None:
@@ -458,6 +477,8 @@ class FakeKubernetes:
                 body["metadata"].pop(generated, None)
             if request.query.get("dryRun") == "All":  # checked as a create is, not stored
                 return _json(body, 201)
+            if target.plural == "customresourcedefinitions":
+                self._establish(body)
             return _json(self.put(target.collection, body), 201)
         stored = self.get(target.collection, name or "")
         if stored is None:
@@ -489,6 +510,25 @@ class FakeKubernetes:
             return _status(405, f"{method} not supported by the fake")
         self._written(target.collection, before, stored)
         return _json(stored)
+
+    def _establish(self, crd: dict[str, Any]) -> None:
+        """What the API server's own CRD controllers do at once: the names accepted, the
+        CRD Established, and its group's served versions served."""
+        spec = crd.get("spec") or {}
+        crd["status"] = {
+            "acceptedNames": spec.get("names") or {},
+            "storedVersions": [v["name"] for v in spec.get("versions") or [] if v.get("storage")],
+            "conditions": [
+                {"type": kind, "status": "True", "reason": reason, "lastTransitionTime": _now()}
+                for kind, reason in (
+                    ("NamesAccepted", "NoConflicts"),
+                    ("Established", "InitialNamesAccepted"),
+                )
+            ],
+        }
+        for version in spec.get("versions") or []:
+            if version.get("served"):
+                self.groups.add(f"{spec['group']}/{version['name']}")
 
     def _update(self, target: _Target, stored: dict[str, Any], body: dict) -> web.Response:
         """PUT: the whole object replaced, if the resourceVersion it carries is the stored

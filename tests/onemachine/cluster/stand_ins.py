@@ -4,16 +4,32 @@ Each is a Python script under the real program's name that reads the flags the l
 gives it, so the tests run the launcher's own command lines: `serving` serves the part's
 readiness path where the flags say (HTTP, or HTTPS with the --tls-cert-file the launcher
 made) after a delay; `exiting` fails at once with a message; `silent` runs and never serves.
+
+`cluster_bin_dir` is the bin-dir of a whole cluster that gets to ready: the programs of
+tests/onemachine/cluster/programs/ (an API server on fake_api, a controller-manager with the
+controllers the cluster needs, and the health endpoints of the rest), and `redis_path` a
+directory for PATH with a redis-server answering PING, for a machine without one.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import stat
 import sys
 import textwrap
 from pathlib import Path
 
 from onemachine.cluster.binaries import BINARIES
+
+ROOT = Path(__file__).resolve().parents[3]
+PROGRAMS = "tests.onemachine.cluster.programs"
+# A CRD of each checkout, as its crds/ directory holds them (the fields the API server and
+# the client's models need).
+CRDS = {
+    "agentcube/manifests/charts/base/crds": ("runtime.agentcube.volcano.sh", "AgentRuntime"),
+    "agent-sandbox/k8s/crds": ("agents.x-k8s.io", "Sandbox"),
+}
 
 _SERVING = textwrap.dedent(
     """\
@@ -81,6 +97,41 @@ def silent() -> str:
     return _SILENT
 
 
+def program(module: str) -> str:
+    """A script running `main()` of tests/onemachine/cluster/programs/`module` from this
+    checkout, whatever the .venv's path says."""
+    return (
+        f"import sys\nsys.path.insert(0, {str(ROOT)!r})\n"
+        f"from {PROGRAMS}.{module} import main\nmain()\n"
+    )
+
+
+def cluster_bin_dir(directory: Path) -> Path:
+    """Every binary a cluster needs to reach ready (picod stays `silent`: only the node runs
+    it, for an image the tests do not use)."""
+    health = program("serving")
+    return bin_dir(
+        directory,
+        etcd=health,
+        kube_apiserver=program("kube_apiserver"),
+        kube_controller_manager=program("kube_controller_manager"),
+        agent_sandbox_controller=health,
+        workloadmanager=health,
+        agentcube_router=health,
+    )
+
+
+def redis_path(directory: Path) -> str:
+    """The PATH of the cluster's tests: the machine's, ahead of it a directory with a
+    stand-in redis-server when the machine has none (CI installs Debian's)."""
+    path = os.environ.get("PATH", "")
+    if shutil.which("redis-server", path=path):
+        return path
+    directory.mkdir(parents=True, exist_ok=True)
+    write(directory / "redis-server", program("redis_server"))
+    return f"{directory}{os.pathsep}{path}"
+
+
 def bin_dir(directory: Path, **bodies: str) -> Path:
     """Every binary of the launcher's table, each `silent` unless `bodies` names it
     (by its name with `_` for `-`)."""
@@ -92,9 +143,30 @@ def bin_dir(directory: Path, **bodies: str) -> Path:
 
 def checkouts(directory: Path) -> tuple[Path, Path]:
     """An agentcube and an agent-sandbox checkout holding one CRD file each."""
-    agentcube = directory / "agentcube"
-    sandbox = directory / "agent-sandbox"
-    for crds in (agentcube / "manifests/charts/base/crds", sandbox / "k8s/crds"):
+    for inside, (group, kind) in CRDS.items():
+        crds = directory / inside
         crds.mkdir(parents=True)
-        (crds / "crd.yaml").write_text("kind: CustomResourceDefinition\n", encoding="utf-8")
-    return agentcube, sandbox
+        (crds / "crd.yaml").write_text(_crd(group, kind), encoding="utf-8")
+    return directory / "agentcube", directory / "agent-sandbox"
+
+
+def _crd(group: str, kind: str) -> str:
+    plural = f"{kind.lower()}s"
+    return textwrap.dedent(
+        f"""\
+        apiVersion: apiextensions.k8s.io/v1
+        kind: CustomResourceDefinition
+        metadata:
+          name: {plural}.{group}
+        spec:
+          group: {group}
+          names: {{kind: {kind}, listKind: {kind}List, plural: {plural}, singular: {kind.lower()}}}
+          scope: Namespaced
+          versions:
+            - name: v1alpha1
+              served: true
+              storage: true
+              schema:
+                openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
+        """
+    )
