@@ -3,6 +3,7 @@ manifests of the same shape as upstream's, not copies of them)."""
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
@@ -79,13 +80,9 @@ MCP_DEPLOYMENT = textwrap.dedent(
     """
 )
 
-MCP_DOCKERFILE = textwrap.dedent(
-    """\
-    FROM python:3.12-slim
-    EXPOSE 8000
-    ENTRYPOINT ["python", "-m", "mcp_server", "--transport", "streamable-http", "--port", "8000"]
-    """
-)
+MCP_ENTRYPOINT = ["python", "-m", "mcp_server", "--transport", "streamable-http",
+                  "--host", "0.0.0.0", "--port", "8000"]  # fmt: skip
+MCP_DOCKERFILE = f"FROM python:3.12-slim\nEXPOSE 8000\nENTRYPOINT {json.dumps(MCP_ENTRYPOINT)}\n"
 
 RUN_E2E = textwrap.dedent(
     """\

@@ -48,7 +48,8 @@ def test_the_mcp_pod_runs_the_dockerfile_s_entrypoint_with_the_venv_s_python(
     entrypoint = checkout.mcp_entrypoint()
     mapping = rendering.mcp_image_mapping("mcp:latest", entrypoint, Path("/v env/bin/python"))
     assert mapping == (
-        "mcp:latest='/v env/bin/python' -m mcp_server --transport streamable-http --port 8000"
+        "mcp:latest='/v env/bin/python' -m mcp_server --transport streamable-http "
+        "--host 0.0.0.0 --port 8000"
     )
 
 
