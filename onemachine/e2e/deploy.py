@@ -9,9 +9,8 @@ from collections.abc import Iterable
 
 import yaml
 from kubernetes import client as kube
+from kubernetes import utils as kube_utils
 from kubernetes.client.rest import ApiException
-from kubernetes.dynamic import DynamicClient
-from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
 from onemachine.cluster.readiness import wait_until
 from onemachine.e2e import checkout as rendering
@@ -46,32 +45,43 @@ def mcp_documents(checkout: Checkout, system_namespace: str, workload_namespace:
 
 
 def apply(api: kube.ApiClient, documents: Iterable[dict]) -> None:
-    """As `kubectl apply`: each created, or replaced when it exists."""
-    dynamic = DynamicClient(api)
+    """`kubectl apply` of run_e2e.sh on its fresh cluster: each object created (one that
+    exists already is kept, which on a fresh cluster never happens). Custom resources go
+    through the plural their CRD names; the rest through the client's own kinds."""
     for document in documents:
-        kind, name = document["kind"], document["metadata"]["name"]
-        namespace = document["metadata"].get("namespace")
+        kind, namespace = document["kind"], document["metadata"].get("namespace")
+        group, _, version = document["apiVersion"].rpartition("/")
         try:
-            resource = dynamic.resources.get(api_version=document["apiVersion"], kind=kind)
-            try:
-                resource.create(body=document, namespace=namespace)
-            except ApiException as error:
-                if error.status != 409:
-                    raise
-                current = resource.get(name=name, namespace=namespace)
-                document = {**document, "metadata": {**document["metadata"],
-                            "resourceVersion": current.metadata.resourceVersion}}  # fmt: skip
-                resource.replace(body=document, namespace=namespace)
+            plural = _custom_plural(api, group, kind) if group else None
+            if plural is None:
+                kube_utils.create_from_dict(api, document)
+            else:
+                kube.CustomObjectsApi(api).create_namespaced_custom_object(
+                    group, version, namespace, plural, document
+                )
+        except kube_utils.FailToCreateError as failure:
+            _refused(document, failure.api_exceptions[0])
         except ApiException as error:
-            raise DeployError(
-                f"the API server refused {kind} {namespace}/{name}: {error.status} "
-                f"{error.reason}: {error.body}"
-            ) from error
-        except ResourceNotFoundError as error:
-            raise DeployError(
-                f"{kind} ({document['apiVersion']}) is not served by this cluster: "
-                "are the checkout's CRDs installed?"
-            ) from error
+            _refused(document, error)
+
+
+def _custom_plural(api: kube.ApiClient, group: str, kind: str) -> str | None:
+    """The plural of `kind` in `group` as its CRD names it; None when no CRD defines it
+    (a built-in kind)."""
+    for crd in kube.ApiextensionsV1Api(api).list_custom_resource_definition().items:
+        if crd.spec.group == group and crd.spec.names.kind == kind:
+            return crd.spec.names.plural
+    return None
+
+
+def _refused(document: dict, error: ApiException) -> None:
+    if error.status == 409:
+        return
+    metadata = document["metadata"]
+    raise DeployError(
+        f"the API server refused {document['kind']} {metadata.get('namespace', '')}/"
+        f"{metadata['name']}: {error.status} {error.reason}: {error.body}"
+    ) from error
 
 
 def e2e_service_account(api: kube.ApiClient, namespace: str) -> None:
