@@ -95,12 +95,11 @@ _OIDC_EXTRA = textwrap.dedent(
     """\
     class ClientCredentials(unittest.TestCase):
         def test_app_token_from_the_token_endpoint(self):
-            import requests
-            answer = requests.post(os.environ["KEYCLOAK_TOKEN_URL"], data={
-                "grant_type": "client_credentials", "client_id": "agentcube-app",
-                "client_secret": "app-secret-1"}, timeout=10)
-            self.assertEqual(answer.status_code, 200, answer.text)
-            self.assertEqual(answer.json()["token_type"], "Bearer")
+            import json, urllib.parse, urllib.request
+            form = urllib.parse.urlencode({"grant_type": "client_credentials",
+                "client_id": "agentcube-app", "client_secret": "app-secret-1"}).encode()
+            with urllib.request.urlopen(os.environ["KEYCLOAK_TOKEN_URL"], form, timeout=10) as a:
+                self.assertEqual(json.load(a)["token_type"], "Bearer")
     """
 )
 
@@ -108,11 +107,12 @@ _MCP_K8S_EXTRA = textwrap.dedent(
     """\
     class InCluster(unittest.TestCase):
         def test_the_mcp_pod_answers_through_its_service(self):
-            import requests
-            answer = requests.get(os.environ["MCP_K8S_MCP_URL"], timeout=10).json()
-            self.assertEqual(answer["path"], "/mcp")
-            self.assertTrue(answer["api_token"], "the pod has no API_TOKEN: set env not rolled out")
-            self.assertEqual(answer["router_url"],
+            import json, urllib.request
+            with urllib.request.urlopen(os.environ["MCP_K8S_MCP_URL"], timeout=10) as answer:
+                seen = json.load(answer)
+            self.assertEqual(seen["path"], "/mcp")
+            self.assertTrue(seen["api_token"], "the pod has no API_TOKEN: set env not rolled out")
+            self.assertEqual(seen["router_url"],
                              "http://agentcube-router.agentcube.svc.cluster.local:8080")
     """
 )
