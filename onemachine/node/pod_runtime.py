@@ -434,11 +434,18 @@ def _read_report(descriptor: int, holder: subprocess.Popen) -> int:
 
 
 class PodRuntime:
-    """The node's pod sandboxes, under `root/pods/`, on one pod network."""
+    """The node's pod sandboxes, under `root/pods/`, on one pod network; `service_hosts`
+    gives the Service lines of a pod's /etc/hosts for its namespace (the Service proxy's)."""
 
-    def __init__(self, root: Path, network: PodNetwork) -> None:
+    def __init__(
+        self,
+        root: Path,
+        network: PodNetwork,
+        service_hosts: Callable[[str], str] | None = None,
+    ) -> None:
         self._pods = root / "pods"
         self._network = network
+        self._service_hosts = service_hosts
         self._sandboxes: set[PodSandbox] = set()
         self._lock = threading.Lock()
 
@@ -470,7 +477,8 @@ class PodRuntime:
                 sandbox.address = self._network.attach(pod_network)
             finally:
                 os.close(pod_network)
-            hosts.write_text(managed_hosts(sandbox.address, hostname))
+            services = self._service_hosts(namespace) if self._service_hosts else ""
+            hosts.write_text(managed_hosts(sandbox.address, hostname) + services)
         except BaseException:
             sandbox.close()
             raise

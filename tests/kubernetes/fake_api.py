@@ -10,7 +10,8 @@ RBAC for the identities it is given, uid preconditions, graceful pod deletion, p
 port forwards through "kubelets", list metadata, discovery; and for a node agent
 (tests/onemachine/node/): watches with resourceVersion and field selectors (410 Expired after
 ``compact``), pods/binding, the status subresource, updates with resourceVersion conflicts,
-Nodes and Leases. It records every request so that
+Nodes and Leases; Services and EndpointSlices stored as given (no ClusterIP is allocated,
+no slice is made: a test writes both). It records every request so that
 tests can check the exact calls, and answers with injected failures (403, 404, 409, ...)
 where a test asks.
 
@@ -57,7 +58,7 @@ GROUPS = (
     "extensions.agents.x-k8s.io/v1alpha1",
 )
 # Served whatever `groups` says: the core API and the built-in groups the adapter uses.
-_BUILT_IN = {"", "apps", "coordination.k8s.io"}
+_BUILT_IN = {"", "apps", "coordination.k8s.io", "discovery.k8s.io"}
 NOT_FOUND_PAGE = "404 page not found\n"  # what the server's mux answers for a path it lacks
 
 
@@ -89,6 +90,7 @@ _RESOURCES: dict[str, tuple[_Kind, ...]] = {
     ),
     "apps": (_Kind("deployments", "Deployment", ("scale", "status")),),
     "coordination.k8s.io": (_Kind("leases", "Lease", (), generation=False),),
+    "discovery.k8s.io": (_Kind("endpointslices", "EndpointSlice", (), generation=False),),
     "runtime.agentcube.volcano.sh": (
         _Kind("agentruntimes", "AgentRuntime"),
         _Kind("codeinterpreters", "CodeInterpreter"),
