@@ -22,7 +22,7 @@ import urllib3
 from kubernetes.client.rest import ApiException
 
 from onemachine import netns
-from onemachine.cluster import bootstrap, parts
+from onemachine.cluster import bootstrap, parts, service_forwards
 from onemachine.cluster.binaries import MissingBinaries, locate
 from onemachine.cluster.credentials import (
     ADMIN,
@@ -51,6 +51,7 @@ class Options:
     state_dir: Path
     sources: dict[str, Path | None]
     images: tuple[str, ...] = ()
+    forwards: tuple[service_forwards.ServiceForward, ...] = ()
     ready_timeout: float = 120.0
     ports: parts.Ports = field(default_factory=parts.Ports)
 
@@ -66,6 +67,7 @@ def launch(options: Options) -> int:
         host_ports = {
             name: listen() for name in ("api", "router", "workload-manager", "oidc-issuer")
         }
+        forward_ports = {forward: listen() for forward in options.forwards}
         issuer_port = host_ports["oidc-issuer"].getsockname()[1]
         ports = replace(options.ports, oidc_issuer=issuer_port)
         cluster = parts.Cluster(binaries, state, pki, ports, options.images)
@@ -87,6 +89,10 @@ def launch(options: Options) -> int:
             (host_ports["workload-manager"], inner.workload_manager),
             # The same port inside: the issuer's URL is the same on both sides.
             (host_ports["oidc-issuer"], issuer_port),
+            *(
+                (listener, service_forwards.resolver(_admin_client(state), forward))
+                for forward, listener in forward_ports.items()
+            ),
         ]
     ).start()
     interrupts = Interrupts()
@@ -101,7 +107,8 @@ def launch(options: Options) -> int:
                 host_ports["workload-manager"].getsockname()[1],
                 state.oidc_tokens,
             )
-            _announce(cluster, host_ports["api"].getsockname()[1], suite_token, command)
+            forwarded = {f: listener.getsockname()[1] for f, listener in forward_ports.items()}
+            _announce(cluster, host_ports["api"].getsockname()[1], suite_token, command, forwarded)
             LOG.info("every part ready in %.1f s", time.monotonic() - started)
             ended = supervisor.wait_any_exit()
             print(f"onemachine cluster: {supervisor.describe_exit(ended)}", file=sys.stderr)
@@ -163,6 +170,7 @@ def _start(
     supervisor.start_ready(parts.api_server(cluster), timeout)
     api = bootstrap.connect(state.kubeconfig("admin"))
     bootstrap.install(api, crds, timeout)
+    bootstrap.part_services(api, cluster.ports.router, cluster.ports.workload_manager)
     supervisor.start_ready(parts.controller_manager(cluster), timeout)
     _service_account_files(cluster, api, timeout)
     bootstrap.wait_default_service_account(api, timeout)
@@ -195,7 +203,18 @@ def _service_account_files(cluster: parts.Cluster, api, timeout: float) -> None:
     write_private(files / "namespace", SYSTEM_NAMESPACE)
 
 
-def _announce(cluster: parts.Cluster, api_port: int, token: str, command: str) -> None:
+def _admin_client(state: StateDir):
+    """A maker of the admin's API client, for a forward's look-up of its Service."""
+    return lambda: bootstrap.connect(state.kubeconfig("admin"))
+
+
+def _announce(
+    cluster: parts.Cluster,
+    api_port: int,
+    token: str,
+    command: str,
+    forwarded: dict[service_forwards.ServiceForward, int],
+) -> None:
     state = cluster.state
     write_kubeconfig(
         state.suite_kubeconfig,
@@ -207,6 +226,11 @@ def _announce(cluster: parts.Cluster, api_port: int, token: str, command: str) -
     write_private(state.suite_command, command + "\n")
     print(f"onemachine cluster ready: API server https://{LOOPBACK}:{api_port}", flush=True)
     print(f"admin kubeconfig (inside the namespace only): {state.kubeconfig('admin')}")
+    if forwarded:
+        service_forwards.write(state.service_forwards, forwarded)
+        print(f"Service forwards (also in {state.service_forwards}):")
+        for forward, port in forwarded.items():
+            print(f"  {forward} at {LOOPBACK}:{port}")
     print(f"run the suite (also in {state.suite_command}):")
     print(command, flush=True)
 

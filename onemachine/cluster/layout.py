@@ -31,9 +31,13 @@ OIDC_ISSUER_PORT = 8070
 SYSTEM_NAMESPACE = "agentcube"
 NEIGHBOUR_NAMESPACE = "agentcube-neighbour"
 NODE_NAME = "localcube-node"
+# The node's address on the pod bridge (the pods' gateway), where pods reach the parts: they
+# listen on every interface of the namespace.
+NODE_ADDRESS = "198.18.0.1"
 
 # Services get addresses from the benchmarking block (RFC 2544, 198.18.0.0/15) beside the
-# pods' 198.18.0.0/16: never the machine's network. No proxy serves them; nothing dials them.
+# pods' 198.18.0.0/16: never the machine's network. The node's Service proxy serves them
+# (onemachine/node/service_proxy.py), inside the namespace only.
 SERVICE_CIDR = "198.19.0.0/24"
 
 
@@ -97,6 +101,11 @@ class StateDir:
     @property
     def suite_command(self) -> Path:
         return self.root / "suite-command"
+
+    @property
+    def service_forwards(self) -> Path:
+        """{"NAMESPACE/NAME:PORT": "127.0.0.1:HOSTPORT"} of each --forward-service."""
+        return self.root / "service-forwards.json"
 
     def make(self) -> None:
         for directory in (self.root, self.pki, self.logs, self.root / "kubeconfigs"):

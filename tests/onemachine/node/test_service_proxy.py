@@ -1,13 +1,14 @@
 """The node's Service proxy, with real processes and network namespaces: a pod finds a Service
 by name in its /etc/hosts and reaches a process endpoint (as the launcher's Router) through the
-ClusterIP; a selector Service reaches its ready pod; no ready endpoint, or one off the pod
-network, resets the connection."""
+ClusterIP; a selector Service reaches its ready pod; the launcher's host forward reaches a
+Service through it; no ready endpoint, or one off the pod network, resets the connection."""
 
 from __future__ import annotations
 
 import contextlib
 import socket
 import socketserver
+import subprocess
 import threading
 from collections.abc import Iterator
 from ipaddress import IPv4Network
@@ -16,6 +17,9 @@ from pathlib import Path
 import pytest
 from kubernetes import config
 
+from onemachine import netns
+from onemachine.cluster import service_forwards
+from onemachine.cluster.relay import Relay, listen
 from onemachine.node.api import NodeApi
 from onemachine.node.pod_network import AddressPool, PodNetwork
 from onemachine.node.pod_runtime import PodRuntime
@@ -155,10 +159,7 @@ def test_a_selector_service_reaches_its_ready_pod_at_the_named_target_port(
 
 
 def _answer_or_empty(address: str, port: int) -> bytes:
-    try:
-        return answer(address, port)
-    except OSError:
-        return b""
+    return _or_empty(lambda: answer(address, port))
 
 
 @pytest.mark.slow
@@ -208,3 +209,43 @@ def test_hosts_lines_name_each_service_as_the_cluster_dns_would() -> None:
         " workloadmanager.agentcube workloadmanager\n"
         "198.19.0.20\tmcp.other.svc.cluster.local mcp.other.svc mcp.other\n"
     )
+
+
+@pytest.mark.slow
+def test_a_host_forward_reaches_a_service_created_after_it(
+    proxied: Cluster, other_namespace: int
+) -> None:
+    """`--forward-service`: a listener in another namespace (the host's, in the launcher),
+    relayed from the node's namespace to the Service, which is looked up per connection: before
+    the Service exists the connection is closed, after it the Service answers."""
+    forward = service_forwards.parse("agentcube/mcp:8000")
+    with netns.entered(other_namespace):
+        subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+        listener = listen()
+    port = listener.getsockname()[1]
+    target = service_forwards.resolver(
+        lambda: config.new_client_from_config(config_file=str(proxied.kubeconfig)), forward
+    )
+    relay = Relay([(listener, target)]).start()
+
+    def from_the_host() -> bytes:
+        with netns.entered(other_namespace):
+            connection = socket.create_connection(("127.0.0.1", port), timeout=5)
+        with connection:
+            return connection.recv(100)
+
+    try:
+        with answering("0.0.0.0", 8001, b"the mcp server"):
+            assert from_the_host() == b""  # no such Service yet: closed
+            proxied.fake.put(SERVICES, service("mcp", "198.19.0.30", 8000))
+            proxied.fake.put(SLICES, endpoint_slice("mcp", "198.18.0.1", 8001))
+            assert wait_until(lambda: _or_empty(from_the_host), "the forward") == b"the mcp server"
+    finally:
+        relay.stop()
+
+
+def _or_empty(call) -> bytes:
+    try:
+        return call()
+    except OSError:
+        return b""
