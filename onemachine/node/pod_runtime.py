@@ -12,6 +12,7 @@ handler is not stopped by SIGTERM, and killing PID 1 ends every process it start
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import json
 import os
@@ -376,20 +377,75 @@ def _machines_own(command: Path) -> list[str]:
     command as found and for each symbolic link it leads through (as a venv's python, in a
     checkout under /tmp, leads to pyenv's under /root), the entry right below that directory
     (/tmp/ci for /tmp/ci/main/.venv/bin/python, /root/.pyenv for
-    /root/.pyenv/versions/3.11.7/bin/python3.11). The pod's own copies of those directories are
-    empty, so the container gets these entries bound read-only into the pod before its command
+    /root/.pyenv/versions/3.11.7/bin/python3.11), or the virtual environment itself where the
+    step lies in one (/tmp/lc/venv, not all of /tmp/lc); and for a virtual environment's
+    python, what it runs with (`_venv_needs`). The pod's own copies of those directories are
+    empty, so the container gets these bound read-only into the pod before its command
     runs -- those alone, and only for such a command: a pod running anything else (PicoD,
     /bin/sh) sees none of the machine's user data. Empty for a command elsewhere."""
     if not (command.is_file() and os.access(command, os.X_OK)):
         return []
     entries: list[str] = []
-    for step in _link_chain(Path(os.path.abspath(command))):
+    chain = _link_chain(Path(os.path.abspath(command)))
+    venv = _venv_of(chain[0])
+    for step in [*chain, *(_venv_needs(venv) if venv else [])]:
         for private in PRIVATE_DIRS:
             if step.is_relative_to(private) and step != Path(private):
-                entry = str(Path(private, step.relative_to(private).parts[0]))
-                if entry not in entries:
+                in_venv = _venv_of(step)
+                if step.is_dir() and not in_venv:
+                    entry = str(step)  # a source tree an editable install names: itself
+                elif in_venv:
+                    entry = str(in_venv)
+                else:
+                    entry = str(Path(private, step.relative_to(private).parts[0]))
+                if entry not in entries and not any(entry.startswith(e + "/") for e in entries):
                     entries.append(entry)
     return entries
+
+
+def _venv_of(path: Path) -> Path | None:
+    """The virtual environment `path` (a file in its bin/) belongs to, if any."""
+    venv = path.parent.parent
+    return venv if path.parent.name == "bin" and (venv / "pyvenv.cfg").is_file() else None
+
+
+def _venv_needs(venv: Path) -> list[Path]:
+    """What a virtual environment's python needs besides the venv: the base interpreter's
+    installation (the prefix of pyvenv.cfg's `home`) and each directory its site-packages'
+    .pth files and setuptools' editable finders name (`pip install -e` of a checkout: its
+    source tree)."""
+    needed: list[Path] = []
+    with contextlib.suppress(OSError):
+        for line in (venv / "pyvenv.cfg").read_text().splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() == "home" and value.strip():  # the base's bin/: its prefix
+                needed.append(Path(value.strip()).parent)
+    for site in venv.glob("lib/python*/site-packages"):
+        for pth in site.glob("*.pth"):
+            with contextlib.suppress(OSError, UnicodeDecodeError):
+                for line in pth.read_text().splitlines():
+                    if line.strip() and not line.startswith(("#", "import ", "import\t")):
+                        needed.append(Path(site, line.strip()))
+        for finder in site.glob("__editable___*_finder.py"):
+            needed.extend(Path(p) for p in _editable_mapping(finder))
+    return [Path(os.path.abspath(path)) for path in needed if path.is_absolute() or path.exists()]
+
+
+def _editable_mapping(finder: Path) -> list[str]:
+    """The paths of setuptools' editable finder's MAPPING (package name to source directory)."""
+    try:
+        module = ast.parse(finder.read_text())
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return []
+    for statement in module.body:
+        target = getattr(statement, "target", None) or next(
+            iter(getattr(statement, "targets", [])), None
+        )
+        if isinstance(target, ast.Name) and target.id == "MAPPING" and statement.value is not None:
+            with contextlib.suppress(ValueError):
+                mapping = ast.literal_eval(statement.value)
+                return [str(path) for path in mapping.values()]
+    return []
 
 
 def _link_chain(path: Path) -> list[Path]:
