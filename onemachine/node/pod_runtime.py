@@ -428,24 +428,26 @@ def _venv_needs(venv: Path) -> list[Path]:
                         needed.append(Path(site, line.strip()))
         for finder in site.glob("__editable___*_finder.py"):
             needed.extend(Path(p) for p in _editable_mapping(finder))
-    return [Path(os.path.abspath(path)) for path in needed if path.is_absolute() or path.exists()]
+    return [Path(os.path.abspath(path)) for path in needed if path.exists()]  # else nothing to bind
 
 
 def _editable_mapping(finder: Path) -> list[str]:
-    """The paths of setuptools' editable finder's MAPPING (package name to source directory)."""
+    """The paths setuptools' editable finder names: its MAPPING (package to source directory)
+    and NAMESPACES (namespace package to directories), literals in the module it writes
+    (setuptools/command/editable_wheel.py, _FINDER_TEMPLATE)."""
     try:
         module = ast.parse(finder.read_text())
     except (OSError, SyntaxError, UnicodeDecodeError):
         return []
+    paths: list[str] = []
     for statement in module.body:
-        target = getattr(statement, "target", None) or next(
-            iter(getattr(statement, "targets", [])), None
-        )
-        if isinstance(target, ast.Name) and target.id == "MAPPING" and statement.value is not None:
-            with contextlib.suppress(ValueError):
-                mapping = ast.literal_eval(statement.value)
-                return [str(path) for path in mapping.values()]
-    return []
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target = statement.targets[0]
+            if isinstance(target, ast.Name) and target.id in ("MAPPING", "NAMESPACES"):
+                with contextlib.suppress(ValueError):
+                    for value in ast.literal_eval(statement.value).values():
+                        paths.extend(value if isinstance(value, list) else [value])
+    return [str(path) for path in paths]
 
 
 def _link_chain(path: Path) -> list[Path]:

@@ -32,6 +32,7 @@ from onemachine.node.pod_runtime import (
     PodRuntime,
     PodSandbox,
     SandboxError,
+    _machines_own,
 )
 from tests.onemachine.node.pod_support import wait_for_text
 from tests.waiting import satisfying, wait_until
@@ -645,6 +646,40 @@ def test_a_venvs_python_runs_its_editable_install_from_a_checkout_under_root(
         assert output(sandbox, ContainerLaunch("list", ["/bin/sh", "-c", shown], {})) == (
             "venv\n--\nsrc\n"  # the venv, not its state directory's secret; the source tree
         )
+    finally:
+        shutil.rmtree(checkout)
+        shutil.rmtree(venv_parent)
+
+
+def test_a_venvs_python_brings_the_source_trees_of_setuptools_editable_finders() -> None:
+    """The other form `pip install -e` takes with setuptools: a .pth that imports a finder
+    module whose MAPPING and NAMESPACES name the source directories (setuptools'
+    editable_wheel.py, _FINDER_TEMPLATE); those under /root are bound, the venv is, and a
+    path outside the private directories is not (the overlay shows it anyway)."""
+    checkout = Path(tempfile.mkdtemp(prefix="lc-checkout-", dir="/root"))
+    venv_parent = Path(tempfile.mkdtemp(prefix="lc-state-", dir="/tmp"))
+    try:
+        venv = venv_parent / "venv"
+        subprocess.run(
+            [sys.base_prefix + "/bin/python3", "-m", "venv", "--without-pip", str(venv)], check=True
+        )
+        (site,) = venv.glob("lib/python*/site-packages")
+        finder = "__editable___agentcube_sdk_0_1_finder"
+        (site / "__editable__.agentcube_sdk-0.1.pth").write_text(
+            f"import {finder}; {finder}.install()"
+        )
+        for source in ("sdk-python/agentcube", "ns"):
+            (checkout / source).mkdir(parents=True)
+        mapping = {"agentcube": f"{checkout}/sdk-python/agentcube", "elsewhere": "/usr/lib"}
+        namespaces = {"agentcube_ns": [f"{checkout}/ns"], "gone": [f"{checkout}/gone"]}
+        (site / f"{finder}.py").write_text(
+            f"import sys\nMAPPING = {mapping!r}\nNAMESPACES = {namespaces!r}\n"
+        )
+        bound = _machines_own(venv / "bin" / "python")
+        assert str(venv) in bound and str(venv_parent) not in bound
+        assert {f"{checkout}/sdk-python/agentcube", f"{checkout}/ns"} <= set(bound)
+        assert not [path for path in bound if path.startswith(("/usr", f"{checkout}/gone"))]
+        assert str(checkout) not in bound  # the trees alone, not the whole checkout
     finally:
         shutil.rmtree(checkout)
         shutil.rmtree(venv_parent)
