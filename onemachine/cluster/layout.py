@@ -31,8 +31,9 @@ OIDC_ISSUER_PORT = 8070
 SYSTEM_NAMESPACE = "agentcube"
 NEIGHBOUR_NAMESPACE = "agentcube-neighbour"
 NODE_NAME = "localcube-node"
-# The node's address on the pod bridge (the pods' gateway), where pods reach the parts: they
-# listen on every interface of the namespace.
+# The node's address on the pod bridge (the pods' gateway), where pods reach the parts: the
+# Router and the WorkloadManager listen on every interface of the namespace (":" + port,
+# pkg/router/server.go:185, pkg/workloadmanager/server.go:150).
 NODE_ADDRESS = "198.18.0.1"
 
 # Services get addresses from the benchmarking block (RFC 2544, 198.18.0.0/15) beside the
