@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import os
 import socket
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -101,3 +102,24 @@ def only_loopback(also: Callable[[str], bool] | None = None) -> None:
         raise NotPrivateNamespace(
             f"this network namespace is not private: it holds {', '.join(foreign)} besides lo"
         )
+
+
+def new_network_namespace() -> int:
+    """A descriptor of a new network namespace (holding only a down `lo`), made by a
+    short-lived thread so that the calling thread stays where it is; NamespaceUnavailable if
+    the machine refuses."""
+    made: list[int | BaseException] = []
+
+    def make() -> None:
+        try:
+            unshare(CLONE_NEWNET)
+            made.append(os.open("/proc/thread-self/ns/net", os.O_RDONLY))
+        except BaseException as error:
+            made.append(error)
+
+    thread = threading.Thread(target=make)
+    thread.start()
+    thread.join()
+    if isinstance(made[0], BaseException):
+        raise made[0]
+    return made[0]

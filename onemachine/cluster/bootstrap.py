@@ -20,7 +20,7 @@ from kubernetes import utils as kube_utils
 from kubernetes.client.rest import ApiException
 
 from onemachine.cluster.credentials import SUITE_USER
-from onemachine.cluster.layout import NEIGHBOUR_NAMESPACE, SYSTEM_NAMESPACE
+from onemachine.cluster.layout import NEIGHBOUR_NAMESPACE, NODE_ADDRESS, SYSTEM_NAMESPACE
 from onemachine.cluster.readiness import wait_until
 
 HERE = Path(__file__).resolve().parent
@@ -28,6 +28,7 @@ CHART_RBAC = HERE / "chart-rbac.yaml"
 SUITE_RBAC = HERE.parents[1] / "docs" / "examples" / "rbac.yaml"
 SUITE_ROLE = "agentcube-acceptance"
 SERVICE_ACCOUNTS = ("workloadmanager", "agentcube-router")
+CHART_SERVICE_PORT = 8080  # both Services' port in the chart (values.yaml:28,58)
 WAIT_INTERVAL = 0.2  # between reads of what a controller of the cluster makes
 
 # Where each checkout keeps its CRDs: (flag, directory inside the checkout).
@@ -81,6 +82,48 @@ def install(api: kube.ApiClient, crds: list[Path], timeout: float) -> None:
         _create(api, _suite_binding(namespace))
     for account in SERVICE_ACCOUNTS:
         _create(api, _token_secret(account))
+
+
+def part_services(api: kube.ApiClient, router_port: int, workload_manager_port: int) -> None:
+    """The chart's Services of the Router and the WorkloadManager (agentcube-router.yaml:133-148,
+    workloadmanager.yaml:125-140: port 8080, named http), which pods reach them by (the MCP
+    server's deployment.yaml names both). Here they are processes, not pods: so no selector,
+    and an EndpointSlice each at the node's address and the part's port, as Kubernetes
+    models a backend outside the cluster; the node's Service proxy serves them."""
+    for name, port in (
+        ("agentcube-router", router_port),
+        ("workloadmanager", workload_manager_port),
+    ):
+        _create(api, _process_service(name))
+        _create(api, _process_endpoints(name, port))
+
+
+def _process_service(name: str) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": SYSTEM_NAMESPACE, "labels": {"app": name}},
+        "spec": {"ports": [{"name": "http", "port": CHART_SERVICE_PORT, "protocol": "TCP"}]},
+    }
+
+
+def _process_endpoints(name: str, port: int) -> dict:
+    return {
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {
+            "name": f"{name}-process",
+            "namespace": SYSTEM_NAMESPACE,
+            "labels": {
+                "kubernetes.io/service-name": name,
+                # not the EndpointSlice controller's (it leaves slices it does not manage alone)
+                "endpointslice.kubernetes.io/managed-by": "onemachine-cluster",
+            },
+        },
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": [NODE_ADDRESS], "conditions": {"ready": True}}],
+        "ports": [{"name": "http", "port": port, "protocol": "TCP"}],
+    }
 
 
 def service_account_token(api: kube.ApiClient, account: str, timeout: float) -> str:

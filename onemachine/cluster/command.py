@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 
 from agentcube_contract.durations import positive_duration
+from onemachine.cluster import service_forwards
 from onemachine.cluster.binaries import BINARIES
 from onemachine.cluster.launcher import Options, launch
 
@@ -64,6 +65,16 @@ def add_cluster_command(commands: argparse._SubParsersAction) -> None:
         "(passed to it as --clients-file; see docs/one-machine-cluster.md)",
     )
     cluster.add_argument(
+        "--forward-service",
+        action="append",
+        default=[],
+        type=service_forwards.parse,
+        metavar="NAMESPACE/NAME:PORT",
+        help="a free 127.0.0.1 port of the host relayed to that Service's port (repeatable; "
+        "the Service may come later); the ports are printed and written to "
+        "STATE/service-forwards.json",
+    )
+    cluster.add_argument(
         "--ready-timeout",
         type=positive_duration,
         default=120.0,
@@ -85,6 +96,7 @@ def run_cluster(arguments: argparse.Namespace) -> int:
             "--agent-sandbox-src": arguments.agent_sandbox_src,
         },
         images=tuple(arguments.image),
+        forwards=tuple(dict.fromkeys(arguments.forward_service)),
         ready_timeout=arguments.ready_timeout,
         oidc_clients=arguments.oidc_clients.resolve() if arguments.oidc_clients else None,
     )

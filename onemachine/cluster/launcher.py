@@ -26,7 +26,7 @@ from kubernetes.client.rest import ApiException
 
 from oidc_issuer.clients import ClientsFileError, load_clients
 from onemachine import netns
-from onemachine.cluster import bootstrap, parts
+from onemachine.cluster import bootstrap, parts, service_forwards
 from onemachine.cluster.binaries import MissingBinaries, locate
 from onemachine.cluster.credentials import (
     ADMIN,
@@ -55,6 +55,7 @@ class Options:
     state_dir: Path
     sources: dict[str, Path | None]
     images: tuple[str, ...] = ()
+    forwards: tuple[service_forwards.ServiceForward, ...] = ()
     ready_timeout: float = 120.0
     ports: parts.Ports = field(default_factory=parts.Ports)
     oidc_clients: Path | None = None
@@ -73,6 +74,7 @@ def launch(options: Options) -> int:
         host_ports = {
             name: listen() for name in ("api", "router", "workload-manager", "oidc-issuer")
         }
+        forward_ports = {forward: listen() for forward in options.forwards}
         issuer_port = host_ports["oidc-issuer"].getsockname()[1]
         ports = replace(options.ports, oidc_issuer=issuer_port)
         cluster = parts.Cluster(
@@ -99,6 +101,10 @@ def launch(options: Options) -> int:
             (host_ports["workload-manager"], inner.workload_manager),
             # The same port inside: the issuer's URL is the same on both sides.
             (host_ports["oidc-issuer"], issuer_port),
+            *(
+                (listener, service_forwards.resolver(_admin_client(state), forward))
+                for forward, listener in forward_ports.items()
+            ),
         ]
     ).start()
     interrupts = Interrupts()
@@ -113,7 +119,8 @@ def launch(options: Options) -> int:
                 host_ports["workload-manager"].getsockname()[1],
                 state.oidc_tokens,
             )
-            _announce(cluster, host_ports["api"].getsockname()[1], suite_token, command)
+            forwarded = {f: listener.getsockname()[1] for f, listener in forward_ports.items()}
+            _announce(cluster, host_ports["api"].getsockname()[1], suite_token, command, forwarded)
             _write_cluster_info(cluster, host_ports)
             LOG.info("every part ready in %.1f s", time.monotonic() - started)
             ended = supervisor.wait_any_exit()
@@ -177,6 +184,7 @@ def _start(
     supervisor.start_ready(parts.api_server(cluster), timeout)
     api = bootstrap.connect(state.kubeconfig("admin"))
     bootstrap.install(api, crds, timeout)
+    bootstrap.part_services(api, cluster.ports.router, cluster.ports.workload_manager)
     supervisor.start_ready(parts.controller_manager(cluster), timeout)
     _service_account_files(cluster, api, timeout)
     bootstrap.wait_default_service_account(api, timeout)
@@ -209,7 +217,18 @@ def _service_account_files(cluster: parts.Cluster, api, timeout: float) -> None:
     write_private(files / "namespace", SYSTEM_NAMESPACE)
 
 
-def _announce(cluster: parts.Cluster, api_port: int, token: str, command: str) -> None:
+def _admin_client(state: StateDir):
+    """A maker of the admin's API client, for a forward's look-up of its Service."""
+    return lambda: bootstrap.connect(state.kubeconfig("admin"))
+
+
+def _announce(
+    cluster: parts.Cluster,
+    api_port: int,
+    token: str,
+    command: str,
+    forwarded: dict[service_forwards.ServiceForward, int],
+) -> None:
     state = cluster.state
     write_kubeconfig(
         state.suite_kubeconfig,
@@ -221,6 +240,11 @@ def _announce(cluster: parts.Cluster, api_port: int, token: str, command: str) -
     write_private(state.suite_command, command + "\n")
     print(f"onemachine cluster ready: API server https://{LOOPBACK}:{api_port}", flush=True)
     print(f"admin kubeconfig (inside the namespace only): {state.kubeconfig('admin')}")
+    if forwarded:
+        service_forwards.write(state.service_forwards, forwarded)
+        print(f"Service forwards (also in {state.service_forwards}):")
+        for forward, port in forwarded.items():
+            print(f"  {forward} at {LOOPBACK}:{port}")
     print(f"run the suite (also in {state.suite_command}):")
     print(command, flush=True)
 

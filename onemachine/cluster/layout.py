@@ -31,9 +31,14 @@ OIDC_ISSUER_PORT = 8070
 SYSTEM_NAMESPACE = "agentcube"
 NEIGHBOUR_NAMESPACE = "agentcube-neighbour"
 NODE_NAME = "localcube-node"
+# The node's address on the pod bridge (the pods' gateway), where pods reach the parts: the
+# Router and the WorkloadManager listen on every interface of the namespace (":" + port,
+# pkg/router/server.go:185, pkg/workloadmanager/server.go:150).
+NODE_ADDRESS = "198.18.0.1"
 
 # Services get addresses from the benchmarking block (RFC 2544, 198.18.0.0/15) beside the
-# pods' 198.18.0.0/16: never the machine's network. No proxy serves them; nothing dials them.
+# pods' 198.18.0.0/16: never the machine's network. The node's Service proxy serves them
+# (onemachine/node/service_proxy.py), inside the namespace only.
 SERVICE_CIDR = "198.19.0.0/24"
 
 
@@ -108,6 +113,11 @@ class StateDir:
         """cluster.json: the host URLs and the files a program driving the cluster needs;
         written last once every part is ready, removed at the stop."""
         return self.root / "cluster.json"
+
+    @property
+    def service_forwards(self) -> Path:
+        """{"NAMESPACE/NAME:PORT": "127.0.0.1:HOSTPORT"} of each --forward-service."""
+        return self.root / "service-forwards.json"
 
     def make(self) -> None:
         for directory in (self.root, self.pki, self.logs, self.root / "kubeconfigs"):

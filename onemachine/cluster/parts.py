@@ -336,8 +336,9 @@ def router(cluster: Cluster) -> Part:
 
 
 def node(cluster: Cluster) -> Part:
-    """the process kubelet; the user's --image entries come before the defaults
-    (the PicoD image to their PicoD build, python images to a local python3)."""
+    """the process kubelet, with its Service proxy on the API server's service range; the
+    user's --image entries come before the defaults (the PicoD image to their PicoD build,
+    python images to a local python3)."""
     images = (*cluster.images, f"picod:*={cluster.binaries['picod']}", "python:*=python3")
     return Part(
         "node",
@@ -352,6 +353,8 @@ def node(cluster: Cluster) -> Part:
             str(cluster.state.node_root),
             "--name",
             NODE_NAME,
+            "--service-cidr",
+            SERVICE_CIDR,
             *(argument for image in images for argument in ("--image", image)),
         ),
         HttpProbe(

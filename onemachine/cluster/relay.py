@@ -9,13 +9,18 @@ namespace's own loopback. Bytes pass unchanged both ways (TLS included), with ha
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import logging
 import socket
 import threading
+from collections.abc import Callable
 
 from onemachine.cluster.layout import LOOPBACK
+from onemachine.splice import join
 
-CHUNK = 65536
+LOG = logging.getLogger("onemachine.cluster.relay")
+# Where a connection goes: a port of the namespace's loopback, or a function called (in a
+# worker thread) for each connection, which returns (host, port) or raises LookupError.
+Target = int | Callable[[], tuple[str, int]]
 
 
 def listen(port: int = 0) -> socket.socket:
@@ -29,10 +34,11 @@ def listen(port: int = 0) -> socket.socket:
 
 
 class Relay:
-    """Carries each connection accepted on a listener to 127.0.0.1:target, in whatever
-    namespace the relay's thread runs in; one thread, one event loop for all."""
+    """Carries each connection accepted on a listener to its target (127.0.0.1:PORT, or where
+    the resolver says), in whatever namespace the relay's thread runs in; one thread, one
+    event loop for all."""
 
-    def __init__(self, routes: list[tuple[socket.socket, int]]) -> None:
+    def __init__(self, routes: list[tuple[socket.socket, Target]]) -> None:
         self._routes = routes
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._run, name="relay", daemon=True)
@@ -74,19 +80,23 @@ class Relay:
                 server.close()
             self._loop.close()
 
-    def _handler(self, target: int):
+    def _handler(self, target: Target):
         async def carry(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             task = asyncio.current_task()
             self._connections.add(task)
             try:
                 try:
-                    inner_reader, inner_writer = await asyncio.open_connection(LOOPBACK, target)
-                except OSError:
+                    host, port = (
+                        (LOOPBACK, target)
+                        if isinstance(target, int)
+                        else await asyncio.to_thread(target)
+                    )
+                    inner = await asyncio.open_connection(host, port)
+                except (OSError, LookupError) as error:
+                    if not isinstance(target, int):
+                        LOG.warning("a forwarded connection closed: %s", error)
                     return
-                try:
-                    await asyncio.gather(_pump(reader, inner_writer), _pump(inner_reader, writer))
-                finally:
-                    inner_writer.close()
+                await join((reader, writer), inner)
             except asyncio.CancelledError:
                 pass  # the relay's stop; ending as cancelled would log an error per connection
             finally:
@@ -94,13 +104,3 @@ class Relay:
                 self._connections.discard(task)
 
         return carry
-
-
-async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    """Copy until end of file, then half-close the other side."""
-    with contextlib.suppress(OSError):
-        while data := await reader.read(CHUNK):
-            writer.write(data)
-            await writer.drain()
-        if writer.can_write_eof():
-            writer.write_eof()

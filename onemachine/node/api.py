@@ -38,6 +38,7 @@ class NodeApi:
         self._client = api_client
         self._core = client.CoreV1Api(api_client)
         self._coordination = client.CoordinationV1Api(api_client)
+        self._discovery = client.DiscoveryV1Api(api_client)
 
     def close(self) -> None:
         self._client.close()
@@ -99,6 +100,24 @@ class NodeApi:
         is still the one it ran (a uid precondition)."""
         body = {"gracePeriodSeconds": 0, "preconditions": {"uid": uid}}
         _json(_call(self._core.delete_namespaced_pod, name, namespace, body=body))
+
+    def list_namespaced_pods(self, namespace: str, label_selector: str) -> list[Obj]:
+        answer = _json(
+            _call(self._core.list_namespaced_pod, namespace, label_selector=label_selector)
+        )
+        return answer["items"]
+
+    # Services, for the node's Service proxy.
+
+    def list_services(self) -> list[Obj]:
+        """The Services of every namespace."""
+        return _json(_call(self._core.list_service_for_all_namespaces))["items"]
+
+    def list_endpoint_slices(self, namespace: str, service: str) -> list[Obj]:
+        """The EndpointSlices of one Service (their kubernetes.io/service-name label)."""
+        selector = f"kubernetes.io/service-name={service}"
+        call = self._discovery.list_namespaced_endpoint_slice
+        return _json(_call(call, namespace, label_selector=selector))["items"]
 
     # What pods' environments refer to.
 

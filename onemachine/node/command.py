@@ -8,6 +8,7 @@ import logging
 import signal
 import sys
 import threading
+from ipaddress import IPv4Network
 from pathlib import Path
 
 from kubernetes import config
@@ -22,9 +23,26 @@ from onemachine.node.images import ImageMap, ImageMapError
 from onemachine.node.pod_network import GATEWAY, PodNetwork, PodNetworkError
 from onemachine.node.pod_runtime import PodRuntime
 from onemachine.node.pod_worker import Backoff, NodeContext
+from onemachine.node.service_proxy import ServiceProxy
 
 _LOG = logging.getLogger("onemachine.node")
 _BACKOFF_GROWTH = 30  # the kubelet's back-off tops out at 30 times its start: 10 s to 5 min
+# Where a service CIDR may lie: the benchmarking block's half that holds no pod (RFC 2544).
+_SERVICE_BLOCK = IPv4Network("198.19.0.0/16")
+
+
+def service_cidr(value: str) -> IPv4Network:
+    """An argparse type: a network inside 198.19.0.0/16."""
+    try:
+        network = IPv4Network(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"{value!r}: {error}") from None
+    if not network.subnet_of(_SERVICE_BLOCK):
+        raise argparse.ArgumentTypeError(
+            f"{value!r}: must lie inside {_SERVICE_BLOCK} (the benchmarking block beside the "
+            "pods' 198.18.0.0/16: never the machine's network)"
+        )
+    return network
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -41,6 +59,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         metavar="PATTERN=COMMAND",
         help="run images matching PATTERN (fnmatch) with the local COMMAND as entrypoint, "
         "e.g. 'python:*=python3' (repeatable); any other image fails its pod",
+    )
+    node.add_argument(
+        "--service-cidr",
+        type=service_cidr,
+        metavar="CIDR",
+        help="the API server's --service-cluster-ip-range: proxy every Service with a "
+        "ClusterIP in it and name them in pods' /etc/hosts (default: no Services)",
     )
     node.add_argument(
         "--restart-backoff",
@@ -65,7 +90,7 @@ def run(arguments: argparse.Namespace) -> int:
         if not arguments.kubeconfig.is_file():
             raise ConfigException(f"--kubeconfig {arguments.kubeconfig}: no such file")
         api_client = config.new_client_from_config(config_file=str(arguments.kubeconfig))
-        network = PodNetwork.open()
+        network = PodNetwork.open(service_cidr=arguments.service_cidr)
     except (
         ImageMapError,
         ConfigException,
@@ -78,7 +103,15 @@ def run(arguments: argparse.Namespace) -> int:
         return 2
     api_client.configuration.connection_pool_maxsize = 64  # watches plus every pod's calls
     api = NodeApi(api_client)
-    runtime = PodRuntime(arguments.root, network)
+    proxy = None
+    if arguments.service_cidr is not None:
+        try:
+            proxy = ServiceProxy(api, network).start()
+        except (NamespaceUnavailable, PodNetworkError) as error:
+            print(f"onemachine node: no Service proxy: {error}", file=sys.stderr)
+            api.close()
+            return 2
+    runtime = PodRuntime(arguments.root, network, proxy.hosts if proxy else None)
     backoff = Backoff(arguments.restart_backoff, arguments.restart_backoff * _BACKOFF_GROWTH)
     context = NodeContext(api, runtime, images, arguments.name, str(GATEWAY), backoff)
     agent = NodeAgent(context, Timing(heartbeat=arguments.heartbeat))
@@ -89,11 +122,15 @@ def run(arguments: argparse.Namespace) -> int:
         agent.start()
     except (ApiError, HTTPError, OSError) as error:
         print(f"onemachine node: the Node could not be registered: {error}", file=sys.stderr)
+        if proxy:
+            proxy.stop()
         api.close()
         return 1
     print(f"onemachine node {arguments.name} ready", file=sys.stderr, flush=True)
     stop.wait()
     agent.stop()
     runtime.close()
+    if proxy:
+        proxy.stop()
     api.close()
     return 0

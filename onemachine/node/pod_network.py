@@ -8,6 +8,14 @@ collide with the machine's own network. The node owns a bridge `lcpods0` holding
 network namespace, which must be a private one (the launcher's, or a test's): the node
 refuses to make pod links anywhere that holds other interfaces, so no address it assigns
 ever reaches the machine's network.
+
+Services: with a service CIDR (the launcher's 198.19.0.0/24, RFC 2544's block too), the node's
+Service proxy has a network namespace of its own on the bridge (`attach_services`), which holds
+the whole CIDR on its loopback (so every ClusterIP is a local address there, and a ClusterIP
+port nobody serves refuses at once); each pod, and the node's namespace, route the CIDR
+straight onto the bridge. A namespace of its own, because the parts in the node's namespace
+listen on every interface there (the Router on :8080): a listener on ClusterIP:8080 beside
+them could not bind.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ POD_NETWORK = IPv4Network("198.18.0.0/16")
 GATEWAY = IPv4Address("198.18.0.1")
 BRIDGE = "lcpods0"
 _VETH_PREFIX = "lcv"  # the node's end of a pod's veth: lcv<address index>
+_SERVICES_VETH = "lcvservices"  # the node's end of the Service proxy's veth
 
 
 class AddressesExhausted(RuntimeError):
@@ -105,7 +114,13 @@ class PodNetwork:
     made them in; attach() and detach() refuse to run from any other (a thread elsewhere,
     the host's above all)."""
 
-    def __init__(self, pool: AddressPool, namespace: int, opened: object) -> None:
+    def __init__(
+        self,
+        pool: AddressPool,
+        namespace: int,
+        opened: object,
+        service_cidr: IPv4Network | None = None,
+    ) -> None:
         if opened is not _OPENED:
             raise TypeError(
                 "a PodNetwork is made by PodNetwork.open(), which checks that its network "
@@ -113,10 +128,14 @@ class PodNetwork:
             )
         self._pool = pool
         self._namespace = namespace
+        self.service_cidr = service_cidr
 
     @classmethod
-    def open(cls, pool: AddressPool | None = None) -> PodNetwork:
-        """The pod network of this (private) network namespace: lo up, the bridge made."""
+    def open(
+        cls, pool: AddressPool | None = None, service_cidr: IPv4Network | None = None
+    ) -> PodNetwork:
+        """The pod network of this (private) network namespace: lo up, the bridge made; with
+        `service_cidr`, every pod routes it onto the bridge (see `attach_services`)."""
         try:
             only_loopback(also=_node_owned)
         except NotPrivateNamespace as refused:
@@ -129,7 +148,7 @@ class PodNetwork:
         if BRIDGE not in interfaces():
             commands += [f"link add {BRIDGE} type bridge", f"addr add {GATEWAY}/16 dev {BRIDGE}"]
         _ip(*commands, f"link set {BRIDGE} up")
-        return cls(pool or AddressPool(), _this_namespace(), _OPENED)
+        return cls(pool or AddressPool(), _this_namespace(), _OPENED, service_cidr)
 
     def _in_node_namespace(self, doing: str) -> None:
         if _this_namespace() != self._namespace:
@@ -158,6 +177,7 @@ class PodNetwork:
                 f"addr add {address}/{POD_NETWORK.prefixlen} dev eth0",
                 "link set eth0 up",
                 f"route add default via {GATEWAY}",
+                *([f"route add {self.service_cidr} dev eth0"] if self.service_cidr else []),
                 pod=pod,
                 in_pod=True,
             )
@@ -165,6 +185,30 @@ class PodNetwork:
             self.detach(address)
             raise
         return address
+
+    def attach_services(self, services: int) -> None:
+        """The Service proxy's network namespace (descriptor `services`, a new one) on the
+        bridge: `service_cidr` on its loopback, the pod network on-link through its `eth0`;
+        the node's namespace routes the CIDR onto the bridge too (the launcher's forwards)."""
+        self._in_node_namespace("attach the Service proxy")
+        if self.service_cidr is None:
+            raise PodNetworkError("no service CIDR: the node was given none")
+        if os.fstat(services).st_ino == self._namespace:
+            raise PodNetworkError("refusing to give the node's own namespace the Service CIDR")
+        _ip(
+            f"link add {_SERVICES_VETH} type veth peer name eth0 netns /proc/self/fd/{services}",
+            f"link set {_SERVICES_VETH} master {BRIDGE} up",
+            f"route add {self.service_cidr} dev {BRIDGE}",
+            pod=services,
+        )
+        _ip(
+            "link set lo up",
+            f"addr add {self.service_cidr} dev lo",
+            "link set eth0 up",
+            f"route add {POD_NETWORK} dev eth0",
+            pod=services,
+            in_pod=True,
+        )
 
     def detach(self, address: IPv4Address) -> None:
         """The node's end of the pod's link removed (if the pod's end has not taken it

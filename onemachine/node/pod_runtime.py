@@ -12,6 +12,7 @@ handler is not stopped by SIGTERM, and killing PID 1 ends every process it start
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import json
 import os
@@ -376,20 +377,77 @@ def _machines_own(command: Path) -> list[str]:
     command as found and for each symbolic link it leads through (as a venv's python, in a
     checkout under /tmp, leads to pyenv's under /root), the entry right below that directory
     (/tmp/ci for /tmp/ci/main/.venv/bin/python, /root/.pyenv for
-    /root/.pyenv/versions/3.11.7/bin/python3.11). The pod's own copies of those directories are
-    empty, so the container gets these entries bound read-only into the pod before its command
+    /root/.pyenv/versions/3.11.7/bin/python3.11), or the virtual environment itself where the
+    step lies in one (/tmp/lc/venv, not all of /tmp/lc); and for a virtual environment's
+    python, what it runs with (`_venv_needs`). The pod's own copies of those directories are
+    empty, so the container gets these bound read-only into the pod before its command
     runs -- those alone, and only for such a command: a pod running anything else (PicoD,
     /bin/sh) sees none of the machine's user data. Empty for a command elsewhere."""
     if not (command.is_file() and os.access(command, os.X_OK)):
         return []
     entries: list[str] = []
-    for step in _link_chain(Path(os.path.abspath(command))):
+    chain = _link_chain(Path(os.path.abspath(command)))
+    venv = _venv_of(chain[0])
+    for step in [*chain, *(_venv_needs(venv) if venv else [])]:
         for private in PRIVATE_DIRS:
             if step.is_relative_to(private) and step != Path(private):
-                entry = str(Path(private, step.relative_to(private).parts[0]))
-                if entry not in entries:
+                in_venv = _venv_of(step)
+                if step.is_dir() and not in_venv:
+                    entry = str(step)  # a source tree an editable install names: itself
+                elif in_venv:
+                    entry = str(in_venv)
+                else:
+                    entry = str(Path(private, step.relative_to(private).parts[0]))
+                if entry not in entries and not any(entry.startswith(e + "/") for e in entries):
                     entries.append(entry)
     return entries
+
+
+def _venv_of(path: Path) -> Path | None:
+    """The virtual environment `path` (a file in its bin/) belongs to, if any."""
+    venv = path.parent.parent
+    return venv if path.parent.name == "bin" and (venv / "pyvenv.cfg").is_file() else None
+
+
+def _venv_needs(venv: Path) -> list[Path]:
+    """What a virtual environment's python needs besides the venv: the base interpreter's
+    installation (the prefix of pyvenv.cfg's `home`) and each directory its site-packages'
+    .pth files and setuptools' editable finders name (`pip install -e` of a checkout: its
+    source tree)."""
+    needed: list[Path] = []
+    with contextlib.suppress(OSError):
+        for line in (venv / "pyvenv.cfg").read_text().splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() == "home" and value.strip():  # the base's bin/: its prefix
+                needed.append(Path(value.strip()).parent)
+    for site in venv.glob("lib/python*/site-packages"):
+        for pth in site.glob("*.pth"):
+            with contextlib.suppress(OSError, UnicodeDecodeError):
+                for line in pth.read_text().splitlines():
+                    if line.strip() and not line.startswith(("#", "import ", "import\t")):
+                        needed.append(Path(site, line.strip()))
+        for finder in site.glob("__editable___*_finder.py"):
+            needed.extend(Path(p) for p in _editable_mapping(finder))
+    return [Path(os.path.abspath(path)) for path in needed if path.exists()]  # else nothing to bind
+
+
+def _editable_mapping(finder: Path) -> list[str]:
+    """The paths setuptools' editable finder names: its MAPPING (package to source directory)
+    and NAMESPACES (namespace package to directories), literals in the module it writes
+    (setuptools/command/editable_wheel.py, _FINDER_TEMPLATE)."""
+    try:
+        module = ast.parse(finder.read_text())
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return []
+    paths: list[str] = []
+    for statement in module.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target = statement.targets[0]
+            if isinstance(target, ast.Name) and target.id in ("MAPPING", "NAMESPACES"):
+                with contextlib.suppress(ValueError):
+                    for value in ast.literal_eval(statement.value).values():
+                        paths.extend(value if isinstance(value, list) else [value])
+    return [str(path) for path in paths]
 
 
 def _link_chain(path: Path) -> list[Path]:
@@ -434,11 +492,18 @@ def _read_report(descriptor: int, holder: subprocess.Popen) -> int:
 
 
 class PodRuntime:
-    """The node's pod sandboxes, under `root/pods/`, on one pod network."""
+    """The node's pod sandboxes, under `root/pods/`, on one pod network; `service_hosts`
+    gives the Service lines of a pod's /etc/hosts for its namespace (the Service proxy's)."""
 
-    def __init__(self, root: Path, network: PodNetwork) -> None:
+    def __init__(
+        self,
+        root: Path,
+        network: PodNetwork,
+        service_hosts: Callable[[str], str] | None = None,
+    ) -> None:
         self._pods = root / "pods"
         self._network = network
+        self._service_hosts = service_hosts
         self._sandboxes: set[PodSandbox] = set()
         self._lock = threading.Lock()
 
@@ -470,7 +535,8 @@ class PodRuntime:
                 sandbox.address = self._network.attach(pod_network)
             finally:
                 os.close(pod_network)
-            hosts.write_text(managed_hosts(sandbox.address, hostname))
+            services = self._service_hosts(namespace) if self._service_hosts else ""
+            hosts.write_text(managed_hosts(sandbox.address, hostname) + services)
         except BaseException:
             sandbox.close()
             raise

@@ -10,7 +10,8 @@ RBAC for the identities it is given, uid preconditions, graceful pod deletion, p
 port forwards through "kubelets", list metadata, discovery; and for a node agent
 (tests/onemachine/node/): watches with resourceVersion and field selectors (410 Expired after
 ``compact``), pods/binding, the status subresource, updates with resourceVersion conflicts,
-Nodes and Leases. It records every request so that
+Nodes and Leases; Services and EndpointSlices stored as given (no ClusterIP is allocated,
+no slice is made: a test writes both). It records every request so that
 tests can check the exact calls, and answers with injected failures (403, 404, 409, ...)
 where a test asks.
 
@@ -58,8 +59,15 @@ GROUPS = (
     "extensions.agents.x-k8s.io/v1alpha1",
 )
 # Served whatever `groups` says: the core API and the built-in groups the adapter uses
-# (and the bootstrap of the one-machine cluster: CRDs, RBAC).
-_BUILT_IN = {"", "apps", "coordination.k8s.io", "apiextensions.k8s.io", "rbac.authorization.k8s.io"}
+# (and the bootstrap of the one-machine cluster: CRDs, RBAC; its node: EndpointSlices).
+_BUILT_IN = {
+    "",
+    "apps",
+    "coordination.k8s.io",
+    "apiextensions.k8s.io",
+    "rbac.authorization.k8s.io",
+    "discovery.k8s.io",
+}
 # What the API server answers without credentials (system:public-info-viewer's paths).
 _HEALTH_PATHS = ("/readyz", "/livez", "/healthz")
 NOT_FOUND_PAGE = "404 page not found\n"  # what the server's mux answers for a path it lacks
@@ -103,6 +111,7 @@ _RESOURCES: dict[str, tuple[_Kind, ...]] = {
         _Kind("roles", "Role", (), generation=False),
         _Kind("rolebindings", "RoleBinding", (), generation=False),
     ),
+    "discovery.k8s.io": (_Kind("endpointslices", "EndpointSlice", (), generation=False),),
     "runtime.agentcube.volcano.sh": (
         _Kind("agentruntimes", "AgentRuntime"),
         _Kind("codeinterpreters", "CodeInterpreter"),

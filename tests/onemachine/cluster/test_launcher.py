@@ -234,3 +234,18 @@ def test_an_oidc_clients_file_others_may_read_is_refused_before_anything_starts(
     )
     assert started_pids(result.stderr) == {}
     assert not (tmp_path / "state").exists()
+
+
+@pytest.mark.parametrize(
+    "value", ["agentcube-code-interpreter-mcp:8000", "agentcube/mcp", "agentcube/mcp:0", "a/B:80"]
+)
+def test_a_forward_service_that_is_not_namespace_name_port_is_refused(
+    tmp_path: Path, run_launcher, value: str
+) -> None:
+    result = run_launcher(stand_ins.bin_dir(tmp_path / "bin"), "--forward-service", value)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"python -m onemachine cluster: error: argument --forward-service: {value!r}: expected "
+        "NAMESPACE/NAME:PORT, the Service's name and one of its ports "
+        "(e.g. agentcube/agentcube-code-interpreter-mcp:8000)"
+    )

@@ -173,6 +173,9 @@ def test_the_node_maps_the_user_s_images_first_then_picod_and_python() -> None:
     assert images == ["python:3.12*=/usr/bin/python3.12", "picod:*=/opt/bin/picod",
                       "python:*=python3"]  # fmt: skip
     assert argv[argv.index("--kubeconfig") + 1] == "/state/kubeconfigs/admin.yaml"
+    # its Service proxy serves the API server's service range
+    assert argv[argv.index("--service-cidr") + 1] == "198.19.0.0/24"
+    assert "--service-cluster-ip-range=198.19.0.0/24" in parts.api_server(CLUSTER).argv
     assert str(part.ready) == (
         "GET https://127.0.0.1:6443/api/v1/nodes/localcube-node answering 200 as expected"
     )

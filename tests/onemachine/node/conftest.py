@@ -7,7 +7,6 @@ processes started during the test inherit the fresh one."""
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,33 +18,13 @@ from onemachine.node.pod_runtime import PodRuntime
 from tests.kubernetes.conftest import fake  # noqa: F401 (the stand-in API server, started)
 
 
-def _fresh_network_namespace() -> int:
-    """A descriptor of a new network namespace, made by a short-lived thread (so that the
-    calling thread stays where it is); NamespaceUnavailable if the machine refuses."""
-    made: list[int | BaseException] = []
-
-    def make() -> None:
-        try:
-            netns.unshare(netns.CLONE_NEWNET)
-            made.append(os.open("/proc/thread-self/ns/net", os.O_RDONLY))
-        except BaseException as error:
-            made.append(error)
-
-    thread = threading.Thread(target=make)
-    thread.start()
-    thread.join()
-    if isinstance(made[0], BaseException):
-        raise made[0]
-    return made[0]
-
-
 @pytest.fixture
 def fresh_namespace() -> Iterator[int]:
     """A new network namespace holding only `lo` (a descriptor), for `netns.entered`."""
     if os.geteuid() != 0:
         pytest.skip("needs root for network namespaces (CI runs as root)")
     try:
-        descriptor = _fresh_network_namespace()
+        descriptor = netns.new_network_namespace()
     except netns.NamespaceUnavailable as refused:
         pytest.skip(f"needs network namespaces: {refused}")
     yield descriptor
@@ -55,7 +34,7 @@ def fresh_namespace() -> Iterator[int]:
 @pytest.fixture
 def other_namespace(fresh_namespace: int) -> Iterator[int]:
     """A second new network namespace, as bare as the first."""
-    descriptor = _fresh_network_namespace()
+    descriptor = netns.new_network_namespace()
     yield descriptor
     os.close(descriptor)
 
@@ -63,7 +42,7 @@ def other_namespace(fresh_namespace: int) -> Iterator[int]:
 @pytest.fixture
 def pod_namespace(fresh_namespace: int) -> Iterator[int]:
     """A third new network namespace, to hand to PodNetwork.attach as a pod's."""
-    descriptor = _fresh_network_namespace()
+    descriptor = netns.new_network_namespace()
     yield descriptor
     os.close(descriptor)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import os
 import signal
+import socket
 import subprocess
 import sys
 import uuid
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from onemachine import netns
 from tests.kubernetes.fake_api import FakeKubernetes
 from tests.onemachine.node.agent_fixtures import (
     NS,
@@ -124,3 +126,77 @@ def test_durations_must_be_positive(tmp_path: Path, flag: str) -> None:
     code, stderr = finished(node("--kubeconfig", "k", "--root", str(tmp_path), flag, "0s"))
     assert code == 2
     assert "must be positive" in stderr
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ("10.96.0.0/12", "must lie inside 198.19.0.0/16"),
+        ("198.18.0.0/24", "must lie inside 198.19.0.0/16"),  # the pods' own network
+        ("198.19.0.1/24", "has host bits set"),
+    ],
+)
+def test_a_service_cidr_off_the_benchmarking_block_is_refused(
+    tmp_path: Path, value: str, reason: str
+) -> None:
+    code, stderr = finished(
+        node("--kubeconfig", "k", "--root", str(tmp_path), "--service-cidr", value)
+    )
+    assert code == 2
+    assert f"argument --service-cidr: {value!r}: " in stderr and reason in stderr
+
+
+@pytest.mark.slow
+def test_with_a_service_cidr_the_node_proxies_services_until_sigterm(
+    tmp_path: Path, node_netns: int
+) -> None:
+    """The command's wiring of the Service proxy: a ClusterIP answers from the node's
+    namespace (the launcher's), and the proxy's link goes with the node."""
+    fake = FakeKubernetes()
+    fake.start()
+    fake.put(
+        f"/api/v1/namespaces/{NS}/services",
+        {
+            "metadata": {"name": "wm"},
+            "spec": {"clusterIP": "198.19.0.40", "ports": [{"name": "http", "port": 8080}]},
+        },
+    )
+    fake.put(
+        f"/apis/discovery.k8s.io/v1/namespaces/{NS}/endpointslices",
+        {
+            "metadata": {"name": "wm-process", "labels": {"kubernetes.io/service-name": "wm"}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": ["198.18.0.1"]}],
+            "ports": [{"name": "http", "port": 8090}],
+        },
+    )
+    kubeconfig = node_kubeconfig(tmp_path / "k", fake.url)
+    process = node(
+        "--kubeconfig", str(kubeconfig), "--root", str(tmp_path / "root"),
+        "--service-cidr", "198.19.0.0/24", "--heartbeat", "200ms",
+    )  # fmt: skip
+    server = socket.create_server(("0.0.0.0", 8090))
+    server.settimeout(5)  # a proxy that never dials fails the test, not hangs it
+    try:
+
+        def answered() -> bytes:
+            assert process.poll() is None, process.stderr.read()  # type: ignore[union-attr]
+            try:
+                client = socket.create_connection(("198.19.0.40", 8080), timeout=2)
+            except OSError:
+                return b""
+            with client, server.accept()[0] as accepted:
+                accepted.sendall(b"the workloadmanager")
+                return client.recv(100)
+
+        assert wait_until(answered, "the ClusterIP to answer") == b"the workloadmanager"
+        assert "lcvservices" in netns.interfaces()
+        process.send_signal(signal.SIGTERM)
+        code, stderr = finished(process)
+    finally:
+        server.close()
+        if process.poll() is None:
+            process.kill()
+        fake.stop()
+    assert code == 0, stderr
+    assert wait_until(lambda: "lcvservices" not in netns.interfaces(), "the proxy's link gone")

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -31,6 +32,7 @@ from onemachine.node.pod_runtime import (
     PodRuntime,
     PodSandbox,
     SandboxError,
+    _machines_own,
 )
 from tests.onemachine.node.pod_support import wait_for_text
 from tests.waiting import satisfying, wait_until
@@ -593,3 +595,91 @@ def test_a_node_killed_without_closing_its_pods_takes_them_along(
         f"the pod's processes {pids} to end with their node",
         poll=0.01,
     )
+
+
+TINY_SERVER = """\
+import os, socketserver
+class Handler(socketserver.BaseRequestHandler):
+    def handle(self):
+        self.request.sendall(b"served from " + __file__.encode())
+socketserver.TCPServer(("", int(os.environ["PORT"])), Handler).serve_forever()
+"""
+
+
+@pytest.mark.slow
+def test_a_venvs_python_runs_its_editable_install_from_a_checkout_under_root(
+    runtime: PodRuntime,
+) -> None:
+    """The MCP image's case: a venv under /tmp whose package is an editable install of a
+    checkout under /root (a .pth naming its source tree, as `pip install -e` writes for a
+    src layout). The venv, its base interpreter and the source tree are bound read-only;
+    nothing else of /root or /tmp shows."""
+    checkout = Path(tempfile.mkdtemp(prefix="lc-checkout-", dir="/root"))
+    venv_parent = Path(tempfile.mkdtemp(prefix="lc-state-", dir="/tmp"))
+    try:
+        (venv_parent / "secret").write_text("not for pods")
+        package = checkout / "src" / "tinyserver"
+        package.mkdir(parents=True)
+        (package / "__init__.py").write_text("")
+        (package / "__main__.py").write_text(TINY_SERVER)
+        venv = venv_parent / "venv"
+        subprocess.run(
+            [sys.base_prefix + "/bin/python3", "-m", "venv", "--without-pip", str(venv)], check=True
+        )
+        (site,) = venv.glob("lib/python*/site-packages")
+        (site / "__editable__.tinyserver-0.1.pth").write_text(f"{checkout / 'src'}\n")
+        sandbox = runtime.create("default", "venv", "uid")
+        env = {"PORT": "8000"}
+        server = ContainerLaunch("main", [str(venv / "bin/python"), "-m", "tinyserver"], env)
+        sandbox.start_container(server)
+
+        def answer() -> bytes:
+            try:
+                with socket.create_connection((str(sandbox.address), 8000), timeout=2) as c:
+                    return c.recv(200)
+            except OSError:
+                return b""
+
+        served = wait_until(answer, "the venv's server to answer")
+        assert served == f"served from {package / '__main__.py'}".encode()
+        shown = f"ls -A {venv_parent}; echo --; ls -A {checkout}"
+        assert output(sandbox, ContainerLaunch("list", ["/bin/sh", "-c", shown], {})) == (
+            "venv\n--\nsrc\n"  # the venv, not its state directory's secret; the source tree
+        )
+    finally:
+        shutil.rmtree(checkout)
+        shutil.rmtree(venv_parent)
+
+
+def test_a_venvs_python_brings_the_source_trees_of_setuptools_editable_finders() -> None:
+    """The other form `pip install -e` takes with setuptools: a .pth that imports a finder
+    module whose MAPPING and NAMESPACES name the source directories (setuptools'
+    editable_wheel.py, _FINDER_TEMPLATE); those under /root are bound, the venv is, and a
+    path outside the private directories is not (the overlay shows it anyway)."""
+    checkout = Path(tempfile.mkdtemp(prefix="lc-checkout-", dir="/root"))
+    venv_parent = Path(tempfile.mkdtemp(prefix="lc-state-", dir="/tmp"))
+    try:
+        venv = venv_parent / "venv"
+        subprocess.run(
+            [sys.base_prefix + "/bin/python3", "-m", "venv", "--without-pip", str(venv)], check=True
+        )
+        (site,) = venv.glob("lib/python*/site-packages")
+        finder = "__editable___agentcube_sdk_0_1_finder"
+        (site / "__editable__.agentcube_sdk-0.1.pth").write_text(
+            f"import {finder}; {finder}.install()"
+        )
+        for source in ("sdk-python/agentcube", "ns"):
+            (checkout / source).mkdir(parents=True)
+        mapping = {"agentcube": f"{checkout}/sdk-python/agentcube", "elsewhere": "/usr/lib"}
+        namespaces = {"agentcube_ns": [f"{checkout}/ns"], "gone": [f"{checkout}/gone"]}
+        (site / f"{finder}.py").write_text(
+            f"import sys\nMAPPING = {mapping!r}\nNAMESPACES = {namespaces!r}\n"
+        )
+        bound = _machines_own(venv / "bin" / "python")
+        assert str(venv) in bound and str(venv_parent) not in bound
+        assert {f"{checkout}/sdk-python/agentcube", f"{checkout}/ns"} <= set(bound)
+        assert not [path for path in bound if path.startswith(("/usr", f"{checkout}/gone"))]
+        assert str(checkout) not in bound  # the trees alone, not the whole checkout
+    finally:
+        shutil.rmtree(checkout)
+        shutil.rmtree(venv_parent)
