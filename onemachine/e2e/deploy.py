@@ -136,7 +136,7 @@ def wait_rollout(api: kube.ApiClient, namespace: str, name: str, timeout: float)
 
     def rolled_out() -> bool:
         deployment = apps.read_namespaced_deployment(name, namespace)
-        status, wanted = deployment.status, deployment.spec.replicas or 0
+        status, wanted = deployment.status or kube.V1DeploymentStatus(), deployment.spec.replicas
         return (
             (status.observed_generation or 0) >= (deployment.metadata.generation or 0)
             and (status.updated_replicas or 0) == wanted
@@ -145,7 +145,9 @@ def wait_rollout(api: kube.ApiClient, namespace: str, name: str, timeout: float)
         )
 
     if not wait_until(rolled_out, timeout=timeout, interval=POLL):
-        status = apps.read_namespaced_deployment(name, namespace).status
+        status = (
+            apps.read_namespaced_deployment(name, namespace).status or kube.V1DeploymentStatus()
+        )
         raise DeployError(
             f"deployment {namespace}/{name} did not roll out within "
             f"{time.monotonic() - started:.0f} s: replicas {status.replicas}, updated "

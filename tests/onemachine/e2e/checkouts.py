@@ -72,6 +72,10 @@ MCP_DEPLOYMENT = textwrap.dedent(
           containers:
             - name: mcp
               image: agentcube-code-interpreter-mcp:latest
+              readinessProbe:
+                tcpSocket:
+                  port: 8000
+                periodSeconds: 1
               env:
                 - name: ROUTER_URL
                   value: "http://agentcube-router.agentcube.svc.cluster.local:8080"
