@@ -265,7 +265,7 @@ def _write_cluster_info(cluster: parts.Cluster, host_ports: dict[str, socket.soc
         "api_server": urls["api"],
         "router": urls["router"],
         "workload_manager": urls["workload-manager"],
-        "oidc_issuer": urls["oidc-issuer"],
+        "oidc_issuer": cluster.ports.oidc_issuer_url,  # the same port on the host
         "admin_kubeconfig": str(state.admin_host_kubeconfig),
         "suite_kubeconfig": str(state.suite_kubeconfig),
         "token_dir": str(state.oidc_tokens),

@@ -441,12 +441,17 @@ def _editable_mapping(finder: Path) -> list[str]:
         return []
     paths: list[str] = []
     for statement in module.body:
-        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
-            target = statement.targets[0]
-            if isinstance(target, ast.Name) and target.id in ("MAPPING", "NAMESPACES"):
-                with contextlib.suppress(ValueError):
-                    for value in ast.literal_eval(statement.value).values():
-                        paths.extend(value if isinstance(value, list) else [value])
+        # `MAPPING: dict[str, str] = {...}` in the setuptools of today, `MAPPING = {...}` before
+        if isinstance(statement, ast.AnnAssign) and statement.value is not None:
+            target, value = statement.target, statement.value
+        elif isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target, value = statement.targets[0], statement.value
+        else:
+            continue
+        if isinstance(target, ast.Name) and target.id in ("MAPPING", "NAMESPACES"):
+            with contextlib.suppress(ValueError):
+                for named in ast.literal_eval(value).values():
+                    paths.extend(named if isinstance(named, list) else [named])
     return [str(path) for path in paths]
 
 

@@ -32,6 +32,7 @@ import asyncio
 import base64
 import contextlib
 import copy
+import ipaddress
 import json
 import re
 import ssl
@@ -271,6 +272,9 @@ class FakeKubernetes:
     logs: dict[tuple[str, str, str], str] = field(default_factory=dict)
     pod_backends: dict[tuple[str, str], int] = field(default_factory=dict)
     minted_tokens: list[str] = field(default_factory=list)
+    # --service-cluster-ip-range: a Service created without a clusterIP gets the next one,
+    # as the API server's allocator gives one (at random; in order here). None: none given.
+    service_cidr: ipaddress.IPv4Network | None = None
     identities: dict[str, Identity] = field(default_factory=lambda: {TOKEN: ADMIN})
     # Controllers, modelled only when a test turns them on.
     recreate_deleted_pods: bool = False  # agent-sandbox: a Sandbox's pod comes back, new uid
@@ -488,6 +492,8 @@ class FakeKubernetes:
                 return _json(body, 201)
             if target.plural == "customresourcedefinitions":
                 self._establish(body)
+            if target.plural == "services":
+                self._allocate_cluster_ip(body)
             return _json(self.put(target.collection, body), 201)
         stored = self.get(target.collection, name or "")
         if stored is None:
@@ -568,6 +574,23 @@ class FakeKubernetes:
         stored.update(replaced)
         self._written(target.collection, before, stored)
         return _json(stored)
+
+    def _allocate_cluster_ip(self, service: dict[str, Any]) -> None:
+        spec = service.setdefault("spec", {})
+        spec.setdefault("type", "ClusterIP")
+        if self.service_cidr is None or spec.get("clusterIP") or spec["type"] != "ClusterIP":
+            return
+        taken = {s.get("spec", {}).get("clusterIP") for s in self._stored_services()}
+        free = next(str(a) for a in self.service_cidr.hosts() if str(a) not in taken)
+        spec["clusterIP"], spec["clusterIPs"] = free, [free]
+
+    def _stored_services(self) -> list[dict[str, Any]]:
+        return [
+            obj
+            for collection, stored in self.objects.items()
+            if collection.endswith("/services")
+            for obj in stored.values()
+        ]
 
     def _bind(self, target: _Target, body: dict[str, Any]) -> web.Response:
         """pods/binding, as the scheduler binds: the pod gets its node and a PodScheduled

@@ -146,11 +146,11 @@ def checkouts(directory: Path) -> tuple[Path, Path]:
     for inside, (group, kind) in CRDS.items():
         crds = directory / inside
         crds.mkdir(parents=True)
-        (crds / "crd.yaml").write_text(_crd(group, kind), encoding="utf-8")
+        (crds / "crd.yaml").write_text(crd(group, kind), encoding="utf-8")
     return directory / "agentcube", directory / "agent-sandbox"
 
 
-def _crd(group: str, kind: str) -> str:
+def crd(group: str, kind: str) -> str:
     plural = f"{kind.lower()}s"
     return textwrap.dedent(
         f"""\

@@ -11,6 +11,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+import requests
 from kubernetes import client as kube
 from kubernetes import config as kube_config
 from kubernetes.client.rest import ApiException
@@ -97,6 +98,10 @@ def test_the_stand_in_cluster_gets_ready_runs_a_deployment_and_stops_clean(
     assert info["api_server"].startswith("https://127.0.0.1:")
     for name in ("router", "workload_manager", "oidc_issuer"):
         assert info[name].startswith("http://127.0.0.1:"), info
+    # The issuer's URL as the Router is given it, served on the host: every token's `iss`.
+    discovery = requests.get(f"{info['oidc_issuer']}/.well-known/openid-configuration", timeout=5)
+    assert discovery.json()["issuer"] == info["oidc_issuer"], discovery.text
+    assert info["oidc_issuer"].endswith("/realms/agentcube")
     assert info["admin_kubeconfig"] == str(state / "kubeconfigs" / "admin.host.yaml")
     assert stat.S_IMODE(Path(info["admin_kubeconfig"]).stat().st_mode) == 0o600
     assert Path(info["token_dir"]).is_dir() and Path(info["suite_kubeconfig"]).is_file()

@@ -651,11 +651,19 @@ def test_a_venvs_python_runs_its_editable_install_from_a_checkout_under_root(
         shutil.rmtree(venv_parent)
 
 
-def test_a_venvs_python_brings_the_source_trees_of_setuptools_editable_finders() -> None:
+@pytest.mark.parametrize(
+    "annotations",
+    [("", ""), (": dict[str, str]", ": dict[str, list[str]]")],
+    ids=["older setuptools", "setuptools of today"],
+)
+def test_a_venvs_python_brings_the_source_trees_of_setuptools_editable_finders(
+    annotations: tuple[str, str],
+) -> None:
     """The other form `pip install -e` takes with setuptools: a .pth that imports a finder
     module whose MAPPING and NAMESPACES name the source directories (setuptools'
-    editable_wheel.py, _FINDER_TEMPLATE); those under /root are bound, the venv is, and a
-    path outside the private directories is not (the overlay shows it anyway)."""
+    editable_wheel.py, _FINDER_TEMPLATE; annotated assignments in the setuptools of today,
+    as pip installed it here); those under /root are bound, the venv is, and a path outside
+    the private directories is not (the overlay shows it anyway)."""
     checkout = Path(tempfile.mkdtemp(prefix="lc-checkout-", dir="/root"))
     venv_parent = Path(tempfile.mkdtemp(prefix="lc-state-", dir="/tmp"))
     try:
@@ -673,7 +681,8 @@ def test_a_venvs_python_brings_the_source_trees_of_setuptools_editable_finders()
         mapping = {"agentcube": f"{checkout}/sdk-python/agentcube", "elsewhere": "/usr/lib"}
         namespaces = {"agentcube_ns": [f"{checkout}/ns"], "gone": [f"{checkout}/gone"]}
         (site / f"{finder}.py").write_text(
-            f"import sys\nMAPPING = {mapping!r}\nNAMESPACES = {namespaces!r}\n"
+            f"import sys\nMAPPING{annotations[0]} = {mapping!r}\n"
+            f"NAMESPACES{annotations[1]} = {namespaces!r}\n"
         )
         bound = _machines_own(venv / "bin" / "python")
         assert str(venv) in bound and str(venv_parent) not in bound

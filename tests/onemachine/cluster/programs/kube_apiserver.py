@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import ipaddress
 import ssl
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -131,7 +132,9 @@ def main() -> None:
     flags = parse()
     tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     tls.load_cert_chain(flags["tls-cert-file"], flags["tls-private-key-file"])
-    fake = FakeKubernetes(groups=set())  # a custom group is served once its CRD exists
+    fake = FakeKubernetes(  # a custom group is served once its CRD exists
+        groups=set(), service_cidr=ipaddress.ip_network(flags["service-cluster-ip-range"])
+    )
     fake.identities = Tokens(fake, static_identities(Path(flags["token-auth-file"]), fake))
     fake.start(flags["bind-address"], int(flags["secure-port"]), tls)
     print(f"stand-in kube-apiserver serving {fake.url}", flush=True)

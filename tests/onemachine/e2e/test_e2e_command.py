@@ -1,0 +1,122 @@
+"""`python -m onemachine e2e` end to end with stand-ins: the launcher and its stand-in
+parts (tests/onemachine/cluster/programs), the real node, the real issuer, a stand-in
+checkout (a go, Python e2e files, installable packages, an MCP server the node runs as a
+pod). What is checked is the command's own work: the set-up reaching the cluster, each
+step's variables, the tokens from the token endpoint, the in-cluster MCP pod through its
+Service, the report, the logs on a failure, and nothing left running."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+import pytest
+
+from tests.onemachine.cluster import stand_ins as cluster_stand_ins
+from tests.onemachine.cluster.conftest import needs_namespaces
+from tests.onemachine.cluster.running import StandInInputs, stand_in_inputs
+from tests.onemachine.e2e import checkouts, stand_ins
+
+ROOT = Path(__file__).resolve().parents[3]
+TIMEOUT = 300
+
+pytestmark = needs_namespaces
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One virtual environment for the module's runs (the command fills it each time)."""
+    return tmp_path_factory.mktemp("e2e-venv") / "venv"
+
+
+def inputs_with_checkout(directory: Path) -> StandInInputs:
+    inputs = stand_in_inputs(directory)
+    checkout = checkouts.write(inputs.agentcube_src)
+    crds = checkout / "manifests/charts/base/crds"
+    (crds / "codeinterpreter.yaml").write_text(
+        cluster_stand_ins.crd("runtime.agentcube.volcano.sh", "CodeInterpreter"), encoding="utf-8"
+    )
+    stand_ins.write_python_tests(checkout / "test/e2e")
+    stand_ins.write_packages(checkout)
+    return inputs
+
+
+def run_e2e(
+    inputs: StandInInputs, state: Path, venv: Path, *extra: str, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    go = stand_ins.write_go(state.parent / "go")
+    return subprocess.run(
+        [sys.executable, "-m", "onemachine", "e2e",
+         "--checkout", str(inputs.agentcube_src), "--bin-dir", str(inputs.bin_dir),
+         "--agent-sandbox-src", str(inputs.agent_sandbox_src), "--state-dir", str(state),
+         "--venv", str(venv), "--go", str(go), *extra],
+        cwd=ROOT, env=inputs.env | (env or {}), capture_output=True, text=True, timeout=TIMEOUT,
+    )  # fmt: skip
+
+
+def launcher_pids(state: Path) -> list[int]:
+    log = (state / "logs" / "cluster.log").read_text(encoding="utf-8")
+    return [int(pid) for pid in re.findall(r"started \S+ \(pid (\d+)\)", log)]
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_the_whole_plan_passes_reports_and_stops_everything(tmp_path: Path, venv: Path) -> None:
+    inputs = inputs_with_checkout(tmp_path)
+    state = tmp_path / "state"
+    answer = run_e2e(inputs, state, venv)
+    output = answer.stdout + answer.stderr
+    assert answer.returncode == 0, output
+    summary = answer.stdout.strip().splitlines()[-1]
+    assert summary.startswith(
+        "upstream e2e on the one-machine cluster: 16 passed, 0 failed, 1 skipped in "
+    ), output
+    assert "(go 2 passed, 0 failed, 1 skipped; test_codeinterpreter.py 2 passed" in summary
+    assert "test_mcp_code_interpreter_k8s.py 3 passed, 0 failed, 0 skipped)" in summary
+    suites = ElementTree.parse(state / "junit.xml").getroot().findall("testsuite")
+    assert [s.get("name") for s in suites][:2] == ["go", "test_codeinterpreter.py"]
+    assert not (state / "e2e-logs").exists()
+    assert launcher_pids(state) and not any(alive(pid) for pid in launcher_pids(state))
+    assert not (state / "cluster" / "cluster.json").exists()
+    for secret in ("app-secret-1", "admin-secret-3"):
+        assert secret not in output
+        assert secret not in (state / "logs" / "cluster.log").read_text()
+
+
+def test_a_failing_test_fails_the_run_with_every_part_s_and_pod_s_log(
+    tmp_path: Path, venv: Path
+) -> None:
+    inputs = inputs_with_checkout(tmp_path)
+    state = tmp_path / "state"
+    answer = run_e2e(
+        inputs, state, venv, "--python", "test_mcp_code_interpreter_k8s",
+        env={"STAND_IN_GO_FAIL": "1"},
+    )  # fmt: skip
+    output = answer.stdout + answer.stderr
+    assert answer.returncode == 1, output
+    assert "failed: go: TestVariables" in answer.stdout, output
+    logs = state / "e2e-logs"
+    assert (logs / "part-kube-apiserver.log").is_file(), output
+    pods = sorted(p.name for p in logs.glob("pod-agentcube-agentcube-code-interpreter-mcp-*.json"))
+    assert pods, sorted(p.name for p in logs.iterdir())
+    envs = [
+        {
+            e["name"]: e["value"]
+            for e in json.loads((logs / pod).read_text())["spec"]["containers"][0]["env"]
+        }
+        for pod in pods
+    ]
+    assert any("API_TOKEN" in env for env in envs), envs  # the pod after `set env`
+    assert {value for env in envs for value in env.values()} == {"(value not collected)"}
+    assert not any(alive(pid) for pid in launcher_pids(state))
