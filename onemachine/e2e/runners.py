@@ -15,7 +15,7 @@ from onemachine.e2e.outcomes import Outcome, from_go_events, from_recorded
 
 
 def run_go_tests(
-    go: str, checkout: Path, run: str | None, env: Mapping[str, str], log: Path
+    go: str, checkout: Path, run: str | None, env: Mapping[str, str], log: Path, suite: str
 ) -> list[Outcome]:
     """`go test -v ./test/e2e/...` as run_e2e.sh runs it (run_e2e.sh:608-615), with -json
     for the report and -count=1 so that a result is never go's cached one."""
@@ -24,7 +24,7 @@ def run_go_tests(
         command += ["-run", run]
     command.append("./test/e2e/...")
     _, lines = _run_streamed(command, checkout, env, log, shown=_go_output)
-    return from_go_events(lines)
+    return from_go_events(lines, suite)
 
 
 RECORDER = Path(__file__).with_name("unittest_recorder.py")
