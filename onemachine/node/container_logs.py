@@ -88,7 +88,7 @@ class OutputRecorder:
                         chunk = os.read(descriptor, _READ_SIZE)
                         if not chunk:
                             selector.unregister(descriptor)
-                        records, pending[descriptor] = _records(pending[descriptor], chunk)
+                        records, pending[descriptor] = cut_records(pending[descriptor], chunk)
                         stamp = format_time(time.time_ns()).encode()
                         for tag, content in records:
                             log.write(b"%s %s %s %s\n" % (stamp, names[descriptor], tag, content))
@@ -99,7 +99,7 @@ class OutputRecorder:
             self._finished.set()
 
 
-def _records(pending: bytes, chunk: bytes) -> tuple[list[tuple[bytes, bytes]], bytes]:
+def cut_records(pending: bytes, chunk: bytes) -> tuple[list[tuple[bytes, bytes]], bytes]:
     """The records `chunk` completes after `pending` (an empty chunk: the stream ended, and
     what is left is a partial record), and what stays pending."""
     data = pending + chunk

@@ -21,8 +21,10 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from onemachine.node.api import ApiError, NodeApi, Obj
+from onemachine.node.container_logs import OutputRecorder
 from onemachine.node.images import ImageMap, ImageNotMapped
 from onemachine.node.pod_env import EnvError, Missing, Reader, container_env, expand
+from onemachine.node.pod_logs import chosen_instance
 from onemachine.node.pod_runtime import (
     ContainerLaunch,
     ContainerProcess,
@@ -93,7 +95,9 @@ class PodWorker:
         self._node = node
         metadata = pod["metadata"]
         self.key = f"{metadata['namespace']}/{metadata['name']}"
+        self.name = metadata["name"]
         self._uid = metadata["uid"]
+        self._outputs: dict[str, OutputRecorder] = {}  # containerID -> its instance's log
         self._wake = threading.Event()
         self._lock = threading.Lock()
         self._gone = self._halted = False
@@ -142,6 +146,21 @@ class PodWorker:
         self._thread.join(timeout)
 
     # The loop.
+
+    def container_names(self) -> list[str]:
+        """The containers of the pod's spec (the kubelet's GetContainerSpec looks at these)."""
+        spec = self._pod.get("spec") or {}
+        return [
+            container["name"]
+            for key in ("containers", "initContainers", "ephemeralContainers")
+            for container in spec.get(key) or []
+        ]
+
+    def log_of(self, container: str, previous: bool) -> OutputRecorder:
+        """The log of the container's instance a `pods/log` request means (pod_logs);
+        LogUnavailable if there is none."""
+        views = [c.view for c in self._containers]
+        return self._outputs[chosen_instance(self.name, views, container, previous)]
 
     def _run(self) -> None:
         try:
@@ -249,7 +268,9 @@ class PodWorker:
             return
         if "terminated" in view.state or "terminated" in view.last_state:
             view.restart_count += 1
-        launch = ContainerLaunch(spec["name"], argv, env, spec.get("workingDir"))
+        launch = ContainerLaunch(
+            spec["name"], argv, env, spec.get("workingDir"), view.restart_count
+        )
         started = time.time()
         try:
             container.process = self._sandbox.start_container(launch)
@@ -261,6 +282,7 @@ class PodWorker:
         container.env = env
         container.started_at = timestamp(container.process.started_at)
         view.container_id = f"localcube://{self._uid}/{spec['name']}/{view.restart_count}"
+        self._outputs[view.container_id] = container.process.output
         view.state = {"running": {"startedAt": container.started_at}}
         _LOG.info(
             "pod %s: container %s started (pid %s): %s",
