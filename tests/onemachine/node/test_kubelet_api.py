@@ -19,6 +19,7 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
+from onemachine.cluster.pki import make_pki
 from onemachine.node.kubelet_server import KubeletTls
 from onemachine.node.pod_network import GATEWAY
 from onemachine.node.pod_runtime import PodRuntime
@@ -279,3 +280,27 @@ def test_a_kubelet_certificate_of_another_ca_is_not_trusted(
     assert status == 500
     assert message.startswith(f'Get "{BASE}/containerLogs/{NS}/quiet/main?": ')
     assert "certificate verify failed" in message
+
+
+def test_the_launchers_certificates_serve_the_node_and_call_it(
+    tmp_path: Path, runtime: PodRuntime
+) -> None:
+    """The files the launcher gives kube-apiserver (--kubelet-client-*) and the node
+    (--tls-*, --client-ca-file), used by the stand-in and the node as those flags use them."""
+    (tmp_path / "cluster-pki").mkdir()
+    made = make_pki(tmp_path / "cluster-pki")
+    caller = KubeletClient(made.kubelet_client_cert, made.kubelet_client_key, made.ca_cert)
+    fake = FakeKubernetes(kubelet_client=caller, kubelet_address_types=("InternalIP",))
+    serving = KubeletTls(made.kubelet_cert, made.kubelet_key, made.ca_cert)
+    with cluster(tmp_path, runtime, fake=fake, kubelet_api=serving) as started:
+        started.create("launched", python("main", COUNTS))
+        started.running("launched")
+        api = client.CoreV1Api(config.new_client_from_config(config_file=str(started.kubeconfig)))
+        try:
+            started.wait_pod(
+                "launched",
+                "logged",
+                lambda _: api.read_namespaced_pod_log("launched", NS, tail_lines=1) == "line 4\n",
+            )
+        finally:
+            api.api_client.close()
