@@ -197,14 +197,17 @@ class KubeletServer:
         response.enable_chunked_encoding()
         await response.prepare(request)
         reader = LogReader(output.path, options)
-        while True:
-            ended = output.done  # before the read: whatever it wrote is in the file then
-            if chunk := reader.read():
-                await response.write(chunk)
-            if ended or not options.follow or reader.exhausted:
-                break
-            await asyncio.sleep(_FOLLOW_POLL_SECONDS)
-        await response.write_eof()
+        try:
+            while True:
+                ended = output.done  # before the read: whatever it wrote is in the file then
+                if chunk := reader.read():
+                    await response.write(chunk)
+                if ended or not options.follow or reader.exhausted:
+                    break
+                await asyncio.sleep(_FOLLOW_POLL_SECONDS)
+            await response.write_eof()
+        except ConnectionResetError:  # the caller left (kubectl logs -f ended): nothing to say
+            pass
         return response
 
 

@@ -304,3 +304,17 @@ def test_the_launchers_certificates_serve_the_node_and_call_it(
             )
         finally:
             api.api_client.close()
+
+
+def test_a_follower_that_leaves_ends_its_stream_quietly(
+    running: Cluster, pki: KubeletPki, caplog: pytest.LogCaptureFixture
+) -> None:
+    ticks = "import time\nwhile True:\n    print('tick', flush=True)\n    time.sleep(0.05)\n"
+    running.create("ticking", python("main", ticks))
+    running.running("ticking")
+    url = f"{BASE}/containerLogs/{NS}/ticking/main?follow=true"
+    with urllib.request.urlopen(url, context=_node_context(pki, "client"), timeout=5) as answer:
+        assert answer.read(5) == b"tick\n"
+    time.sleep(0.5)  # ticks written meanwhile: the stream's next write finds the caller gone
+    assert get(pki, f"/containerLogs/{NS}/ticking/main?tailLines=1") == (200, "tick\n")
+    assert [r.getMessage() for r in caplog.records if r.name == "aiohttp.server"] == []
