@@ -1,12 +1,13 @@
 """A container's output as a node keeps it, and read back as a kubelet serves it.
 
-One file per container instance, `logs/<container>/<restartCount>.log` in the pod's
-directory (the kubelet's own layout is /var/log/pods/<ns>_<pod>_<uid>/<container>/
-<restartCount>.log: kubernetes pkg/kubelet/kuberuntime/kuberuntime_container.go,
-buildContainerLogsPath), each line in the CRI log format a container runtime writes:
-`<RFC3339Nano time> <stdout|stderr> <F|P> <content>` (pkg/kubelet/kuberuntime/logs/logs.go,
-parseCRILog). F ends a line; P is part of one, as containerd writes a line longer than its
-16 KiB buffer and the last piece of a stream that ends without a newline.
+One file per container instance, `<container>/<restartCount>.log` in the pod's log
+directory, `ROOT/logs/<ns>_<pod>_<uid>/`: the kubelet's own layout (/var/log/pods/...,
+kubernetes pkg/kubelet/kuberuntime/kuberuntime_container.go, buildContainerLogsPath), apart
+from the pod's sandbox, so that a pod whose containers all ended keeps its logs until it is
+deleted. Each line is in the CRI log format a container runtime writes: `<RFC3339Nano time>
+<stdout|stderr> <F|P> <content>` (pkg/kubelet/kuberuntime/logs/logs.go, parseCRILog). F ends
+a line; P is part of one, as containerd writes a line longer than its 16 KiB buffer and the
+last piece of a stream that ends without a newline.
 
 Reading follows logs.go ReadLogs: the last `tail` records, those at or after `since`, each
 prefixed by its time (fixed nine decimals, RFC3339NanoFixed) with `timestamps`, the whole
@@ -33,8 +34,8 @@ _RFC3339 = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|z|[+-]\d\
 
 
 def instance_log(directory: Path, container: str, restart_count: int) -> Path:
-    """Where a pod's (`directory`) container instance records its output."""
-    return directory / "logs" / container / f"{restart_count}.log"
+    """Where a container instance records its output, in its pod's log `directory`."""
+    return directory / container / f"{restart_count}.log"
 
 
 def format_time(nanoseconds: int) -> str:

@@ -276,8 +276,10 @@ class PodSandbox:
         holder: subprocess.Popen,
         pod_init: _PodInit,
         on_close: Callable[[PodSandbox], None],
+        log_directory: Path,
     ) -> None:
         self.directory = directory
+        self.log_directory = log_directory  # outlives the sandbox (container_logs)
         self.hostname = hostname
         self.holder_pid = pod_init.pid
         self.address: IPv4Address | None = None
@@ -298,7 +300,7 @@ class PodSandbox:
             "argv": list(launch.argv),
             "env": env,
         }
-        log_path = instance_log(self.directory, launch.name, launch.restart_count)
+        log_path = instance_log(self.log_directory, launch.name, launch.restart_count)
         with self._lock:  # the pod's descriptors stay open meanwhile: close() waits
             self._refuse_if_closed()
             root = self._pod_init.root
@@ -445,10 +447,12 @@ def _read_report(descriptor: int, holder: subprocess.Popen) -> int:
 
 
 class PodRuntime:
-    """The node's pod sandboxes, under `root/pods/`, on one pod network."""
+    """The node's pod sandboxes, under `root/pods/`, on one pod network; their containers'
+    logs under `root/logs/`, which a sandbox's close leaves (`remove_logs` removes them)."""
 
     def __init__(self, root: Path, network: PodNetwork) -> None:
         self._pods = root / "pods"
+        self._logs = root / "logs"
         self._network = network
         self._sandboxes: set[PodSandbox] = set()
         self._lock = threading.Lock()
@@ -457,7 +461,7 @@ class PodRuntime:
         """A running sandbox for the pod, with its address (raises SandboxError or
         NamespaceUnavailable)."""
         directory = self._pods / f"{namespace}_{name}_{uid}"
-        (directory / "logs").mkdir(parents=True, exist_ok=True)
+        directory.mkdir(parents=True, exist_ok=True)
         hostname = name[:_HOSTNAME_MAX]
         hosts = directory / HOSTS_FILE  # filled once the address is known
         try:
@@ -474,7 +478,8 @@ class PodRuntime:
             holder.wait()
             shutil.rmtree(directory, ignore_errors=True)
             raise
-        sandbox = PodSandbox(directory, hostname, holder, pod_init, self._forget)
+        log_directory = self.log_directory(namespace, name, uid)
+        sandbox = PodSandbox(directory, hostname, holder, pod_init, self._forget, log_directory)
         try:
             pod_network = pod_init.open("ns/net")
             try:
@@ -488,6 +493,14 @@ class PodRuntime:
         with self._lock:
             self._sandboxes.add(sandbox)
         return sandbox
+
+    def log_directory(self, namespace: str, name: str, uid: str) -> Path:
+        """Where the pod's containers' logs are (container_logs.instance_log)."""
+        return self._logs / f"{namespace}_{name}_{uid}"
+
+    def remove_logs(self, namespace: str, name: str, uid: str) -> None:
+        """The pod's logs gone, as a kubelet removes them once the pod is deleted."""
+        shutil.rmtree(self.log_directory(namespace, name, uid), ignore_errors=True)
 
     def _forget(self, sandbox: PodSandbox) -> None:
         if sandbox.address is not None:

@@ -48,6 +48,8 @@ class Sandboxes(Protocol):
 
     def create(self, namespace: str, name: str, uid: str) -> PodSandbox: ...
 
+    def remove_logs(self, namespace: str, name: str, uid: str) -> None: ...
+
 
 @dataclass(frozen=True)
 class Backoff:
@@ -170,6 +172,8 @@ class PodWorker:
                 if self._halted or self._gone:
                     why = "the node stops" if self._halted else "it was deleted from the API"
                     self._close(0, why)
+                    if self._gone:
+                        self._remove_logs()
                     return
                 if pod["metadata"].get("deletionTimestamp"):
                     self._terminate(pod)
@@ -441,6 +445,12 @@ class PodWorker:
                 _LOG.warning("pod %s: delete not finished: %s", self.key, error)
                 return
         _LOG.info("pod %s: deleted", self.key)
+        self._remove_logs()
+
+    def _remove_logs(self) -> None:
+        """A deleted pod's logs go with it (a node stop leaves them in its root)."""
+        metadata = self._pod["metadata"]
+        self._node.sandboxes.remove_logs(metadata["namespace"], metadata["name"], self._uid)
 
     def _close(self, grace: float, why: str) -> None:
         """Stop every container (with `grace`, as a container runtime does), then end the

@@ -31,8 +31,10 @@ from tests.onemachine.node.agent_fixtures import (
     cluster,
     container_status,
     kubelet_pki,
+    phase,
     python,
 )
+from tests.waiting import wait_until
 
 COUNTS = "import time\nfor n in range(5): print(f'line {n}', flush=True)\ntime.sleep(600)\n"
 # Fails its first run, then runs on: an instance before, one now.
@@ -152,6 +154,19 @@ def test_follow_streams_until_the_container_ends(running: Cluster, core: client.
     assert b"".join(chunk for chunk, _ in arrived) == b"a\nb\n"
     assert arrived[0][1] < 1.0, f"the first line came only with the last: {arrived}"
     assert arrived[-1][1] >= 1.0, f"the stream ended before the container's last line: {arrived}"
+
+
+def test_a_pod_whose_containers_ended_keeps_its_log_until_it_is_deleted(
+    running: Cluster, core: client.CoreV1Api, runtime: PodRuntime
+) -> None:
+    running.create("done", python("main", "print('did it')"), restartPolicy="Never")
+    pod = running.wait_pod("done", "Succeeded", lambda p: phase(p) == "Succeeded")
+    assert core.read_namespaced_pod_log("done", NS) == "did it\n"
+    logs = runtime.log_directory(NS, "done", pod["metadata"]["uid"])
+    assert (logs / "main" / "0.log").exists()
+    running.delete("done")
+    running.wait_gone("done")
+    wait_until(lambda: not logs.exists(), "the deleted pod's logs removed")
 
 
 # Straight at the node, as kube-apiserver connects.

@@ -349,8 +349,8 @@ def test_each_instance_records_its_lines_with_time_and_stream_in_a_file_of_its_o
     first = sandbox.start_container(python("main", speak))
     second = sandbox.start_container(python("main", "print('again')", restart_count=1))
     assert first.wait(10) == second.wait(10) == ExitStatus(0, None)
-    assert first.log_path == sandbox.directory / "logs" / "main" / "0.log"
-    assert second.log_path == sandbox.directory / "logs" / "main" / "1.log"
+    assert first.log_path == runtime.log_directory("default", "logs", "uid") / "main" / "0.log"
+    assert second.log_path == first.log_path.with_name("1.log")
     lines = records(first.log_path)
     assert [(r.stream, r.partial, r.content) for r in lines] == [
         ("stdout", False, b"out"),
@@ -360,6 +360,10 @@ def test_each_instance_records_its_lines_with_time_and_stream_in_a_file_of_its_o
     assert all(began <= r.time <= time.time_ns() for r in lines)
     assert log_text(first.log_path) == "out\nerr\nno newline"
     assert log_text(second.log_path) == "again\n"
+    sandbox.close()
+    assert log_text(second.log_path) == "again\n", "the logs went with the sandbox"
+    runtime.remove_logs("default", "logs", "uid")
+    assert not first.log_path.parent.exists()
 
 
 def test_an_exit_code_is_reported(runtime: PodRuntime) -> None:
