@@ -61,32 +61,67 @@ def write_file(path: Path, data: bytes, mode: int) -> None:
     path.chmod(mode)
 
 
+@dataclass(frozen=True)
+class CertificateAuthority:
+    """A CA whose key is kept, to sign more than one certificate (a server's and the
+    clients' of a cluster)."""
+
+    cert: x509.Certificate
+    key: ec.EllipticCurvePrivateKey
+
+    @classmethod
+    def new(cls, name: str) -> CertificateAuthority:
+        key = new_key()
+        subject = _name(name)
+        cert = (
+            _builder(subject, subject, key, key, datetime.datetime.now(datetime.UTC))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+            .add_extension(_key_usage(key_cert_sign=True, crl_sign=True), critical=True)
+            .sign(key, hashes.SHA256())
+        )
+        return cls(cert, key)
+
+    @property
+    def cert_pem(self) -> bytes:
+        return self.cert.public_bytes(serialization.Encoding.PEM)
+
+    def serving(self, server_name: str, names: Sequence[str]) -> tuple[bytes, bytes]:
+        """A serving certificate for `names` (IP addresses and DNS names alike, each taken as
+        an address where it parses as one) and its key, PEM."""
+        san = x509.SubjectAlternativeName([_general_name(n) for n in names])
+        return self._sign(_name(server_name), ExtendedKeyUsageOID.SERVER_AUTH, san)
+
+    def client(self, common_name: str, organization: str | None = None) -> tuple[bytes, bytes]:
+        """A client certificate for user `common_name` (in group `organization`, as
+        Kubernetes reads a certificate's O) and its key, PEM."""
+        attributes = [x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
+        if organization:
+            attributes.append(x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization))
+        return self._sign(x509.Name(attributes), ExtendedKeyUsageOID.CLIENT_AUTH)
+
+    def _sign(
+        self, subject: x509.Name, usage: x509.ObjectIdentifier, *extra: x509.ExtensionType
+    ) -> tuple[bytes, bytes]:
+        key = new_key()
+        now = datetime.datetime.now(datetime.UTC)
+        builder = _builder(subject, self.cert.subject, key, self.key, now)
+        for extension in extra:
+            builder = builder.add_extension(extension, critical=False)
+        cert = (
+            builder.add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+            .add_extension(_key_usage(digital_signature=True), critical=True)
+            .sign(self.key, hashes.SHA256())
+        )
+        return cert.public_bytes(serialization.Encoding.PEM), private_pem(key)
+
+
 def serving_certificates(
     ca_name: str, server_name: str, names: Sequence[str]
 ) -> ServingCertificates:
-    """A fresh CA, and a certificate it signs for `names`: IP addresses and DNS names alike,
-    each taken as an address where it parses as one. The CA's key is not kept."""
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key, server_key = new_key(), new_key()
-    ca_subject = _name(ca_name)
-    ca = (
-        _builder(ca_subject, ca_subject, ca_key, ca_key, now)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(_key_usage(key_cert_sign=True, crl_sign=True), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )
-    server = (
-        _builder(_name(server_name), ca_subject, server_key, ca_key, now)
-        .add_extension(x509.SubjectAlternativeName([_general_name(n) for n in names]), False)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(_key_usage(digital_signature=True), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )
-    return ServingCertificates(
-        ca_cert=ca.public_bytes(serialization.Encoding.PEM),
-        cert=server.public_bytes(serialization.Encoding.PEM),
-        key=private_pem(server_key),
-    )
+    """A fresh CA, and a certificate it signs for `names`. The CA's key is not kept."""
+    ca = CertificateAuthority.new(ca_name)
+    cert, key = ca.serving(server_name, names)
+    return ServingCertificates(ca_cert=ca.cert_pem, cert=cert, key=key)
 
 
 def _name(common_name: str) -> x509.Name:

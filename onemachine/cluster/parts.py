@@ -142,9 +142,11 @@ def api_server(cluster: Cluster) -> Part:
             # reaches the API server through it (the Router is given 127.0.0.1).
             "--endpoint-reconciler-type=none",
             # The node's address, not its name: no name server is reachable from the
-            # namespace, so a lookup of `localcube-node` (for logs, exec, port-forward) would
-            # only wait to fail; the kubelet port there answers no one either, at once.
+            # namespace, so a lookup of `localcube-node` (for logs) would only wait to fail.
             "--kubelet-preferred-address-types=InternalIP",
+            f"--kubelet-client-certificate={pki.kubelet_client_cert}",
+            f"--kubelet-client-key={pki.kubelet_client_key}",
+            f"--kubelet-certificate-authority={pki.ca_cert}",
             f"--secure-port={cluster.ports.api_server}",
             f"--tls-cert-file={pki.serving_cert}",
             f"--tls-private-key-file={pki.serving_key}",
@@ -366,6 +368,9 @@ def node(cluster: Cluster) -> Part:
             "--service-cidr",
             SERVICE_CIDR,
             *(argument for image in images for argument in ("--image", image)),
+            f"--tls-cert-file={cluster.pki.kubelet_cert}",
+            f"--tls-private-key-file={cluster.pki.kubelet_key}",
+            f"--client-ca-file={cluster.pki.ca_cert}",
         ),
         HttpProbe(
             f"{cluster.ports.api_server_url}/api/v1/nodes/{NODE_NAME}",

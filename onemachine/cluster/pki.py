@@ -1,5 +1,8 @@
 """The cluster's certificates and keys: a CA, the API server's serving certificate
-(agentcube_contract.certificates), and the service-account signing key pair.
+(agentcube_contract.certificates), the service-account signing key pair, and the kubelet
+API's pair: the node's serving certificate (for its address, 198.18.0.1) and the API
+server's client certificate towards it, both of the same CA, which each side trusts for the
+other (kube-apiserver's --kubelet-certificate-authority, the node's --client-ca-file).
 
 Every key is ECDSA P-256: kube-apiserver serves with it, and signs service-account tokens
 with ES256, as its --service-account-signing-key-file allows.
@@ -15,13 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentcube_contract.certificates import (
+    CertificateAuthority,
     new_key,
     private_pem,
     public_pem,
-    serving_certificates,
     write_file,
 )
-from onemachine.cluster.layout import LOOPBACK
+from onemachine.cluster.layout import LOOPBACK, NODE_NAME
+from onemachine.node.pod_network import GATEWAY
 
 SERVING_NAMES = (
     LOOPBACK,
@@ -53,6 +57,22 @@ class Pki:
         return self.directory / "apiserver.key"
 
     @property
+    def kubelet_cert(self) -> Path:
+        return self.directory / "kubelet.crt"
+
+    @property
+    def kubelet_key(self) -> Path:
+        return self.directory / "kubelet.key"
+
+    @property
+    def kubelet_client_cert(self) -> Path:
+        return self.directory / "apiserver-kubelet-client.crt"
+
+    @property
+    def kubelet_client_key(self) -> Path:
+        return self.directory / "apiserver-kubelet-client.key"
+
+    @property
     def service_account_key(self) -> Path:
         return self.directory / "service-account.key"
 
@@ -62,14 +82,23 @@ class Pki:
 
 
 def make_pki(directory: Path) -> Pki:
-    """Write a fresh CA, serving certificate and service-account key pair to `directory`
-    (an OSError where it cannot be written); the keys are readable by their owner only."""
+    """Write a fresh CA, the certificates it signs and the service-account key pair to
+    `directory` (an OSError where it cannot be written); the keys are readable by their
+    owner only."""
     pki = Pki(directory)
-    serving = serving_certificates("onemachine-cluster-ca", "kube-apiserver", SERVING_NAMES)
+    ca = CertificateAuthority.new("onemachine-cluster-ca")
+    # kubeadm's name for it; no group: the API server's --client-ca-file is the same CA,
+    # and this certificate is to give no rights there
+    client = ca.client("kube-apiserver-kubelet-client")
     service_account = new_key()
-    write_file(pki.ca_cert, serving.ca_cert, 0o644)
-    write_file(pki.serving_cert, serving.cert, 0o644)
-    write_file(pki.serving_key, serving.key, 0o600)
+    write_file(pki.ca_cert, ca.cert_pem, 0o644)
+    for cert, key, (cert_pem, key_pem) in (
+        (pki.serving_cert, pki.serving_key, ca.serving("kube-apiserver", SERVING_NAMES)),
+        (pki.kubelet_cert, pki.kubelet_key, ca.serving(NODE_NAME, (str(GATEWAY), NODE_NAME))),
+        (pki.kubelet_client_cert, pki.kubelet_client_key, client),
+    ):
+        write_file(cert, cert_pem, 0o644)
+        write_file(key, key_pem, 0o600)
     write_file(pki.service_account_key, private_pem(service_account), 0o600)
     write_file(pki.service_account_public_key, public_pem(service_account), 0o644)
     return pki

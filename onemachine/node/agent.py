@@ -79,6 +79,13 @@ class NodeAgent:
             self._heartbeat.join(10)
         _LOG.info("node %s stopped", self._name)
 
+    def pod(self, namespace: str, name: str) -> PodWorker | None:
+        """The worker of the pod of that name bound here, if any (the kubelet's
+        GetPodByName, for its API)."""
+        key = f"{namespace}/{name}"
+        with self._lock:
+            return next((w for w in self._workers.values() if w.key == key), None)
+
     def _beat(self) -> None:
         while not self._stopping.wait(self._timing.heartbeat):
             try:

@@ -20,6 +20,7 @@ from onemachine.netns import NamespaceUnavailable, NotPrivateNamespace
 from onemachine.node.agent import NodeAgent, Timing
 from onemachine.node.api import ApiError, NodeApi
 from onemachine.node.images import ImageMap, ImageMapError
+from onemachine.node.kubelet_server import KubeletApiError, KubeletServer, KubeletTls
 from onemachine.node.pod_network import GATEWAY, PodNetwork, PodNetworkError
 from onemachine.node.pod_runtime import PodRuntime
 from onemachine.node.pod_worker import Backoff, NodeContext
@@ -43,6 +44,9 @@ def service_cidr(value: str) -> IPv4Network:
             "pods' 198.18.0.0/16: never the machine's network)"
         )
     return network
+
+
+_TLS_FLAGS = ("tls_cert_file", "tls_private_key_file", "client_ca_file")
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -81,18 +85,46 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         metavar="DURATION",
         help="how often the Lease and the Node's status are renewed (default 10s)",
     )
+    api = node.add_argument_group(
+        "the kubelet API (container logs) on the node's address, port 10250; all three or none"
+    )
+    api.add_argument("--tls-cert-file", type=Path, help="its serving certificate (PEM)")
+    api.add_argument("--tls-private-key-file", type=Path, help="that certificate's key (PEM)")
+    api.add_argument(
+        "--client-ca-file",
+        type=Path,
+        help="the CA a caller's client certificate must chain to (the API server's)",
+    )
+
+
+def _kubelet_tls(arguments: argparse.Namespace) -> KubeletTls | None:
+    """The kubelet API's TLS files, None without them; KubeletApiError if only some given."""
+    given = [getattr(arguments, flag) for flag in _TLS_FLAGS]
+    if not any(given):
+        return None
+    if not all(given):
+        missing = [
+            f"--{flag.replace('_', '-')}"
+            for flag, value in zip(_TLS_FLAGS, given, strict=True)
+            if not value
+        ]
+        raise KubeletApiError(f"the kubelet API needs {' and '.join(missing)} too")
+    return KubeletTls(*given)
 
 
 def run(arguments: argparse.Namespace) -> int:
     """Run the node until SIGTERM or SIGINT; 2 for bad input or a machine that cannot."""
     try:
         images = ImageMap.parse(arguments.image)
+        tls = _kubelet_tls(arguments)
+        serving = tls.context() if tls else None
         if not arguments.kubeconfig.is_file():
             raise ConfigException(f"--kubeconfig {arguments.kubeconfig}: no such file")
         api_client = config.new_client_from_config(config_file=str(arguments.kubeconfig))
         network = PodNetwork.open(service_cidr=arguments.service_cidr)
     except (
         ImageMapError,
+        KubeletApiError,
         ConfigException,
         OSError,
         NotPrivateNamespace,
@@ -115,6 +147,19 @@ def run(arguments: argparse.Namespace) -> int:
     backoff = Backoff(arguments.restart_backoff, arguments.restart_backoff * _BACKOFF_GROWTH)
     context = NodeContext(api, runtime, images, arguments.name, str(GATEWAY), backoff)
     agent = NodeAgent(context, Timing(heartbeat=arguments.heartbeat))
+    server = KubeletServer(agent.pod, serving, str(GATEWAY)) if serving else None
+    if server is None:
+        _LOG.warning("no kubelet API (no --tls-cert-file): logs through the API server fail")
+    else:
+        try:
+            server.start()
+        except OSError as error:
+            print(f"onemachine node: the kubelet API: {error}", file=sys.stderr)
+            server.stop()
+            if proxy:
+                proxy.stop()
+            api.close()
+            return 2
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
@@ -124,10 +169,14 @@ def run(arguments: argparse.Namespace) -> int:
         print(f"onemachine node: the Node could not be registered: {error}", file=sys.stderr)
         if proxy:
             proxy.stop()
+        if server is not None:
+            server.stop()
         api.close()
         return 1
     print(f"onemachine node {arguments.name} ready", file=sys.stderr, flush=True)
     stop.wait()
+    if server is not None:
+        server.stop()
     agent.stop()
     runtime.close()
     if proxy:

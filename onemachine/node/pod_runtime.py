@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from functools import partial
 from ipaddress import IPv4Address
 from pathlib import Path
-from typing import IO
 
 import onemachine
 from onemachine.netns import NamespaceUnavailable
+from onemachine.node.container_logs import OutputRecorder, instance_log
 from onemachine.node.pod_init import HOSTS_FILE, PRIVATE_DIRS, RESOLV_CONF_FILE
 from onemachine.node.pod_network import PodNetwork
 
@@ -42,6 +42,7 @@ _HOSTNAME_MAX = 63  # the kubelet truncates a pod's hostname so
 _HOLDER_READY_TIMEOUT = 10.0
 _HOLDER_EXIT_TIMEOUT = 5.0
 _CHILD_LOOKUP_TIMEOUT = 2.0
+_OUTPUT_DRAIN_TIMEOUT = 2.0  # how long wait() gives the log to take a container's last output
 _SIGTERM_BIT = 1 << (signal.SIGTERM - 1)
 
 # A pod's /etc/resolv.conf. A cluster's kubelet writes the cluster DNS (`nameserver <cluster
@@ -97,12 +98,14 @@ class ExitStatus:
 @dataclass(frozen=True)
 class ContainerLaunch:
     """A container to start: `env` is its whole environment (PATH and HOME defaulted as
-    Docker does), `working_dir` a path inside the pod (default `/`, made if missing)."""
+    Docker does), `working_dir` a path inside the pod (default `/`, made if missing),
+    `restart_count` the instance's, naming its log file (`container_logs.instance_log`)."""
 
     name: str
     argv: Sequence[str]
     env: Mapping[str, str]
     working_dir: str | None = None
+    restart_count: int = 0
 
 
 def _children(pid: int) -> list[int]:
@@ -127,11 +130,13 @@ def catches_sigterm(pid: int) -> bool:
 class ContainerProcess:
     """One running container: `container_init` entering the pod, its child making the
     container's PID namespace, and the command as that namespace's PID 1 (`pid`, in the
-    node's view; None if it ended before it could be seen)."""
+    node's view; None if it ended before it could be seen), its stdout and stderr recorded
+    in `log_path` (container_logs)."""
 
-    def __init__(self, name: str, process: subprocess.Popen, log_path: Path) -> None:
+    def __init__(self, name: str, process: subprocess.Popen, output: OutputRecorder) -> None:
         self.name = name
-        self.log_path = log_path
+        self.output = output
+        self.log_path = output.path
         self.started_at = time.time()
         self._process = process
         self._pid: int | None = None
@@ -181,9 +186,12 @@ class ContainerProcess:
         return None if returncode is None else self._ended(returncode)
 
     def wait(self, timeout: float | None = None) -> ExitStatus | None:
-        """Its exit status once it ended, or None if it still runs after `timeout` seconds."""
+        """Its exit status once it ended (and its log has its last output), or None if it
+        still runs after `timeout` seconds."""
         with contextlib.suppress(subprocess.TimeoutExpired):
-            return self._ended(self._process.wait(timeout))
+            ended = self._ended(self._process.wait(timeout))
+            self.output.wait(_OUTPUT_DRAIN_TIMEOUT)
+            return ended
         return None
 
     def stop(self, grace_seconds: float) -> ExitStatus:
@@ -269,8 +277,10 @@ class PodSandbox:
         holder: subprocess.Popen,
         pod_init: _PodInit,
         on_close: Callable[[PodSandbox], None],
+        log_directory: Path,
     ) -> None:
         self.directory = directory
+        self.log_directory = log_directory  # outlives the sandbox (container_logs)
         self.hostname = hostname
         self.holder_pid = pod_init.pid
         self.address: IPv4Address | None = None
@@ -291,7 +301,7 @@ class PodSandbox:
             "argv": list(launch.argv),
             "env": env,
         }
-        log_path = self.directory / "logs" / f"{launch.name}.log"
+        log_path = instance_log(self.log_directory, launch.name, launch.restart_count)
         with self._lock:  # the pod's descriptors stay open meanwhile: close() waits
             self._refuse_if_closed()
             root = self._pod_init.root
@@ -303,22 +313,25 @@ class PodSandbox:
                     f"working directory {working_dir!r}: {error.strerror}"
                 ) from None
             spec_reader, spec_writer = os.pipe()
+            (stdout, stdout_writer), (stderr, stderr_writer) = os.pipe(), os.pipe()
             try:
-                with log_path.open("ab") as log:
-                    process = _start_module(
-                        "onemachine.node.container_init", "--spec-fd", spec_reader,
-                        stdout=log, also_pass=self._pod_init.proc,
-                    )  # fmt: skip
+                process = _start_module(
+                    "onemachine.node.container_init", "--spec-fd", spec_reader,
+                    output=(stdout_writer, stderr_writer), also_pass=self._pod_init.proc,
+                )  # fmt: skip
             except BaseException:
-                os.close(spec_writer)
+                for descriptor in (spec_writer, stdout, stderr):
+                    os.close(descriptor)
                 raise
             finally:
-                os.close(spec_reader)
+                for descriptor in (spec_reader, stdout_writer, stderr_writer):
+                    os.close(descriptor)
+            output = OutputRecorder(log_path, stdout, stderr)
             # an entry that died at once (its log says why) has closed the pipe: its exit
             # status tells the rest
             with contextlib.suppress(BrokenPipeError), os.fdopen(spec_writer, "w") as spec:
                 json.dump(spec_of_it, spec)
-            container = ContainerProcess(launch.name, process, log_path)
+            container = ContainerProcess(launch.name, process, output)
             # only the running ones are kept, for close() to stop: not every exec probe's
             # and every restart's for the pod's life
             self._containers = [c for c in self._containers if c.poll() is None]
@@ -497,8 +510,10 @@ def _read_report(descriptor: int, holder: subprocess.Popen) -> int:
 
 
 class PodRuntime:
-    """The node's pod sandboxes, under `root/pods/`, on one pod network; `service_hosts`
-    gives the Service lines of a pod's /etc/hosts for its namespace (the Service proxy's)."""
+    """The node's pod sandboxes, under `root/pods/`, on one pod network; their containers'
+    logs under `root/logs/`, which a sandbox's close leaves (`remove_logs` removes them);
+    `service_hosts` gives the Service lines of a pod's /etc/hosts for its namespace (the
+    Service proxy's)."""
 
     def __init__(
         self,
@@ -507,6 +522,7 @@ class PodRuntime:
         service_hosts: Callable[[str], str] | None = None,
     ) -> None:
         self._pods = root / "pods"
+        self._logs = root / "logs"
         self._network = network
         self._service_hosts = service_hosts
         self._sandboxes: set[PodSandbox] = set()
@@ -516,7 +532,7 @@ class PodRuntime:
         """A running sandbox for the pod, with its address (raises SandboxError or
         NamespaceUnavailable)."""
         directory = self._pods / f"{namespace}_{name}_{uid}"
-        (directory / "logs").mkdir(parents=True, exist_ok=True)
+        directory.mkdir(parents=True, exist_ok=True)
         hostname = name[:_HOSTNAME_MAX]
         hosts = directory / HOSTS_FILE  # filled once the address is known
         try:
@@ -533,7 +549,8 @@ class PodRuntime:
             holder.wait()
             shutil.rmtree(directory, ignore_errors=True)
             raise
-        sandbox = PodSandbox(directory, hostname, holder, pod_init, self._forget)
+        log_directory = self.log_directory(namespace, name, uid)
+        sandbox = PodSandbox(directory, hostname, holder, pod_init, self._forget, log_directory)
         try:
             pod_network = pod_init.open("ns/net")
             try:
@@ -548,6 +565,14 @@ class PodRuntime:
         with self._lock:
             self._sandboxes.add(sandbox)
         return sandbox
+
+    def log_directory(self, namespace: str, name: str, uid: str) -> Path:
+        """Where the pod's containers' logs are (container_logs.instance_log)."""
+        return self._logs / f"{namespace}_{name}_{uid}"
+
+    def remove_logs(self, namespace: str, name: str, uid: str) -> None:
+        """The pod's logs gone, as a kubelet removes them once the pod is deleted."""
+        shutil.rmtree(self.log_directory(namespace, name, uid), ignore_errors=True)
 
     def _forget(self, sandbox: PodSandbox) -> None:
         if sandbox.address is not None:
@@ -567,18 +592,19 @@ def _start_module(
     fd_option: str,
     fd: int,
     *arguments: str,
-    stdout: IO | None = None,
+    output: tuple[int, int] | None = None,
     also_pass: int | None = None,
 ) -> subprocess.Popen:
     """`python -S -m module` (of this package, nothing of the node's environment), in a session
-    of its own, handed descriptor `fd` through `fd_option` (and `also_pass`, if given)."""
+    of its own, handed descriptor `fd` through `fd_option` (and `also_pass`, if given), its
+    stdout and stderr the descriptors `output` if given (else the node's)."""
     return subprocess.Popen(
         [sys.executable, "-S", "-m", module, fd_option, str(fd), *arguments],
         env={"PYTHONPATH": str(Path(onemachine.__file__).parent.parent)},
         pass_fds=(fd,) if also_pass is None else (fd, also_pass),
         stdin=subprocess.DEVNULL,
-        stdout=stdout,
-        stderr=subprocess.STDOUT if stdout else None,
+        stdout=output[0] if output else None,
+        stderr=output[1] if output else None,
         start_new_session=True,
         cwd="/",
     )

@@ -21,8 +21,10 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from onemachine.node.api import ApiError, NodeApi, Obj
+from onemachine.node.container_logs import OutputRecorder
 from onemachine.node.images import ImageMap, ImageNotMapped
 from onemachine.node.pod_env import EnvError, Missing, Reader, container_env, expand
+from onemachine.node.pod_logs import chosen_instance
 from onemachine.node.pod_runtime import (
     ContainerLaunch,
     ContainerProcess,
@@ -45,6 +47,8 @@ class Sandboxes(Protocol):
     """Where pods' sandboxes come from: pod_runtime.PodRuntime."""
 
     def create(self, namespace: str, name: str, uid: str) -> PodSandbox: ...
+
+    def remove_logs(self, namespace: str, name: str, uid: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -93,7 +97,9 @@ class PodWorker:
         self._node = node
         metadata = pod["metadata"]
         self.key = f"{metadata['namespace']}/{metadata['name']}"
+        self.name = metadata["name"]
         self._uid = metadata["uid"]
+        self._outputs: dict[str, OutputRecorder] = {}  # containerID -> its instance's log
         self._wake = threading.Event()
         self._lock = threading.Lock()
         self._gone = self._halted = False
@@ -143,6 +149,21 @@ class PodWorker:
 
     # The loop.
 
+    def container_names(self) -> list[str]:
+        """The containers of the pod's spec (the kubelet's GetContainerSpec looks at these)."""
+        spec = self._pod.get("spec") or {}
+        return [
+            container["name"]
+            for key in ("containers", "initContainers", "ephemeralContainers")
+            for container in spec.get(key) or []
+        ]
+
+    def log_of(self, container: str, previous: bool) -> OutputRecorder:
+        """The log of the container's instance a `pods/log` request means (pod_logs);
+        LogUnavailable if there is none."""
+        views = [c.view for c in self._containers]
+        return self._outputs[chosen_instance(self.name, views, container, previous)]
+
     def _run(self) -> None:
         try:
             while True:
@@ -151,6 +172,8 @@ class PodWorker:
                 if self._halted or self._gone:
                     why = "the node stops" if self._halted else "it was deleted from the API"
                     self._close(0, why)
+                    if self._gone:
+                        self._remove_logs()
                     return
                 if pod["metadata"].get("deletionTimestamp"):
                     self._terminate(pod)
@@ -249,7 +272,9 @@ class PodWorker:
             return
         if "terminated" in view.state or "terminated" in view.last_state:
             view.restart_count += 1
-        launch = ContainerLaunch(spec["name"], argv, env, spec.get("workingDir"))
+        launch = ContainerLaunch(
+            spec["name"], argv, env, spec.get("workingDir"), view.restart_count
+        )
         started = time.time()
         try:
             container.process = self._sandbox.start_container(launch)
@@ -261,6 +286,7 @@ class PodWorker:
         container.env = env
         container.started_at = timestamp(container.process.started_at)
         view.container_id = f"localcube://{self._uid}/{spec['name']}/{view.restart_count}"
+        self._outputs[view.container_id] = container.process.output
         view.state = {"running": {"startedAt": container.started_at}}
         _LOG.info(
             "pod %s: container %s started (pid %s): %s",
@@ -419,6 +445,12 @@ class PodWorker:
                 _LOG.warning("pod %s: delete not finished: %s", self.key, error)
                 return
         _LOG.info("pod %s: deleted", self.key)
+        self._remove_logs()
+
+    def _remove_logs(self) -> None:
+        """A deleted pod's logs go with it (a node stop leaves them in its root)."""
+        metadata = self._pod["metadata"]
+        self._node.sandboxes.remove_logs(metadata["namespace"], metadata["name"], self._uid)
 
     def _close(self, grace: float, why: str) -> None:
         """Stop every container (with `grace`, as a container runtime does), then end the

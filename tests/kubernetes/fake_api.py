@@ -17,7 +17,10 @@ where a test asks.
 
 The stand-in plays the kubelet of one node, STAND_IN_NODE: pods bound to it have logs
 (``logs``) and port forwards (``pod_backends``), and a graceful delete leaves them
-Terminating until a test calls ``kubelet_finishes``. Controllers are not simulated unless a
+Terminating until a test calls ``kubelet_finishes``. The logs of a pod on another node are
+asked of that node's kubelet over TLS when the stand-in is given the API server's kubelet
+client certificate (``kubelet_client``), as the API server does; without it, that kubelet is
+only dialled and the API server's error answered. Controllers are not simulated unless a
 test turns them on: ``recreate_deleted_pods`` (agent-sandbox recreating a Sandbox's pod under
 the same name, with a new uid) and ``garbage_collection`` (the cascade of a delete to the
 objects it owns). Otherwise a test changes the stored objects itself, directly or in a hook
@@ -41,8 +44,10 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
+import aiohttp
 from aiohttp import WSMsgType, web
 
 TOKEN = "kube-api-token-9f8e7d"  # the credential the test kubeconfig presents
@@ -264,6 +269,22 @@ class _Target:
         return {**named, **group, "kind": self.plural, **extra}
 
 
+@dataclass(frozen=True)
+class KubeletClient:
+    """What kube-apiserver's --kubelet-client-certificate, --kubelet-client-key and
+    --kubelet-certificate-authority name: the stand-in's identity towards kubelets, and the
+    CA their serving certificates must chain to."""
+
+    cert_file: Path
+    key_file: Path
+    ca_file: Path
+
+    def context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=str(self.ca_file))
+        context.load_cert_chain(self.cert_file, self.key_file)
+        return context
+
+
 @dataclass
 class FakeKubernetes:
     groups: set[str] = field(default_factory=lambda: set(GROUPS))
@@ -282,6 +303,9 @@ class FakeKubernetes:
     # The namespaces that exist, when a test names them: a create elsewhere is refused as
     # the NamespaceLifecycle admission plugin does. None: every namespace exists.
     namespaces: set[str] | None = None
+    kubelet_client: KubeletClient | None = None  # to ask real kubelets for logs
+    # --kubelet-preferred-address-types (the launcher gives InternalIP alone)
+    kubelet_address_types: tuple[str, ...] = _ADDRESS_TYPES
     url: str = ""
     _failures: list[_Failure] = field(default_factory=list)
     _hooks: list[tuple[str, str, Hook]] = field(default_factory=list)
@@ -915,7 +939,7 @@ class FakeKubernetes:
             pod = self.get(target.collection, target.name or "")
             return _not_found(target) if pod is None else copy.deepcopy(pod)
 
-    async def _log(self, request: web.Request, target: _Target) -> web.Response:
+    async def _log(self, request: web.Request, target: _Target) -> web.StreamResponse:
         """pods/log: checked against the pod's containers, then asked of its node's kubelet;
         a pod on no node has no log yet and answers 204 without a body."""
         pod = self._pod_or_404(target)
@@ -936,6 +960,8 @@ class FakeKubernetes:
         if node != STAND_IN_NODE:
             query = "&".join(f"{k}={v}" for k, v in request.query.items() if k != "container")
             where = f"/containerLogs/{target.namespace}/{target.name}/{container}?{query}"
+            if self.kubelet_client is not None:
+                return await self._kubelet_log(request, node, where)
             return await self._other_kubelet(
                 node, lambda address: f'Get "https://{address}{where}"'
             )
@@ -946,10 +972,9 @@ class FakeKubernetes:
             lines = lines[len(lines) - min(len(lines), int(request.query["tailLines"])) :]
         return web.Response(text="".join(f"{line}\n" for line in lines))
 
-    async def _other_kubelet(self, node_name: str, asked: Callable[[str], str]) -> web.Response:
-        """A node the stand-in does not play: its address is dialled as the API server would,
-        and the answer is the error it would report (nothing there speaks kubelet). `asked`
-        words the request to the kubelet at an address, as the error begins."""
+    def _kubelet_address(self, node_name: str) -> tuple[str, int] | web.Response:
+        """Where the API server finds a node's kubelet (its preferred address and
+        daemonEndpoints' port), or the error it answers."""
         with self._lock:
             node = copy.deepcopy(self.get("/api/v1/nodes", node_name))
         if node is None:
@@ -958,15 +983,67 @@ class FakeKubernetes:
             )
         status = node.get("status") or {}
         addresses = status.get("addresses") or []
-        preferred = [a["address"] for t in _ADDRESS_TYPES for a in addresses if a.get("type") == t]
+        preferred = [
+            a["address"]
+            for t in self.kubelet_address_types
+            for a in addresses
+            if a.get("type") == t
+        ]
         if not preferred:
             return _status(500, f"no preferred addresses found; known addresses: {addresses}")
         port = ((status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}).get("Port")
-        address = f"{preferred[0]}:{port or 10250}"
+        return preferred[0], port or 10250
+
+    async def _kubelet_log(
+        self, request: web.Request, node_name: str, where: str
+    ) -> web.StreamResponse:
+        """pods/log asked of a real kubelet over TLS with the client certificate, its body
+        streamed back as it comes (follow); a kubelet's error answered as the API server's
+        response checker words it (kubernetes staging/src/k8s.io/apiserver/pkg/registry/
+        generic/rest/response_checker.go: 400 a BadRequest with the kubelet's text, 500 an
+        InternalError; any other code, that code with the text: the API server's own words
+        for those, errors.NewGenericServerResponse, are not modelled)."""
+        found = self._kubelet_address(node_name)
+        if isinstance(found, web.Response):
+            return found
+        host, port = found
+        assert self.kubelet_client is not None
+        url = f"https://{host}:{port}{where}"
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=2)
         try:
-            _, writer = await asyncio.wait_for(
-                asyncio.open_connection(preferred[0], port or 10250), 2
-            )
+            async with (
+                aiohttp.ClientSession(timeout=timeout) as session,
+                session.get(url, ssl=self.kubelet_client.context()) as answer,
+            ):
+                if answer.status != 200:
+                    text = await answer.text()
+                    if answer.status == 500:
+                        return _status(500, f"Internal error occurred: {text}")
+                    return _status(answer.status, text)
+                response = web.StreamResponse(headers={"Content-Type": "text/plain"})
+                await response.prepare(request)
+                async for chunk in answer.content.iter_any():
+                    await response.write(chunk)
+                await response.write_eof()
+                return response
+        except aiohttp.ClientConnectorError as error:
+            refused = isinstance(error.os_error, ConnectionRefusedError)
+            cause = "connection refused" if refused else error.os_error
+            return _status(500, f'Get "{url}": dial tcp {host}:{port}: connect: {cause}')
+        except (aiohttp.ClientError, OSError, TimeoutError) as error:
+            return _status(500, f'Get "{url}": {error}')
+
+    async def _other_kubelet(self, node_name: str, asked: Callable[[str], str]) -> web.Response:
+        """A node the stand-in does not play: its address is dialled as the API server would,
+        and the answer is the error it would report (nothing there speaks kubelet). `asked`
+        words the request to the kubelet at an address, as the error begins."""
+        found = self._kubelet_address(node_name)
+        if isinstance(found, web.Response):
+            return found
+        host, port = found
+        address = f"{host}:{port}"
+        try:
+            _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), 2)
         except (OSError, TimeoutError) as error:
             cause = "connection refused" if isinstance(error, ConnectionRefusedError) else error
             return _status(500, f"{asked(address)}: dial tcp {address}: connect: {cause}")

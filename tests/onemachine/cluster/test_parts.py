@@ -72,6 +72,9 @@ def test_the_api_server_uses_static_tokens_rbac_and_the_service_account_keys() -
     assert given["service-account-signing-key-file"] == "/state/pki/service-account.key"
     assert given["service-cluster-ip-range"].startswith("198.19.")
     assert given["kubelet-preferred-address-types"] == "InternalIP"
+    assert given["kubelet-client-certificate"] == "/state/pki/apiserver-kubelet-client.crt"
+    assert given["kubelet-client-key"] == "/state/pki/apiserver-kubelet-client.key"
+    assert given["kubelet-certificate-authority"] == "/state/pki/ca.crt"
     assert str(part.ready) == "GET https://127.0.0.1:6443/readyz answering 200"
 
 
@@ -184,6 +187,10 @@ def test_the_node_maps_the_user_s_images_first_then_picod_and_python() -> None:
     # its Service proxy serves the API server's service range
     assert argv[argv.index("--service-cidr") + 1] == "198.19.0.0/24"
     assert "--service-cluster-ip-range=198.19.0.0/24" in parts.api_server(CLUSTER).argv
+    given = flags(part)
+    assert given["tls-cert-file"] == "/state/pki/kubelet.crt"
+    assert given["tls-private-key-file"] == "/state/pki/kubelet.key"
+    assert given["client-ca-file"] == "/state/pki/ca.crt"
     assert str(part.ready) == (
         "GET https://127.0.0.1:6443/api/v1/nodes/localcube-node answering 200 as expected"
     )

@@ -25,11 +25,23 @@ def test_the_serving_certificate_is_signed_by_the_ca_and_names_loopback(tmp_path
     names = openssl("x509", "-in", str(pki.serving_cert), "-noout", "-ext", "subjectAltName")
     assert "IP Address:127.0.0.1" in names
     assert "DNS:kubernetes.default.svc" in names
-    for key in (pki.serving_key, pki.service_account_key):
+    for key in (pki.serving_key, pki.kubelet_key, pki.kubelet_client_key, pki.service_account_key):
         assert stat.S_IMODE(key.stat().st_mode) == 0o600
         assert "ASN1 OID: prime256v1" in openssl("pkey", "-in", str(key), "-noout", "-text")
     public = openssl("pkey", "-in", str(pki.service_account_key), "-pubout")
     assert public == pki.service_account_public_key.read_text()
+
+
+def test_the_kubelet_api_pair_is_of_the_same_ca_one_to_serve_one_to_call(tmp_path: Path) -> None:
+    pki = make_pki(tmp_path)
+    for cert in (pki.kubelet_cert, pki.kubelet_client_cert):
+        assert "OK" in openssl("verify", "-CAfile", str(pki.ca_cert), str(cert))
+    names = openssl("x509", "-in", str(pki.kubelet_cert), "-noout", "-ext", "subjectAltName")
+    assert "IP Address:198.18.0.1" in names
+    client = openssl("x509", "-in", str(pki.kubelet_client_cert), "-noout", "-subject", "-ext",
+                     "extendedKeyUsage")  # fmt: skip
+    assert "subject=CN = kube-apiserver-kubelet-client\n" in client
+    assert "TLS Web Client Authentication" in client
 
 
 def test_a_directory_that_cannot_be_written_is_an_os_error_naming_the_file(

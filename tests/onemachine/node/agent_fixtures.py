@@ -18,14 +18,16 @@ from typing import Any
 import yaml
 from kubernetes import client, config
 
+from agentcube_contract.certificates import CertificateAuthority, write_file
 from onemachine.node.agent import NodeAgent, Timing
 from onemachine.node.api import NodeApi
 from onemachine.node.images import ImageMap
+from onemachine.node.kubelet_server import KubeletServer, KubeletTls
 from onemachine.node.pod_network import GATEWAY
 from onemachine.node.pod_runtime import PodRuntime
 from onemachine.node.pod_worker import Backoff, NodeContext
 from tests.kubernetes.conftest import write_kubeconfig
-from tests.kubernetes.fake_api import FakeKubernetes
+from tests.kubernetes.fake_api import FakeKubernetes, KubeletClient
 from tests.processes import alive
 from tests.waiting import satisfying, wait_until
 
@@ -50,6 +52,39 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 socketserver.TCPServer(("", int(os.environ["PORT"])), Handler).serve_forever()
 """
+
+
+@dataclass(frozen=True)
+class KubeletPki:
+    """A cluster CA's files for the kubelet API: the node's serving certificate (for
+    198.18.0.1), the API server's client certificate, and one of a foreign CA."""
+
+    directory: Path
+
+    def path(self, name: str) -> Path:
+        return self.directory / name
+
+    @property
+    def tls(self) -> KubeletTls:
+        return KubeletTls(self.path("kubelet.crt"), self.path("kubelet.key"), self.path("ca.crt"))
+
+    @property
+    def api_server(self) -> KubeletClient:
+        return KubeletClient(self.path("client.crt"), self.path("client.key"), self.path("ca.crt"))
+
+
+def kubelet_pki(directory: Path) -> KubeletPki:
+    directory.mkdir(parents=True, exist_ok=True)
+    ca, foreign = CertificateAuthority.new("cluster-ca"), CertificateAuthority.new("foreign-ca")
+    files = {
+        "ca.crt": ca.cert_pem,
+        **dict(zip(("kubelet.crt", "kubelet.key"), ca.serving(NODE, [str(GATEWAY)]), strict=True)),
+        **dict(zip(("client.crt", "client.key"), ca.client("kube-apiserver"), strict=True)),
+        **dict(zip(("foreign.crt", "foreign.key"), foreign.client("kube-apiserver"), strict=True)),
+    }
+    for name, data in files.items():
+        write_file(directory / name, data, 0o600)
+    return KubeletPki(directory)
 
 
 def node_kubeconfig(path: Path, server: str) -> Path:
@@ -170,19 +205,26 @@ def cluster(
     backoff: Backoff = FAST_BACKOFF,
     timing: Timing = FAST,
     fake: FakeKubernetes | None = None,
+    kubelet_api: KubeletTls | None = None,
 ) -> Iterator[Cluster]:
     """The stand-in started in the calling thread's (the test's private) network namespace,
-    and a node agent on `runtime` registered to it; both stopped after."""
+    and a node agent on `runtime` registered to it, serving the kubelet API on 198.18.0.1
+    with `kubelet_api`; all stopped after."""
     fake = fake or FakeKubernetes()
     fake.start()
     kubeconfig = node_kubeconfig(tmp_path / "node.kubeconfig", fake.url)
     api = NodeApi(config.new_client_from_config(config_file=str(kubeconfig)))
     context = NodeContext(api, runtime, ImageMap.parse(images), NODE, str(GATEWAY), backoff)
     agent = NodeAgent(context, timing)
+    server = KubeletServer(agent.pod, kubelet_api.context(), str(GATEWAY)) if kubelet_api else None
     try:
+        if server is not None:
+            server.start()
         agent.start()
         yield Cluster(fake, agent, kubeconfig)
     finally:
+        if server is not None:
+            server.stop()
         agent.stop()
         api.close()
         fake.stop()

@@ -22,9 +22,11 @@ from tests.onemachine.node.agent_fixtures import (
     PODS,
     PYTHON_IMAGE,
     container_status,
+    kubelet_pki,
     node_kubeconfig,
     processes_with,
 )
+from tests.onemachine.node.test_kubelet_api import get
 from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -85,16 +87,20 @@ def test_the_node_runs_pods_until_sigterm_and_leaves_none(tmp_path: Path, node_n
         {"metadata": {"name": "s"}, "data": {"v": base64.b64encode(secret.encode()).decode()}},
     )
     kubeconfig = node_kubeconfig(tmp_path / "k", fake.url)
+    pki = kubelet_pki(tmp_path / "pki")
     process = node(
         "--kubeconfig", str(kubeconfig), "--root", str(tmp_path / "root"), "--name", "cli-node",
         "--image", f"python:*={sys.executable}", "--heartbeat", "200ms",
+        "--tls-cert-file", str(pki.tls.cert_file),
+        "--tls-private-key-file", str(pki.tls.key_file),
+        "--client-ca-file", str(pki.tls.client_ca_file),
     )  # fmt: skip
     try:
         env = [
             {"name": "TEST_MARK", "value": marker},
             {"name": "S", "valueFrom": {"secretKeyRef": {"name": "s", "key": "v"}}},
         ]
-        code = "import time; time.sleep(60)"
+        code = "import time; print('serving', flush=True); time.sleep(60)"
         container = {"name": "c", "image": PYTHON_IMAGE, "command": ["python3", "-c", code]}
         fake.put(
             PODS, {"metadata": {"name": "p"}, "spec": {"containers": [{**container, "env": env}]}}
@@ -107,6 +113,10 @@ def test_the_node_runs_pods_until_sigterm_and_leaves_none(tmp_path: Path, node_n
         wait_until(running, "pod p's container running")
         assert fake.get("/api/v1/nodes", "cli-node") is not None
         assert processes_with(marker)
+        wait_until(
+            lambda: get(pki, f"/containerLogs/{NS}/p/c") == (200, "serving\n"),
+            "its log from the node's kubelet API",
+        )
         process.send_signal(signal.SIGTERM)
         code_, stderr = finished(process)
     finally:
@@ -119,6 +129,29 @@ def test_the_node_runs_pods_until_sigterm_and_leaves_none(tmp_path: Path, node_n
     assert "pod agentcube/p: container c started" in stderr
     assert secret not in stderr and marker not in stderr
     assert os.listdir(tmp_path / "root" / "pods") == []
+
+
+def test_the_kubelet_apis_tls_files_come_all_three_or_none(tmp_path: Path) -> None:
+    code, stderr = finished(
+        node("--kubeconfig", "k", "--root", str(tmp_path), "--tls-cert-file", "c.crt")
+    )
+    assert code == 2
+    assert (
+        "onemachine node: the kubelet API needs --tls-private-key-file and --client-ca-file too"
+        in stderr
+    )
+
+
+def test_unreadable_tls_files_are_refused(tmp_path: Path) -> None:
+    files = zip(
+        ("--tls-cert-file", "--tls-private-key-file", "--client-ca-file"),
+        (str(tmp_path / name) for name in ("c.crt", "c.key", "ca.crt")),
+        strict=True,
+    )
+    flags = [word for pair in files for word in pair]
+    code, stderr = finished(node("--kubeconfig", "k", "--root", str(tmp_path), *flags))
+    assert code == 2
+    assert "onemachine node: the kubelet API's TLS files:" in stderr
 
 
 @pytest.mark.parametrize("flag", ["--heartbeat", "--restart-backoff"])

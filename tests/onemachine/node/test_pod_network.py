@@ -19,6 +19,7 @@ import pytest
 
 from onemachine import netns
 from onemachine.netns import NotPrivateNamespace
+from onemachine.node.container_logs import log_text
 from onemachine.node.pod_network import (
     BRIDGE,
     GATEWAY,
@@ -191,4 +192,4 @@ def test_a_pod_reaches_the_node_at_the_gateway_address(runtime: PodRuntime) -> N
             connection.sendall(b"node here")
         assert peer[0] == str(sandbox.address)
         assert container.wait(10) is not None
-        assert container.log_path.read_text() == "node here\n"
+        assert log_text(container.log_path) == "node here\n"

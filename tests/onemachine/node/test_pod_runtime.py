@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from onemachine.node.container_logs import log_text, records
 from onemachine.node.pod_network import AddressesExhausted, AddressPool, PodNetwork
 from onemachine.node.pod_runtime import (
     DEFAULT_HOME,
@@ -78,8 +79,8 @@ def started(sandbox: PodSandbox, launch: ContainerLaunch) -> ContainerProcess:
 
 def output(sandbox: PodSandbox, launch: ContainerLaunch) -> str:
     container = sandbox.start_container(launch)
-    assert container.wait(10) == ExitStatus(0, None), container.log_path.read_text()
-    return container.log_path.read_text()
+    assert container.wait(10) == ExitStatus(0, None), log_text(container.log_path)
+    return log_text(container.log_path)
 
 
 def namespace_members(pid: int, kind: str) -> set[int]:
@@ -277,8 +278,8 @@ def test_a_pod_resolves_its_hostname_and_localhost_and_fails_an_unknown_name_at_
     container = sandbox.start_container(
         ContainerLaunch("main", [PYTHON, "-c", RESOLVES, unknown], {})
     )
-    assert container.wait(60) == ExitStatus(0, None), container.log_path.read_text()
-    seen = json.loads(container.log_path.read_text())
+    assert container.wait(60) == ExitStatus(0, None), log_text(container.log_path)
+    seen = json.loads(log_text(container.log_path))
     assert seen["hostname"] == [str(sandbox.address)]
     assert seen["fqdn"] == "resolver"
     assert "127.0.0.1" in seen["localhost"]
@@ -338,14 +339,33 @@ def test_the_container_gets_exactly_its_environment_and_working_directory(
     assert seen == {"env": own, "cwd": "/"}
 
 
-def test_stdout_and_stderr_go_to_the_containers_log_appended_on_each_start(
+def test_each_instance_records_its_lines_with_time_and_stream_in_a_file_of_its_own(
     runtime: PodRuntime,
 ) -> None:
     sandbox = runtime.create("default", "logs", "uid")
-    speak = "import sys; print('out', flush=True); print('err', file=sys.stderr, flush=True)"
-    output(sandbox, python("main", speak))
-    assert output(sandbox, python("main", speak)) == "out\nerr\nout\nerr\n"
-    assert (sandbox.directory / "logs" / "main.log").exists()
+    speak = (
+        "import sys; print('out', flush=True); print('err', file=sys.stderr, flush=True); "
+        "print('no newline', end='', flush=True)"
+    )
+    began = time.time_ns()
+    first = sandbox.start_container(python("main", speak))
+    second = sandbox.start_container(python("main", "print('again')", restart_count=1))
+    assert first.wait(10) == second.wait(10) == ExitStatus(0, None)
+    assert first.log_path == runtime.log_directory("default", "logs", "uid") / "main" / "0.log"
+    assert second.log_path == first.log_path.with_name("1.log")
+    lines = records(first.log_path)
+    assert [(r.stream, r.partial, r.content) for r in lines] == [
+        ("stdout", False, b"out"),
+        ("stderr", False, b"err"),
+        ("stdout", True, b"no newline"),
+    ]
+    assert all(began <= r.time <= time.time_ns() for r in lines)
+    assert log_text(first.log_path) == "out\nerr\nno newline"
+    assert log_text(second.log_path) == "again\n"
+    sandbox.close()
+    assert log_text(second.log_path) == "again\n", "the logs went with the sandbox"
+    runtime.remove_logs("default", "logs", "uid")
+    assert not first.log_path.parent.exists()
 
 
 def test_an_exit_code_is_reported(runtime: PodRuntime) -> None:
@@ -378,7 +398,7 @@ def test_with_a_handler_the_container_gets_sigterm_and_ends_early(runtime: PodRu
     """Ended by its own handler (exit 0): had it waited out the grace, it would be killed."""
     container = started(runtime.create("default", "polite", "uid"), python("main", HANDLES))
     status = container.stop(60)
-    log = container.log_path.read_text()
+    log = log_text(container.log_path)
     assert status == ExitStatus(0, None), f"{status}; the container's log:\n{log}"
     assert "got SIGTERM" in log, f"the container's log:\n{log}"
 
@@ -513,6 +533,7 @@ _IN_A_CONTAINER = """
 import sys
 from pathlib import Path
 from onemachine.node.pod_network import PodNetwork
+from onemachine.node.container_logs import log_text
 from onemachine.node.pod_runtime import ContainerLaunch, PodRuntime
 root, outside = Path(sys.argv[1]), sys.argv[2]
 pods = PodRuntime(root, PodNetwork.open())
@@ -522,7 +543,7 @@ write = (
     "print(open('/etc/hosts').read().splitlines()[-1])"
 )
 container = sandbox.start_container(ContainerLaunch("main", [sys.executable, "-c", write], {}))
-print(container.wait(10), container.log_path.read_text().strip())
+print(container.wait(10), log_text(container.log_path).strip())
 print(list((sandbox.directory / "upper").iterdir()))
 pods.close()
 """

@@ -99,8 +99,9 @@ def proxied(tmp_path: Path, node_netns: int, pool: AddressPool) -> Iterator[Clus
 
 
 def log_of(tmp_path: Path, running: Cluster, pod: str, container: str) -> Path:
+    """The container's first instance's log (PodRuntime.log_directory, container_logs)."""
     uid = running.pod(pod)["metadata"]["uid"]  # type: ignore[index]
-    return tmp_path / "node" / "pods" / f"{NS}_{pod}_{uid}" / "logs" / f"{container}.log"
+    return tmp_path / "node" / "logs" / f"{NS}_{pod}_{uid}" / container / "0.log"
 
 
 @pytest.mark.slow
