@@ -128,4 +128,11 @@ def test_a_failing_test_fails_the_run_with_every_part_s_and_pod_s_log(
     ]
     assert any("API_TOKEN" in env for env in envs), envs  # the pod after `set env`
     assert {value for env in envs for value in env.values()} == {"(value not collected)"}
+    # Each container's log, read through the API server from the node's kubelet API: the
+    # MCP pod's server logged the test's request.
+    mcp_logs = [
+        log.read_text()
+        for log in logs.glob("pod-agentcube-agentcube-code-interpreter-mcp-*-mcp.log")
+    ]
+    assert any('"GET /mcp HTTP/1.1" 200' in log for log in mcp_logs), mcp_logs
     assert not any(alive(pid) for pid in launcher_pids(state))
