@@ -75,6 +75,13 @@ def add_cluster_command(commands: argparse._SubParsersAction) -> None:
         "STATE/service-forwards.json",
     )
     cluster.add_argument(
+        "--router-auth",
+        choices=("oidc", "none"),
+        default="oidc",
+        help="oidc (default): the Router checks the issuer's tokens, as the chart's "
+        "router.jwt.* set it; none: no external authentication, as the chart without them",
+    )
+    cluster.add_argument(
         "--ready-timeout",
         type=positive_duration,
         default=120.0,
@@ -99,5 +106,6 @@ def run_cluster(arguments: argparse.Namespace) -> int:
         forwards=tuple(dict.fromkeys(arguments.forward_service)),
         ready_timeout=arguments.ready_timeout,
         oidc_clients=arguments.oidc_clients.resolve() if arguments.oidc_clients else None,
+        router_oidc=arguments.router_auth == "oidc",
     )
     return launch(options)

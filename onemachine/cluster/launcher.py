@@ -59,6 +59,7 @@ class Options:
     ready_timeout: float = 120.0
     ports: parts.Ports = field(default_factory=parts.Ports)
     oidc_clients: Path | None = None
+    router_oidc: bool = True
 
 
 def launch(options: Options) -> int:
@@ -78,8 +79,9 @@ def launch(options: Options) -> int:
         issuer_port = host_ports["oidc-issuer"].getsockname()[1]
         ports = replace(options.ports, oidc_issuer=issuer_port)
         cluster = parts.Cluster(
-            binaries, state, pki, ports, options.images, oidc_clients=options.oidc_clients
-        )
+            binaries, state, pki, ports, options.images,
+            oidc_clients=options.oidc_clients, router_oidc=options.router_oidc,
+        )  # fmt: skip
         suite_token = _write_credentials(cluster)
     except (MissingBinaries, bootstrap.BootstrapError, OSError) as error:
         print(f"onemachine cluster: {error}", file=sys.stderr)

@@ -101,6 +101,9 @@ class Cluster:
     images: Sequence[str] = ()
     # The issuer's confidential clients (oidc_issuer/clients.py), for its token endpoint.
     oidc_clients: Path | None = None
+    # External authentication at the Router (the chart's router.jwt.*); off, the Router as
+    # the chart runs it without an issuer (upstream's own e2e without Keycloak).
+    router_oidc: bool = True
 
     def kubeconfig(self, user: str) -> str:
         return str(self.state.kubeconfig(user))
@@ -290,7 +293,8 @@ def oidc_issuer(cluster: Cluster) -> Part:
 
 def router(cluster: Cluster) -> Part:
     """The Router as the chart runs it (agentcube-router.yaml:91-93: --port, --debug), with
-    external authentication on against the issuer (cmd/router/main.go:48-53).
+    external authentication on against the issuer (cmd/router/main.go:48-53) unless
+    `router_oidc` is off.
 
     It keeps its signing key in a Secret only through client-go's in-cluster config
     (pkg/router/jwt.go:139), which reads KUBERNETES_SERVICE_HOST/PORT and the files under
@@ -322,10 +326,7 @@ def router(cluster: Cluster) -> Part:
             f"--port={port}",
             "--debug",
             f"--max-concurrent-requests={ROUTER_MAX_CONCURRENT_REQUESTS}",
-            f"--jwt-issuer-url={cluster.ports.oidc_issuer_url}",
-            f"--jwt-audience={JWT_AUDIENCE}",
-            f"--jwt-role-claim={JWT_ROLE_CLAIM}",
-            f"--jwt-required-role={JWT_REQUIRED_ROLE}",
+            *(_router_oidc_flags(cluster) if cluster.router_oidc else ()),
         ),
         HttpProbe(f"http://{LOOPBACK}:{port}/health/ready"),
         {
@@ -334,6 +335,15 @@ def router(cluster: Cluster) -> Part:
             "KUBERNETES_SERVICE_HOST": LOOPBACK,
             "KUBERNETES_SERVICE_PORT": str(cluster.ports.api_server),
         },
+    )
+
+
+def _router_oidc_flags(cluster: Cluster) -> tuple[str, ...]:
+    return (
+        f"--jwt-issuer-url={cluster.ports.oidc_issuer_url}",
+        f"--jwt-audience={JWT_AUDIENCE}",
+        f"--jwt-role-claim={JWT_ROLE_CLAIM}",
+        f"--jwt-required-role={JWT_REQUIRED_ROLE}",
     )
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from onemachine.cluster.readiness import wait_until
 
+REPOSITORY = Path(__file__).resolve().parents[2]  # whose launcher runs, from any directory
 POLL = 0.2
 STOP_TIMEOUT = 60.0
 
@@ -66,6 +67,7 @@ class ClusterRun:
                 [sys.executable, "-m", "onemachine", "cluster", *arguments,
                  "--state-dir", str(state_dir)],
                 stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                cwd=REPOSITORY,
             )  # fmt: skip
         return cls(process, state_dir, log)
 

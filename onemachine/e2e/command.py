@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from kubernetes.client.rest import ApiException
@@ -26,7 +28,7 @@ from onemachine.cluster.layout import SYSTEM_NAMESPACE
 from onemachine.e2e import deploy, evidence, oidc, plan, runners, venv
 from onemachine.e2e.checkout import Checkout, CheckoutError, mcp_image_mapping
 from onemachine.e2e.cluster_run import ClusterEndpoints, ClusterError, ClusterRun
-from onemachine.e2e.outcomes import Report
+from onemachine.e2e.outcomes import Outcome, Report
 
 WORKLOAD_NAMESPACE = SYSTEM_NAMESPACE  # run_e2e.sh's defaults: both agentcube (run_e2e.sh:22-23)
 MCP_DEPLOYMENT = "agentcube-code-interpreter-mcp"
@@ -134,6 +136,23 @@ def run_e2e(arguments: argparse.Namespace) -> int:
     return _Run(arguments, checkout, selection, python_steps, secrets, state).run()
 
 
+@dataclass(frozen=True)
+class _Configuration:
+    """One of run_e2e.sh's two configurations (plan.py): its name in the report, and
+    whether Keycloak (here, the issuer) is on, with the Router checking its tokens."""
+
+    name: str
+    keycloak: bool
+
+    @property
+    def directory(self) -> str:
+        return "with-keycloak" if self.keycloak else "without-keycloak"
+
+
+WITHOUT_KEYCLOAK = _Configuration("", keycloak=False)
+WITH_KEYCLOAK = _Configuration("with Keycloak", keycloak=True)
+
+
 class _Run:
     """One run of the plan, its state under `state`."""
 
@@ -145,10 +164,12 @@ class _Run:
         self.secrets: dict[str, str] = secrets
         self.state: Path = state
         self.logs = state / "logs"
+        self.venv_python = venv.python_of(arguments.venv)
+        self.mcp = deploy.mcp_documents(checkout, SYSTEM_NAMESPACE, WORKLOAD_NAMESPACE)
         self.report = Report()
         self.stages: dict[str, float] = {}
-        self.cluster: ClusterRun | None = None
-        self.api = None
+        self.clusters: dict[_Configuration, ClusterRun] = {}
+        self.apis: dict[_Configuration, object] = {}
 
     def run(self) -> int:
         started = time.monotonic()
@@ -178,23 +199,42 @@ class _Run:
         return code
 
     def _run_plan(self) -> None:
-        venv_python = venv.python_of(self.arguments.venv)
-        mcp = deploy.mcp_documents(self.checkout, SYSTEM_NAMESPACE, WORKLOAD_NAMESPACE)
-        clients = oidc.write_clients_file(self.state / "oidc-clients.json", self.secrets)
+        """Without Keycloak first, every selected test but the Keycloak-only file; then
+        with Keycloak, on a second cluster started meanwhile, the Go tests the first
+        configuration skipped for want of OIDC, and the Keycloak-only file."""
+        keycloak_steps = [step for step in self.python_steps if step.keycloak_only]
+        plain_steps = [step for step in self.python_steps if not step.keycloak_only]
         with ThreadPoolExecutor(max_workers=2) as background:
             filled = background.submit(
                 _timed_call, venv.prepare, self.arguments.venv, self.checkout,
                 self.logs / "venv.log",
             )  # fmt: skip
             compiled = self._compile_go_tests(background)
-            endpoints = self._start_cluster(mcp, venv_python, clients)
-            values = self._set_up(endpoints)
+            endpoints = self._start(WITHOUT_KEYCLOAK)
+            if self.selection.go or keycloak_steps:
+                self._launch(WITH_KEYCLOAK)  # comes up while the first configuration runs
+            values = self._set_up(WITHOUT_KEYCLOAK, endpoints)
             self.stages["virtual environment, beside the cluster"] = filled.result()
             if compiled is not None:
                 self.stages["Go tests compiled, beside the cluster"] = compiled.result()
+        go_outcomes = []
         if self.selection.go:
-            self._timed("Go tests", self._go_tests, values, endpoints)
-        self._timed("Python tests", self._python_tests, values, endpoints, mcp, venv_python)
+            go_outcomes = self._timed("Go tests", self._go_tests, WITHOUT_KEYCLOAK, values,
+                                      endpoints, self.selection.go_run)  # fmt: skip
+        self._timed("Python tests", self._python_tests, WITHOUT_KEYCLOAK, values, endpoints,
+                    plain_steps)  # fmt: skip
+        oidc_tests = [o.name for o in go_outcomes if plan.OIDC_SKIP in o.detail]
+        if WITH_KEYCLOAK in self.clusters:
+            self._stop(WITHOUT_KEYCLOAK)
+            self._timed("with Keycloak", self._with_keycloak, oidc_tests, keycloak_steps)
+
+    def _with_keycloak(self, go_tests: list[str], python_steps: list[plan.Step]) -> None:
+        endpoints = self._wait_ready(WITH_KEYCLOAK)
+        values = self._set_up(WITH_KEYCLOAK, endpoints)
+        if go_tests:
+            run = "^(" + "|".join(re.escape(name) for name in go_tests) + ")$"
+            self._go_tests(WITH_KEYCLOAK, values, endpoints, run)
+        self._python_tests(WITH_KEYCLOAK, values, endpoints, python_steps)
 
     def _compile_go_tests(self, background: ThreadPoolExecutor) -> Future | None:
         """`go test -run '^$'`: compiled (into go's cache) while the cluster starts."""
@@ -211,101 +251,135 @@ class _Run:
 
         return background.submit(_timed_call, compile_tests)
 
-    def _start_cluster(self, mcp: list[dict], venv_python: Path, clients: Path) -> ClusterEndpoints:
-        image = _container_image(mcp)
+    def _launch(self, configuration: _Configuration) -> None:
         arguments = [
             "--bin-dir", str(self.arguments.bin_dir),
             "--agentcube-src", str(self.checkout.root),
             "--agent-sandbox-src", str(self.arguments.agent_sandbox_src),
-            "--image", mcp_image_mapping(image, self.checkout.mcp_entrypoint(), venv_python),
-            "--oidc-clients", str(clients),
-            "--forward-service", f"{SYSTEM_NAMESPACE}/{MCP_DEPLOYMENT}:{MCP_PORT}",
+            "--image", mcp_image_mapping(
+                _container_image(self.mcp), self.checkout.mcp_entrypoint(), self.venv_python
+            ),
             "--ready-timeout", f"{self.arguments.ready_timeout:g}s",
         ]  # fmt: skip
-        began = time.monotonic()
-        self.cluster = ClusterRun.start(
-            arguments, self.state / "cluster", self.logs / "cluster.log"
+        if configuration.keycloak:
+            clients = oidc.write_clients_file(self.state / "oidc-clients.json", self.secrets)
+            arguments += ["--oidc-clients", str(clients)]
+        else:
+            forward = f"{SYSTEM_NAMESPACE}/{MCP_DEPLOYMENT}:{MCP_PORT}"
+            arguments += ["--router-auth", "none", "--forward-service", forward]
+        log = self.logs / f"cluster-{configuration.directory}.log"
+        cluster = ClusterRun.start(
+            arguments, self.state / f"cluster-{configuration.directory}", log
         )
-        print(f"onemachine e2e: starting the cluster (log: {self.cluster.log})", flush=True)
-        endpoints = self.cluster.wait_ready(timeout=12 * self.arguments.ready_timeout)
+        self.clusters[configuration] = cluster
+        print(f"onemachine e2e: starting a cluster {configuration.name or 'without Keycloak'}"
+              f" (log: {cluster.log})", flush=True)  # fmt: skip
+
+    def _start(self, configuration: _Configuration) -> ClusterEndpoints:
+        began = time.monotonic()
+        self._launch(configuration)
+        endpoints = self._wait_ready(configuration)
         self.stages["cluster start"] = time.monotonic() - began
-        self.api = bootstrap.connect(endpoints.admin_kubeconfig)
         return endpoints
 
-    def _set_up(self, endpoints: ClusterEndpoints) -> dict[str, str]:
+    def _wait_ready(self, configuration: _Configuration) -> ClusterEndpoints:
+        cluster = self.clusters[configuration]
+        endpoints = cluster.wait_ready(timeout=12 * self.arguments.ready_timeout)
+        self.apis[configuration] = bootstrap.connect(endpoints.admin_kubeconfig)
+        return endpoints
+
+    def _set_up(self, configuration: _Configuration, endpoints: ClusterEndpoints) -> dict[str, str]:
         """run_e2e.sh's set-up after Helm (run_e2e.sh:416-432) and its tokens (500-531): the
         values every step takes."""
         began = time.monotonic()
-        deploy.e2e_service_account(self.api, SYSTEM_NAMESPACE)
-        deploy.apply(self.api, deploy.workload_documents(self.checkout, WORKLOAD_NAMESPACE))
-        deploy.e2e_token(self.api, SYSTEM_NAMESPACE)  # run_e2e.sh makes it; Keycloak's wins
-        app_id, admin_id = oidc.CLIENTS["app"][0], oidc.CLIENTS["admin"][0]
-        issuer = endpoints.oidc_issuer
+        api = self.apis[configuration]
+        deploy.e2e_service_account(api, SYSTEM_NAMESPACE)
+        deploy.apply(api, deploy.workload_documents(self.checkout, WORKLOAD_NAMESPACE))
         values = {
-            "API_TOKEN": oidc.client_credentials_token(
-                issuer, app_id, self.secrets["app"], KEYCLOAK_HOST
-            ),
-            "ADMIN_TOKEN": oidc.client_credentials_token(
-                issuer, admin_id, self.secrets["admin"], KEYCLOAK_HOST
-            ),
-            "OIDC_ENABLED": "true",
-            "KEYCLOAK_TOKEN_URL": oidc.token_url(issuer),
+            "API_TOKEN": deploy.e2e_token(api, SYSTEM_NAMESPACE),
+            "ADMIN_TOKEN": "",  # ${ADMIN_TOKEN:-}
+            "OIDC_ENABLED": "false",  # ${OIDC_ENABLED:-false}
+            "KEYCLOAK_TOKEN_URL": "",  # ${KEYCLOAK_TOKEN_URL:-}
             "WORKLOAD_MANAGER_URL": endpoints.workload_manager,
             "ROUTER_URL": endpoints.router,
             "MTLS_ENABLED": "false",  # no SPIRE here: docs/upstream-e2e.md
             "WORKLOAD_NAMESPACE": WORKLOAD_NAMESPACE,
             "AGENTCUBE_NAMESPACE": SYSTEM_NAMESPACE,
         }
-        self.stages["set-up"] = time.monotonic() - began
+        if configuration.keycloak:  # Keycloak's tokens replace the service account's
+            issuer = endpoints.oidc_issuer
+            values |= {
+                "API_TOKEN": self._token(issuer, "app"),
+                "ADMIN_TOKEN": self._token(issuer, "admin"),
+                "OIDC_ENABLED": "true",
+                "KEYCLOAK_TOKEN_URL": oidc.token_url(issuer),
+            }
+        self.stages[f"set-up {configuration.name}".strip()] = time.monotonic() - began
         return values
 
-    def _go_tests(self, values: dict[str, str], endpoints: ClusterEndpoints) -> None:
-        env = _base_env(endpoints) | plan.GO_TESTS.environment(values)
-        self.report.add(
-            runners.run_go_tests(
-                self.arguments.go, self.checkout.root, self.selection.go_run, env,
-                self.logs / "go-test.json",
-            )
-        )  # fmt: skip
+    def _token(self, issuer: str, client: str) -> str:
+        client_id = oidc.CLIENTS[client][0]
+        return oidc.client_credentials_token(issuer, client_id, self.secrets[client], KEYCLOAK_HOST)
 
-    def _python_tests(
-        self, values: dict[str, str], endpoints: ClusterEndpoints, mcp: list[dict], python: Path
-    ) -> None:
+    def _go_tests(self, configuration, values, endpoints, run: str | None) -> list[Outcome]:
+        env = _base_env(endpoints) | plan.GO_TESTS.environment(values, configuration.keycloak)
+        log = self.logs / f"go-test-{configuration.directory}.json"
+        suite = f"go {configuration.name}".strip()
+        outcomes = runners.run_go_tests(self.arguments.go, self.checkout.root, run, env, log, suite)
+        self.report.add(outcomes)
+        return outcomes
+
+    def _python_tests(self, configuration, values, endpoints, steps: list[plan.Step]) -> None:
         base = runners.activated(self.arguments.venv, _base_env(endpoints))
-        for step in self.python_steps:
+        for step in steps:
             if step.name == plan.IN_CLUSTER_MCP:
-                values = values | {"MCP_K8S_MCP_URL": self._deploy_mcp(values, mcp, endpoints)}
+                values = values | {"MCP_K8S_MCP_URL": self._deploy_mcp(configuration, values)}
             print(f"\n==> {step.name} ({step.cites})", flush=True)
-            env = base | step.environment(values)
+            env = base | step.environment(values, configuration.keycloak)
             log = self.logs / f"{step.name.removesuffix('.py')}.log"
             self.report.add(
-                runners.run_python_test(python, self.checkout.e2e_dir, step.name, env, log)
+                runners.run_python_test(
+                    self.venv_python, self.checkout.e2e_dir, step.name, env, log
+                )
             )
 
-    def _deploy_mcp(self, values: dict[str, str], mcp: list[dict], endpoints) -> str:
+    def _deploy_mcp(self, configuration: _Configuration, values: dict[str, str]) -> str:
         """run_e2e.sh:666-696: the Deployment applied, rolled out, given API_TOKEN, rolled out
         again; the URL of its Service on the host."""
-        timeout = self.arguments.rollout_timeout
-        deploy.apply(self.api, mcp)
-        deploy.wait_rollout(self.api, SYSTEM_NAMESPACE, MCP_DEPLOYMENT, timeout)
-        deploy.set_env(self.api, SYSTEM_NAMESPACE, MCP_DEPLOYMENT, "API_TOKEN", values["API_TOKEN"])
-        deploy.wait_rollout(self.api, SYSTEM_NAMESPACE, MCP_DEPLOYMENT, timeout)
+        api, timeout = self.apis[configuration], self.arguments.rollout_timeout
+        deploy.apply(api, self.mcp)
+        deploy.wait_rollout(api, SYSTEM_NAMESPACE, MCP_DEPLOYMENT, timeout)
+        deploy.set_env(api, SYSTEM_NAMESPACE, MCP_DEPLOYMENT, "API_TOKEN", values["API_TOKEN"])
+        deploy.wait_rollout(api, SYSTEM_NAMESPACE, MCP_DEPLOYMENT, timeout)
         key = f"{SYSTEM_NAMESPACE}/{MCP_DEPLOYMENT}:{MCP_PORT}"
-        forwarded = ClusterEndpoints.read(self.state / "cluster").forwards.get(key)
+        forwarded = ClusterEndpoints.read(self.clusters[configuration].state_dir).forwards.get(key)
         if forwarded is None:
             raise RunFailed(f"the cluster forwards no host port to {key}")
         return f"http://{forwarded}/mcp"
 
-    def _timed(self, stage: str, step, *arguments) -> None:
+    def _timed(self, stage: str, step, *arguments):
         began = time.monotonic()
-        step(*arguments)
+        result = step(*arguments)
         self.stages[stage] = time.monotonic() - began
+        return result
+
+    def _stop(self, configuration: _Configuration) -> None:
+        """The cluster stopped, its logs collected first when a test failed on it."""
+        if self.report.failed:
+            self._collect_evidence_of(configuration)
+        self.clusters.pop(configuration).stop()
+        self.apis.pop(configuration, None)
 
     def _collect_evidence(self) -> None:
-        if self.api is None:
+        for configuration in list(self.apis):
+            self._collect_evidence_of(configuration)
+
+    def _collect_evidence_of(self, configuration: _Configuration) -> None:
+        artifacts = self.state / "e2e-logs" / configuration.directory
+        if artifacts.exists():
             return
-        artifacts = self.state / "e2e-logs"
-        problems = evidence.collect(self.api, self.state / "cluster" / "logs", artifacts)
+        cluster = self.clusters[configuration]
+        problems = evidence.collect(self.apis[configuration], cluster.state_dir / "logs", artifacts)
         print(f"onemachine e2e: logs of every part and pod in {artifacts}", file=sys.stderr)
         for problem in problems:
             print(f"  not collected: {problem}", file=sys.stderr)
@@ -313,17 +387,17 @@ class _Run:
     def _finish(self, seconds: float) -> None:
         junit = self.state / "junit.xml"
         self.report.write_junit(junit)
-        if self.cluster is not None:
-            if self.arguments.keep_cluster and self.cluster.process.poll() is None:
+        for configuration, cluster in list(self.clusters.items()):
+            if self.arguments.keep_cluster and cluster.process.poll() is None:
                 print(
-                    f"onemachine e2e: the cluster keeps running (pid {self.cluster.process.pid},"
-                    f" state {self.cluster.state_dir}); stop it with: "
-                    f"kill {self.cluster.process.pid}",
+                    f"onemachine e2e: the cluster {configuration.name or 'without Keycloak'} "
+                    f"keeps running (state {cluster.state_dir}); stop it with: "
+                    f"kill {cluster.process.pid}",
                     flush=True,
                 )
             else:
                 began = time.monotonic()
-                self.cluster.stop()
+                cluster.stop()
                 self.stages["cluster stop"] = time.monotonic() - began
         stages = ", ".join(f"{name} {value:.1f} s" for name, value in self.stages.items())
         print(f"\nstages: {stages}" if stages else "")

@@ -4,7 +4,6 @@ unittest's verbose report; one summary line and a JUnit file of them all."""
 from __future__ import annotations
 
 import json
-import re
 import xml.etree.ElementTree as ElementTree
 from collections import Counter
 from collections.abc import Iterable
@@ -12,15 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
-
-# unittest's verbose line (verbosity=2): "name (module.Class.name) ... ok", the docstring's
-# first line, when there is one, on a line of its own before " ... ".
-_UNITTEST = re.compile(
-    r"^(?P<name>\w+) \((?P<id>[\w.]+)\)(?:\n(?P<doc>[^\n]*?))? \.\.\. "
-    r"(?P<result>ok|FAIL|ERROR|skipped.*|expected failure|unexpected success)$",
-    re.MULTILINE,
-)
-_UNITTEST_STATUS = {"ok": PASSED, "expected failure": PASSED, "FAIL": FAILED, "ERROR": FAILED}
 
 
 @dataclass(frozen=True)
@@ -120,30 +110,18 @@ def from_go_events(lines: Iterable[str], suite: str = "go") -> list[Outcome]:
     return outcomes
 
 
-def from_unittest(file: str, report: str, exit_code: int) -> list[Outcome]:
-    """The tests of a unittest file's verbose report; the file itself as a failed outcome
-    when it exited non-zero and no test says why (it did not import, say)."""
-    outcomes = []
-    for match in _UNITTEST.finditer(report):
-        result = match["result"]
-        status = _UNITTEST_STATUS.get(result, SKIPPED if result.startswith("skipped") else FAILED)
-        detail = result.removeprefix("skipped").strip() if status == SKIPPED else ""
-        outcomes.append(
-            Outcome(file, match["name"], status, 0.0, detail or _failure(report, match["name"]))
-        )
+def from_recorded(file: str, recorded: Path, report: str, exit_code: int) -> list[Outcome]:
+    """The tests of a Python e2e file, from what unittest_recorder.py recorded; the file
+    itself as a failed outcome when it exited non-zero and no test says why (it did not
+    import, say), with the end of its output."""
+    try:
+        results = json.loads(recorded.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        results = []
+    outcomes = [Outcome(file, r["name"], r["status"], 0.0, r["detail"]) for r in results]
     if exit_code != 0 and not any(outcome.status == FAILED for outcome in outcomes):
         outcomes.append(Outcome(file, file, FAILED, 0.0, _tail(report)))
     return outcomes
-
-
-def _failure(report: str, name: str) -> str:
-    """The traceback unittest printed for test `name`, if it failed."""
-    match = re.search(
-        rf"^(?:FAIL|ERROR): {re.escape(name)} .*?(?=^(?:FAIL|ERROR): |^-{{70}}\nRan |\Z)",
-        report,
-        re.MULTILINE | re.DOTALL,
-    )
-    return match.group(0).strip() if match else ""
 
 
 def _tail(text: str, lines: int = 40) -> str:

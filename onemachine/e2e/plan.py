@@ -1,10 +1,13 @@
 """run_e2e.sh's test plan (939abb5): which tests run, in which order, from which directory,
 with which variables. Each entry cites the lines it stands for.
 
-run_e2e.sh exports four variables once Keycloak's tokens are in hand (run_e2e.sh:527-530):
-API_TOKEN, ADMIN_TOKEN, OIDC_ENABLED and KEYCLOAK_TOKEN_URL, and MCP_K8S_MCP_URL before
-the in-cluster test (run_e2e.sh:696); every later command inherits them. The rest each
-command gets on its own line, as below.
+run_e2e.sh runs in two configurations, and so does this plan: without Keycloak (the
+Router without external authentication; upstream's CI runs it so, with and without mTLS,
+.github/workflows/e2e.yml) and with it (KEYCLOAK_ENABLED=true: the Router reconfigured
+with OIDC, run_e2e.sh:441-475). With Keycloak, run_e2e.sh exports API_TOKEN, ADMIN_TOKEN,
+OIDC_ENABLED and KEYCLOAK_TOKEN_URL (run_e2e.sh:527-530); in both it exports
+MCP_K8S_MCP_URL before the in-cluster test (run_e2e.sh:696); every later command inherits
+what is exported. The rest each command gets on its own line, as below.
 """
 
 from __future__ import annotations
@@ -13,7 +16,11 @@ import fnmatch
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-EXPORTED = ("API_TOKEN", "ADMIN_TOKEN", "OIDC_ENABLED", "KEYCLOAK_TOKEN_URL", "MCP_K8S_MCP_URL")
+EXPORTED_WITH_KEYCLOAK = ("API_TOKEN", "ADMIN_TOKEN", "OIDC_ENABLED", "KEYCLOAK_TOKEN_URL")
+EXPORTED = ("MCP_K8S_MCP_URL",)
+# Upstream's Go tests skip themselves without Keycloak with these words (e2e_test.go:1671):
+# the tests the configuration with Keycloak runs.
+OIDC_SKIP = "OIDC_ENABLED not set"
 
 _ROUTER_AND_WM = (
     ("WORKLOAD_MANAGER_URL", "WORKLOAD_MANAGER_URL"),
@@ -31,9 +38,11 @@ class Step:
     name: str
     variables: tuple[tuple[str, str], ...]
     cites: str
+    keycloak_only: bool = False  # run only in the configuration with Keycloak
 
-    def environment(self, values: Mapping[str, str]) -> dict[str, str]:
-        exported = {name: values[name] for name in EXPORTED if name in values}
+    def environment(self, values: Mapping[str, str], keycloak: bool) -> dict[str, str]:
+        names = (*EXPORTED, *(EXPORTED_WITH_KEYCLOAK if keycloak else ()))
+        exported = {name: values[name] for name in names if name in values}
         return exported | {name: values[source] for name, source in self.variables}
 
 
@@ -74,7 +83,8 @@ PYTHON_TESTS = (
             ("API_TOKEN", "API_TOKEN"),
             ("AGENTCUBE_NAMESPACE", "WORKLOAD_NAMESPACE"),
         ),
-        "run_e2e.sh:634-642 (with Keycloak)",
+        "run_e2e.sh:634-642",
+        keycloak_only=True,
     ),
     Step(
         "test_langchain_agentcube_sandbox.py",

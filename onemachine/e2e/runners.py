@@ -11,11 +11,11 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from onemachine.e2e.outcomes import Outcome, from_go_events, from_unittest
+from onemachine.e2e.outcomes import Outcome, from_go_events, from_recorded
 
 
 def run_go_tests(
-    go: str, checkout: Path, run: str | None, env: Mapping[str, str], log: Path
+    go: str, checkout: Path, run: str | None, env: Mapping[str, str], log: Path, suite: str
 ) -> list[Outcome]:
     """`go test -v ./test/e2e/...` as run_e2e.sh runs it (run_e2e.sh:608-615), with -json
     for the report and -count=1 so that a result is never go's cached one."""
@@ -24,15 +24,21 @@ def run_go_tests(
         command += ["-run", run]
     command.append("./test/e2e/...")
     _, lines = _run_streamed(command, checkout, env, log, shown=_go_output)
-    return from_go_events(lines)
+    return from_go_events(lines, suite)
+
+
+RECORDER = Path(__file__).with_name("unittest_recorder.py")
 
 
 def run_python_test(
     python: Path, e2e_dir: Path, file: str, env: Mapping[str, str], log: Path
 ) -> list[Outcome]:
-    """`$E2E_VENV_DIR/bin/python FILE` from test/e2e (run_e2e.sh:619)."""
-    code, lines = _run_streamed([str(python), file], e2e_dir, env, log)
-    return from_unittest(file, "".join(lines), code)
+    """`$E2E_VENV_DIR/bin/python FILE` from test/e2e (run_e2e.sh:619), through the recorder
+    (unittest_recorder.py) that keeps each test's result beside the log."""
+    recorded = log.with_suffix(".results.json")
+    command = [str(python), str(RECORDER), str(recorded), file]
+    code, lines = _run_streamed(command, e2e_dir, env, log)
+    return from_recorded(file, recorded, "".join(lines), code)
 
 
 def activated(venv: Path, base: Mapping[str, str]) -> dict[str, str]:

@@ -139,6 +139,14 @@ def test_the_router_gets_its_in_cluster_files_from_a_private_mount_namespace() -
     assert part.env["KUBERNETES_SERVICE_PORT"] == "6443"
 
 
+def test_a_router_without_oidc_is_the_chart_s_without_router_jwt() -> None:
+    """`--router-auth none`: no --jwt-* flag, the chart's args when router.jwt.issuerUrl is
+    empty (agentcube-router.yaml:99-104), as upstream's e2e runs without Keycloak."""
+    argv = parts.router(replace(CLUSTER, router_oidc=False)).argv
+    assert argv[-3:] == ("--port=8080", "--debug", "--max-concurrent-requests=20")
+    assert not [flag for flag in argv if flag.startswith("--jwt-")]
+
+
 def test_the_issuer_serves_the_router_s_issuer_url_and_writes_the_suite_s_tokens() -> None:
     """The Router's --jwt-issuer-url is the issuer's own URL to the character (go-oidc
     compares them), and its audience, role claim and required role are the Router's."""

@@ -12,13 +12,14 @@ import sys
 import textwrap
 from pathlib import Path
 
-# `go test`: TestVariables passes when every variable of run_e2e.sh:608-615 is there;
-# TestFixturesApplied reads echo-agent-short-ttl through KUBECONFIG, as upstream's tests
-# read their objects; TestMTLSOnly skips as upstream's direct-WM tests would with mTLS;
-# STAND_IN_GO_FAIL makes TestVariables fail, for the failure path.
+# `go test`: TestVariables passes when every variable of run_e2e.sh:608-615 is there (and
+# fails when STAND_IN_GO_FAIL asks, for the failure path); TestFixturesApplied reads
+# echo-agent-short-ttl through KUBECONFIG, as upstream's tests read their objects;
+# TestMTLSOnly skips as upstream's direct-WM tests do with mTLS; TestOIDCAuth skips with
+# upstream's words without OIDC and checks the admin token with it; -run selects.
 _GO = textwrap.dedent(
     """\
-    import json, os, sys, time
+    import base64, json, os, re, sys
     if "-json" not in sys.argv:  # the compile run: go test -count=1 -run '^$' ./test/e2e/...
         sys.exit(0)
     PACKAGE = "github.com/volcano-sh/agentcube/test/e2e"
@@ -39,19 +40,30 @@ _GO = textwrap.dedent(
             event("output", name, f"    e2e_test.go:1: {failure}\\n--- FAIL: {name}\\n")
             event("fail", name, elapsed=0.01)
             return False
-        event("output", name, f"--- {'SKIP' if outcome == 'skip' else 'PASS'}: {name}\\n")
-        event("skip" if outcome == "skip" else "pass", name, elapsed=0.01)
+        if outcome:
+            event("output", name, f"    e2e_test.go:1: {outcome[1]}\\n--- SKIP: {name}\\n")
+            event("skip", name, elapsed=0.01)
+            return True
+        event("output", name, f"--- PASS: {name}\\n")
+        event("pass", name, elapsed=0.01)
         return True
 
     def variables():
         wanted = ["WORKLOAD_MANAGER_URL", "ROUTER_URL", "WORKLOAD_NAMESPACE", "OIDC_ENABLED",
-                  "ADMIN_TOKEN", "API_TOKEN", "KUBECONFIG"]
+                  "API_TOKEN", "KUBECONFIG"]
         missing = [name for name in wanted if not os.environ.get(name)]
         assert not missing, f"not set: {missing}"
         assert os.environ["MTLS_ENABLED"] == "false", os.environ["MTLS_ENABLED"]
-        assert os.environ["OIDC_ENABLED"] == "true"
-        assert os.environ["API_TOKEN"] != os.environ["ADMIN_TOKEN"]
+        assert os.environ["OIDC_ENABLED"] == "false", "the Go tests run first without Keycloak"
         assert not os.environ.get("STAND_IN_GO_FAIL"), "asked to fail by STAND_IN_GO_FAIL"
+
+    def oidc():
+        if os.environ.get("OIDC_ENABLED") != "true":
+            return "skip", "skipping OIDC test: OIDC_ENABLED not set (Keycloak not deployed)"
+        assert os.environ["ADMIN_TOKEN"] and os.environ["API_TOKEN"] != os.environ["ADMIN_TOKEN"]
+        payload = os.environ["ADMIN_TOKEN"].split(".")[1]
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        assert "admin" in claims["realm_access"]["roles"], claims
 
     def fixtures_applied():
         from kubernetes import client, config
@@ -61,8 +73,12 @@ _GO = textwrap.dedent(
             "agentruntimes", "echo-agent-short-ttl")
         assert agent["spec"]["sessionTimeout"] == "30s", agent["spec"]
 
-    results = [test("TestVariables", variables), test("TestFixturesApplied", fixtures_applied),
-               test("TestMTLSOnly", lambda: "skip")]
+    run = next((sys.argv[i + 1] for i, a in enumerate(sys.argv) if a == "-run"), None)
+    tests = {"TestVariables": variables, "TestFixturesApplied": fixtures_applied,
+             "TestMTLSOnly": lambda: ("skip", "skipping direct-WM test: mTLS is active"),
+             "TestOIDCAuth": oidc}
+    results = [test(name, body) for name, body in tests.items()
+               if run is None or re.fullmatch(run, name)]
     event("output", None, "PASS\\n" if all(results) else "FAIL\\n")
     event("pass" if all(results) else "fail", elapsed=0.1)
     sys.exit(0 if all(results) else 1)
@@ -114,6 +130,9 @@ _MCP_K8S_EXTRA = textwrap.dedent(
             self.assertTrue(seen["api_token"], "the pod has no API_TOKEN: set env not rolled out")
             self.assertEqual(seen["router_url"],
                              "http://agentcube-router.agentcube.svc.cluster.local:8080")
+
+        def test_no_token_is_exported_without_keycloak(self):
+            self.assertNotIn("API_TOKEN", os.environ)
     """
 )
 
@@ -151,10 +170,11 @@ def write_python_tests(e2e_dir: Path) -> None:
     """A stand-in of each Python e2e file, checking the variables run_e2e.sh gives it (the
     line of run_e2e.sh each stands for is in onemachine/e2e/plan.py)."""
     urls = ["WORKLOAD_MANAGER_URL", "ROUTER_URL", "API_TOKEN"]
-    exported = ["API_TOKEN", "ADMIN_TOKEN", "KEYCLOAK_TOKEN_URL"]
-    off = {"MTLS_ENABLED": "false", "OIDC_ENABLED": "true"}
+    off = {"MTLS_ENABLED": "false"}
     files = {
-        "test_codeinterpreter.py": (urls, off | {"AGENTCUBE_NAMESPACE": "agentcube"}, ""),
+        "test_codeinterpreter.py": (
+            urls, off | {"OIDC_ENABLED": "false", "AGENTCUBE_NAMESPACE": "agentcube"}, "",
+        ),
         "test_oidc_auth.py": (
             [*urls, "KEYCLOAK_TOKEN_URL"],
             {"OIDC_ENABLED": "true", "AGENTCUBE_SYSTEM_NAMESPACE": "agentcube"},
@@ -166,7 +186,7 @@ def write_python_tests(e2e_dir: Path) -> None:
         "test_mcp_code_interpreter.py": (urls, off, ""),
         "test_mcp_code_interpreter_stdio.py": (urls, off, ""),
         "test_mcp_code_interpreter_k8s.py": (
-            [*exported, "MCP_K8S_MCP_URL"], {"MTLS_ENABLED": "false"}, _MCP_K8S_EXTRA,
+            ["MCP_K8S_MCP_URL"], {"MTLS_ENABLED": "false"}, _MCP_K8S_EXTRA,
         ),
     }  # fmt: skip
     for name, (wanted, expected, extra) in files.items():

@@ -60,8 +60,9 @@ def run_e2e(
 
 
 def launcher_pids(state: Path) -> list[int]:
-    log = (state / "logs" / "cluster.log").read_text(encoding="utf-8")
-    return [int(pid) for pid in re.findall(r"started \S+ \(pid (\d+)\)", log)]
+    """Every part's pid, of both clusters."""
+    logs = "".join(log.read_text(encoding="utf-8") for log in state.glob("logs/cluster-*.log"))
+    return [int(pid) for pid in re.findall(r"started \S+ \(pid (\d+)\)", logs)]
 
 
 def alive(pid: int) -> bool:
@@ -80,18 +81,26 @@ def test_the_whole_plan_passes_reports_and_stops_everything(tmp_path: Path, venv
     assert answer.returncode == 0, output
     summary = answer.stdout.strip().splitlines()[-1]
     assert summary.startswith(
-        "upstream e2e on the one-machine cluster: 16 passed, 0 failed, 1 skipped in "
+        "upstream e2e on the one-machine cluster: 18 passed, 0 failed, 2 skipped in "
     ), output
-    assert "(go 2 passed, 0 failed, 1 skipped; test_codeinterpreter.py 2 passed" in summary
-    assert "test_mcp_code_interpreter_k8s.py 3 passed, 0 failed, 0 skipped)" in summary
+    # Without Keycloak first: the OIDC test skips, upstream's own words; then with it.
+    assert "(go 2 passed, 0 failed, 2 skipped; test_codeinterpreter.py 2 passed" in summary
+    assert "test_mcp_code_interpreter_k8s.py 4 passed, 0 failed, 0 skipped; " in summary
+    assert summary.endswith(
+        "go with Keycloak 1 passed, 0 failed, 0 skipped; "
+        "test_oidc_auth.py 3 passed, 0 failed, 0 skipped)"
+    ), summary
     suites = ElementTree.parse(state / "junit.xml").getroot().findall("testsuite")
     assert [s.get("name") for s in suites][:2] == ["go", "test_codeinterpreter.py"]
+    with_keycloak = next(s for s in suites if s.get("name") == "go with Keycloak")
+    assert [c.get("name") for c in with_keycloak.findall("testcase")] == ["TestOIDCAuth"]
     assert not (state / "e2e-logs").exists()
     assert launcher_pids(state) and not any(alive(pid) for pid in launcher_pids(state))
-    assert not (state / "cluster" / "cluster.json").exists()
+    assert not list(state.glob("cluster-*/cluster.json"))
     for secret in ("app-secret-1", "admin-secret-3"):
         assert secret not in output
-        assert secret not in (state / "logs" / "cluster.log").read_text()
+        for log in state.glob("**/*.log"):
+            assert secret not in log.read_text(), log
 
 
 def test_a_failing_test_fails_the_run_with_every_part_s_and_pod_s_log(
@@ -106,7 +115,7 @@ def test_a_failing_test_fails_the_run_with_every_part_s_and_pod_s_log(
     output = answer.stdout + answer.stderr
     assert answer.returncode == 1, output
     assert "failed: go: TestVariables" in answer.stdout, output
-    logs = state / "e2e-logs"
+    logs = state / "e2e-logs" / "without-keycloak"
     assert (logs / "part-kube-apiserver.log").is_file(), output
     pods = sorted(p.name for p in logs.glob("pod-agentcube-agentcube-code-interpreter-mcp-*.json"))
     assert pods, sorted(p.name for p in logs.iterdir())
@@ -119,4 +128,11 @@ def test_a_failing_test_fails_the_run_with_every_part_s_and_pod_s_log(
     ]
     assert any("API_TOKEN" in env for env in envs), envs  # the pod after `set env`
     assert {value for env in envs for value in env.values()} == {"(value not collected)"}
+    # Each container's log, read through the API server from the node's kubelet API: the
+    # MCP pod's server logged the test's request.
+    mcp_logs = [
+        log.read_text()
+        for log in logs.glob("pod-agentcube-agentcube-code-interpreter-mcp-*-mcp.log")
+    ]
+    assert any('"GET /mcp HTTP/1.1" 200' in log for log in mcp_logs), mcp_logs
     assert not any(alive(pid) for pid in launcher_pids(state))

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from onemachine.e2e.outcomes import FAILED, PASSED, SKIPPED, Report, from_go_events, from_unittest
+from onemachine.e2e.outcomes import FAILED, PASSED, SKIPPED, Report, from_go_events, from_recorded
+from onemachine.e2e.runners import RECORDER
 
 GO_TESTS = textwrap.dedent(
     """\
@@ -43,7 +44,9 @@ PYTHON_TESTS = textwrap.dedent(
             pass
 
         def test_documented(self):
-            """A docstring unittest prints on a line of its own."""
+            """A docstring unittest prints in place of the name, as upstream's files have."""
+            import sys
+            print("[MCP E2E] what a test prints between unittest's words", file=sys.stderr)
 
         def test_fails(self):
             self.assertEqual("Hello", "Goodbye")
@@ -106,17 +109,20 @@ def test_a_package_that_does_not_build_is_a_failure_with_the_compiler_s_words(
     assert "undefined" in outcomes[0].detail
 
 
-def unittest_report(tmp_path: Path, body: str) -> tuple[str, int]:
+def unittest_report(tmp_path: Path, body: str) -> tuple[Path, str, int]:
+    """The file run as the command runs it: through the recorder, from its directory."""
     (tmp_path / "test_sample.py").write_text(body)
+    recorded = tmp_path / "results.json"
     answer = subprocess.run(
-        [sys.executable, "test_sample.py"], cwd=tmp_path, capture_output=True, text=True
-    )
-    return answer.stdout + answer.stderr, answer.returncode
+        [sys.executable, str(RECORDER), str(recorded), "test_sample.py"],
+        cwd=tmp_path, capture_output=True, text=True,
+    )  # fmt: skip
+    return recorded, answer.stdout + answer.stderr, answer.returncode
 
 
 def test_each_unittest_result_is_read_from_the_verbose_report(tmp_path: Path) -> None:
-    report, code = unittest_report(tmp_path, PYTHON_TESTS)
-    outcomes = {o.name: o for o in from_unittest("test_sample.py", report, code)}
+    recorded, report, code = unittest_report(tmp_path, PYTHON_TESTS)
+    outcomes = {o.name: o for o in from_recorded("test_sample.py", recorded, report, code)}
     assert {name: o.status for name, o in outcomes.items()} == {
         "test_plain": PASSED,
         "test_documented": PASSED,
@@ -127,19 +133,21 @@ def test_each_unittest_result_is_read_from_the_verbose_report(tmp_path: Path) ->
     assert "'Hello' != 'Goodbye'" in outcomes["test_fails"].detail
     assert "sandbox gone" in outcomes["test_errors"].detail
     assert "sandbox gone" not in outcomes["test_fails"].detail
-    assert outcomes["test_skipped"].detail == "'MCP_K8S_MCP_URL not set'"
+    assert outcomes["test_skipped"].detail == "MCP_K8S_MCP_URL not set"
+    # The file's own output is unittest's verbose report, unchanged.
+    assert "as upstream's files have. ... [MCP E2E] what a test prints" in report
 
 
 def test_a_file_that_fails_before_any_test_is_itself_a_failure(tmp_path: Path) -> None:
-    report, code = unittest_report(tmp_path, "import agentcube_not_installed\n")
-    outcomes = from_unittest("test_sample.py", report, code)
+    recorded, report, code = unittest_report(tmp_path, "import agentcube_not_installed\n")
+    outcomes = from_recorded("test_sample.py", recorded, report, code)
     assert [(o.name, o.status) for o in outcomes] == [("test_sample.py", FAILED)]
     assert "agentcube_not_installed" in outcomes[0].detail
 
 
 def test_the_summary_counts_every_suite_and_names_each_failure(tmp_path: Path) -> None:
     report = Report()
-    report.add(from_unittest("test_sample.py", *unittest_report(tmp_path, PYTHON_TESTS)))
+    report.add(from_recorded("test_sample.py", *unittest_report(tmp_path, PYTHON_TESTS)))
     line = report.summary(61.4)
     assert line.startswith(
         "upstream e2e on the one-machine cluster: 2 passed, 2 failed, 1 skipped in 61 s "
@@ -151,7 +159,7 @@ def test_the_summary_counts_every_suite_and_names_each_failure(tmp_path: Path) -
 
 def test_junit_holds_a_suite_per_runner_with_failures_and_skips(tmp_path: Path) -> None:
     report = Report()
-    report.add(from_unittest("test_sample.py", *unittest_report(tmp_path, PYTHON_TESTS)))
+    report.add(from_recorded("test_sample.py", *unittest_report(tmp_path, PYTHON_TESTS)))
     report.write_junit(tmp_path / "junit.xml")
     suite = ElementTree.parse(tmp_path / "junit.xml").getroot().find("testsuite")
     assert suite is not None

@@ -50,26 +50,42 @@ def test_a_pattern_matching_no_file_is_refused_naming_the_plan_s_files() -> None
     assert "test_langchain_agentcube_sandbox.py" in str(refused.value)
 
 
+def test_only_the_oidc_file_waits_for_keycloak() -> None:
+    assert [s.name for s in plan.PYTHON_TESTS if s.keycloak_only] == ["test_oidc_auth.py"]
+
+
 def test_no_python_selects_none() -> None:
     assert plan.Selection(python=False).python_steps() == []
 
 
 def test_the_namespace_a_file_is_given_is_the_one_run_e2e_gives_it() -> None:
-    assert step("test_codeinterpreter.py").environment(VALUES)["AGENTCUBE_NAMESPACE"] == "workloads"
     assert (
-        step("test_langchain_agentcube_sandbox.py").environment(VALUES)["AGENTCUBE_NAMESPACE"]
+        step("test_codeinterpreter.py").environment(VALUES, keycloak=True)["AGENTCUBE_NAMESPACE"]
+        == "workloads"
+    )
+    assert (
+        step("test_langchain_agentcube_sandbox.py").environment(VALUES, keycloak=True)[
+            "AGENTCUBE_NAMESPACE"
+        ]
         == "system"
     )
-    oidc = step("test_oidc_auth.py").environment(VALUES)
+    oidc = step("test_oidc_auth.py").environment(VALUES, keycloak=True)
     assert (oidc["AGENTCUBE_SYSTEM_NAMESPACE"], oidc["AGENTCUBE_NAMESPACE"]) == (
         "system",
         "workloads",
     )
 
 
-def test_the_exported_tokens_reach_every_step_even_one_given_only_mtls() -> None:
+def test_without_keycloak_only_the_mcp_url_is_exported() -> None:
     env = step("test_mcp_code_interpreter_k8s.py").environment(
-        VALUES | {"MCP_K8S_MCP_URL": "http://127.0.0.1:4/mcp"}
+        VALUES | {"MCP_K8S_MCP_URL": "http://127.0.0.1:4/mcp"}, keycloak=False
+    )
+    assert env == {"MCP_K8S_MCP_URL": "http://127.0.0.1:4/mcp", "MTLS_ENABLED": "false"}
+
+
+def test_with_keycloak_the_tokens_reach_every_step_even_one_given_only_mtls() -> None:
+    env = step("test_mcp_code_interpreter_k8s.py").environment(
+        VALUES | {"MCP_K8S_MCP_URL": "http://127.0.0.1:4/mcp"}, keycloak=True
     )
     assert env == {
         "API_TOKEN": "app-token",
@@ -82,7 +98,7 @@ def test_the_exported_tokens_reach_every_step_even_one_given_only_mtls() -> None
 
 
 def test_the_go_tests_get_the_workload_namespace_and_both_tokens() -> None:
-    env = plan.GO_TESTS.environment(VALUES)
+    env = plan.GO_TESTS.environment(VALUES, keycloak=True)
     assert {
         k: env[k] for k in ("WORKLOAD_NAMESPACE", "API_TOKEN", "ADMIN_TOKEN", "ROUTER_URL")
     } == {

@@ -7,8 +7,10 @@ each line of --token-auth-file is a user; one in group system:masters may do eve
 so may system:kube-controller-manager (the real one's rights come from the bootstrap policy's
 roles, which the stand-in does not hold); every other user, and a service account presenting
 the token of its token Secret, may do what the stored RoleBindings and ClusterRoleBindings
-grant it. The other flags (etcd, service-account keys, ...) are accepted and unused: nothing
-is stored beyond the process.
+grant it. A Service gets its clusterIP from --service-cluster-ip-range, and pods/log is read
+from the node's kubelet API with --kubelet-client-certificate and --kubelet-client-key, its
+serving certificate checked against --kubelet-certificate-authority. The other flags (etcd,
+service-account keys, ...) are accepted and unused: nothing is stored beyond the process.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.kubernetes.fake_api import FakeKubernetes, Identity
+from tests.kubernetes.fake_api import FakeKubernetes, Identity, KubeletClient
 from tests.onemachine.cluster.programs.flags import parse, wait_for_sigterm
 
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
@@ -132,8 +134,16 @@ def main() -> None:
     flags = parse()
     tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     tls.load_cert_chain(flags["tls-cert-file"], flags["tls-private-key-file"])
+    kubelet = KubeletClient(
+        Path(flags["kubelet-client-certificate"]),
+        Path(flags["kubelet-client-key"]),
+        Path(flags["kubelet-certificate-authority"]),
+    )
     fake = FakeKubernetes(  # a custom group is served once its CRD exists
-        groups=set(), service_cidr=ipaddress.ip_network(flags["service-cluster-ip-range"])
+        groups=set(),
+        service_cidr=ipaddress.ip_network(flags["service-cluster-ip-range"]),
+        kubelet_client=kubelet,  # pods/log from the node's kubelet API, as the real one
+        kubelet_address_types=tuple(flags["kubelet-preferred-address-types"].split(",")),
     )
     fake.identities = Tokens(fake, static_identities(Path(flags["token-auth-file"]), fake))
     fake.start(flags["bind-address"], int(flags["secure-port"]), tls)
