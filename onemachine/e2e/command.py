@@ -214,9 +214,9 @@ class _Run:
             if self.selection.go or keycloak_steps:
                 self._launch(WITH_KEYCLOAK)  # comes up while the first configuration runs
             values = self._set_up(WITHOUT_KEYCLOAK, endpoints)
-            self.stages["virtual environment, beside the cluster"] = filled.result()
+            self.stages["virtual environment (beside the cluster)"] = filled.result()
             if compiled is not None:
-                self.stages["Go tests compiled, beside the cluster"] = compiled.result()
+                self.stages["Go tests compiled (beside the cluster)"] = compiled.result()
         go_outcomes = []
         if self.selection.go:
             go_outcomes = self._timed("Go tests", self._go_tests, WITHOUT_KEYCLOAK, values,
