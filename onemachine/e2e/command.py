@@ -1,9 +1,11 @@
 """`python -m onemachine e2e`: run_e2e.sh's whole plan on the one-machine cluster.
 
 The order is run_e2e.sh's (cluster, set-up, tokens, Go tests, Python tests, the in-cluster
-MCP test last, logs on a failure), with two things done at once that run_e2e.sh does one
-after the other: the virtual environment is filled and the Go tests are compiled while the
-cluster starts.
+MCP test last, logs on a failure), in its two configurations one after the other (without
+Keycloak, then with it: plan.py), with what run_e2e.sh does one step after another done at
+once where nothing waits on it: the virtual environment is filled and the Go tests are
+compiled while the first cluster starts, and the second cluster starts while the first
+one's tests run.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
@@ -21,6 +22,7 @@ from tests.onemachine.cluster import stand_ins as cluster_stand_ins
 from tests.onemachine.cluster.conftest import needs_namespaces
 from tests.onemachine.cluster.running import StandInInputs, stand_in_inputs
 from tests.onemachine.e2e import checkouts, stand_ins
+from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[3]
 TIMEOUT = 300
@@ -66,11 +68,12 @@ def launcher_pids(state: Path) -> list[int]:
 
 
 def alive(pid: int) -> bool:
+    """Running, not a zombie waiting for its reaper (an orphaned launcher's is init)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
         return False
-    return True
+    return state != "Z"
 
 
 def test_the_whole_plan_passes_reports_and_stops_everything(tmp_path: Path, venv: Path) -> None:
@@ -136,3 +139,27 @@ def test_a_failing_test_fails_the_run_with_every_part_s_and_pod_s_log(
     ]
     assert any('"GET /mcp HTTP/1.1" 200' in log for log in mcp_logs), mcp_logs
     assert not any(alive(pid) for pid in launcher_pids(state))
+
+
+@pytest.mark.slow
+def test_keep_cluster_leaves_the_last_cluster_running_and_says_how_to_stop_it(
+    tmp_path: Path, venv: Path
+) -> None:
+    inputs = inputs_with_checkout(tmp_path)
+    state = tmp_path / "state"
+    answer = run_e2e(
+        inputs, state, venv, "--keep-cluster", "--no-go", "--python", "test_codeinterpreter"
+    )
+    assert answer.returncode == 0, answer.stdout + answer.stderr
+    kept = re.search(r"keeps running \(state (\S+)\); stop it with: kill (\d+)", answer.stdout)
+    assert kept, answer.stdout
+    described = json.loads((Path(kept[1]) / "cluster.json").read_text())
+    assert described["router"].startswith("http://127.0.0.1:")  # still there to call
+    pid = int(kept[2])
+    assert alive(pid)
+    os.kill(pid, signal.SIGTERM)
+    wait_until(
+        lambda: not any(alive(part) for part in [pid, *launcher_pids(state)]),
+        "the kept cluster and every part of it to stop on SIGTERM",
+        timeout=60,
+    )
