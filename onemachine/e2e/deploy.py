@@ -150,6 +150,6 @@ def wait_rollout(api: kube.ApiClient, namespace: str, name: str, timeout: float)
         )
         raise DeployError(
             f"deployment {namespace}/{name} did not roll out within "
-            f"{time.monotonic() - started:.0f} s: replicas {status.replicas}, updated "
-            f"{status.updated_replicas}, available {status.available_replicas}"
+            f"{time.monotonic() - started:.0f} s: replicas {status.replicas or 0}, updated "
+            f"{status.updated_replicas or 0}, available {status.available_replicas or 0}"
         )

@@ -106,6 +106,7 @@ def test_the_whole_plan_passes_reports_and_stops_everything(tmp_path: Path, venv
             assert secret not in log.read_text(), log
 
 
+@pytest.mark.slow
 def test_a_failing_test_fails_the_run_with_every_part_s_and_pod_s_log(
     tmp_path: Path, venv: Path
 ) -> None:
