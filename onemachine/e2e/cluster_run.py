@@ -27,7 +27,6 @@ class ClusterError(Exception):
 class ClusterEndpoints:
     """What the cluster's cluster.json says: its URLs on the host and its files."""
 
-    api_server: str
     router: str
     workload_manager: str
     oidc_issuer: str
@@ -42,7 +41,6 @@ class ClusterEndpoints:
             json.loads(forwards_file.read_text(encoding="utf-8")) if forwards_file.exists() else {}
         )
         return cls(
-            api_server=described["api_server"],
             router=described["router"],
             workload_manager=described["workload_manager"],
             oidc_issuer=described["oidc_issuer"],
@@ -68,6 +66,7 @@ class ClusterRun:
                  "--state-dir", str(state_dir)],
                 stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 cwd=REPOSITORY,
+                start_new_session=True,  # a Ctrl-C reaches this command, which stops it once
             )  # fmt: skip
         return cls(process, state_dir, log)
 

@@ -22,12 +22,15 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+import urllib3
+import yaml
 from kubernetes.client.rest import ApiException
 
 from agentcube_contract.durations import positive_duration
 from onemachine.cluster import bootstrap
 from onemachine.cluster.layout import SYSTEM_NAMESPACE
 from onemachine.e2e import deploy, evidence, oidc, plan, runners, venv
+from onemachine.e2e.checkout import MCP_DEPLOYMENT as MCP_MANIFEST
 from onemachine.e2e.checkout import Checkout, CheckoutError, mcp_image_mapping
 from onemachine.e2e.cluster_run import ClusterEndpoints, ClusterError, ClusterRun
 from onemachine.e2e.outcomes import Outcome, Report
@@ -43,6 +46,20 @@ class RunFailed(Exception):
     """A step before the tests failed; the message says which and why."""
 
 
+# What ends a run with a message, not a traceback: its own steps' errors, and the API
+# server or a part gone (the client's own errors, and urllib3's beneath it).
+_FAILURES = (
+    RunFailed,
+    ClusterError,
+    deploy.DeployError,
+    oidc.TokenError,
+    venv.VenvError,
+    ApiException,
+    urllib3.exceptions.HTTPError,
+    OSError,
+)
+
+
 def add_e2e_command(commands: argparse._SubParsersAction) -> None:
     e2e = commands.add_parser(
         "e2e",
@@ -55,35 +72,35 @@ def add_e2e_command(commands: argparse._SubParsersAction) -> None:
     )
     e2e.add_argument(
         "--checkout",
-        type=Path,
+        type=_absolute,
         required=True,
         metavar="DIR",
         help="your volcano-sh/agentcube checkout (its test/e2e, CRDs, SDK)",
     )
     e2e.add_argument(
         "--bin-dir",
-        type=Path,
+        type=_absolute,
         required=True,
         metavar="DIR",
         help="your builds, as `python -m onemachine cluster --bin-dir` takes them",
     )
     e2e.add_argument(
         "--agent-sandbox-src",
-        type=Path,
+        type=_absolute,
         required=True,
         metavar="DIR",
         help="the kubernetes-sigs/agent-sandbox checkout you built from (its CRDs)",
     )
     e2e.add_argument(
         "--state-dir",
-        type=Path,
+        type=_absolute,
         metavar="DIR",
         help="a new or empty directory for the cluster, logs and the JUnit file "
         "(default: a new temporary one, kept)",
     )
     e2e.add_argument(
         "--venv",
-        type=Path,
+        type=_absolute,
         default=DEFAULT_VENV,
         metavar="DIR",
         help=f"the Python e2e's virtual environment, made if missing and kept "
@@ -131,11 +148,15 @@ def run_e2e(arguments: argparse.Namespace) -> int:
         )
         python_steps = selection.python_steps()
         secrets = checkout.client_secrets()
+        mcp = deploy.mcp_documents(checkout, SYSTEM_NAMESPACE, WORKLOAD_NAMESPACE)
+        image = mcp_image_mapping(
+            _container_image(mcp), checkout.mcp_entrypoint(), venv.python_of(arguments.venv)
+        )
         state = _fresh_state_dir(arguments.state_dir)
-    except (CheckoutError, plan.SelectionError, OSError) as error:
+    except (CheckoutError, plan.SelectionError, OSError, yaml.YAMLError) as error:
         print(f"onemachine e2e: {error}", file=sys.stderr)
         return 2
-    return _Run(arguments, checkout, selection, python_steps, secrets, state).run()
+    return _Run(arguments, checkout, selection, python_steps, secrets, mcp, image, state).run()
 
 
 @dataclass(frozen=True)
@@ -158,7 +179,9 @@ WITH_KEYCLOAK = _Configuration("with Keycloak", keycloak=True)
 class _Run:
     """One run of the plan, its state under `state`."""
 
-    def __init__(self, arguments, checkout, selection, python_steps, secrets, state) -> None:
+    def __init__(
+        self, arguments, checkout, selection, python_steps, secrets, mcp, image, state
+    ) -> None:
         self.arguments = arguments
         self.checkout: Checkout = checkout
         self.selection: plan.Selection = selection
@@ -167,7 +190,8 @@ class _Run:
         self.state: Path = state
         self.logs = state / "logs"
         self.venv_python = venv.python_of(arguments.venv)
-        self.mcp = deploy.mcp_documents(checkout, SYSTEM_NAMESPACE, WORKLOAD_NAMESPACE)
+        self.mcp: list[dict] = mcp
+        self.image: str = image  # the node's --image entry for the MCP image
         self.report = Report()
         self.stages: dict[str, float] = {}
         self.clusters: dict[_Configuration, ClusterRun] = {}
@@ -175,50 +199,49 @@ class _Run:
 
     def run(self) -> int:
         started = time.monotonic()
-        self.logs.mkdir(parents=True, exist_ok=True)
+        self.logs.mkdir(mode=0o700, parents=True, exist_ok=True)
         signal.signal(signal.SIGTERM, _terminated)
         code = 1
         try:
             self._run_plan()
             code = 1 if self.report.failed else 0
-        except (
-            RunFailed,
-            ClusterError,
-            deploy.DeployError,
-            oidc.TokenError,
-            venv.VenvError,
-        ) as error:
-            print(f"onemachine e2e: {error}", file=sys.stderr)
-        except (ApiException, OSError) as error:
+        except _FAILURES as error:
             print(f"onemachine e2e: {error}", file=sys.stderr)
         except KeyboardInterrupt:
             print("onemachine e2e: interrupted", file=sys.stderr)
             code = 130
-        finally:
-            if code != 0:
+        try:
+            if code == 1:  # run_e2e.sh collects when a test failed (run_e2e.sh:703-707)
                 self._collect_evidence()
+        except _FAILURES as error:
+            print(f"onemachine e2e: logs not collected: {error}", file=sys.stderr)
+        finally:
             self._finish(time.monotonic() - started)
         return code
 
     def _run_plan(self) -> None:
         """Without Keycloak first, every selected test but the Keycloak-only file; then
-        with Keycloak, on a second cluster started meanwhile, the Go tests the first
-        configuration skipped for want of OIDC, and the Keycloak-only file."""
+        with Keycloak, on a second cluster, the Go tests the first configuration skipped for
+        want of OIDC, and the Keycloak-only file. For the whole plan the second cluster
+        starts while the first one's tests run."""
         keycloak_steps = [step for step in self.python_steps if step.keycloak_only]
         plain_steps = [step for step in self.python_steps if not step.keycloak_only]
-        with ThreadPoolExecutor(max_workers=2) as background:
+        background = ThreadPoolExecutor(max_workers=2)
+        try:
             filled = background.submit(
                 _timed_call, venv.prepare, self.arguments.venv, self.checkout,
                 self.logs / "venv.log",
             )  # fmt: skip
             compiled = self._compile_go_tests(background)
             endpoints = self._start(WITHOUT_KEYCLOAK)
-            if self.selection.go or keycloak_steps:
+            if keycloak_steps or (self.selection.go and self.selection.go_run is None):
                 self._launch(WITH_KEYCLOAK)  # comes up while the first configuration runs
             values = self._set_up(WITHOUT_KEYCLOAK, endpoints)
             self.stages["virtual environment (beside the cluster)"] = filled.result()
             if compiled is not None:
                 self.stages["Go tests compiled (beside the cluster)"] = compiled.result()
+        finally:  # an interrupt does not wait for pip or the compiler
+            background.shutdown(wait=False, cancel_futures=True)
         go_outcomes = []
         if self.selection.go:
             go_outcomes = self._timed("Go tests", self._go_tests, WITHOUT_KEYCLOAK, values,
@@ -226,9 +249,14 @@ class _Run:
         self._timed("Python tests", self._python_tests, WITHOUT_KEYCLOAK, values, endpoints,
                     plain_steps)  # fmt: skip
         oidc_tests = [o.name for o in go_outcomes if plan.OIDC_SKIP in o.detail]
-        if WITH_KEYCLOAK in self.clusters:
-            self._stop(WITHOUT_KEYCLOAK)
-            self._timed("with Keycloak", self._with_keycloak, oidc_tests, keycloak_steps)
+        if not (oidc_tests or keycloak_steps):
+            if WITH_KEYCLOAK in self.clusters:  # nothing for it: the first cluster is kept
+                self.clusters.pop(WITH_KEYCLOAK).stop()
+            return
+        if WITH_KEYCLOAK not in self.clusters:
+            self._launch(WITH_KEYCLOAK)
+        self._stop(WITHOUT_KEYCLOAK)
+        self._timed("with Keycloak", self._with_keycloak, oidc_tests, keycloak_steps)
 
     def _with_keycloak(self, go_tests: list[str], python_steps: list[plan.Step]) -> None:
         endpoints = self._wait_ready(WITH_KEYCLOAK)
@@ -258,9 +286,7 @@ class _Run:
             "--bin-dir", str(self.arguments.bin_dir),
             "--agentcube-src", str(self.checkout.root),
             "--agent-sandbox-src", str(self.arguments.agent_sandbox_src),
-            "--image", mcp_image_mapping(
-                _container_image(self.mcp), self.checkout.mcp_entrypoint(), self.venv_python
-            ),
+            "--image", self.image,
             "--ready-timeout", f"{self.arguments.ready_timeout:g}s",
         ]  # fmt: skip
         if configuration.keycloak:
@@ -387,9 +413,9 @@ class _Run:
             print(f"  not collected: {problem}", file=sys.stderr)
 
     def _finish(self, seconds: float) -> None:
-        junit = self.state / "junit.xml"
-        self.report.write_junit(junit)
-        for configuration, cluster in list(self.clusters.items()):
+        """Every cluster stopped (last started first) or, with --keep-cluster, the last one
+        left running; then JUnit and the summary."""
+        for configuration, cluster in reversed(list(self.clusters.items())):
             if self.arguments.keep_cluster and cluster.process.poll() is None:
                 print(
                     f"onemachine e2e: the cluster {configuration.name or 'without Keycloak'} "
@@ -397,10 +423,12 @@ class _Run:
                     f"kill {cluster.process.pid}",
                     flush=True,
                 )
-            else:
-                began = time.monotonic()
-                cluster.stop()
-                self.stages["cluster stop"] = time.monotonic() - began
+                continue
+            began = time.monotonic()
+            cluster.stop()
+            self.stages["cluster stop"] = time.monotonic() - began
+        junit = self.state / "junit.xml"
+        self.report.write_junit(junit)
         stages = ", ".join(f"{name} {value:.1f} s" for name, value in self.stages.items())
         print(f"\nstages: {stages}" if stages else "")
         print(f"JUnit: {junit}")
@@ -409,16 +437,27 @@ class _Run:
 
 def _fresh_state_dir(given: Path | None) -> Path:
     if given is None:
-        return Path(tempfile.mkdtemp(prefix="onemachine-e2e-")).resolve()
+        return Path(tempfile.mkdtemp(prefix="onemachine-e2e-")).resolve()  # 0700
     if given.exists() and any(given.iterdir()):
         raise OSError(f"--state-dir {given} is not empty: give a new or empty directory")
-    given.mkdir(parents=True, exist_ok=True)
+    given.mkdir(mode=0o700, parents=True, exist_ok=True)
     return given.resolve()
 
 
 def _container_image(documents: list[dict]) -> str:
-    deployment = next(d for d in documents if d.get("kind") == "Deployment")
-    return deployment["spec"]["template"]["spec"]["containers"][0]["image"]
+    """The MCP Deployment's image; CheckoutError when the manifest has none."""
+    try:
+        deployment = next(d for d in documents if d.get("kind") == "Deployment")
+        return deployment["spec"]["template"]["spec"]["containers"][0]["image"]
+    except (StopIteration, KeyError, IndexError, TypeError):
+        raise CheckoutError(
+            f"{MCP_MANIFEST}: no Deployment with a container image to run the MCP server"
+        ) from None
+
+
+def _absolute(value: str) -> Path:
+    """A path argument made absolute: the cluster and the tests run in other directories."""
+    return Path(value).expanduser().resolve()
 
 
 def _base_env(endpoints: ClusterEndpoints) -> dict[str, str]:

@@ -19,6 +19,7 @@ from onemachine.e2e.checkout import Checkout
 E2E_ACCOUNT = "e2e-test"
 TOKEN_SECONDS = 24 * 3600  # kubectl create token e2e-test --duration=24h (run_e2e.sh:502)
 POLL = 0.5
+CONFLICT_RETRIES = 5
 
 
 class DeployError(Exception):
@@ -121,11 +122,17 @@ def set_env(api: kube.ApiClient, namespace: str, name: str, variable: str, value
     """`kubectl set env deployment/NAME VARIABLE=VALUE` (run_e2e.sh:682): the variable set in
     every container of the pod template, a new rollout."""
     apps = kube.AppsV1Api(api)
-    deployment = apps.read_namespaced_deployment(name, namespace)
-    for container in deployment.spec.template.spec.containers:
-        kept = [e for e in (container.env or []) if e.name != variable]
-        container.env = [*kept, kube.V1EnvVar(name=variable, value=value)]
-    apps.replace_namespaced_deployment(name, namespace, deployment)
+    for attempt in range(CONFLICT_RETRIES):
+        deployment = apps.read_namespaced_deployment(name, namespace)
+        for container in deployment.spec.template.spec.containers:
+            kept = [e for e in (container.env or []) if e.name != variable]
+            container.env = [*kept, kube.V1EnvVar(name=variable, value=value)]
+        try:
+            apps.replace_namespaced_deployment(name, namespace, deployment)
+            return
+        except ApiException as error:  # 409: the controller wrote its status meanwhile
+            if error.status != 409 or attempt == CONFLICT_RETRIES - 1:
+                raise
 
 
 def wait_rollout(api: kube.ApiClient, namespace: str, name: str, timeout: float) -> None:

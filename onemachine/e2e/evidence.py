@@ -1,4 +1,4 @@
-"""What run_e2e.sh collects when a test failed (collect_component_logs, run_e2e.sh:185-219),
+"""What run_e2e.sh collects when a test failed (collect_component_logs, run_e2e.sh:170-205),
 and more: each part's log, and for every pod of the cluster its description and each
 container's log, the previous instance's too when it restarted. Environment values are
 left out of the descriptions: the MCP pod's API_TOKEN is one."""
@@ -29,10 +29,11 @@ def collect(api: kube.ApiClient, parts_logs: Path, artifacts: Path) -> list[str]
     for pod in pods:
         namespace, name = pod.metadata.namespace, pod.metadata.name
         described = api.sanitize_for_serialization(pod)
-        for container in described.get("spec", {}).get("containers", []):
-            for variable in container.get("env", []):
-                if "value" in variable:
-                    variable["value"] = REDACTED
+        for kind in ("containers", "initContainers", "ephemeralContainers"):
+            for container in described.get("spec", {}).get(kind, []):
+                for variable in container.get("env", []):
+                    if "value" in variable:
+                        variable["value"] = REDACTED
         (artifacts / f"pod-{namespace}-{name}.json").write_text(
             json.dumps(described, indent=2), encoding="utf-8"
         )

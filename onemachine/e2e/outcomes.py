@@ -1,5 +1,5 @@
-"""What each test came to, read from what the runners print: `go test -json` events and
-unittest's verbose report; one summary line and a JUnit file of them all."""
+"""What each test came to: read from `go test -json` events and from the results
+unittest_recorder.py keeps of a Python file; one summary line and a JUnit file of them all."""
 
 from __future__ import annotations
 
@@ -98,7 +98,8 @@ def from_go_events(lines: Iterable[str], suite: str = "go") -> list[Outcome]:
             output.setdefault(key, []).append(event.get("Output", ""))
         elif action in ("pass", "fail", "skip"):
             status = {"pass": PASSED, "fail": FAILED, "skip": SKIPPED}[action]
-            text = "".join(output.get((event.get("FailedBuild", ""), ""), [])) + "".join(
+            built = event.get("FailedBuild")  # the compiler's words, when the build failed
+            text = "".join(output.get((built, ""), []) if built else []) + "".join(
                 output.get(key, [])
             )
             if key[1]:

@@ -33,7 +33,7 @@ RECORDER = Path(__file__).with_name("unittest_recorder.py")
 def run_python_test(
     python: Path, e2e_dir: Path, file: str, env: Mapping[str, str], log: Path
 ) -> list[Outcome]:
-    """`$E2E_VENV_DIR/bin/python FILE` from test/e2e (run_e2e.sh:619), through the recorder
+    """`$E2E_VENV_DIR/bin/python FILE` from test/e2e (run_e2e.sh:620), through the recorder
     (unittest_recorder.py) that keeps each test's result beside the log."""
     recorded = log.with_suffix(".results.json")
     command = [str(python), str(RECORDER), str(recorded), file]
@@ -42,7 +42,7 @@ def run_python_test(
 
 
 def activated(venv: Path, base: Mapping[str, str]) -> dict[str, str]:
-    """`source $E2E_VENV_DIR/bin/activate` (run_e2e.sh:590): the venv's bin first on PATH."""
+    """`source $E2E_VENV_DIR/bin/activate` (run_e2e.sh:591): the venv's bin first on PATH."""
     env = dict(base)
     env.pop("PYTHONHOME", None)
     env["VIRTUAL_ENV"] = str(venv)
@@ -77,10 +77,14 @@ def _run_streamed(
         ) as process,
     ):  # fmt: skip
         assert process.stdout is not None
-        for line in process.stdout:
-            kept.write(line)
-            lines.append(line)
-            if text := shown(line):
-                sys.stdout.write(text)
-                sys.stdout.flush()
+        try:
+            for line in process.stdout:
+                kept.write(line)
+                lines.append(line)
+                if text := shown(line):
+                    sys.stdout.write(text)
+                    sys.stdout.flush()
+        except BaseException:  # an interrupt: the test run goes with the clusters
+            process.kill()
+            raise
     return process.returncode, lines

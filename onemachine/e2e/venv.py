@@ -1,4 +1,4 @@
-"""The Python e2e's virtual environment, as run_e2e.sh makes it (run_e2e.sh:582-598): made
+"""The Python e2e's virtual environment, as run_e2e.sh makes it (run_e2e.sh:584-598): made
 when missing, then the checkout's SDK and integrations installed into it, editable. It is
 kept between runs (run_e2e.sh removes its own), so a second run only checks them."""
 

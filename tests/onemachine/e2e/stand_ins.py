@@ -116,6 +116,12 @@ _OIDC_EXTRA = textwrap.dedent(
                 "client_id": "agentcube-app", "client_secret": "app-secret-1"}).encode()
             with urllib.request.urlopen(os.environ["KEYCLOAK_TOKEN_URL"], form, timeout=10) as a:
                 self.assertEqual(json.load(a)["token_type"], "Bearer")
+
+        def test_api_token_is_keycloak_s_for_the_app(self):
+            import base64, json
+            payload = os.environ["API_TOKEN"].split(".")[1]
+            claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+            self.assertEqual(claims.get("azp"), "agentcube-app", claims)
     """
 )
 

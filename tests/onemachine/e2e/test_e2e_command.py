@@ -84,14 +84,14 @@ def test_the_whole_plan_passes_reports_and_stops_everything(tmp_path: Path, venv
     assert answer.returncode == 0, output
     summary = answer.stdout.strip().splitlines()[-1]
     assert summary.startswith(
-        "upstream e2e on the one-machine cluster: 18 passed, 0 failed, 2 skipped in "
+        "upstream e2e on the one-machine cluster: 19 passed, 0 failed, 2 skipped in "
     ), output
     # Without Keycloak first: the OIDC test skips, upstream's own words; then with it.
     assert "(go 2 passed, 0 failed, 2 skipped; test_codeinterpreter.py 2 passed" in summary
     assert "test_mcp_code_interpreter_k8s.py 4 passed, 0 failed, 0 skipped; " in summary
     assert summary.endswith(
         "go with Keycloak 1 passed, 0 failed, 0 skipped; "
-        "test_oidc_auth.py 3 passed, 0 failed, 0 skipped)"
+        "test_oidc_auth.py 4 passed, 0 failed, 0 skipped)"
     ), summary
     suites = ElementTree.parse(state / "junit.xml").getroot().findall("testsuite")
     assert [s.get("name") for s in suites][:2] == ["go", "test_codeinterpreter.py"]
@@ -139,28 +139,63 @@ def test_a_failing_test_fails_the_run_with_every_part_s_and_pod_s_log(
         for log in logs.glob("pod-agentcube-agentcube-code-interpreter-mcp-*-mcp.log")
     ]
     assert any('"GET /mcp HTTP/1.1" 200' in log for log in mcp_logs), mcp_logs
-    assert not any(alive(pid) for pid in launcher_pids(state))
+    assert launcher_pids(state) and not any(alive(pid) for pid in launcher_pids(state))
 
 
 @pytest.mark.slow
-def test_keep_cluster_leaves_the_last_cluster_running_and_says_how_to_stop_it(
+def test_a_selection_runs_on_one_cluster_which_keep_cluster_leaves_running(
     tmp_path: Path, venv: Path
 ) -> None:
+    """`--run` selects among the Go tests, and with no OIDC test among them and no
+    Keycloak-only file there is no second configuration: its cluster is never started, and
+    --keep-cluster keeps the one the tests ran on."""
     inputs = inputs_with_checkout(tmp_path)
     state = tmp_path / "state"
     answer = run_e2e(
-        inputs, state, venv, "--keep-cluster", "--no-go", "--python", "test_codeinterpreter"
-    )
+        inputs, state, venv, "--keep-cluster", "--run", "^TestVariables$",
+        "--python", "test_codeinterpreter",
+    )  # fmt: skip
     assert answer.returncode == 0, answer.stdout + answer.stderr
+    suites = ElementTree.parse(state / "junit.xml").getroot().findall("testsuite")
+    assert [s.get("name") for s in suites] == ["go", "test_codeinterpreter.py"]
+    assert [c.get("name") for c in suites[0].findall("testcase")] == ["TestVariables"]
+    assert not (state / "cluster-with-keycloak").exists()
     kept = re.search(r"keeps running \(state (\S+)\); stop it with: kill (\d+)", answer.stdout)
     assert kept, answer.stdout
+    assert kept[1] == str(state / "cluster-without-keycloak")
     described = json.loads((Path(kept[1]) / "cluster.json").read_text())
     assert described["router"].startswith("http://127.0.0.1:")  # still there to call
     pid = int(kept[2])
-    assert alive(pid)
+    assert alive(pid) and launcher_pids(state)
     os.kill(pid, signal.SIGTERM)
     wait_until(
         lambda: not any(alive(part) for part in [pid, *launcher_pids(state)]),
         "the kept cluster and every part of it to stop on SIGTERM",
         timeout=60,
     )
+
+
+@pytest.mark.slow
+def test_sigterm_in_the_middle_stops_every_cluster_and_test(tmp_path: Path, venv: Path) -> None:
+    inputs = inputs_with_checkout(tmp_path)
+    state = tmp_path / "state"
+    go = stand_ins.write_go(tmp_path / "go")
+    command = [sys.executable, "-m", "onemachine", "e2e",
+               "--checkout", str(inputs.agentcube_src), "--bin-dir", str(inputs.bin_dir),
+               "--agent-sandbox-src", str(inputs.agent_sandbox_src), "--state-dir", str(state),
+               "--venv", str(venv), "--go", str(go)]  # fmt: skip
+    with subprocess.Popen(
+        command, cwd=ROOT, env=inputs.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    ) as e2e:  # fmt: skip
+        wait_until(
+            lambda: (state / "cluster-with-keycloak" / "cluster.json").exists(),
+            "the second cluster to be ready",
+            timeout=120,
+        )
+        e2e.send_signal(signal.SIGTERM)
+        out, err = e2e.communicate(timeout=120)
+    assert e2e.returncode == 130, out + err
+    assert "onemachine e2e: interrupted" in err
+    assert launcher_pids(state) and not any(alive(pid) for pid in launcher_pids(state))
+    assert not list(state.glob("cluster-*/cluster.json"))

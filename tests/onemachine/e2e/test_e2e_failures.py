@@ -60,7 +60,7 @@ def test_an_mcp_deployment_that_never_rolls_out_fails_the_run_naming_it(
     ) in answer.stderr
     logs = state / "e2e-logs" / "without-keycloak"
     assert list(logs.glob("pod-agentcube-agentcube-code-interpreter-mcp-*.json")), answer.stderr
-    assert not any(alive(pid) for pid in launcher_pids(state))
+    assert launcher_pids(state) and not any(alive(pid) for pid in launcher_pids(state))
 
 
 @pytest.mark.slow
@@ -77,4 +77,4 @@ def test_a_virtual_environment_pip_cannot_fill_is_named_with_pip_s_words(
         f"(log: {state / 'logs' / 'venv.log'}):"
     ) in answer.stderr, answer.stderr
     assert "Expected ']' at the end of a table declaration" in answer.stderr  # pip's words
-    assert not any(alive(pid) for pid in launcher_pids(state))
+    assert launcher_pids(state) and not any(alive(pid) for pid in launcher_pids(state))

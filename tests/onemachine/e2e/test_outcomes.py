@@ -1,5 +1,5 @@
-"""The report is read from what the real runners print: a real `go test -json` of a small
-module, and a real unittest file's verbose report."""
+"""The report is read from what the real runners give: a real `go test -json` of a small
+module, and a real unittest file run through the recorder."""
 
 from __future__ import annotations
 
@@ -120,7 +120,7 @@ def unittest_report(tmp_path: Path, body: str) -> tuple[Path, str, int]:
     return recorded, answer.stdout + answer.stderr, answer.returncode
 
 
-def test_each_unittest_result_is_read_from_the_verbose_report(tmp_path: Path) -> None:
+def test_each_unittest_result_is_read_from_the_recorded_results(tmp_path: Path) -> None:
     recorded, report, code = unittest_report(tmp_path, PYTHON_TESTS)
     outcomes = {o.name: o for o in from_recorded("test_sample.py", recorded, report, code)}
     assert {name: o.status for name, o in outcomes.items()} == {

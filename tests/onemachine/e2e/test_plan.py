@@ -69,6 +69,8 @@ def test_the_namespace_a_file_is_given_is_the_one_run_e2e_gives_it() -> None:
         ]
         == "system"
     )
+    for name in ("test_mcp_code_interpreter.py", "test_mcp_code_interpreter_stdio.py"):
+        assert step(name).environment(VALUES, keycloak=True)["AGENTCUBE_NAMESPACE"] == "workloads"
     oidc = step("test_oidc_auth.py").environment(VALUES, keycloak=True)
     assert (oidc["AGENTCUBE_SYSTEM_NAMESPACE"], oidc["AGENTCUBE_NAMESPACE"]) == (
         "system",
