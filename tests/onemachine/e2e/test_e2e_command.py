@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 
 from tests.onemachine.cluster import stand_ins as cluster_stand_ins
-from tests.onemachine.cluster.conftest import needs_namespaces
+from tests.onemachine.cluster.conftest import needs_namespaces, started_pids
 from tests.onemachine.cluster.running import StandInInputs, stand_in_inputs
 from tests.onemachine.e2e import checkouts, stand_ins
+from tests.processes import alive
 from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -48,32 +49,28 @@ def inputs_with_checkout(directory: Path) -> StandInInputs:
     return inputs
 
 
+def e2e_command(inputs: StandInInputs, state: Path, venv: Path, *extra: str) -> list[str]:
+    """`python -m onemachine e2e` on the stand-ins, with the stand-in go."""
+    go = stand_ins.write_go(state.parent / "go")
+    return [sys.executable, "-m", "onemachine", "e2e",
+            "--checkout", str(inputs.agentcube_src), "--bin-dir", str(inputs.bin_dir),
+            "--agent-sandbox-src", str(inputs.agent_sandbox_src), "--state-dir", str(state),
+            "--venv", str(venv), "--go", str(go), *extra]  # fmt: skip
+
+
 def run_e2e(
     inputs: StandInInputs, state: Path, venv: Path, *extra: str, env: dict | None = None
 ) -> subprocess.CompletedProcess:
-    go = stand_ins.write_go(state.parent / "go")
     return subprocess.run(
-        [sys.executable, "-m", "onemachine", "e2e",
-         "--checkout", str(inputs.agentcube_src), "--bin-dir", str(inputs.bin_dir),
-         "--agent-sandbox-src", str(inputs.agent_sandbox_src), "--state-dir", str(state),
-         "--venv", str(venv), "--go", str(go), *extra],
+        e2e_command(inputs, state, venv, *extra),
         cwd=ROOT, env=inputs.env | (env or {}), capture_output=True, text=True, timeout=TIMEOUT,
     )  # fmt: skip
 
 
 def launcher_pids(state: Path) -> list[int]:
-    """Every part's pid, of both clusters."""
+    """Every part's pid, of both clusters, as their launchers logged them."""
     logs = "".join(log.read_text(encoding="utf-8") for log in state.glob("logs/cluster-*.log"))
-    return [int(pid) for pid in re.findall(r"started \S+ \(pid (\d+)\)", logs)]
-
-
-def alive(pid: int) -> bool:
-    """Running, not a zombie waiting for its reaper (an orphaned launcher's is init)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
+    return list(started_pids(logs).values())
 
 
 def test_the_whole_plan_passes_reports_and_stops_everything(tmp_path: Path, venv: Path) -> None:
@@ -179,14 +176,9 @@ def test_a_selection_runs_on_one_cluster_which_keep_cluster_leaves_running(
 def test_sigterm_in_the_middle_stops_every_cluster_and_test(tmp_path: Path, venv: Path) -> None:
     inputs = inputs_with_checkout(tmp_path)
     state = tmp_path / "state"
-    go = stand_ins.write_go(tmp_path / "go")
-    command = [sys.executable, "-m", "onemachine", "e2e",
-               "--checkout", str(inputs.agentcube_src), "--bin-dir", str(inputs.bin_dir),
-               "--agent-sandbox-src", str(inputs.agent_sandbox_src), "--state-dir", str(state),
-               "--venv", str(venv), "--go", str(go)]  # fmt: skip
     with subprocess.Popen(
-        command, cwd=ROOT, env=inputs.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True,
+        e2e_command(inputs, state, venv), cwd=ROOT, env=inputs.env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     ) as e2e:  # fmt: skip
         wait_until(
             lambda: (state / "cluster-with-keycloak" / "cluster.json").exists(),
