@@ -315,6 +315,9 @@ class FakeKubernetes:
     _events: list[_Event] = field(default_factory=list)
     _compacted: int = 1  # the revision below which a watch is answered 410 Expired
     _watch_epoch: int = 0  # bumped to end every open watch (compact, stop)
+    # Set by stop: a watch opened after it (a client's reconnect racing the stop) ends at
+    # once too, or the runner's cleanup would wait for it.
+    _stopping: bool = False
 
     # Setting the stage.
 
@@ -411,6 +414,7 @@ class FakeKubernetes:
     def stop(self) -> None:
         with self._lock:
             self._watch_epoch += 1  # open watches end, or the runner's cleanup waits for them
+            self._stopping = True
         asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
@@ -769,7 +773,7 @@ class FakeKubernetes:
                 break
             await asyncio.sleep(_WATCH_POLL_SECONDS)
             with self._lock:
-                if self._watch_epoch != epoch:
+                if self._watch_epoch != epoch or self._stopping:
                     break
                 events = [e for e in self._events if e.revision > cursor]
                 cursor = self._revision
