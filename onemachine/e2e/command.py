@@ -361,7 +361,8 @@ class _Run:
         base = runners.activated(self.arguments.venv, _base_env(endpoints))
         for step in steps:
             if step.name == plan.IN_CLUSTER_MCP:
-                values = values | {"MCP_K8S_MCP_URL": self._deploy_mcp(configuration, values)}
+                url = self._deploy_mcp(configuration, values, endpoints)
+                values = values | {"MCP_K8S_MCP_URL": url}
             print(f"\n==> {step.name} ({step.cites})", flush=True)
             env = base | step.environment(values, configuration.keycloak)
             log = self.logs / f"{step.name.removesuffix('.py')}.log"
@@ -371,7 +372,9 @@ class _Run:
                 )
             )
 
-    def _deploy_mcp(self, configuration: _Configuration, values: dict[str, str]) -> str:
+    def _deploy_mcp(
+        self, configuration: _Configuration, values: dict[str, str], endpoints: ClusterEndpoints
+    ) -> str:
         """run_e2e.sh:666-696: the Deployment applied, rolled out, given API_TOKEN, rolled out
         again; the URL of its Service on the host."""
         api, timeout = self.apis[configuration], self.arguments.rollout_timeout
@@ -380,7 +383,7 @@ class _Run:
         deploy.set_env(api, SYSTEM_NAMESPACE, MCP_DEPLOYMENT, "API_TOKEN", values["API_TOKEN"])
         deploy.wait_rollout(api, SYSTEM_NAMESPACE, MCP_DEPLOYMENT, timeout)
         key = f"{SYSTEM_NAMESPACE}/{MCP_DEPLOYMENT}:{MCP_PORT}"
-        forwarded = ClusterEndpoints.read(self.clusters[configuration].state_dir).forwards.get(key)
+        forwarded = endpoints.forwards.get(key)  # written before cluster.json, at ready
         if forwarded is None:
             raise RunFailed(f"the cluster forwards no host port to {key}")
         return f"http://{forwarded}/mcp"

@@ -49,11 +49,12 @@ def apply(api: kube.ApiClient, documents: Iterable[dict]) -> None:
     """`kubectl apply` of run_e2e.sh on its fresh cluster: each object created (one that
     exists already is kept, which on a fresh cluster never happens). Custom resources go
     through the plural their CRD names; the rest through the client's own kinds."""
+    plurals = _custom_plurals(api)
     for document in documents:
         kind, namespace = document["kind"], document["metadata"].get("namespace")
         group, _, version = document["apiVersion"].rpartition("/")
         try:
-            plural = _custom_plural(api, group, kind) if group else None
+            plural = plurals.get((group, kind))
             if plural is None:
                 kube_utils.create_from_dict(api, document)
             else:
@@ -66,13 +67,10 @@ def apply(api: kube.ApiClient, documents: Iterable[dict]) -> None:
             _refused(document, error)
 
 
-def _custom_plural(api: kube.ApiClient, group: str, kind: str) -> str | None:
-    """The plural of `kind` in `group` as its CRD names it; None when no CRD defines it
-    (a built-in kind)."""
-    for crd in kube.ApiextensionsV1Api(api).list_custom_resource_definition().items:
-        if crd.spec.group == group and crd.spec.names.kind == kind:
-            return crd.spec.names.plural
-    return None
+def _custom_plurals(api: kube.ApiClient) -> dict[tuple[str, str], str]:
+    """{(group, kind): plural} of every CRD of the cluster; a kind not in it is built in."""
+    crds = kube.ApiextensionsV1Api(api).list_custom_resource_definition().items
+    return {(crd.spec.group, crd.spec.names.kind): crd.spec.names.plural for crd in crds}
 
 
 def _refused(document: dict, error: ApiException) -> None:

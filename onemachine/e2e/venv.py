@@ -19,8 +19,8 @@ def python_of(venv: Path) -> Path:
     return venv / "bin" / "python"
 
 
-def prepare(venv: Path, checkout: Checkout, log: Path) -> Path:
-    """`venv` ready with the checkout's packages; its python. Output goes to `log`."""
+def prepare(venv: Path, checkout: Checkout, log: Path) -> None:
+    """`venv` made when missing and filled with the checkout's packages; output to `log`."""
     with log.open("w", encoding="utf-8") as output:
         if not python_of(venv).exists():
             base = shutil.which("python3")
@@ -33,7 +33,6 @@ def prepare(venv: Path, checkout: Checkout, log: Path) -> Path:
              *editable],
             checkout.root, output, log,
         )  # fmt: skip
-    return python_of(venv)
 
 
 def _run(command: list[str], cwd: Path, output, log: Path) -> None:

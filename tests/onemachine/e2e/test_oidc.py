@@ -29,9 +29,11 @@ def claims(token: str) -> dict:
     return jwt.decode(token, options={"verify_signature": False})
 
 
-def test_the_clients_file_is_private_from_its_first_byte(tmp_path: Path) -> None:
+def test_the_clients_file_is_private_and_never_overwritten(tmp_path: Path) -> None:
     path = oidc.write_clients_file(tmp_path / "clients.json", SECRETS)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    with pytest.raises(FileExistsError):  # O_EXCL: a file already there is nobody's to reuse
+        oidc.write_clients_file(path, SECRETS)
 
 
 def test_the_app_token_may_invoke_and_names_the_api_audience(issuer: IssuerServer) -> None:
