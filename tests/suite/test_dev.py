@@ -18,12 +18,21 @@ def dev(*arguments: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_dev_alone_prints_a_usage_text_and_fails() -> None:
+def test_dev_alone_prints_its_commands_and_succeeds() -> None:
     result = dev()
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage: ./dev COMMAND [arguments...]\n")
+    assert "#" not in result.stdout and "set -e" not in result.stdout
+    assert "  list [behave args...]" in result.stdout
+    assert "  prepare " in result.stdout
+
+
+def test_an_unknown_command_is_named_before_the_usage_and_fails() -> None:
+    result = dev("bogus")
     assert result.returncode == 2
-    assert result.stderr.startswith("usage: ./dev COMMAND [arguments...]\n")
-    assert "#" not in result.stderr and "set -e" not in result.stderr
-    assert "  list [behave args...]" in result.stderr
+    first, second = result.stderr.splitlines()[:2]
+    assert first == "dev: unknown command 'bogus'", result.stderr
+    assert second == "usage: ./dev COMMAND [arguments...]", result.stderr
 
 
 def test_dev_list_shows_the_selected_scenarios_with_their_tags() -> None:
