@@ -4,9 +4,9 @@ Feature: Warm pools
   A code interpreter may keep a number of sandboxes started in advance: its warm pool. The
   first call of a new session is then served by one of them, without waiting for a sandbox
   to start, and the pool starts a replacement. An interpreter without a pool starts a
-  sandbox for each new session; callers see no other difference. A first call is expected
-  to be faster with a pool: the run reports both latencies and the ratio it saw, and a pool
-  that makes the first call slower fails.
+  sandbox for each new session; callers see no other difference but the time: a first call
+  served from the pool waits for no sandbox to start, so it takes little longer than a call
+  in a session already open, however long a sandbox takes to start.
 
   @serial
   Scenario: The first call is served by a sandbox that was waiting in the pool, which refills
@@ -31,8 +31,8 @@ Feature: Warm pools
     And the session is served by a sandbox started for it
 
   @serial
-  Scenario: A warm pool does not make a first call slower
+  Scenario: A first call served from the warm pool waits for no sandbox to start
     Given the warm pool of the warm-pool interpreter is full
-    When I time the first calls of new sessions of the python interpreter
-    And I time the first calls of new sessions of the warm-pool interpreter
-    Then the fastest first call of the warm-pool interpreter was not slower than that of the python interpreter
+    When I time the first calls of new sessions of the warm-pool interpreter
+    And I time calls in the last of those sessions
+    Then the fastest first call took at most half a second longer than a call in its session

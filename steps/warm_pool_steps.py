@@ -37,9 +37,14 @@ def step_time_first_calls(context: Context, runtime: Role) -> None:
     context.world.part(WarmPools).time_first_calls(runtime)
 
 
-@then("the fastest first call of the {warm:Runtime} was not slower than that of the {cold:Runtime}")
-def step_warm_faster(context: Context, warm: Role, cold: Role) -> None:
-    context.world.part(WarmPools).expect_warm_faster(warm, cold)
+@when("I time calls in the last of those sessions")
+def step_time_calls_in_session(context: Context) -> None:
+    context.world.part(WarmPools).time_calls_in_session()
+
+
+@then("the fastest first call took at most half a second longer than a call in its session")
+def step_claim_within_budget(context: Context) -> None:
+    context.world.part(WarmPools).expect_claim_within_budget()
 
 
 @given("a session of the {runtime:Runtime} served by a sandbox that was waiting in the pool")

@@ -1,5 +1,5 @@
 """Warm pools, watched on the platform: which sandbox serves a session's first call, whether
-the pool refills, and how long a first call takes with a pool and without one."""
+the pool refills, and how long a first call from the pool takes beyond a call in a session."""
 
 from __future__ import annotations
 
@@ -19,19 +19,25 @@ from hamcrest.core.matcher import Matcher
 
 from acceptance.core import matchers
 from acceptance.core.polling import eventually
-from acceptance.core.runtimes import Role, Runtime
+from acceptance.core.runtimes import Role
 from acceptance.core.settings import Settings
+from acceptance.domain.calls import Calls
 from acceptance.domain.sessions import open_session
 from acceptance.domain.world import World
 from acceptance.platforms.base import Platform, Sandbox
 
-# How many first calls of each kind are timed (the fixture's warm pool holds 2).
+# How many first calls from the pool are timed (the fixture's warm pool holds 2), and how
+# many calls in the last of their sessions.
 FIRST_CALLS = 2
-# How much slower than the fastest cold first call the fastest warm one may be: a pool must
-# not make first calls slower, but where a cold start forks in milliseconds (localcube) the
-# two differ by less than a command's own noise. A pool that does not help at all (a warm
-# first call waiting for a start) is slower by far more.
-WARM_TO_COLD_BOUND = 1.5
+CALLS_IN_SESSION = 3
+# What a first call served from the pool may take beyond a call in an existing session:
+# opening the session (a claim of a waiting sandbox, the session's record), never a
+# sandbox's start. Upstream's promise: the pool's sandboxes are started in advance, so a
+# claim does not wait for one to start (docs/design/agentcube-proposal.md:371-384). Anchored
+# to the same run's call in a session, not to its cold starts, whose time varies from run to
+# run; a claim that waits on a one-second poll (pkg/workloadmanager/handlers.go:331-340)
+# exceeds it every run.
+CLAIM_BUDGET = 0.5
 # The first call's command: as quick as possible, so that the call's time is the session's.
 _PROBE = ["echo", "2"]
 
@@ -42,7 +48,8 @@ class WarmPools:
         self._platform = platform
         self._settings = settings
         self._waiting: frozenset[str] = frozenset()  # sandbox ids in the pool before the call
-        self._first_calls: dict[Role, list[float]] = {}
+        self._first_calls: list[float] = []
+        self._in_session: list[float] = []
         self._closed: Sandbox | None = None  # the pooled sandbox of the session closed
 
     def wait_until_full(self, role: Role) -> None:
@@ -132,33 +139,31 @@ class WarmPools:
 
     def time_first_calls(self, role: Role) -> None:
         """Open sessions of the interpreter with first calls, each timed from send to
-        answer: as many as its warm pool holds (a pool's every one is a claim), at most
-        FIRST_CALLS; the fastest of them is compared, which no load can make faster."""
+        answer: as many as its warm pool holds (each a claim), at least one, at most FIRST_CALLS."""
         runtime = self._world.runtime(role)
-        pool = self._platform.warm_pool_size(runtime)
-        count = min(FIRST_CALLS, pool) if pool else FIRST_CALLS
-        self._first_calls[role] = [self._timed_first_call(runtime) for _ in range(count)]
+        count = max(1, min(FIRST_CALLS, self._platform.warm_pool_size(runtime)))
+        calls = self._world.calls(runtime)
+        self._first_calls = [_timed(calls, f"a first call to {runtime}") for _ in range(count)]
 
-    def _timed_first_call(self, runtime: Runtime) -> float:
-        started = time.perf_counter()
-        answer = self._world.calls(runtime).execute(_PROBE)
-        elapsed = time.perf_counter() - started
-        assert_that(answer, matchers.prints_line("2"), f"the first call to {runtime} failed")
-        return elapsed
+    def time_calls_in_session(self) -> None:
+        """Time calls in the scenario's last session: what a call costs without opening one."""
+        session = self._world.session
+        calls = self._world.in_session(session)
+        self._in_session = [_timed(calls, f"a call in {session}") for _ in range(CALLS_IN_SESSION)]
 
-    def expect_warm_faster(self, warm: Role, cold: Role) -> None:
-        """Print the ratio seen (in the scenario's output and report), then require that the
-        fastest warm first call was not slower than the fastest cold one, beyond noise."""
-        warm_seconds, cold_seconds = min(self._first_calls[warm]), min(self._first_calls[cold])
-        ratio = warm_seconds / cold_seconds
+    def expect_claim_within_budget(self) -> None:
+        """Print both times (in the scenario's output and report), then require that the
+        fastest first call took at most CLAIM_BUDGET longer than the fastest call in a
+        session: the fastest, since no load makes a call faster."""
+        first, in_session = min(self._first_calls), min(self._in_session)
         print(
-            f"fastest first call with a warm pool {warm_seconds:.3f} s, without "
-            f"{cold_seconds:.3f} s: warm/cold = {ratio:.2f}"
+            f"fastest first call from the warm pool {first:.3f} s, fastest call in its "
+            f"session {in_session:.3f} s: opening the session took {first - in_session:.3f} s"
         )
-        assert ratio <= WARM_TO_COLD_BOUND, (
-            f"the first call with a warm pool took {warm_seconds:.3f} s at best, slower than "
-            f"the {cold_seconds:.3f} s of the fastest cold start (warm/cold = {ratio:.2f}, "
-            f"bound {WARM_TO_COLD_BOUND:g})"
+        assert first - in_session <= CLAIM_BUDGET, (
+            f"the first call from the warm pool took {first:.3f} s at best, "
+            f"{first - in_session:.3f} s more than the {in_session:.3f} s of a call in its "
+            f"session: more than the {CLAIM_BUDGET:g} s a claim of a waiting sandbox may take"
         )
 
     @property
@@ -173,6 +178,15 @@ class WarmPools:
         if sandbox is None:
             raise AssertionError(f"the platform shows no sandbox serving {session}")
         return sandbox
+
+
+def _timed(calls: Calls, what: str) -> float:
+    """The seconds from sending the probe to its answer, which must be right."""
+    started = time.perf_counter()
+    answer = calls.execute(_PROBE)
+    elapsed = time.perf_counter() - started
+    assert_that(answer, matchers.prints_line("2"), f"{what} failed")
+    return elapsed
 
 
 def _ids(sandboxes: frozenset[Sandbox]) -> frozenset[str]:

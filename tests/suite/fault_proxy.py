@@ -548,23 +548,28 @@ class HangOnSandboxFailure(Fault):
             await asyncio.sleep(self.HANG)
 
 
-class SlowWarmPool(Fault):
-    """A warm pool that does not help: opening a session on a "-warm" interpreter takes
-    twice as long as the slowest cold start of another interpreter seen so far."""
+class ClaimPolledOnceASecond(Fault):
+    """Upstream's WorkloadManager on a fast node (pkg/workloadmanager/handlers.go:331-340):
+    a first call on a "-warm" interpreter waits a second, as a claim polled once a second
+    does, while the cold starts of the other interpreters take no time and a second in
+    turn (a PicoD not yet listening at the first dial), so that a verdict that compares the
+    two flips from run to run."""
+
+    DELAY = 1.0
 
     def __init__(self) -> None:
-        self._cold_start = 0.0
+        self._cold_starts = 0
 
     async def answer_instead(self, proxy: FaultProxy, request: Request) -> Answer | None:
         invocation = request.invocation
         if not invocation or request.session_id:
             return None
         if invocation["name"].endswith("-warm"):
-            await asyncio.sleep(2 * self._cold_start)
-            return None
-        answer = await proxy.forward(request)
-        self._cold_start = max(self._cold_start, time.monotonic() - request.started)
-        return answer
+            await asyncio.sleep(self.DELAY)
+        else:
+            self._cold_starts += 1
+            await asyncio.sleep(self.DELAY * (self._cold_starts % 2))
+        return None
 
 
 class WaitForBackgroundProcesses(Fault):
@@ -936,7 +941,7 @@ FAULTS = {
     "grant-the-required-role": lambda: AcceptRefusedTokens("no-role"),
     "credential-in-refusals": CredentialInRefusals,
     "hang-on-sandbox-failure": HangOnSandboxFailure,
-    "slow-warm-pool": SlowWarmPool,
+    "claim-polled-once-a-second": ClaimPolledOnceASecond,
     "deletion-not-done": lambda: FakeDeletion(200, {"message": "Sandbox deleted successfully"}),
     "deletion-fails": lambda: FakeDeletion(500, {"error": "internal server error"}),
     "starting-router": lambda: NotReadyFor(1.0),

@@ -1,0 +1,51 @@
+"""The warm-pool scenario's verdict does not flip: against a target whose claims wait on a
+one-second poll (upstream's WorkloadManager, pkg/workloadmanager/handlers.go:331-340) while
+its cold starts take no time and a second in turn, it fails every run; against localcube it
+passes every run. The scenario compares a first call from the pool with a call in a session
+of the same run, never with that run's cold starts."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+
+from localcube import embedded
+from tests.localcube.support import FIXTURES
+from tests.suite.fault_proxy import FaultProxy
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+SCENARIO = "A first call served from the warm pool waits for no sandbox to start"
+RUNS = 5
+VERDICT = "more than the 0.5 s a claim of a waiting sandbox may take"
+
+
+def behave(url: str, reports: Path) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "behave", "--no-color", "-f", "plain", "-n", SCENARIO]
+    for setting in (f"router_url={url}", "platform=localcube", f"reports_dir={reports}"):
+        command += ["-D", setting]
+    env = {name: value for name, value in os.environ.items() if not name.startswith("AGENTCUBE_")}
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_the_verdict_is_the_same_in_every_run(tmp_path: Path) -> None:
+    with ExitStack() as stack:
+        cube = embedded.start([FIXTURES], tmp_path / "localcube.log", gc_interval="100ms")
+        stack.callback(cube.stop)
+        # One proxy for all the runs: its cold starts go on alternating from run to run.
+        broken = stack.enter_context(FaultProxy(cube.url, "claim-polled-once-a-second"))
+        for run in range(RUNS):
+            failed = behave(broken.url, tmp_path / f"broken-{run}")
+            output = failed.stdout + failed.stderr
+            assert failed.returncode == 1 and VERDICT in output, f"run {run}:\n{output[-4000:]}"
+            assert "1 scenario passed" not in output and "0 failed" not in output, output[-4000:]
+            passed = behave(cube.url, tmp_path / f"healthy-{run}")
+            output = passed.stdout + passed.stderr
+            assert passed.returncode == 0, f"run {run}:\n{output[-4000:]}"
+            assert "1 scenario passed, 0 failed" in output, output[-4000:]
