@@ -1,4 +1,6 @@
-"""docs/own-router.md's sequence, run as the page gives it, wherever it needs no upstream code.
+"""docs/own-router.md's sequence, run as the page gives it on a fresh clone (tests/
+fresh_clone.py: its .venv out of date, which step 2 must bring up to date before the
+namespace, that has no network), wherever it needs no upstream code.
 
 Two steps need upstream's programs, which CI does not have; each is replaced here, in plain
 sight: step 1 (building the Router and PicoD) sets `ROUTER` to tests/localcube/
@@ -17,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -28,15 +29,19 @@ from pathlib import Path
 import pytest
 
 from acceptance.core.settings import TOKEN_FILE_SETTINGS
+from tests.fresh_clone import (
+    ENTER_WITHOUT_NETWORK,
+    entering,
+    fresh_clone,
+    namespaces_missing,
+    shell_steps,
+)
 from tests.localcube.redis_process import MISSING
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "own-router.md"
 FIDELITY = ROOT / "docs" / "fidelity.md"
-STEP = re.compile(r"^# (\d+)\. ", re.MULTILINE)
 BUILD, NAMESPACE, SUITE, TEARDOWN = 1, 2, 7, 8
-ENTER = "unshare --user --map-root-user --net bash"
-END_OF_PASTE = "END_OF_THE_PASTE"
 
 # Stand-ins for upstream's programs (step 1), with the paths baked in: the sandboxes'
 # environment holds no WORK.
@@ -78,14 +83,7 @@ LOOK
 
 def the_sequence() -> dict[int, str]:
     """The page's shell block under "The whole path", step by step."""
-    page = DOC.read_text(encoding="utf-8")
-    section = page.split("## The whole path", 1)[1]
-    block = section.split("```sh\n", 1)[1].split("\n```", 1)[0]
-    starts = [match.start() for match in STEP.finditer(block)]
-    steps = {
-        int(STEP.match(block, start).group(1)): block[start:end].strip() + "\n"
-        for start, end in zip(starts, [*starts[1:], len(block)], strict=True)
-    }
+    steps = shell_steps(DOC, "The whole path")
     assert sorted(steps) == list(range(1, 9)), f"the page's steps are {sorted(steps)}, not 1-8"
     return steps
 
@@ -93,10 +91,7 @@ def the_sequence() -> dict[int, str]:
 def script(work: Path) -> str:
     """The page's sequence with steps 1 and 7 replaced, as bash runs it."""
     steps = the_sequence()
-    entering = steps[NAMESPACE].splitlines()
-    enter_line = next(i for i, line in enumerate(entering) if line.startswith(ENTER))
     inside = [
-        "\n".join(entering[enter_line + 1 :]),
         *(steps[number] for number in range(NAMESPACE + 1, SUITE)),
         "# 7. (replaced: the suite needs upstream's Router)\n" + LOOK,
         steps[TEARDOWN],
@@ -106,34 +101,17 @@ def script(work: Path) -> str:
             "set -eu",
             f"export WORK={work} ROUTER={work}/stand-in-router PICOD={work}/stand-in-picod",
             f"export PYTHON={sys.executable}",
-            *entering[:enter_line],
-            f"{entering[enter_line]} <<'{END_OF_PASTE}'",
-            "set -eu",
-            *inside,
-            END_OF_PASTE,
+            entering(steps[NAMESPACE], inside),
         ]
     )
 
 
-def write_stand_ins(work: Path) -> None:
-    values = {"root": ROOT, "python": sys.executable, "work": work}
+def write_stand_ins(work: Path, clone: Path) -> None:
+    values = {"root": clone, "python": sys.executable, "work": work}
     for name, text in (("stand-in-router", STAND_IN_ROUTER), ("stand-in-picod", STAND_IN_PICOD)):
         path = work / name
         path.write_text(text.format(**values))
         path.chmod(0o755)
-
-
-def namespaces_missing() -> str | None:
-    """Why the page's namespaces cannot be made here, if they cannot."""
-    for program in ("unshare", "ip"):
-        if shutil.which(program) is None:
-            return f"{program} is not installed (util-linux, iproute2)"
-    probe = subprocess.run(
-        [*ENTER.split()[:-1], "true"], capture_output=True, text=True, timeout=10
-    )
-    if probe.returncode != 0:
-        return f"user and network namespaces are not available here: {probe.stderr.strip()}"
-    return None
 
 
 def ended(pid: int) -> bool:
@@ -181,6 +159,8 @@ def test_the_page_sets_what_issue_20_found_the_real_router_needs() -> None:
     assert "agentcube_release" not in steps[SUITE], "the release is detected, not set"
     assert '--picod-command "$PICOD' in steps[5], "your own PicoD in every interpreter"
     assert 'kill $(cat "$WORK/pids")' in steps[TEARDOWN], "the teardown stops each pid"
+    before_namespace = steps[NAMESPACE].split(ENTER_WITHOUT_NETWORK, 1)[0]
+    assert "\n./dev prepare\n" in before_namespace, "the .venv is made while there is network"
     assert "fidelity.md#upstream-defects-the-suite-reports" in DOC.read_text()
     assert "\n## Upstream defects the suite reports\n" in FIDELITY.read_text()
 
@@ -196,10 +176,11 @@ def test_the_sequence_starts_every_part_and_the_teardown_leaves_no_process(
         pytest.skip(missing)
     work = tmp_path / "work"
     work.mkdir()
-    write_stand_ins(work)
+    clone = fresh_clone(tmp_path / "clone")
+    write_stand_ins(work, clone)
     try:
         run = subprocess.run(
-            ["bash", "-c", script(work)], cwd=ROOT, capture_output=True, text=True, timeout=240
+            ["bash", "-c", script(work)], cwd=clone, capture_output=True, text=True, timeout=240
         )
         assert run.returncode == 0, f"the sequence failed:\n{run.stderr[-3000:]}\n{logs(work)}"
         pids = pids_in(work / "pids")

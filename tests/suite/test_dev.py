@@ -1,13 +1,17 @@
-"""`./dev`, as a newcomer meets it: a usage text, the scenarios listed with their tags, and
-a first install that says what it does and shows pip's own progress."""
+"""`./dev`, as a newcomer meets it: a usage text, the scenarios listed with their tags, a
+first install that says what it does and shows pip's own progress, and in a shell without
+network a .venv to make refused at once, in one line, until `./dev prepare` made it."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
+
+from tests.fresh_clone import ENTER_WITHOUT_NETWORK, fresh_clone, namespaces_missing
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -69,3 +73,34 @@ def test_the_first_install_says_so_and_shows_pip_at_work(tmp_path: Path) -> None
         check=True,
     ).stdout
     assert str(tmp_path) in site, site
+
+
+@pytest.mark.slow
+def test_without_network_a_stale_or_missing_venv_stops_at_once_and_prepare_fixes_it(
+    tmp_path: Path,
+) -> None:
+    missing = namespaces_missing()
+    if missing:
+        pytest.skip(missing)
+    clone = fresh_clone(tmp_path / "clone")
+    without_network = [*ENTER_WITHOUT_NETWORK.split()[:-1], "./dev", "list", "--tags=@smoke"]
+    refused = (
+        "dev: .venv is missing or out of date and this shell has no network (a namespace "
+        "without one?): run ./dev prepare where there is network first"
+    )
+    for state in ("out of date", "missing"):
+        if state == "missing":
+            shutil.rmtree(clone / ".venv")
+        started = time.monotonic()
+        result = subprocess.run(without_network, cwd=clone, capture_output=True, text=True)
+        took = time.monotonic() - started
+        assert (result.returncode, result.stderr.splitlines()) == (1, [refused]), result.stderr
+        assert took < 5, f"with .venv {state}, ./dev took {took:.1f} s to refuse"
+    assert not (clone / ".venv").exists(), "./dev made a .venv it could not fill"
+    shutil.rmtree(clone)
+    clone = fresh_clone(tmp_path / "clone")
+    prepared = dev("prepare", cwd=clone)
+    assert prepared.returncode == 0 and "dev: .venv is ready" in prepared.stderr, prepared.stderr
+    listed = subprocess.run(without_network, cwd=clone, capture_output=True, text=True)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines()[-1].startswith("7 of "), listed.stdout
