@@ -39,16 +39,17 @@ BINARIES: tuple[Binary, ...] = (
     ),
     Binary(
         "agent-sandbox-controller",
-        "`make build` in a kubernetes-sigs/agent-sandbox checkout: bin/manager "
-        "(./cmd/agent-sandbox-controller), under this name",
+        "`go build -o agent-sandbox-controller ./cmd/agent-sandbox-controller` in a "
+        "kubernetes-sigs/agent-sandbox checkout",
     ),
     Binary(
         "workloadmanager",
-        "`make build` in a volcano-sh/agentcube checkout: bin/workloadmanager",
+        "`go build -o workloadmanager ./cmd/workload-manager` in a volcano-sh/agentcube "
+        "checkout",
     ),
     Binary(
         "agentcube-router",
-        "`make build-router` in a volcano-sh/agentcube checkout: bin/agentcube-router",
+        "`go build -o agentcube-router ./cmd/router` in a volcano-sh/agentcube checkout",
     ),
     Binary(
         "picod",
