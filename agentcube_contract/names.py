@@ -7,6 +7,15 @@ _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS_LABEL_MAX = 63
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _DNS_SUBDOMAIN_MAX = 253
+# The rules in words, for a refusal to name.
+DNS_LABEL_RULE = (
+    "RFC 1123 label: at most 63 lower-case letters, digits and '-', "
+    "starting and ending with a letter or digit"
+)
+DNS_SUBDOMAIN_RULE = (
+    "RFC 1123 subdomain: at most 253 lower-case letters, digits, '-' and '.', "
+    "each part between dots starting and ending with a letter or digit"
+)
 
 
 def is_dns_label(text: object) -> bool:

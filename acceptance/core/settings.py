@@ -17,7 +17,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agentcube_contract.durations import parse_duration
-from agentcube_contract.names import is_dns_label, is_dns_subdomain
+from agentcube_contract.names import (
+    DNS_LABEL_RULE,
+    DNS_SUBDOMAIN_RULE,
+    is_dns_label,
+    is_dns_subdomain,
+)
 
 # AgentCube releases the suite tells apart: upstream main, and releases before PR #460.
 RELEASES = ("main", "pre-460")
@@ -55,12 +60,12 @@ def parse_seconds(text: str) -> float:
     return seconds
 
 
-def satisfying(valid: Callable[[str], bool], what: str) -> Callable[[str], str]:
-    """A parser accepting the texts `valid` accepts, and naming `what` it expects."""
+def satisfying(valid: Callable[[str], bool], what: str, rule: str) -> Callable[[str], str]:
+    """A parser accepting the texts `valid` accepts, and naming `what` it expects by `rule`."""
 
     def parse(text: str) -> str:
         if not valid(text):
-            raise ValueError(f"is not a valid {what}")
+            raise ValueError(f"is not a valid {what} ({rule})")
         return text
 
     return parse
@@ -134,8 +139,8 @@ class Setting:
 
 
 # The same rules localcube applies to the manifests it serves (RFC 1123, as Kubernetes).
-resource_name = satisfying(is_dns_subdomain, "Kubernetes resource name")
-namespace_name = satisfying(is_dns_label, "Kubernetes namespace")
+resource_name = satisfying(is_dns_subdomain, "Kubernetes resource name", DNS_SUBDOMAIN_RULE)
+namespace_name = satisfying(is_dns_label, "Kubernetes namespace", DNS_LABEL_RULE)
 
 SETTINGS: tuple[Setting, ...] = (
     Setting(
@@ -274,7 +279,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "platform",
         "AGENTCUBE_PLATFORM",
-        satisfying(is_dns_label, "platform name"),
+        satisfying(is_dns_label, "platform name", DNS_LABEL_RULE),
         None,
         "What the suite may do beside HTTP calls: `localcube` (admin API), "
         "`kubernetes` (the cluster's API; docs/kubernetes.md), "

@@ -7,6 +7,7 @@ import pytest
 from acceptance.core.runtimes import STATEFUL_FIXTURE
 from acceptance.core.settings import SETTINGS, ConfigError, load_settings
 from acceptance.platforms.target import read_settings
+from agentcube_contract.names import DNS_LABEL_RULE, DNS_SUBDOMAIN_RULE
 from docgen.configuration_table import settings_table
 
 BAD_VALUES = {
@@ -89,6 +90,17 @@ def test_a_bad_environment_value_names_the_variable(setting) -> None:
     with pytest.raises(ConfigError) as error:
         load_settings({}, {setting.env: BAD_VALUES[setting.name]})
     assert f"setting {setting.name} ({setting.env})" in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "rule"),
+    [("namespace", DNS_LABEL_RULE), ("warm_interpreter", DNS_SUBDOMAIN_RULE)],
+)
+def test_a_bad_kubernetes_name_is_refused_with_the_rule_it_breaks(name: str, rule: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        load_settings({name: BAD_VALUES[name]}, {})
+    assert f"{BAD_VALUES[name]!r} is not a valid Kubernetes" in str(error.value)
+    assert f"({rule})" in str(error.value), str(error.value)
 
 
 def test_a_bad_token_is_not_echoed() -> None:
