@@ -1,14 +1,13 @@
 @agent-runtime @security @requires.auth
 Feature: Credentials and authentication
 
-  With authentication on, every call to the Router's /v1 API must present a valid access
+  With authentication on, every call to the Router's API must present a valid access
   token of the Router's issuer, holding the role the Router requires, and a session belongs
   to the subject that opened it, though a subject with the admin role may use any session.
   A token is refused whatever is wrong with it: expired, for another audience, naming
   another issuer, or forged without the issuer's key; and no refusal repeats a credential.
   The caller's token stops at the Router: it signs its own request to the sandbox, so no
-  sandbox ever sees a caller's credentials. (The suite keeps tokens and the issuer's key out
-  of its own output too; the project's tests scan a run's output and reports for them.)
+  sandbox ever sees a caller's credentials.
 
   Background:
     Given the Router requires a token

@@ -11,7 +11,7 @@ Feature: Hard session lifetime
   lifetime of a few seconds, and call it continuously until it ends, allowing the garbage
   collector a grace period.
 
-  Scenario: A busy session ends at its runtime's maxSessionDuration
+  Scenario: A busy session ends when its runtime's maximum session duration is up
     Given an echo agent with a short maximum session duration
     And a session of the echo agent with a short maximum session duration
     When the session is called continuously until it is no longer served
@@ -20,9 +20,9 @@ Feature: Hard session lifetime
     And the sandbox that served the session is gone
 
   @not.with_agentcube_release=pre-460 @requires.workload-manager-sessions
-  Scenario: A busy session ends when the ttl it asked for runs out
+  Scenario: A busy session ends when the lifetime it asked for is up
     Given an echo agent with a short idle timeout
-    And a session of the echo agent with a short idle timeout that asks for a short ttl
+    And a session of the echo agent with a short idle timeout that asks for a short lifetime
     When the session is called continuously until it is no longer served
     Then the session lasted its hard lifetime
     And the call is refused because the session was not found

@@ -7,14 +7,14 @@ Feature: The workspace jail
   as relative to the workspace. Whatever is tried, nothing outside the workspace is
   revealed and nothing appears there.
 
-  Each scenario has the sandbox make a directory "outside" next to its workspace, holding
-  a secret, a symlink "link" in its workspace pointing there, and a symlink "dangling" to a
-  file there that does not exist yet. {outside} stands for
-  that directory's absolute path as the sandbox sees it.
+  In each scenario the sandbox itself makes a directory "outside" next to its workspace, and
+  two links in its workspace that lead there.
 
   Background:
     Given a session of the python interpreter
-    And next to the workspace, a directory "outside" holds a secret, "link" in the workspace points to it, and "dangling" points to a file there that does not exist yet
+    And next to the workspace, a directory "outside" that holds a secret
+    And a link "link" in the workspace to the outside directory
+    And a link "dangling" in the workspace to a file of the outside directory that does not exist yet
 
   Scenario Outline: <operation> "<path>" is refused
     When I <operation> "<path>"
@@ -37,19 +37,19 @@ Feature: The workspace jail
       | list the directory             | link                    |
       | run a command in the directory | link                    |
 
-  Scenario Outline: An absolute path stays inside the workspace: <operation> "<path>"
-    When I <operation> "<path>"
+  Scenario Outline: An absolute path stays inside the workspace: <attempt>, by its absolute path
+    When I <attempt>, by its absolute path
     Then nothing outside the workspace is revealed or changed
 
     Examples:
-      | operation                      | path                  |
-      | upload a file to               | {outside}/planted.txt |
-      | download                       | {outside}/secret.txt  |
-      | list the directory             | {outside}             |
-      | run a command in the directory | {outside}             |
+      | attempt                                         |
+      | upload a file to the outside directory          |
+      | download the secret from the outside directory  |
+      | list the outside directory                      |
+      | run a command in the outside directory          |
 
   Scenario: A file uploaded to an absolute path is kept in the workspace and comes back unchanged
-    When I upload a file to "{outside}/planted.txt"
+    When I upload a file to the outside directory, by its absolute path
     Then the upload succeeds
-    And "{outside}/planted.txt" downloaded from the workspace holds what was uploaded
+    And the file downloaded by that same path holds what was uploaded
     And nothing outside the workspace is revealed or changed

@@ -3,15 +3,24 @@
 from behave import given, then, when
 from behave.runner import Context
 
-from acceptance.domain.jail import JailOperation, WorkspaceJail
+from acceptance.domain.jail import AbsoluteAttempt, JailOperation, WorkspaceJail
+
+
+@given('next to the workspace, a directory "outside" that holds a secret')
+def step_prepare_outside(context: Context) -> None:
+    context.world.part(WorkspaceJail).prepare_outside()
+
+
+@given('a link "{name}" in the workspace to the outside directory')
+def step_link_to_outside(context: Context, name: str) -> None:
+    context.world.part(WorkspaceJail).link(name)
 
 
 @given(
-    'next to the workspace, a directory "outside" holds a secret, "link" in the workspace '
-    'points to it, and "dangling" points to a file there that does not exist yet'
+    'a link "{name}" in the workspace to a file of the outside directory that does not exist yet'
 )
-def step_prepare_outside(context: Context) -> None:
-    context.world.part(WorkspaceJail).prepare_outside()
+def step_dangling_link(context: Context, name: str) -> None:
+    context.world.part(WorkspaceJail).link(name, to_missing_file=True)
 
 
 @when('I {operation:JailOperation} "{path}"')
@@ -29,11 +38,16 @@ def step_nothing_outside(context: Context) -> None:
     context.world.part(WorkspaceJail).expect_nothing_outside_revealed_or_changed()
 
 
+@when("I {attempt:AbsoluteAttempt}, by its absolute path")
+def step_attempt_absolute(context: Context, attempt: AbsoluteAttempt) -> None:
+    context.world.part(WorkspaceJail).attempt_absolute(attempt)
+
+
 @then("the upload succeeds")
 def step_upload_succeeded(context: Context) -> None:
     context.world.part(WorkspaceJail).expect_upload_succeeded()
 
 
-@then('"{path}" downloaded from the workspace holds what was uploaded')
-def step_download_holds_upload(context: Context, path: str) -> None:
-    context.world.part(WorkspaceJail).expect_download_holds_upload(path)
+@then("the file downloaded by that same path holds what was uploaded")
+def step_download_holds_upload(context: Context) -> None:
+    context.world.part(WorkspaceJail).expect_download_holds_upload()

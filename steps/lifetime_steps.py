@@ -12,7 +12,7 @@ def step_apply_short_lifetime_agent(context: Context) -> None:
     context.world.part(Lifetimes).apply_short_lifetime_agent()
 
 
-@given("a session of the {runtime:Runtime} that asks for a short ttl")
+@given("a session of the {runtime:Runtime} that asks for a short lifetime")
 def step_open_session_with_ttl(context: Context, runtime: Role) -> None:
     context.world.part(Lifetimes).open_session_with_short_ttl(runtime)
 

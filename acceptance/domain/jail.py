@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import enum
 import json
+import os
 import uuid
 
 from hamcrest import assert_that, has_entries
@@ -14,24 +15,21 @@ from acceptance.core import matchers
 from acceptance.domain.calls import Calls
 from acceptance.domain.world import World
 
-# In the features, the outside directory's absolute path as the sandbox sees it.
-OUTSIDE = "{outside}"
 SECRET_FILE = "secret.txt"
 # What an upload carries: a newline and non-ASCII, so that a lossy round trip shows.
 UPLOADED = "planted\nh\u00e9llo \u2013 \u4f60\u597d\n".encode()
 
-# Run in the workspace: make "outside" next to it, a secret in it, a symlink "link" to it,
-# and a symlink "dangling" to a file of it that does not exist yet.
+# Run in the workspace: make "outside" next to it with a secret in it, and print its path.
 _PREPARE = """
 import os, sys
 outside = os.path.join(os.path.dirname(os.getcwd()), "outside")
 os.makedirs(outside, exist_ok=True)
 with open(os.path.join(outside, "secret.txt"), "w") as secret:
     secret.write(sys.argv[1])
-os.symlink(outside, "link")
-os.symlink(os.path.join(outside, "through-dangling.txt"), "dangling")
 print(outside)
 """
+_LINK = "import os, sys; os.symlink(sys.argv[1], sys.argv[2])"
+_MISSING_FILE = "through-dangling.txt"
 # Run in a working directory: reveal a secret found there, and plant a file.
 _PLANT = """
 import os
@@ -54,11 +52,29 @@ class JailOperation(enum.Enum):
     RUN_IN = "run a command in the directory"
 
 
+class AbsoluteAttempt(enum.Enum):
+    """An operation on the outside directory by its absolute path: (phrase, operation, the
+    name under the directory, if any)."""
+
+    UPLOAD = ("upload a file to the outside directory", JailOperation.UPLOAD, "planted.txt")
+    DOWNLOAD = (
+        "download the secret from the outside directory",
+        JailOperation.DOWNLOAD,
+        SECRET_FILE,
+    )
+    LIST = ("list the outside directory", JailOperation.LIST, "")
+    RUN_IN = ("run a command in the outside directory", JailOperation.RUN_IN, "")
+
+    def __init__(self, phrase: str, operation: JailOperation, name: str) -> None:
+        self.phrase, self.operation, self.name_inside = phrase, operation, name
+
+
 class WorkspaceJail:
     def __init__(self, world: World) -> None:
         self._world = world
         self._secret = f"secret-{uuid.uuid4().hex}"
         self._outside: str | None = None
+        self._last_path: str | None = None  # the path of the last operation
 
     def prepare_outside(self) -> None:
         """Have the sandbox make the outside directory, its secret and the symlinks."""
@@ -66,8 +82,19 @@ class WorkspaceJail:
         assert_that(answer, matchers.exits_with(0), "the sandbox could not prepare the scene")
         self._outside = answer.json()["stdout"].strip()
 
+    def link(self, name: str, *, to_missing_file: bool = False) -> None:
+        """Have the sandbox make a symlink in its workspace to the outside directory, or to a
+        file there that does not exist."""
+        target = os.path.join(self._outside_path, _MISSING_FILE if to_missing_file else "")
+        answer = self._in_session().execute(["python3", "-c", _LINK, target.rstrip("/"), name])
+        assert_that(answer, matchers.exits_with(0), f"the sandbox could not make the link {name}")
+
+    def attempt_absolute(self, attempt: AbsoluteAttempt) -> None:
+        path = os.path.join(self._outside_path, attempt.name_inside).rstrip("/")
+        self.attempt(attempt.operation, path)
+
     def attempt(self, operation: JailOperation, path: str) -> None:
-        path = path.replace(OUTSIDE, self._outside_path)
+        self._last_path = path
         calls = self._in_session()
         if operation is JailOperation.RUN_IN:
             calls.execute(["python3", "-c", _PLANT], fields={"working_dir": path})
@@ -87,8 +114,10 @@ class WorkspaceJail:
             ),
         )
 
-    def expect_download_holds_upload(self, path: str) -> None:
-        path = path.replace(OUTSIDE, self._outside_path)
+    def expect_download_holds_upload(self) -> None:
+        path = self._last_path
+        if path is None:
+            raise AssertionError("the scenario has not uploaded a file yet")
         answer = self._in_session().download_file(path)
         assert_that(
             answer, matchers.holds_bytes(f"{path} to download as the bytes uploaded", UPLOADED)

@@ -44,8 +44,7 @@ BINARIES: tuple[Binary, ...] = (
     ),
     Binary(
         "workloadmanager",
-        "`go build -o workloadmanager ./cmd/workload-manager` in a volcano-sh/agentcube "
-        "checkout",
+        "`go build -o workloadmanager ./cmd/workload-manager` in a volcano-sh/agentcube checkout",
     ),
     Binary(
         "agentcube-router",

@@ -4,16 +4,19 @@ HTTP statuses, JSON, byte sizes, encodings, raw error strings, setting names or 
 
 from __future__ import annotations
 
+import configparser
 import re
 from pathlib import Path
 
 import pytest
+from behave.model import Feature, ScenarioOutline
 from behave.parser import parse_file
 
 from acceptance.core.settings import SETTINGS
 from acceptance.platforms.kubernetes.settings import KUBERNETES_SETTINGS
 
-FEATURES = sorted((Path(__file__).resolve().parents[2] / "features").glob("*.feature"))
+ROOT = Path(__file__).resolve().parents[2]
+FEATURES = sorted((ROOT / "features").glob("*.feature"))
 # What belongs in the step layer, wherever it stands in a feature file.
 IMPLEMENTATION_WORDS = {
     "an HTTP status": re.compile(r"\b[1-5]\d\d\b(?! ?(?:sessions|callers|calls))"),
@@ -53,3 +56,44 @@ def test_no_then_before_a_when(path: Path) -> None:
             assert "when" in kinds[: kinds.index("then")], (
                 f"{path.name}: {scenario.name!r} checks something before it does anything"
             )
+
+
+# What a title (a feature's, a scenario's, an outline row's as reports show it) must not
+# carry: a placeholder left as written, or a field of the API (camelCase, snake_case, `ttl`).
+TITLE_WORDS = {
+    "a placeholder": re.compile(r"\{[^}]*\}|<[^>]*>"),
+    "a field name": re.compile(r"\b[a-z]+[A-Z]\w*\b|\b[a-z]+_[a-z_]+\b|\bttl\b"),
+}
+
+
+def as_run(path: Path) -> Feature:
+    """The feature as behave runs it: its outlines' rows named as behave.ini says."""
+    ini = configparser.ConfigParser(interpolation=None)
+    ini.read(ROOT / "behave.ini")
+    feature = parse_file(str(path))
+    for outline in feature.scenarios:
+        if isinstance(outline, ScenarioOutline):
+            outline.annotation_schema = ini["behave"]["scenario_outline_annotation_schema"]
+    return feature
+
+
+@pytest.mark.parametrize("path", FEATURES, ids=lambda path: path.name)
+def test_titles_carry_no_placeholder_or_field_name(path: Path) -> None:
+    feature = as_run(path)
+    titles = [feature.name, *(scenario.name for scenario in feature.walk_scenarios())]
+    found = {
+        what: [title for title in titles if pattern.search(title)]
+        for what, pattern in TITLE_WORDS.items()
+    }
+    found = {what: hits for what, hits in found.items() if hits}
+    assert not found, f"{path.name}: titles a product reviewer cannot read as written: {found}"
+
+
+@pytest.mark.parametrize("path", FEATURES, ids=lambda path: path.name)
+def test_each_row_of_an_outline_has_a_title_of_its_own(path: Path) -> None:
+    """Reports name an outline's row by its title alone (behave.ini), so the title must
+    name what the row varies."""
+    outlines = [each for each in as_run(path).scenarios if isinstance(each, ScenarioOutline)]
+    for outline in outlines:
+        names = [scenario.name for scenario in outline.scenarios]
+        assert len(set(names)) == len(names), f"{path.name}: rows share a title: {names}"
