@@ -122,7 +122,7 @@ def test_the_scenarios_that_rely_on_the_short_timings_pass_on_the_slow_target(
     before or just after their first answer with the default timings."""
     command = [sys.executable, "-m", "behave", "--no-color", "-f", "plain", "--tags", "@ttl"]
     command += ["-n", "A session left idle past its timeout ends"]
-    command += ["-n", "A busy session ends at its runtime's maxSessionDuration"]
+    command += ["-n", "A busy session ends when its runtime's maximum session duration is up"]
     for name, value in {
         "router_url": slow_cube,
         "platform": "localcube",

@@ -36,7 +36,7 @@ def test_the_default_run_passes_with_one_ordinary_token(
     skipped = output[output.index("Skipped for this target") :]
     assert "A session belongs to the subject that opened it" in skipped, skipped
     assert "set api_token and second_api_token" in skipped, skipped
-    assert "A busy session ends when the ttl it asked for runs out" in skipped, skipped
+    assert "A busy session ends when the lifetime it asked for is up" in skipped, skipped
     assert "set admin_api_token" in skipped, skipped
     # An opaque token is no JWT: nothing to forge from it, and no issuer's bad tokens given.
     assert "with a token that is not signed" in skipped, skipped

@@ -33,7 +33,7 @@ NOT_FOUND_SCENARIOS = (
     "never issued is refused",
     "has been closed is refused",
     "agent's own",
-    "ends when the ttl it asked for runs out",
+    "ends when the lifetime it asked for is up",
 )
 
 
@@ -67,7 +67,7 @@ def test_a_router_before_pr_460_is_detected_and_its_run_passes(
     assert run.stderr.splitlines()[0] == PRE_460_LINE, run.stderr
     assert "Skipped for this target (1):" in run.stderr, output
     assert (
-        "ends when the ttl it asked for runs out: @not.with_agentcube_release=pre-460 does "
+        "ends when the lifetime it asked for is up: @not.with_agentcube_release=pre-460 does "
         "not fit agentcube_release=pre-460"
     ) in run.stderr
     summary = run.stderr[run.stderr.index("Run summary: ") :]

@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import StartLocalCube
 from tests.suite.commands import run_module
 
-SCENARIO = "A busy session ends when the ttl it asked for runs out"
+SCENARIO = "A busy session ends when the lifetime it asked for is up"
 
 
 @pytest.mark.parametrize("with_service_account_token", [False, True], ids=["unset", "set"])
