@@ -16,13 +16,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from agentcube_contract import names
 from agentcube_contract.durations import parse_duration
-from agentcube_contract.names import (
-    DNS_LABEL_RULE,
-    DNS_SUBDOMAIN_RULE,
-    is_dns_label,
-    is_dns_subdomain,
-)
+from agentcube_contract.names import is_dns_label, is_dns_subdomain
 
 # AgentCube releases the suite tells apart: upstream main, and releases before PR #460.
 RELEASES = ("main", "pre-460")
@@ -139,8 +135,8 @@ class Setting:
 
 
 # The same rules localcube applies to the manifests it serves (RFC 1123, as Kubernetes).
-resource_name = satisfying(is_dns_subdomain, "Kubernetes resource name", DNS_SUBDOMAIN_RULE)
-namespace_name = satisfying(is_dns_label, "Kubernetes namespace", DNS_LABEL_RULE)
+resource_name = satisfying(is_dns_subdomain, "Kubernetes resource name", names.DNS_SUBDOMAIN_RULE)
+namespace_name = satisfying(is_dns_label, "Kubernetes namespace", names.DNS_LABEL_RULE)
 
 SETTINGS: tuple[Setting, ...] = (
     Setting(
@@ -279,7 +275,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "platform",
         "AGENTCUBE_PLATFORM",
-        satisfying(is_dns_label, "platform name", DNS_LABEL_RULE),
+        satisfying(is_dns_label, "platform name", names.DNS_LABEL_RULE),
         None,
         "What the suite may do beside HTTP calls: `localcube` (admin API), "
         "`kubernetes` (the cluster's API; docs/kubernetes.md), "

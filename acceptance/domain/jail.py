@@ -52,21 +52,15 @@ class JailOperation(enum.Enum):
     RUN_IN = "run a command in the directory"
 
 
-class AbsoluteAttempt(enum.Enum):
-    """An operation on the outside directory by its absolute path: (phrase, operation, the
-    name under the directory, if any)."""
-
-    UPLOAD = ("upload a file to the outside directory", JailOperation.UPLOAD, "planted.txt")
-    DOWNLOAD = (
-        "download the secret from the outside directory",
-        JailOperation.DOWNLOAD,
-        SECRET_FILE,
-    )
-    LIST = ("list the outside directory", JailOperation.LIST, "")
-    RUN_IN = ("run a command in the outside directory", JailOperation.RUN_IN, "")
-
-    def __init__(self, phrase: str, operation: JailOperation, name: str) -> None:
-        self.phrase, self.operation, self.name_inside = phrase, operation, name
+# An operation on the outside directory by its absolute path: the operation, and the name
+# under the directory ("" for the directory itself).
+AbsoluteAttempt = tuple[JailOperation, str]
+ABSOLUTE_ATTEMPTS: dict[str, AbsoluteAttempt] = {
+    "upload a file to the outside directory": (JailOperation.UPLOAD, "planted.txt"),
+    "download the secret from the outside directory": (JailOperation.DOWNLOAD, SECRET_FILE),
+    "list the outside directory": (JailOperation.LIST, ""),
+    "run a command in the outside directory": (JailOperation.RUN_IN, ""),
+}
 
 
 class WorkspaceJail:
@@ -90,8 +84,8 @@ class WorkspaceJail:
         assert_that(answer, matchers.exits_with(0), f"the sandbox could not make the link {name}")
 
     def attempt_absolute(self, attempt: AbsoluteAttempt) -> None:
-        path = os.path.join(self._outside_path, attempt.name_inside).rstrip("/")
-        self.attempt(attempt.operation, path)
+        operation, name = attempt
+        self.attempt(operation, os.path.join(self._outside_path, name).rstrip("/"))
 
     def attempt(self, operation: JailOperation, path: str) -> None:
         self._last_path = path

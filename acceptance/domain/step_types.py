@@ -10,7 +10,7 @@ from parse_type import TypeBuilder
 from acceptance.core.runtimes import Role, RuntimeKind
 from acceptance.domain.credentials import Credentials, UnauthorizedReason
 from acceptance.domain.echoes import SampleText
-from acceptance.domain.jail import AbsoluteAttempt, JailOperation
+from acceptance.domain.jail import ABSOLUTE_ATTEMPTS, JailOperation
 from acceptance.domain.refusals import BadRequest
 
 
@@ -41,7 +41,7 @@ STEP_TYPES: dict[str, Callable[[str], Any]] = {
     # "I {operation:JailOperation} "{path}"": a file operation or a working directory.
     "JailOperation": _phrases({operation.value: operation for operation in JailOperation}),
     # "I {attempt:AbsoluteAttempt}, by its absolute path": an operation on the outside directory.
-    "AbsoluteAttempt": _phrases({attempt.phrase: attempt for attempt in AbsoluteAttempt}),
+    "AbsoluteAttempt": _phrases(ABSOLUTE_ATTEMPTS),
     # "I call the echo agent {credentials:Credentials}".
     "Credentials": _phrases({credentials.phrase: credentials for credentials in Credentials}),
     # "the call is refused as unauthorized because {reason:UnauthorizedReason}".
