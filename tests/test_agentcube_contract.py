@@ -46,9 +46,12 @@ def test_a_positive_duration_flag_is_its_seconds() -> None:
 
 @pytest.mark.parametrize(
     ("text", "message"),
-    [("0s", "'0s' must be positive"), ("-1s", "'-1s' must be positive"),
-     ("soon", 'time: invalid duration "soon"')],
-)  # fmt: skip
+    [
+        ("0s", "'0s' must be positive"),
+        ("-1s", "'-1s' must be positive"),
+        ("soon", 'time: invalid duration "soon"'),
+    ],
+)
 def test_a_duration_flag_that_is_not_positive_is_refused_for_argparse_to_show(
     text: str, message: str
 ) -> None:

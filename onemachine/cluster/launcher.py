@@ -79,9 +79,14 @@ def launch(options: Options) -> int:
         issuer_port = host_ports["oidc-issuer"].getsockname()[1]
         ports = replace(options.ports, oidc_issuer=issuer_port)
         cluster = parts.Cluster(
-            binaries, state, pki, ports, options.images,
-            oidc_clients=options.oidc_clients, router_oidc=options.router_oidc,
-        )  # fmt: skip
+            binaries,
+            state,
+            pki,
+            ports,
+            options.images,
+            oidc_clients=options.oidc_clients,
+            router_oidc=options.router_oidc,
+        )
         suite_token = _write_credentials(cluster)
     except (MissingBinaries, bootstrap.BootstrapError, OSError) as error:
         print(f"onemachine cluster: {error}", file=sys.stderr)

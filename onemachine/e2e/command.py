@@ -129,10 +129,14 @@ def add_e2e_command(commands: argparse._SubParsersAction) -> None:
         metavar="DURATION",
         help="how long each part of the cluster may take to be ready (default 2m)",
     )
-    e2e.add_argument("--rollout-timeout", type=positive_duration, default=300.0,
-                     metavar="DURATION",
-                     help="how long the MCP Deployment may take to roll out (default 5m, "
-                     "run_e2e.sh's --timeout=300s)")  # fmt: skip
+    e2e.add_argument(
+        "--rollout-timeout",
+        type=positive_duration,
+        default=300.0,
+        metavar="DURATION",
+        help="how long the MCP Deployment may take to roll out (default 5m, "
+        "run_e2e.sh's --timeout=300s)",
+    )
 
 
 def run_e2e(arguments: argparse.Namespace) -> int:
@@ -229,9 +233,12 @@ class _Run:
         background = ThreadPoolExecutor(max_workers=2)
         try:
             filled = background.submit(
-                _timed_call, venv.prepare, self.arguments.venv, self.checkout,
+                _timed_call,
+                venv.prepare,
+                self.arguments.venv,
+                self.checkout,
                 self.logs / "venv.log",
-            )  # fmt: skip
+            )
             compiled = self._compile_go_tests(background)
             endpoints = self._start(WITHOUT_KEYCLOAK)
             if keycloak_steps or (self.selection.go and self.selection.go_run is None):
@@ -244,10 +251,17 @@ class _Run:
             background.shutdown(wait=False, cancel_futures=True)
         go_outcomes = []
         if self.selection.go:
-            go_outcomes = self._timed("Go tests", self._go_tests, WITHOUT_KEYCLOAK, values,
-                                      endpoints, self.selection.go_run)  # fmt: skip
-        self._timed("Python tests", self._python_tests, WITHOUT_KEYCLOAK, values, endpoints,
-                    plain_steps)  # fmt: skip
+            go_outcomes = self._timed(
+                "Go tests",
+                self._go_tests,
+                WITHOUT_KEYCLOAK,
+                values,
+                endpoints,
+                self.selection.go_run,
+            )
+        self._timed(
+            "Python tests", self._python_tests, WITHOUT_KEYCLOAK, values, endpoints, plain_steps
+        )
         oidc_tests = [o.name for o in go_outcomes if plan.OIDC_SKIP in o.detail]
         if not (oidc_tests or keycloak_steps):
             if WITH_KEYCLOAK in self.clusters:  # nothing for it: the first cluster is kept
@@ -276,19 +290,26 @@ class _Run:
             with log.open("w", encoding="utf-8") as output:
                 subprocess.run(
                     [self.arguments.go, "test", "-count=1", "-run", "^$", "./test/e2e/..."],
-                    cwd=self.checkout.root, stdout=output, stderr=subprocess.STDOUT,
-                )  # fmt: skip
+                    cwd=self.checkout.root,
+                    stdout=output,
+                    stderr=subprocess.STDOUT,
+                )
 
         return background.submit(_timed_call, compile_tests)
 
     def _launch(self, configuration: _Configuration) -> None:
         arguments = [
-            "--bin-dir", str(self.arguments.bin_dir),
-            "--agentcube-src", str(self.checkout.root),
-            "--agent-sandbox-src", str(self.arguments.agent_sandbox_src),
-            "--image", self.image,
-            "--ready-timeout", f"{self.arguments.ready_timeout:g}s",
-        ]  # fmt: skip
+            "--bin-dir",
+            str(self.arguments.bin_dir),
+            "--agentcube-src",
+            str(self.checkout.root),
+            "--agent-sandbox-src",
+            str(self.arguments.agent_sandbox_src),
+            "--image",
+            self.image,
+            "--ready-timeout",
+            f"{self.arguments.ready_timeout:g}s",
+        ]
         if configuration.keycloak:
             clients = oidc.write_clients_file(self.state / "oidc-clients.json", self.secrets)
             arguments += ["--oidc-clients", str(clients)]
@@ -300,8 +321,11 @@ class _Run:
             arguments, self.state / f"cluster-{configuration.directory}", log
         )
         self.clusters[configuration] = cluster
-        print(f"onemachine e2e: starting a cluster {configuration.name or 'without Keycloak'}"
-              f" (log: {cluster.log})", flush=True)  # fmt: skip
+        print(
+            f"onemachine e2e: starting a cluster {configuration.name or 'without Keycloak'}"
+            f" (log: {cluster.log})",
+            flush=True,
+        )
 
     def _start(self, configuration: _Configuration) -> ClusterEndpoints:
         began = time.monotonic()

@@ -29,10 +29,18 @@ def prepare(venv: Path, checkout: Checkout, log: Path) -> None:
             _run([base, "-m", "venv", str(venv)], checkout.root, output, log)
         editable = [argument for package in PYTHON_PACKAGES for argument in ("-e", package)]
         _run(
-            [str(python_of(venv)), "-m", "pip", "install", "--disable-pip-version-check",
-             *editable],
-            checkout.root, output, log,
-        )  # fmt: skip
+            [
+                str(python_of(venv)),
+                "-m",
+                "pip",
+                "install",
+                "--disable-pip-version-check",
+                *editable,
+            ],
+            checkout.root,
+            output,
+            log,
+        )
 
 
 def _run(command: list[str], cwd: Path, output, log: Path) -> None:

@@ -316,9 +316,12 @@ class PodSandbox:
             (stdout, stdout_writer), (stderr, stderr_writer) = os.pipe(), os.pipe()
             try:
                 process = _start_module(
-                    "onemachine.node.container_init", "--spec-fd", spec_reader,
-                    output=(stdout_writer, stderr_writer), also_pass=self._pod_init.proc,
-                )  # fmt: skip
+                    "onemachine.node.container_init",
+                    "--spec-fd",
+                    spec_reader,
+                    output=(stdout_writer, stderr_writer),
+                    also_pass=self._pod_init.proc,
+                )
             except BaseException:
                 for descriptor in (spec_writer, stdout, stderr):
                     os.close(descriptor)
@@ -615,9 +618,14 @@ def _start_holder(directory: Path, hostname: str) -> tuple[subprocess.Popen, int
     report, report_writer = os.pipe()
     try:
         holder = _start_module(
-            "onemachine.node.pod_init", "--report-fd", report_writer,
-            "--hostname", hostname, "--directory", str(directory),
-        )  # fmt: skip
+            "onemachine.node.pod_init",
+            "--report-fd",
+            report_writer,
+            "--hostname",
+            hostname,
+            "--directory",
+            str(directory),
+        )
     except BaseException:
         os.close(report)
         raise

@@ -92,9 +92,15 @@ def test_the_stand_in_cluster_gets_ready_runs_a_deployment_and_stops_clean(
     cluster, state = running_cluster, running_cluster.state_dir
     info = json.loads((state / "cluster.json").read_text())
     assert set(info) == {
-        "api_server", "router", "workload_manager", "oidc_issuer",
-        "admin_kubeconfig", "suite_kubeconfig", "token_dir", "logs",
-    }  # fmt: skip
+        "api_server",
+        "router",
+        "workload_manager",
+        "oidc_issuer",
+        "admin_kubeconfig",
+        "suite_kubeconfig",
+        "token_dir",
+        "logs",
+    }
     assert info["api_server"].startswith("https://127.0.0.1:")
     for name in ("router", "workload_manager", "oidc_issuer"):
         assert info[name].startswith("http://127.0.0.1:"), info
