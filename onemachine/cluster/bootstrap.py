@@ -17,7 +17,7 @@ import yaml
 from kubernetes import client as kube
 from kubernetes import config as kube_config
 from kubernetes import utils as kube_utils
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 from onemachine.cluster.credentials import SUITE_USER
 from onemachine.cluster.layout import NEIGHBOUR_NAMESPACE, NODE_ADDRESS, SYSTEM_NAMESPACE

@@ -18,13 +18,16 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 import urllib3
 import yaml
-from kubernetes.client.rest import ApiException
+from kubernetes.client import ApiClient
+from kubernetes.client.exceptions import ApiException
 
 from agentcube_contract.durations import positive_duration
 from onemachine.cluster import bootstrap
@@ -176,6 +179,7 @@ class _Configuration:
         return "with-keycloak" if self.keycloak else "without-keycloak"
 
 
+T = TypeVar("T")
 WITHOUT_KEYCLOAK = _Configuration("", keycloak=False)
 WITH_KEYCLOAK = _Configuration("with Keycloak", keycloak=True)
 
@@ -184,22 +188,30 @@ class _Run:
     """One run of the plan, its state under `state`."""
 
     def __init__(
-        self, arguments, checkout, selection, python_steps, secrets, mcp, image, state
+        self,
+        arguments: argparse.Namespace,
+        checkout: Checkout,
+        selection: plan.Selection,
+        python_steps: list[plan.Step],
+        secrets: dict[str, str],
+        mcp: list[dict[str, Any]],
+        image: str,
+        state: Path,
     ) -> None:
         self.arguments = arguments
-        self.checkout: Checkout = checkout
-        self.selection: plan.Selection = selection
-        self.python_steps: list[plan.Step] = python_steps
-        self.secrets: dict[str, str] = secrets
-        self.state: Path = state
+        self.checkout = checkout
+        self.selection = selection
+        self.python_steps = python_steps
+        self.secrets = secrets
+        self.state = state
         self.logs = state / "logs"
         self.venv_python = venv.python_of(arguments.venv)
-        self.mcp: list[dict] = mcp
-        self.image: str = image  # the node's --image entry for the MCP image
+        self.mcp = mcp
+        self.image = image  # the node's --image entry for the MCP image
         self.report = Report()
         self.stages: dict[str, float] = {}
         self.clusters: dict[_Configuration, ClusterRun] = {}
-        self.apis: dict[_Configuration, object] = {}
+        self.apis: dict[_Configuration, ApiClient] = {}
 
     def run(self) -> int:
         started = time.monotonic()
@@ -280,7 +292,7 @@ class _Run:
             self._go_tests(WITH_KEYCLOAK, values, endpoints, run)
         self._python_tests(WITH_KEYCLOAK, values, endpoints, python_steps)
 
-    def _compile_go_tests(self, background: ThreadPoolExecutor) -> Future | None:
+    def _compile_go_tests(self, background: ThreadPoolExecutor) -> Future[float] | None:
         """`go test -run '^$'`: compiled (into go's cache) while the cluster starts."""
         if not self.selection.go:
             return None
@@ -373,7 +385,13 @@ class _Run:
         client_id = oidc.CLIENTS[client][0]
         return oidc.client_credentials_token(issuer, client_id, self.secrets[client], KEYCLOAK_HOST)
 
-    def _go_tests(self, configuration, values, endpoints, run: str | None) -> list[Outcome]:
+    def _go_tests(
+        self,
+        configuration: _Configuration,
+        values: dict[str, str],
+        endpoints: ClusterEndpoints,
+        run: str | None,
+    ) -> list[Outcome]:
         env = _base_env(endpoints) | plan.GO_TESTS.environment(values, configuration.keycloak)
         log = self.logs / f"go-test-{configuration.directory}.json"
         suite = f"go {configuration.name}".strip()
@@ -381,7 +399,13 @@ class _Run:
         self.report.add(outcomes)
         return outcomes
 
-    def _python_tests(self, configuration, values, endpoints, steps: list[plan.Step]) -> None:
+    def _python_tests(
+        self,
+        configuration: _Configuration,
+        values: dict[str, str],
+        endpoints: ClusterEndpoints,
+        steps: list[plan.Step],
+    ) -> None:
         base = runners.activated(self.arguments.venv, _base_env(endpoints))
         for step in steps:
             if step.name == plan.IN_CLUSTER_MCP:
@@ -412,7 +436,7 @@ class _Run:
             raise RunFailed(f"the cluster forwards no host port to {key}")
         return f"http://{forwarded}/mcp"
 
-    def _timed(self, stage: str, step, *arguments):
+    def _timed(self, stage: str, step: Callable[..., T], *arguments: Any) -> T:
         began = time.monotonic()
         result = step(*arguments)
         self.stages[stage] = time.monotonic() - began
@@ -471,7 +495,7 @@ def _fresh_state_dir(given: Path | None) -> Path:
     return given.resolve()
 
 
-def _container_image(documents: list[dict]) -> str:
+def _container_image(documents: list[dict[str, Any]]) -> str:
     """The MCP Deployment's image; CheckoutError when the manifest has none."""
     try:
         deployment = next(d for d in documents if d.get("kind") == "Deployment")
@@ -493,7 +517,7 @@ def _base_env(endpoints: ClusterEndpoints) -> dict[str, str]:
     return dict(os.environ) | {"KUBECONFIG": str(endpoints.admin_kubeconfig)}
 
 
-def _timed_call(function, *arguments) -> float:
+def _timed_call(function: Callable[..., object], *arguments: Any) -> float:
     """How long `function(*arguments)` took, in seconds."""
     began = time.monotonic()
     function(*arguments)

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 import yaml
 from kubernetes import client as kube
 from kubernetes import utils as kube_utils
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 from onemachine.cluster.readiness import wait_until
 from onemachine.e2e import checkout as rendering

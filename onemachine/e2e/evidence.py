@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 from kubernetes import client as kube
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 REDACTED = "(value not collected)"
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
+from typing import TextIO
 
 from onemachine.e2e.checkout import PYTHON_PACKAGES, Checkout
 
@@ -43,7 +44,7 @@ def prepare(venv: Path, checkout: Checkout, log: Path) -> None:
         )
 
 
-def _run(command: list[str], cwd: Path, output, log: Path) -> None:
+def _run(command: list[str], cwd: Path, output: TextIO, log: Path) -> None:
     output.write(f"$ {' '.join(command)}\n")
     output.flush()
     code = subprocess.run(command, cwd=cwd, stdout=output, stderr=subprocess.STDOUT).returncode
