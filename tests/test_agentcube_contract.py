@@ -12,9 +12,10 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from agentcube_contract.certificates import serving_certificates, write_file
-from agentcube_contract.durations import parse_duration, positive_duration
+from agentcube_contract.durations import parse_duration
 from agentcube_contract.names import is_dns_label, is_dns_subdomain
+from plumbing.arguments import positive_duration
+from plumbing.certificates import serving_certificates, write_file
 
 
 @pytest.mark.parametrize(

@@ -25,10 +25,10 @@ from pathlib import Path
 
 from aiohttp import web
 
-from agentcube_contract.certificates import serving_certificates, write_file
 from localcube.bearer_auth import Handler
 from localcube.signing import RequestSigner
 from localcube.upstream_router import kube_protobuf
+from plumbing.certificates import serving_certificates, write_file
 
 SECRET_NAME = "picod-router-identity"
 SERVICE_ACCOUNT = "system:serviceaccount:default:agentcube-router"

@@ -29,7 +29,6 @@ import yaml
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
-from agentcube_contract.durations import positive_duration
 from onemachine.cluster import bootstrap
 from onemachine.cluster.layout import SYSTEM_NAMESPACE
 from onemachine.e2e import deploy, evidence, oidc, plan, runners, venv
@@ -37,6 +36,7 @@ from onemachine.e2e.checkout import MCP_DEPLOYMENT as MCP_MANIFEST
 from onemachine.e2e.checkout import Checkout, CheckoutError, mcp_image_mapping
 from onemachine.e2e.cluster_run import ClusterEndpoints, ClusterError, ClusterRun
 from onemachine.e2e.outcomes import Outcome, Report
+from plumbing.arguments import positive_duration
 
 WORKLOAD_NAMESPACE = SYSTEM_NAMESPACE  # run_e2e.sh's defaults: both agentcube (run_e2e.sh:22-23)
 MCP_DEPLOYMENT = "agentcube-code-interpreter-mcp"

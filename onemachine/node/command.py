@@ -15,7 +15,6 @@ from kubernetes import config
 from kubernetes.config.config_exception import ConfigException
 from urllib3.exceptions import HTTPError
 
-from agentcube_contract.durations import positive_duration
 from onemachine.netns import NamespaceUnavailable, NotPrivateNamespace
 from onemachine.node.agent import NodeAgent, Timing
 from onemachine.node.api import ApiError, NodeApi
@@ -25,6 +24,7 @@ from onemachine.node.pod_network import GATEWAY, PodNetwork, PodNetworkError
 from onemachine.node.pod_runtime import PodRuntime
 from onemachine.node.pod_worker import Backoff, NodeContext
 from onemachine.node.service_proxy import ServiceProxy
+from plumbing.arguments import positive_duration
 
 _LOG = logging.getLogger("onemachine.node")
 _BACKOFF_GROWTH = 30  # the kubelet's back-off tops out at 30 times its start: 10 s to 5 min
@@ -52,7 +52,7 @@ _TLS_FLAGS = ("tls_cert_file", "tls_private_key_file", "client_ca_file")
 def add_parser(commands: argparse._SubParsersAction) -> None:
     node = commands.add_parser("node", help="run a process kubelet: pods as local processes")
     node.add_argument("--kubeconfig", required=True, type=Path, help="the API server to join")
-    node.add_argument("--name", default="localcube-node", help="the Node's name")
+    node.add_argument("--name", default="onemachine-node", help="the Node's name")
     node.add_argument(
         "--root", required=True, type=Path, help="directory of the pods' scratch roots and logs"
     )

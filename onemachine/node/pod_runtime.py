@@ -54,7 +54,7 @@ _SIGTERM_BIT = 1 << (signal.SIGTERM - 1)
 # the pod's loopback, so the refusal of 127.0.0.1:53 fails an unknown name at once; the
 # options bound the wait should a pod's packets be dropped instead.
 RESOLV_CONF = (
-    "# localcube: no cluster DNS; names not in /etc/hosts fail at once\n"
+    "# onemachine: no cluster DNS; names not in /etc/hosts fail at once\n"
     "nameserver 127.0.0.1\n"
     "options timeout:1 attempts:1\n"
 )

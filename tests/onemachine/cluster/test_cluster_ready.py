@@ -16,6 +16,7 @@ from kubernetes import client as kube
 from kubernetes import config as kube_config
 from kubernetes.client.rest import ApiException
 
+from onemachine.cluster.layout import NODE_NAME
 from tests.onemachine.cluster.running import RunningCluster, running_cluster  # noqa: F401
 from tests.processes import alive
 from tests.waiting import wait_until
@@ -128,7 +129,7 @@ def test_the_stand_in_cluster_gets_ready_runs_a_deployment_and_stops_clean(
     apps.create_namespaced_deployment(NAMESPACE, deployment("sleeper", sleeper(marker)))
     wait_until(lambda: rolled_out(apps, "sleeper"), "the Deployment to roll out", timeout=60)
     (first,) = ready_pods(core, "sleeper")
-    assert first.spec.node_name == "localcube-node"
+    assert first.spec.node_name == NODE_NAME
     assert first.metadata.owner_references[0].name == "sleeper"
     assert processes_naming(marker), "the node runs no process of the pod"
 

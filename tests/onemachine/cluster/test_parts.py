@@ -195,7 +195,7 @@ def test_the_node_maps_the_user_s_images_first_then_picod_and_python() -> None:
     assert given["tls-private-key-file"] == "/state/pki/kubelet.key"
     assert given["client-ca-file"] == "/state/pki/ca.crt"
     assert str(part.ready) == (
-        "GET https://127.0.0.1:6443/api/v1/nodes/localcube-node answering 200 as expected"
+        "GET https://127.0.0.1:6443/api/v1/nodes/onemachine-node answering 200 as expected"
     )
 
 
