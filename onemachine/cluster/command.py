@@ -14,7 +14,7 @@ from onemachine.cluster.launcher import Options, launch
 from plumbing.arguments import positive_duration
 
 
-def add_cluster_command(commands: argparse._SubParsersAction) -> None:
+def add_cluster_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """`python -m onemachine cluster --bin-dir DIR ...`"""
     cluster = commands.add_parser(
         "cluster",

@@ -52,7 +52,7 @@ class ClusterEndpoints:
 class ClusterRun:
     """A launcher this run started; its output in `log`."""
 
-    def __init__(self, process: subprocess.Popen, state_dir: Path, log: Path) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], state_dir: Path, log: Path) -> None:
         self.process = process
         self.state_dir = state_dir
         self.log = log

@@ -63,7 +63,7 @@ _FAILURES = (
 )
 
 
-def add_e2e_command(commands: argparse._SubParsersAction) -> None:
+def add_e2e_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     e2e = commands.add_parser(
         "e2e",
         help="upstream AgentCube's own e2e (test/e2e/run_e2e.sh's plan) on the one-machine cluster",

@@ -77,7 +77,7 @@ class Report:
         ElementTree.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
 
 
-def _counts(counts: Counter) -> str:
+def _counts(counts: Counter[str]) -> str:
     return ", ".join(f"{counts[status]} {status}" for status in (PASSED, FAILED, SKIPPED))
 
 
