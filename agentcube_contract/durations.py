@@ -1,6 +1,5 @@
 """Go duration strings ("1h30m", "500ms", "15m"), as Kubernetes manifests and PicoD use them."""
 
-import argparse
 import re
 
 _UNIT_SECONDS = {
@@ -34,15 +33,3 @@ def parse_duration(text: str) -> float:
     if not body:
         raise ValueError(f'time: invalid duration "{text}"')
     return -total if text.startswith("-") else total
-
-
-def positive_duration(text: str) -> float:
-    """A command-line flag's duration (argparse's `type=`): seconds, more than zero; refused
-    with parse_duration's words, or saying it must be positive."""
-    try:
-        seconds = parse_duration(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from error
-    if seconds <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be positive")
-    return seconds

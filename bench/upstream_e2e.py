@@ -31,11 +31,19 @@ def one_run(arguments: argparse.Namespace) -> tuple[float, dict[str, float], str
     """The run's wall seconds, its stages and its summary line."""
     with tempfile.TemporaryDirectory(prefix="upstream-e2e-bench-") as state:
         command = [
-            sys.executable, "-m", "onemachine", "e2e",
-            "--checkout", str(arguments.checkout), "--bin-dir", str(arguments.bin_dir),
-            "--agent-sandbox-src", str(arguments.agent_sandbox_src),
-            "--state-dir", f"{state}/run",
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "onemachine",
+            "e2e",
+            "--checkout",
+            str(arguments.checkout),
+            "--bin-dir",
+            str(arguments.bin_dir),
+            "--agent-sandbox-src",
+            str(arguments.agent_sandbox_src),
+            "--state-dir",
+            f"{state}/run",
+        ]
         if arguments.venv:
             command += ["--venv", str(arguments.venv)]
         started = time.perf_counter()

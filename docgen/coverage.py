@@ -14,6 +14,7 @@ import sys
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import yaml
 from behave.parser import parse_file
@@ -107,7 +108,7 @@ class CoverageMap:
         return self.upstream_tests + self.umbrella_items
 
 
-def parse_map(data: dict) -> CoverageMap:
+def parse_map(data: dict[str, Any]) -> CoverageMap:
     """The map from its data (the YAML file's); an id defined twice or named but not
     defined is a CoverageMapError."""
     scenarios = tuple(
@@ -127,7 +128,7 @@ def parse_map(data: dict) -> CoverageMap:
         raise CoverageMapError(f"{MAP_FILE.name} defines these scenario ids twice: {doubled}")
     scenario_map = ScenarioMap(scenarios)
 
-    def checks(entries: list[dict], where: str = "") -> tuple[Check, ...]:
+    def checks(entries: list[dict[str, Any]], where: str = "") -> tuple[Check, ...]:
         return tuple(
             Check(
                 entry["name"],

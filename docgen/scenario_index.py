@@ -1,8 +1,7 @@
 """The index of the scenarios by capability (docs/scenarios.md): for each feature file its
 description, and for each scenario its tags, what it proves (from the coverage map,
-docgen/coverage.yaml) and the broken targets that fail it (the cases of
-tests/suite/test_broken_targets.py, read from its source as data: importing it would start
-pytest's machinery and localcube's).
+docgen/coverage.yaml) and the broken targets that fail it (the cases
+tests/suite/test_broken_targets.py runs, kept as data in tests/suite/broken_targets.yaml).
 
 `python -m docgen.scenario_index > docs/scenarios.md` writes the page;
 tests/suite/test_scenario_index.py keeps it so.
@@ -28,7 +27,7 @@ DEFAULT_TARGET = "cube"
 
 @dataclass(frozen=True)
 class BrokenTarget:
-    """One case of test_broken_targets.py: its name, the fault its proxy injects (if any),
+    """One case of broken_targets.yaml: its name, the fault its proxy injects (if any),
     the localcube it reaches, the behave -n patterns of the scenarios it must fail, and the
     -D settings of its run."""
 

@@ -28,7 +28,7 @@ def tag_table() -> str:
         for capability, meaning in CAPABILITIES.items()
     ]
     rows += [
-        f"| `@{tag}` | gives the scenario {' '.join(set_up.__doc__.split())} |"
+        f"| `@{tag}` | gives the scenario {' '.join((set_up.__doc__ or '').split())} |"
         for tag, set_up in FIXTURES.items()
     ]
     return "\n".join(rows)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 from datetime import UTC, datetime
+from typing import Any
 
 from aiohttp import web
 
@@ -31,7 +32,7 @@ def _timestamp(seconds: float | None) -> str | None:
     return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
 
 
-def describe(record: SandboxRecord, calls_in_flight: int) -> dict:
+def describe(record: SandboxRecord, calls_in_flight: int) -> dict[str, Any]:
     """A sandbox as the admin API lists it; `callsInFlight`: calls the Router is forwarding
     to it now (whole-second activity times do not show a call that has just started)."""
     return {

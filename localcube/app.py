@@ -4,6 +4,7 @@ routes on one port, and its start-up and graceful stop."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import logging
 import shutil
@@ -53,31 +54,78 @@ class Settings:
     picod_command: PicodCommand | None = None  # each code interpreter run with it
 
 
+class _CannotStart(Exception):
+    """Why localcube stops before it serves (exit code 1)."""
+
+
 async def serve(settings: Settings) -> int:
-    """Serve until SIGTERM or SIGINT; return the process exit code."""
-    temporary = settings.state_dir is None
-    state_dir = Path(tempfile.mkdtemp(prefix="localcube-")) if temporary else settings.state_dir
-    state_dir.mkdir(parents=True, exist_ok=True)
-    (state_dir / "sandboxes").mkdir(exist_ok=True)
-    records = None if settings.store_url is None else RedisRecords(settings.store_url)
-    if records is not None:
+    """Serve until SIGTERM or SIGINT; return the process exit code.
+
+    Each part registers its clean-up on one exit stack as it starts, so a start that fails
+    and a stop release the same parts, in the reverse order of their start."""
+    async with contextlib.AsyncExitStack() as parts:
         try:
-            records.ping()
-        except StoreError as failure:
-            print(f"localcube: cannot reach the store: {failure}", file=sys.stderr)
-            records.close()
-            if temporary:
-                shutil.rmtree(state_dir, ignore_errors=True)
+            state_dir = _state_dir(settings.state_dir, parts)
+            workloads, port = await _assemble(settings, state_dir, parts)
+        except _CannotStart as failure:
+            print(f"localcube: {failure}", file=sys.stderr)
             return 1
-    database = state_dir / "localcube.db"
-    store = Store(database) if records is None else MirroredStore(database, records)
+        await workloads.apply(settings.runtimes)
+        await workloads.adopt()
+        collector = asyncio.create_task(workloads.run_gc(settings.gc_interval))
+        parts.callback(collector.cancel)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        print(f"localcube ready: http://{settings.host}:{port}", flush=True)
+        log.info("serving %d runtimes, state in %s", len(settings.runtimes), state_dir)
+        await stop.wait()
+        log.info("stopping: ending every sandbox")
+    return 0
+
+
+def _state_dir(given: Path | None, parts: contextlib.AsyncExitStack) -> Path:
+    """The given state directory, or a temporary one removed at the stop."""
+    if given is None:
+        state_dir = Path(tempfile.mkdtemp(prefix="localcube-"))
+        parts.callback(shutil.rmtree, state_dir, ignore_errors=True)
+    else:
+        state_dir = given
+        state_dir.mkdir(parents=True, exist_ok=True)
+    (state_dir / "sandboxes").mkdir(exist_ok=True)
+    return state_dir
+
+
+def _open_store(store_url: str | None, database: Path) -> Store:
+    """localcube's SQLite store, mirrored to upstream's records in Redis when a store URL is
+    given; raises _CannotStart when that store does not answer."""
+    if store_url is None:
+        return Store(database)
+    records = RedisRecords(store_url)
+    try:
+        records.ping()
+    except StoreError as failure:
+        records.close()
+        raise _CannotStart(f"cannot reach the store: {failure}") from None
+    return MirroredStore(database, records)
+
+
+async def _assemble(
+    settings: Settings, state_dir: Path, parts: contextlib.AsyncExitStack
+) -> tuple[WorkloadManager, int]:
+    """Start every part and listen; the WorkloadManager (its sandboxes ended at the stop)
+    and the port.
+    Raises _CannotStart when the store does not answer or the port cannot be had."""
+    store = _open_store(settings.store_url, state_dir / "localcube.db")
+    parts.callback(store.close)
     signer = RequestSigner(state_dir)
     tokens = settings.tokens
-    identity = None
     if settings.router_identity_dir is not None:
         identity, router_token = await serve_identity(
             signer, state_dir, settings.router_identity_dir
         )
+        parts.push_async_callback(identity.cleanup)
         if tokens.enabled:  # the Router presents its service-account token to the WM
             tokens = tokens.including(router_token, bearer_auth.Caller(SERVICE_ACCOUNT))
         log.info(
@@ -91,9 +139,11 @@ async def serve(settings: Settings) -> int:
         settings.sandbox_ready_timeout,
         settings.picod_command,
     )
+    parts.push_async_callback(launcher.close)  # its PicoD template and threads
     await launcher.open()
     workloads = WorkloadManager(store, launcher, CollectionRules(settings.gc_min_idle_lookback))
     router = Router(workloads, signer, settings.max_concurrent_requests, settings.read_timeout)
+    parts.push_async_callback(router.close)
     app = web.Application(
         middlewares=[
             loopback_only,
@@ -118,43 +168,13 @@ async def serve(settings: Settings) -> int:
         keepalive_timeout=settings.idle_timeout,
     )
     await runner.setup()
-    site = web.TCPSite(runner, settings.host, settings.port)
+    parts.push_async_callback(runner.cleanup)
     try:
-        await site.start()
+        await web.TCPSite(runner, settings.host, settings.port).start()
     except OSError as failure:
         reason = "address already in use" if failure.errno == errno.EADDRINUSE else failure.strerror
-        print(
-            f"localcube: cannot listen on {settings.host}:{settings.port}: {reason}",
-            file=sys.stderr,
-        )
-        await runner.cleanup()
-        if identity is not None:
-            await identity.cleanup()
-        await launcher.close()  # its PicoD template and threads
-        store.close()
-        if temporary:
-            shutil.rmtree(state_dir, ignore_errors=True)
-        return 1
-    await workloads.apply(settings.runtimes)
-    await workloads.adopt()
-    collector = asyncio.create_task(workloads.run_gc(settings.gc_interval))
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    port = runner.addresses[0][1]
-    print(f"localcube ready: http://{settings.host}:{port}", flush=True)
-    log.info("serving %d runtimes, state in %s", len(settings.runtimes), state_dir)
-    await stop.wait()
-    log.info("stopping: ending every sandbox")
-    collector.cancel()
-    await workloads.shutdown()
-    await runner.cleanup()
-    if identity is not None:
-        await identity.cleanup()
-    await router.close()
-    await launcher.close()
-    store.close()
-    if temporary:
-        shutil.rmtree(state_dir, ignore_errors=True)
-    return 0
+        raise _CannotStart(f"cannot listen on {settings.host}:{settings.port}: {reason}") from None
+    # Listening: the sandboxes are this localcube's own, ended at the stop (before the
+    # parts above), and not when another localcube holds the port and its state.
+    parts.push_async_callback(workloads.shutdown)
+    return workloads, runner.addresses[0][1]

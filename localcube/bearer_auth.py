@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from localcube.oidc import OIDCError, OIDCValidator
 from localcube.picod.gocompat import gin_json
@@ -177,7 +178,7 @@ def _workload_manager_credential(header: str) -> str | web.Response:
     return parts[1]
 
 
-def middleware(tokens: TokenTable, oidc: RouterOIDC | None = None) -> Callable:
+def middleware(tokens: TokenTable, oidc: RouterOIDC | None = None) -> Middleware:
     """Require on the Router's routes a valid OIDC token with the required role when an
     issuer is given, else a known token when the table has any; on the WorkloadManager's a
     known token when the table has any. Nothing is required otherwise, as upstream's

@@ -26,7 +26,7 @@ class LocalCubeStartError(RuntimeError):
 @dataclass
 class RunningLocalCube:
     url: str
-    process: subprocess.Popen
+    process: subprocess.Popen[str]
     log_path: Path
     arguments: list[str] = field(default_factory=list)
 
@@ -102,9 +102,11 @@ def start(
     return RunningLocalCube(line[len(_READY_PREFIX) :].strip(), process, log_path, arguments)
 
 
-def _first_line(process: subprocess.Popen, timeout: float) -> str:
+def _first_line(process: subprocess.Popen[str], timeout: float) -> str:
     lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.append(process.stdout.readline()), daemon=True)
+    output = process.stdout
+    assert output is not None  # started with stdout=PIPE
+    reader = threading.Thread(target=lambda: lines.append(output.readline()), daemon=True)
     reader.start()
     reader.join(timeout)
     return lines[0] if lines else ""

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -159,8 +159,7 @@ def _parse_resource(document: dict[str, Any], where: str) -> Runtime:
         "apiVersion",
         f"must be {API_GROUP}/v1alpha1",
     )
-    spec = document.get("spec")
-    check.that(isinstance(spec, dict), "spec", "is required")
+    spec = check.mapping(document.get("spec"), "spec", "is required")
     common = {
         "namespace": namespace,
         "name": name,
@@ -176,22 +175,24 @@ def _parse_resource(document: dict[str, Any], where: str) -> Runtime:
 
 
 def _stateful(metadata: dict[str, Any], check: _Checker) -> bool:
-    annotations = metadata.get("annotations") or {}
-    check.that(isinstance(annotations, dict), "metadata.annotations", "must be a mapping")
+    annotations = check.mapping(
+        metadata.get("annotations") or {}, "metadata.annotations", "must be a mapping"
+    )
     kind = annotations.get(INTERPRETER_ANNOTATION, "stateless")
     check.that(
         kind in INTERPRETER_KINDS,
         f"metadata.annotations[{INTERPRETER_ANNOTATION}]",
         f"must be {' or '.join(INTERPRETER_KINDS)}",
     )
-    return kind == "stateful"
+    return bool(kind == "stateful")
 
 
 def _agent_runtime(spec: dict[str, Any], check: _Checker, common: dict[str, Any]) -> Runtime:
     ports = check.ports(spec.get("targetPort"), "spec.targetPort", required=True)
-    pod_spec = (spec.get("podTemplate") or {}).get("spec")
-    check.that(isinstance(pod_spec, dict), "spec.podTemplate.spec", "is required")
-    containers = pod_spec.get("containers")
+    pod_spec = check.mapping(
+        (spec.get("podTemplate") or {}).get("spec"), "spec.podTemplate.spec", "is required"
+    )
+    containers: Any = pod_spec.get("containers")
     check.that(
         isinstance(containers, list) and bool(containers),
         "spec.podTemplate.spec.containers",
@@ -219,8 +220,7 @@ def _agent_runtime(spec: dict[str, Any], check: _Checker, common: dict[str, Any]
 
 
 def _code_interpreter(spec: dict[str, Any], check: _Checker, common: dict[str, Any]) -> Runtime:
-    template = spec.get("template")
-    check.that(isinstance(template, dict), "spec.template", "is required")
+    template = check.mapping(spec.get("template"), "spec.template", "is required")
     check.that(
         isinstance(template.get("image"), str) and bool(template.get("image")),
         "spec.template.image",
@@ -255,6 +255,11 @@ class _Checker:
     def that(self, condition: bool, field_path: str, problem: str) -> None:
         if not condition:
             raise ManifestError(f"{self.resource}: {field_path} {problem}")
+
+    def mapping(self, value: Any, field_path: str, problem: str) -> dict[str, Any]:
+        """The value, when it is a mapping."""
+        self.that(isinstance(value, dict), field_path, problem)
+        return cast(dict[str, Any], value)
 
     def duration(self, spec: dict[str, Any], key: str, default: float) -> float:
         value = spec.get(key)
@@ -317,4 +322,5 @@ class _Checker:
         self.that(
             match is not None, f"{field_path}.limits.memory", f"is not a memory quantity: {limit!r}"
         )
+        assert match is not None  # checked above
         return int(float(match.group(1)) * _QUANTITY_FACTORS[match.group(2)])

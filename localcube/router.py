@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 import aiohttp
 import yarl
 from aiohttp import hdrs, web
+from multidict import CIMultiDict
 
 from agentcube_contract.session import SESSION_HEADER as SESSION_HEADER_NAME
 from localcube.bearer_auth import Handler, caller, owner_refusal
@@ -149,6 +150,8 @@ class Router:
     async def _forward(
         self, request: web.Request, sandbox: SandboxRecord, path: str
     ) -> web.StreamResponse:
+        """The call forwarded to its sandbox's port: relayed as a WebSocket when it asks for
+        one, else sent plain and its answer streamed back."""
         session_id = sandbox.session_id or ""
         if not sandbox.endpoints:  # a record written before its sandbox was (its placeholder)
             return error(404, "no entry point found for sandbox")
@@ -156,17 +159,8 @@ class Router:
             (port for prefix, port in sandbox.endpoints if path.startswith(prefix)),
             sandbox.endpoints[0][1],
         )
-        # `encoded`: yarl would resolve ".." segments, which must reach the sandbox.
-        url = yarl.URL.build(
-            scheme="http",
-            host="127.0.0.1",
-            port=port,
-            path=escaped(path),
-            query_string=request.rel_url.raw_query_string,
-            encoded=True,
-        )
-        token = self.signer.token_for(session_id, _subject(request))
-        headers = request_headers(request, token)
+        url = _sandbox_url(port, path, request)
+        headers = request_headers(request, self.signer.token_for(session_id, _subject(request)))
         websocket = asks_for_websocket(request)
         gzip_asked = not websocket and asks_for_gzip(request, headers)
         try:
@@ -174,56 +168,29 @@ class Router:
         except OSError as failure:
             log.error("sandbox preflight failed (session %s): %r", session_id, failure)
             return self._failed(session_id, failure)
-        if websocket:
-            try:
+        try:
+            if websocket:
                 return await relay(
                     self._client(), request, url, headers, {SESSION_HEADER: session_id}
                 )
-            except (OSError, aiohttp.ClientError) as failure:
-                log.error("proxy error (session %s): %r", session_id, failure)
-                return self._failed(session_id, failure)
-        body = request.content if request.body_exists else None
-        deadline = None if body is None else _read_deadline(body, self.read_timeout)
-        try:
-            upstream = await self._client().request(request.method, url, headers=headers, data=body)
+            upstream = await self._send(request, url, headers)
         except (OSError, aiohttp.ClientError) as failure:
             log.error("proxy error (session %s): %r", session_id, failure)
             return self._failed(session_id, failure)
+        async with upstream:
+            return await _stream_answer(request, upstream, session_id, gzip_asked)
+
+    async def _send(
+        self, request: web.Request, url: yarl.URL, headers: CIMultiDict[str]
+    ) -> aiohttp.ClientResponse:
+        """The plain call sent on, its body streamed as it comes, within the read timeout."""
+        body = request.content if request.body_exists else None
+        deadline = None if body is None else _read_deadline(body, self.read_timeout)
+        try:
+            return await self._client().request(request.method, url, headers=headers, data=body)
         finally:
             if deadline is not None:
                 deadline.cancel()
-        async with upstream:
-            kept = response_headers(upstream.headers.items())
-            gunzip = None
-            if gzip_asked and kept.get("Content-Encoding", "").lower() == "gzip":
-                gunzip = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-                kept.popall("Content-Encoding")
-                kept.popall("Content-Length", None)
-            sized = upstream.content_length is not None and gunzip is None
-            chunks = _decoded(upstream.content.iter_any(), gunzip)
-            opening: bytes = b""
-            broken: BaseException | None = None
-            if sniffed_by_go(upstream.status, kept):  # Go's server names a type, as sniffed
-                opening, broken = await _opening(chunks, SNIFF_LENGTH if sized else 1)
-                if opening:
-                    kept["Content-Type"] = detect_content_type(opening)
-            answer = _SizedResponse if sized else ProxiedResponse
-            response = answer(status=upstream.status, reason=upstream.reason)
-            response.headers.extend(kept)
-            response.headers[SESSION_HEADER] = session_id
-            await response.prepare(request)
-            try:
-                if opening:
-                    await response.write(opening)
-                if broken is not None:
-                    raise broken
-                async for chunk in chunks:
-                    await response.write(chunk)
-            except (aiohttp.ClientError, zlib.error) as failure:
-                log.warning("sandbox of session %s broke off its answer: %s", session_id, failure)
-                return response
-            await response.write_eof()
-            return response
 
     def _failed(self, session_id: str, failure: BaseException) -> web.Response:
         """The answer to a call its sandbox did not serve. A session that ended meanwhile
@@ -246,6 +213,58 @@ class Router:
                 skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding", "Content-Type"),
             )
         return self._upstream
+
+
+def _sandbox_url(port: int, path: str, request: web.Request) -> yarl.URL:
+    """The sandbox's URL for the call; `encoded`, as yarl would resolve ".." segments, which
+    must reach the sandbox."""
+    return yarl.URL.build(
+        scheme="http",
+        host="127.0.0.1",
+        port=port,
+        path=escaped(path),
+        query_string=request.rel_url.raw_query_string,
+        encoded=True,
+    )
+
+
+async def _stream_answer(
+    request: web.Request, upstream: aiohttp.ClientResponse, session_id: str, gzip_asked: bool
+) -> web.StreamResponse:
+    """The sandbox's answer streamed back as upstream's Router passes it on: gunzipped where
+    the client did not ask for gzip, its type sniffed where Go's server names one, its
+    length kept when known; an answer broken off midway ends the response there."""
+    kept = response_headers(upstream.headers.items())
+    gunzip = None
+    if gzip_asked and kept.get("Content-Encoding", "").lower() == "gzip":
+        gunzip = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+        kept.popall("Content-Encoding")
+        kept.popall("Content-Length", None)
+    sized = upstream.content_length is not None and gunzip is None
+    chunks = _decoded(upstream.content.iter_any(), gunzip)
+    opening: bytes = b""
+    broken: BaseException | None = None
+    if sniffed_by_go(upstream.status, kept):  # Go's server names a type, as sniffed
+        opening, broken = await _opening(chunks, SNIFF_LENGTH if sized else 1)
+        if opening:
+            kept["Content-Type"] = detect_content_type(opening)
+    answer = _SizedResponse if sized else ProxiedResponse
+    response = answer(status=upstream.status, reason=upstream.reason)
+    response.headers.extend(kept)
+    response.headers[SESSION_HEADER] = session_id
+    await response.prepare(request)
+    try:
+        if opening:
+            await response.write(opening)
+        if broken is not None:
+            raise broken
+        async for chunk in chunks:
+            await response.write(chunk)
+    except (aiohttp.ClientError, zlib.error) as failure:
+        log.warning("sandbox of session %s broke off its answer: %s", session_id, failure)
+        return response
+    await response.write_eof()
+    return response
 
 
 async def _decoded(

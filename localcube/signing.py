@@ -29,7 +29,10 @@ class RequestSigner:
     def __init__(self, state_dir: Path) -> None:
         key_file = state_dir / "router-private.pem"
         if key_file.exists():
-            self._key = serialization.load_pem_private_key(key_file.read_bytes(), password=None)
+            key = serialization.load_pem_private_key(key_file.read_bytes(), password=None)
+            if not isinstance(key, rsa.RSAPrivateKey):
+                raise ValueError(f"{key_file}: not the RSA key localcube writes")
+            self._key = key
         else:
             self._key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
             pem = self._key.private_bytes(

@@ -176,7 +176,7 @@ class Store:
             cursor = self._db.execute("DELETE FROM sandboxes WHERE sandbox_id = ?", (sandbox_id,))
         return cursor.rowcount == 1
 
-    def _select(self, clause: str, params: tuple) -> list[SandboxRecord]:
+    def _select(self, clause: str, params: tuple[object, ...]) -> list[SandboxRecord]:
         cursor = self._db.execute(f"SELECT * FROM sandboxes {clause}", params)
         names = [column[0] for column in cursor.description]
         records = []

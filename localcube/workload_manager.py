@@ -34,7 +34,7 @@ class WorkloadManager:
         self._rules = rules or CollectionRules()
         self._runtimes: dict[tuple[str, str, str], Runtime] = {}
         self._in_flight: Counter[str] = Counter()
-        self._refills: dict[tuple[str, str, str], asyncio.Task] = {}
+        self._refills: dict[tuple[str, str, str], asyncio.Task[None]] = {}
         self._closing = False
 
     # runtimes -------------------------------------------------------------------------
@@ -171,18 +171,20 @@ class WorkloadManager:
         self._launcher.reap()
         now = time.time()
         records = self._store.all()
-        sessions = [record for record in records if record.session_id is not None]
+        # session id -> its record, for the sandboxes that serve a session
+        sessions = {r.session_id: r for r in records if r.session_id is not None}
         expired = set(
             self._rules.expired_sessions(
-                {r.session_id: r.expires_at for r in sessions if r.expires_at is not None}, now
+                {sid: r.expires_at for sid, r in sessions.items() if r.expires_at is not None},
+                now,
             )
         )
         # a call in flight keeps its session, yet takes one of the pass's places as upstream
         idle_candidates = set(
             self._rules.idle_candidates(
                 {
-                    r.session_id: r.last_activity_at
-                    for r in sessions
+                    sid: r.last_activity_at
+                    for sid, r in sessions.items()
                     if r.last_activity_at is not None
                 },
                 now,
@@ -201,6 +203,7 @@ class WorkloadManager:
                 record.session_id in idle_candidates
                 and record.session_id not in self._in_flight
                 and record.idle_timeout is not None
+                and record.last_activity_at is not None
                 and self._rules.is_idle(record.last_activity_at, record.idle_timeout, now)
             ):
                 endings.append(self._end(record, "idle past its session timeout"))
@@ -237,7 +240,7 @@ class WorkloadManager:
         and left for the caller to end.
 
         Synchronous, so no other session can take the same sandbox before it is claimed."""
-        dead = []
+        dead: list[SandboxRecord] = []
         for record in self._warm(runtime.key):
             if is_alive(record.pid, record.process_start):
                 return record, dead

@@ -27,6 +27,10 @@ from oidc_issuer.token_endpoint import Reply, TokenEndpoint
 REALM_NAME = re.compile(r"[A-Za-z0-9._-]+")
 # A form body larger than this is no client-credentials request.
 MAX_FORM_BYTES = 64 * 1024
+# How often the serving thread looks whether it is to stop: a close waits up to this long
+# (socketserver's default of 0.5 s made every run's stop wait about 0.4 s for its issuer).
+SHUTDOWN_POLL = 0.02
+_JSON = (("Content-Type", "application/json"),)
 
 
 class IssuerServer:
@@ -48,52 +52,7 @@ class IssuerServer:
             raise ValueError(f"realm {realm!r}: only letters, digits, '.', '_' and '-'")
         if clients is not None and realm is None:
             raise ValueError("a token endpoint is a realm's: clients need a realm")
-        documents: dict[str, dict[str, Any]] = {}
-        endpoint: dict[str, TokenEndpoint] = {}
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                path = self.path.split("?", 1)[0]
-                document = documents.get(path)
-                if document is not None:
-                    self._send(Reply(200, json.dumps(document).encode(), _JSON))
-                elif path in endpoint:
-                    self._send(Reply(405, headers=(("Allow", "POST"),)))
-                else:
-                    self._send(Reply(404, json.dumps({"error": "not found"}).encode(), _JSON))
-
-            def do_POST(self) -> None:
-                path = self.path.split("?", 1)[0]
-                token_endpoint = endpoint.get(path)
-                if token_endpoint is None:
-                    self._send(Reply(405 if path in documents else 404))
-                    return
-                length = int(self.headers.get("Content-Length") or 0)
-                if not 0 <= length <= MAX_FORM_BYTES:
-                    self._send(Reply(413))
-                    return
-                self._send(
-                    token_endpoint.answer(
-                        content_type=self.headers.get("Content-Type"),
-                        authorization=self.headers.get("Authorization"),
-                        body=self.rfile.read(length),
-                        client_address=self.client_address[0],
-                    )
-                )
-
-            def _send(self, reply: Reply) -> None:
-                self.send_response(reply.status)
-                for name, value in reply.headers:
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(reply.body)))
-                self.end_headers()
-                self.wfile.write(reply.body)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass  # nothing of a request reaches a log
-
-        self._http = ThreadingHTTPServer((host, port), Handler)
-        self._http.daemon_threads = True
+        self._http = _HTTPServer((host, port))
         self.port = self._http.server_address[1]
         base = f"http://{host}:{self.port}"
         self.url = base + (REALM_PATH + realm if realm is not None else "")
@@ -103,12 +62,18 @@ class IssuerServer:
             token_path=TOKEN_PATH if clients is not None else None,
         )
         prefix = urlsplit(self.url).path
+        documents = self._http.documents
         documents[prefix + DISCOVERY_PATH] = self.issuer.discovery()
         documents[prefix + self.issuer.jwks_path] = self.issuer.jwks()
         if clients is not None and realm is not None:
-            endpoint[prefix + TOKEN_PATH] = TokenEndpoint(self.issuer, clients, realm)
+            self._http.token_endpoints[prefix + TOKEN_PATH] = TokenEndpoint(
+                self.issuer, clients, realm
+            )
         self._thread = threading.Thread(
-            target=self._http.serve_forever, name="oidc-issuer", daemon=True
+            target=self._http.serve_forever,
+            kwargs={"poll_interval": SHUTDOWN_POLL},
+            name="oidc-issuer",
+            daemon=True,
         )
 
     def start(self) -> IssuerServer:
@@ -130,4 +95,57 @@ class IssuerServer:
         self.close()
 
 
-_JSON = (("Content-Type", "application/json"),)
+class _HTTPServer(ThreadingHTTPServer):
+    """The issuer's HTTP server, holding what its handler answers by path: the documents
+    (discovery, JWKS) and the token endpoint, filled in once the URL is known."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int]) -> None:
+        self.documents: dict[str, dict[str, Any]] = {}
+        self.token_endpoints: dict[str, TokenEndpoint] = {}
+        super().__init__(address, _Handler)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _HTTPServer
+
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0]
+        document = self.server.documents.get(path)
+        if document is not None:
+            self._send(Reply(200, json.dumps(document).encode(), _JSON))
+        elif path in self.server.token_endpoints:
+            self._send(Reply(405, headers=(("Allow", "POST"),)))
+        else:
+            self._send(Reply(404, json.dumps({"error": "not found"}).encode(), _JSON))
+
+    def do_POST(self) -> None:
+        path = self.path.split("?", 1)[0]
+        token_endpoint = self.server.token_endpoints.get(path)
+        if token_endpoint is None:
+            self._send(Reply(405 if path in self.server.documents else 404))
+            return
+        length = int(self.headers.get("Content-Length") or 0)
+        if not 0 <= length <= MAX_FORM_BYTES:
+            self._send(Reply(413))
+            return
+        self._send(
+            token_endpoint.answer(
+                content_type=self.headers.get("Content-Type"),
+                authorization=self.headers.get("Authorization"),
+                body=self.rfile.read(length),
+                client_address=self.client_address[0],
+            )
+        )
+
+    def _send(self, reply: Reply) -> None:
+        self.send_response(reply.status)
+        for name, value in reply.headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(reply.body)))
+        self.end_headers()
+        self.wfile.write(reply.body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # nothing of a request reaches a log

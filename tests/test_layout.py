@@ -1,7 +1,7 @@
 """The house's layout, read from the code's own imports (Python's ast): the suite stands on
 the contract's neutral package, not on localcube; localcube and the one-machine cluster
-(onemachine) share only that package and the test subjects' OIDC issuer (oidc_issuer), which
-stays as neutral; its wings import only from their own or a
+(onemachine) share only that package, the shared plumbing (plumbing) and the test subjects'
+OIDC issuer (oidc_issuer), which stay as neutral; its wings import only from their own or a
 lower one (README's layout: run, domain, platforms, core); and no modules import each other
 in a circle."""
 
@@ -21,7 +21,15 @@ WINGS = tuple(
 )
 # The one module that starts localcube, and so imports it.
 STARTS_LOCALCUBE = "acceptance.platforms.own_localcube"
-PACKAGES = ("acceptance", "agentcube_contract", "docgen", "localcube", "onemachine", "oidc_issuer")
+PACKAGES = (
+    "acceptance",
+    "agentcube_contract",
+    "docgen",
+    "localcube",
+    "onemachine",
+    "oidc_issuer",
+    "plumbing",
+)
 
 
 def module_name(path: Path) -> str:
@@ -148,10 +156,11 @@ def test_the_one_machine_cluster_is_not_the_suite_s_either() -> None:
     assert importers == [], f"the suite must not import onemachine; importers: {importers}"
 
 
+@pytest.mark.parametrize("neutral", ["agentcube_contract", "plumbing"])
 @pytest.mark.parametrize("side", ["acceptance", "localcube", "onemachine"])
-def test_the_contract_package_imports_neither_side(side: str) -> None:
-    importers = imports_of("agentcube_contract", side)
-    assert importers == [], f"agentcube_contract must stay neutral; importing {side}: {importers}"
+def test_the_shared_packages_import_no_side(neutral: str, side: str) -> None:
+    importers = imports_of(neutral, side)
+    assert importers == [], f"{neutral} must stay neutral; importing {side}: {importers}"
 
 
 @pytest.mark.parametrize("side", ["acceptance", "localcube", "onemachine"])

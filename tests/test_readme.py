@@ -66,21 +66,67 @@ def test_each_platforms_page_lists_its_settings_and_defaults(adapter: Adapter) -
     assert not missing, f"{adapter.docs} lacks these rows:\n" + "\n".join(missing)
 
 
-def test_the_docs_say_plainly_what_was_never_run_here() -> None:
-    readme, own_router = (" ".join(text.split()) for text in (README, doc("own-router.md")))
-    assert "No real cluster has run this suite." in readme
-    # The one run on a real control plane, by hand and with a kubelet stand-in (issue 22).
-    assert "by hand and outside this repository (issue 22)" in readme
-    assert "before that issue's fixes" in readme
-    # The run behind upstream's Router with OIDC, as docs/own-router.md tells it (issue 34).
-    assert "as written, issue 34): 78 passed, 6 failed, 7 skipped" in readme
-    assert "each time **78 passed, 6 failed, 7 skipped**" in own_router
-    # The one run of the suite on the one-machine cluster with its Router checking tokens.
-    assert "ran the whole suite by hand: 77 passed, 7 failed" in readme
+# A newcomer's path through the README: what is needed, the two commands, a target of one's
+# own, where things live, what is covered, and where to read on.
+README_SECTIONS = (
+    "Prerequisites",
+    "Two commands",
+    "Against your own deployment",
+    "Layout",
+    "What it covers, and what it does not",
+    "More",
+)
+COVERAGE_SECTION = "What it covers, and what it does not"
+# The pages the coverage section sends a reader to for each claim it makes in brief.
+COVERAGE_PAGES = (
+    "docs/scenarios.md",
+    "docs/one-machine-cluster.md",
+    "docs/own-router.md",
+    "docs/fidelity.md",
+    "docs/not-covered.md",
+)
+
+
+def readme_section(title: str) -> str:
+    """The README's text under `## title`, up to the next heading of its level."""
+    start = README.index(f"\n## {title}\n")
+    end = README.find("\n## ", start + 1)
+    return README[start : end if end >= 0 else None]
+
+
+def test_the_readme_leads_a_newcomer_through_its_sections_in_order() -> None:
+    assert re.findall(r"^## (.+)$", README, re.MULTILINE) == list(README_SECTIONS)
+
+
+def test_the_coverage_section_says_what_never_ran_and_links_where_each_claim_is_told() -> None:
+    section = readme_section(COVERAGE_SECTION)
+    assert "No real cluster has run this suite." in " ".join(section.split())
+    linked = set(_LINK.findall(section))
+    missing = [page for page in COVERAGE_PAGES if page not in linked]
+    assert not missing, f"the coverage section links no {missing}"
+
+
+def test_every_run_by_hand_the_readme_reports_says_when_or_under_which_issue() -> None:
+    """A run no test can repeat is dated, or named by the issue that tells it."""
+    text = " ".join(readme_section(COVERAGE_SECTION).split())
+    by_hand = [sentence for sentence in re.split(r"(?<=\.) ", text) if "by hand" in sentence]
+    assert by_hand, "the coverage section reports the runs made by hand"
+    undated = [
+        sentence
+        for sentence in by_hand
+        if not re.search(r"\d{4}-\d\d-\d\d|\(issue \d+|issue \d+\)", sentence)
+    ]
+    assert not undated, f"runs by hand with no date or issue: {undated}"
+
+
+def test_the_kubernetes_page_says_what_ci_cannot_prove() -> None:
     page = doc("kubernetes.md")
-    assert "## This project's CI has no cluster" in page
-    assert "## What a first real run will and will not prove" in page
-    assert "## What is not claimed" in page
+    for heading in (
+        "## This project's CI has no cluster",
+        "## What a first real run will and will not prove",
+        "## What is not claimed",
+    ):
+        assert heading in page, f"docs/kubernetes.md lacks {heading!r}"
 
 
 def test_the_tag_table_is_the_generated_one() -> None:

@@ -52,7 +52,8 @@ def _json_kind(value: Any) -> str:
         return "bool"
     if isinstance(value, int | float):
         return "number"
-    return {str: "string", list: "array", dict: "object"}.get(type(value), "null")
+    kinds: dict[type, str] = {str: "string", list: "array", dict: "object"}
+    return kinds.get(type(value), "null")
 
 
 def _reject_constant(name: str) -> Any:
@@ -223,7 +224,6 @@ def bind_json(body: bytes, request_type: tuple[str, tuple[_Field, ...]]) -> dict
 
 
 _BASE64_STOP = re.compile(rb"[^A-Za-z0-9+/\r\n]")
-_NEWLINES = re.compile(rb"[\r\n]*")
 
 
 def _base64_error_offset(data: bytes) -> int | None:
@@ -241,13 +241,13 @@ def _base64_error_offset(data: bytes) -> int | None:
         return end
     index = end + 1
     if quantum == 2:  # a second "=" must follow
-        index = _NEWLINES.match(data, index).end()
+        index = _skip_newlines(data, index)
         if index == len(data):
             return index
         if data[index] != ord("="):
             return index - 1
         index += 1
-    index = _NEWLINES.match(data, index).end()
+    index = _skip_newlines(data, index)
     return index if index < len(data) else None
 
 
@@ -265,3 +265,10 @@ def parse_file_mode(text: str) -> int:
     if re.fullmatch("[0-7]{1,11}", text) and int(text, 8) <= 0o777:
         return int(text, 8)
     return 0o644
+
+
+def _skip_newlines(data: bytes, index: int) -> int:
+    """The index of the first byte from `index` on that is no CR or LF."""
+    while index < len(data) and data[index] in b"\r\n":
+        index += 1
+    return index

@@ -56,13 +56,11 @@ def compressed(response: web.Response) -> web.Response:
     body = response.body
     assert body is None or isinstance(body, bytes)
     compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, _GZIP_FRAMING)
+    compressed = compressor.compress(body or b"") + compressor.flush()
     answer = web.Response(
-        status=response.status,
-        reason=response.reason,
-        headers=response.headers,
-        body=compressor.compress(body or b"") + compressor.flush(),
+        status=response.status, reason=response.reason, headers=response.headers, body=compressed
     )
     mark_compressed(answer)
-    if len(answer.body) > GO_BUFFER_SIZE:
+    if len(compressed) > GO_BUFFER_SIZE:
         answer.enable_chunked_encoding()
     return answer

@@ -55,8 +55,11 @@ def json_response(status: int, body: dict[str, Any]) -> web.Response:
     encoding/json writes it, a `\\ufffd` escape (command output: commands.go_string);
     net/http sends a Content-Length only for a body within its 2 KiB buffer, else chunks."""
     text = _INVALID_BYTE.sub(lambda _: "\\ufffd", go_json(body))
-    response = web.Response(status=status, text=text, content_type="application/json")
-    if len(response.body) > GO_BUFFER_SIZE:
+    data = text.encode()
+    response = web.Response(
+        status=status, body=data, content_type="application/json", charset="utf-8"
+    )
+    if len(data) > GO_BUFFER_SIZE:
         response.enable_chunked_encoding()
     return response
 

@@ -1,16 +1,16 @@
 """Go's http.ServeContent for one open regular file, as upstream's download serves it (c.File).
 
-Go's rules decide what a `Range` gets: 206 for one or more byte ranges (several as
-multipart/byteranges), 416 with Go's text for one it cannot satisfy or parse; `If-Range`
-(upstream sets no ETag, so only a date can match) decides whether the range is honoured.
+Go's rules decide what a `Range` of one byte range gets: 206, or 416 with Go's text for one
+it cannot satisfy or parse; `If-Range` (upstream sets no ETag, so only a date can match)
+decides whether the range is honoured. A `Range` of several ranges is not served: the whole
+file comes, 200, as RFC 9110 section 14.2 lets a server answer (upstream's Go answers 206
+multipart/byteranges; no scenario and no client asks for several, docs/fidelity.md).
 aiohttp's FileResponse serves the file itself, with its Last-Modified, Accept-Ranges and
 conditional requests (If-Modified-Since and the like, which Go evaluates too).
 """
 
-import asyncio
 import os
 import re
-import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import BinaryIO
@@ -38,9 +38,6 @@ class ByteRange:
     start: int
     length: int
 
-    def content_range(self, size: int) -> str:
-        return f"bytes {self.start}-{self.start + self.length - 1}/{size}"
-
 
 def _go_int(text: str) -> int | None:
     """strconv.ParseInt(text, 10, 64), None where it fails."""
@@ -49,41 +46,35 @@ def _go_int(text: str) -> int | None:
     return int(text)
 
 
-def parse_range(header: str, size: int) -> list[ByteRange]:
-    """Go's parseRange: the ranges asked for, clipped to size; RangeNotSatisfiable."""
-    if not header:
-        return []
+def parse_range(header: str, size: int) -> ByteRange | None:
+    """Go's parseRange of a header of one range: the range asked for, clipped to size; None
+    for no header, or for several ranges (not served); RangeNotSatisfiable."""
+    if not header or "," in header:
+        return None
     if not header.startswith("bytes="):
         raise RangeNotSatisfiable("invalid range")
-    ranges, no_overlap = [], False
-    for spec in header.removeprefix("bytes=").split(","):
-        spec = spec.strip(_TRIM)
-        if not spec:
-            continue
-        first, dash, last = spec.partition("-")
-        first, last = first.strip(_TRIM), last.strip(_TRIM)
-        if not dash:
+    spec = header.removeprefix("bytes=").strip(_TRIM)
+    if not spec:  # Go skips an empty range; none left is no range
+        return None
+    first, dash, last = spec.partition("-")
+    first, last = first.strip(_TRIM), last.strip(_TRIM)
+    if not dash:
+        raise RangeNotSatisfiable("invalid range")
+    if not first:  # a suffix: the last N bytes
+        count = None if last.startswith("-") else _go_int(last)
+        if count is None or count < 0:
             raise RangeNotSatisfiable("invalid range")
-        if not first:  # a suffix: the last N bytes
-            count = None if last.startswith("-") else _go_int(last)
-            if count is None or count < 0:
-                raise RangeNotSatisfiable("invalid range")
-            count = min(count, size)
-            ranges.append(ByteRange(size - count, count))
-            continue
-        start = _go_int(first)
-        if start is None or start < 0:
-            raise RangeNotSatisfiable("invalid range")
-        if start >= size:
-            no_overlap = True
-            continue
-        end = size - 1 if not last else _go_int(last)
-        if end is None or start > end:
-            raise RangeNotSatisfiable("invalid range")
-        ranges.append(ByteRange(start, min(end, size - 1) - start + 1))
-    if no_overlap and not ranges:
+        count = min(count, size)
+        return ByteRange(size - count, count)
+    start = _go_int(first)
+    if start is None or start < 0:
+        raise RangeNotSatisfiable("invalid range")
+    if start >= size:
         raise RangeNotSatisfiable("invalid range: failed to overlap")
-    return ranges
+    end = size - 1 if not last else _go_int(last)
+    if end is None or start > end:
+        raise RangeNotSatisfiable("invalid range")
+    return ByteRange(start, min(end, size - 1) - start + 1)
 
 
 def _parse_http_time(text: str) -> datetime | None:
@@ -114,34 +105,11 @@ def _range_error(headers: dict[str, str], message: str, size: int) -> web.Respon
     return response
 
 
-def _multipart(
-    file: BinaryIO, ranges: list[ByteRange], size: int, headers: dict[str, str]
-) -> web.Response:
-    """Go's multipart/byteranges answer (part headers sorted by name, as multipart.Writer
-    writes them), which aiohttp's FileResponse does not serve."""
-    boundary = secrets.token_hex(30)
-    parts = []
-    for index, byte_range in enumerate(ranges):
-        file.seek(byte_range.start)
-        delimiter = f"--{boundary}" if index == 0 else f"\r\n--{boundary}"
-        head = (
-            f"{delimiter}\r\nContent-Range: {byte_range.content_range(size)}\r\n"
-            f"Content-Type: {headers['Content-Type']}\r\n\r\n"
-        )
-        parts += [head.encode(), file.read(byte_range.length)]
-    parts.append(f"\r\n--{boundary}--\r\n".encode())
-    response = web.Response(status=206, body=b"".join(parts), headers=headers)
-    response.headers["Content-Type"] = f"multipart/byteranges; boundary={boundary}"
-    response.headers["Accept-Ranges"] = "bytes"
-    response.last_modified = int(os.fstat(file.fileno()).st_mtime)
-    return response
-
-
 async def serve_content(
     request: web.Request, file: BinaryIO, headers: dict[str, str], *, compressed: bool
 ) -> web.StreamResponse:
     """Answer with the open file (headers as the handler set them) as Go's serveContent
-    does: Go decides which ranges it honours and words its refusals; aiohttp's FileResponse
+    does: Go decides whether the range is honoured and words its refusals; aiohttp's FileResponse
     serves the file, one range and the conditional requests, through the open descriptor
     (so neither a path swapped meanwhile nor a precompressed `.gz` sibling is served).
 
@@ -152,19 +120,15 @@ async def serve_content(
     honoured = _if_range_holds(request, info.st_mtime)
     range_header = request.headers.get("Range", "") if honoured else ""
     try:
-        ranges = parse_range(range_header, size)
+        asked = parse_range(range_header, size)
     except RangeNotSatisfiable as error:
         if size or not str(error).endswith("failed to overlap"):
             return _range_error(headers, str(error), size)
-        ranges = []
-    if sum(r.length for r in ranges) > size:  # Go ignores what asks for more than the file
-        ranges = []
-    if len(ranges) > 1:
-        return await asyncio.to_thread(_multipart, file, ranges, size, headers)
+        asked = None
     # The range Go chose, in the one form aiohttp reads; If-Range is already decided.
     headers_seen = _without(request, "Range", "If-Range")
-    if ranges:
-        headers_seen["Range"] = f"bytes={ranges[0].start}-{ranges[0].start + ranges[0].length - 1}"
+    if asked is not None:
+        headers_seen["Range"] = f"bytes={asked.start}-{asked.start + asked.length - 1}"
     served = request.clone(headers=headers_seen)
     response = _OpenFileResponse(f"/proc/self/fd/{file.fileno()}", headers=headers)
     if compressed:
@@ -188,9 +152,10 @@ class _OpenFileResponse(web.FileResponse):
         return super().last_modified
 
     @last_modified.setter
-    def last_modified(self, value: float) -> None:
+    def last_modified(self, value: int | float | datetime | str | None) -> None:
         """Go's Last-Modified: the time truncated to the second (aiohttp rounds it up)."""
-        web.FileResponse.last_modified.fset(self, int(value))
+        setter = web.StreamResponse.__dict__["last_modified"].fset
+        setter(self, int(value) if isinstance(value, float) else value)
 
 
 def _without(request: web.Request, *names: str) -> dict[str, str]:

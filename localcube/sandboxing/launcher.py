@@ -112,7 +112,7 @@ class _ExecutedProcess:
     its port accepts connections and its readiness path, if any, answers 2xx."""
 
     pid: int
-    child: subprocess.Popen
+    child: subprocess.Popen[bytes]
     port: int
     readiness_path: str | None
     probe: Probe
@@ -142,7 +142,7 @@ class _ForkedProcess:
 
     async def wait_ready(self, timeout: float, log: Path) -> None:
         listening, exited = self.forked.listening, self.forked.exited
-        await asyncio.wait({listening, exited}, timeout=timeout, return_when=FIRST_COMPLETED)
+        await asyncio.wait((listening, exited), timeout=timeout, return_when=FIRST_COMPLETED)
         if listening.done():
             if listening.exception() is not None:
                 raise SandboxStartError(f"{listening.exception()}: {_tail(log)}")
@@ -169,7 +169,7 @@ class SandboxLauncher:
         self.public_key_pem = public_key_pem
         self.ready_timeout = ready_timeout
         self.picod_command = picod_command
-        self._children: dict[int, subprocess.Popen] = {}
+        self._children: dict[int, subprocess.Popen[bytes]] = {}
         self._http: aiohttp.ClientSession | None = None
         self.ports = PortAllocator()
         self._python_bin = bare_python_bin(root.parent / "sandbox-python")
@@ -205,6 +205,7 @@ class SandboxLauncher:
             # (pkg/workloadmanager/workload_builder.go:313-324).
             env["PICOD_AUTH_PUBLIC_KEY"] = self.public_key_pem
         log = directory / "sandbox.log"
+        process: _ForkedProcess | _ExecutedProcess
         try:
             if runtime.kind == CODE_INTERPRETER and self.picod_command is None:
                 process = await self._fork_picod(runtime, workspace, env, log)

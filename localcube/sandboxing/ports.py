@@ -20,7 +20,8 @@ def kernel_free_port() -> int:
     """A port no socket on 127.0.0.1 is bound to at this moment."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+        port: int = probe.getsockname()[1]
+        return port
 
 
 class PortAllocator:

@@ -22,13 +22,14 @@ import ssl
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 
-from agentcube_contract.certificates import serving_certificates, write_file
 from localcube.bearer_auth import Handler
 from localcube.signing import RequestSigner
 from localcube.upstream_router import kube_protobuf
+from plumbing.certificates import serving_certificates, write_file
 
 SECRET_NAME = "picod-router-identity"
 SERVICE_ACCOUNT = "system:serviceaccount:default:agentcube-router"
@@ -55,9 +56,9 @@ class Refusal(Exception):
         self.status = status_object(code, reason, message, name)
 
 
-def status_object(code: int, reason: str, message: str, name: str | None = None) -> dict:
+def status_object(code: int, reason: str, message: str, name: str | None = None) -> dict[str, Any]:
     """A `Status` failure as the API server writes it (details only for a named Secret)."""
-    body: dict = {
+    body: dict[str, Any] = {
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": {},
@@ -205,7 +206,7 @@ def _unrecognized(reason: str, media_type: str) -> Refusal:
     )
 
 
-def _answer(obj: dict, code: int | None = None) -> web.Response:
+def _answer(obj: dict[str, Any], code: int | None = None) -> web.Response:
     body = json.dumps(obj, separators=(",", ":")).encode() + b"\n"
     return web.Response(body=body, status=code or obj["code"], content_type=JSON)
 

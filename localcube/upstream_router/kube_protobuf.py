@@ -124,6 +124,7 @@ def fields(data: bytes) -> list[tuple[int, int | bytes]]:
         number, wire_type = key >> 3, key & 7
         if number == 0:
             raise ProtobufError(f"field number 0 at byte {position}")
+        value: int | bytes
         if wire_type == _VARINT:
             value, position = _read_varint(data, position)
         elif wire_type == _LENGTH_DELIMITED:

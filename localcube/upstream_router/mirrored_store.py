@@ -76,7 +76,7 @@ class MirroredStore(Store):
             log.warning("activity read from localcube's own record: %s", failure)
             return records
         return [
-            replace(record, last_activity_at=activity[record.session_id])
+            replace(record, last_activity_at=int(activity[record.session_id]))
             if record.session_id in activity
             else record
             for record in records

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -99,9 +99,10 @@ class RedisRecords:
         if data is None:
             return None
         try:
-            return json.loads(data)
+            record: dict[str, Any] = json.loads(data)
         except ValueError as error:
             raise StoreError(f"record of session {session_id} is not JSON") from error
+        return record
 
     def touch(self, session_id: str, now: float) -> bool:
         """The Router's activity update; False when the session has no record."""
@@ -121,7 +122,7 @@ class RedisRecords:
         scores = self._call(self._client.zmscore, ACTIVITY_INDEX, ids)
         return {sid: score for sid, score in zip(ids, scores, strict=True) if score is not None}
 
-    def _call(self, command, *args, **kwargs):
+    def _call(self, command: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         try:
             return command(*args, **kwargs)
         except self._error as error:

@@ -12,12 +12,13 @@ from __future__ import annotations
 import base64
 import time
 from pathlib import Path
+from typing import Any
 
 import yaml
 from kubernetes import client as kube
 from kubernetes import config as kube_config
 from kubernetes import utils as kube_utils
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 from onemachine.cluster.credentials import SUITE_USER
 from onemachine.cluster.layout import NEIGHBOUR_NAMESPACE, NODE_ADDRESS, SYSTEM_NAMESPACE
@@ -61,7 +62,8 @@ def crd_files(sources: dict[str, Path | None]) -> list[Path]:
 
 
 def connect(kubeconfig: Path) -> kube.ApiClient:
-    return kube_config.new_client_from_config(config_file=str(kubeconfig))
+    client: kube.ApiClient = kube_config.new_client_from_config(config_file=str(kubeconfig))
+    return client
 
 
 def install(api: kube.ApiClient, crds: list[Path], timeout: float) -> None:
@@ -98,7 +100,7 @@ def part_services(api: kube.ApiClient, router_port: int, workload_manager_port: 
         _create(api, _process_endpoints(name, port))
 
 
-def _process_service(name: str) -> dict:
+def _process_service(name: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Service",
@@ -107,7 +109,7 @@ def _process_service(name: str) -> dict:
     }
 
 
-def _process_endpoints(name: str, port: int) -> dict:
+def _process_endpoints(name: str, port: int) -> dict[str, Any]:
     return {
         "apiVersion": "discovery.k8s.io/v1",
         "kind": "EndpointSlice",
@@ -166,7 +168,7 @@ def wait_default_service_account(api: kube.ApiClient, timeout: float) -> None:
             )
 
 
-def _suite_binding(namespace: str) -> dict:
+def _suite_binding(namespace: str) -> dict[str, Any]:
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "RoleBinding",
@@ -180,7 +182,7 @@ def _suite_binding(namespace: str) -> dict:
     }
 
 
-def _token_secret(account: str) -> dict:
+def _token_secret(account: str) -> dict[str, Any]:
     """A long-lived token Secret, filled by kube-controller-manager's token controller."""
     return {
         "apiVersion": "v1",
@@ -194,12 +196,12 @@ def _token_secret(account: str) -> dict:
     }
 
 
-def _documents(path: Path) -> list[dict]:
+def _documents(path: Path) -> list[dict[str, Any]]:
     with path.open(encoding="utf-8") as file:
         return [document for document in yaml.safe_load_all(file) if document]
 
 
-def _create(api: kube.ApiClient, document: dict, source: Path | None = None) -> None:
+def _create(api: kube.ApiClient, document: dict[str, Any], source: Path | None = None) -> None:
     try:
         kube_utils.create_from_dict(api, document)
     except kube_utils.FailToCreateError as failure:

@@ -8,13 +8,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from agentcube_contract.durations import positive_duration
 from onemachine.cluster import service_forwards
 from onemachine.cluster.binaries import BINARIES
 from onemachine.cluster.launcher import Options, launch
+from plumbing.arguments import positive_duration
 
 
-def add_cluster_command(commands: argparse._SubParsersAction) -> None:
+def add_cluster_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """`python -m onemachine cluster --bin-dir DIR ...`"""
     cluster = commands.add_parser(
         "cluster",

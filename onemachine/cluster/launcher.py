@@ -18,11 +18,13 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import urllib3
-from kubernetes.client.rest import ApiException
+from kubernetes.client import ApiClient
+from kubernetes.client.exceptions import ApiException
 
 from oidc_issuer.clients import ClientsFileError, load_clients
 from onemachine import netns
@@ -79,9 +81,14 @@ def launch(options: Options) -> int:
         issuer_port = host_ports["oidc-issuer"].getsockname()[1]
         ports = replace(options.ports, oidc_issuer=issuer_port)
         cluster = parts.Cluster(
-            binaries, state, pki, ports, options.images,
-            oidc_clients=options.oidc_clients, router_oidc=options.router_oidc,
-        )  # fmt: skip
+            binaries,
+            state,
+            pki,
+            ports,
+            options.images,
+            oidc_clients=options.oidc_clients,
+            router_oidc=options.router_oidc,
+        )
         suite_token = _write_credentials(cluster)
     except (MissingBinaries, bootstrap.BootstrapError, OSError) as error:
         print(f"onemachine cluster: {error}", file=sys.stderr)
@@ -198,7 +205,7 @@ def _start(
     supervisor.start_ready(parts.node(cluster), timeout)
 
 
-def _service_account_files(cluster: parts.Cluster, api, timeout: float) -> None:
+def _service_account_files(cluster: parts.Cluster, api: ApiClient, timeout: float) -> None:
     """The WorkloadManager's kubeconfig and the Router's in-cluster files, from the tokens
     of their service accounts."""
     state, ca = cluster.state, cluster.pki.ca_cert
@@ -219,7 +226,7 @@ def _service_account_files(cluster: parts.Cluster, api, timeout: float) -> None:
     write_private(files / "namespace", SYSTEM_NAMESPACE)
 
 
-def _admin_client(state: StateDir):
+def _admin_client(state: StateDir) -> Callable[[], ApiClient]:
     """A maker of the admin's API client, for a forward's look-up of its Service."""
     return lambda: bootstrap.connect(state.kubeconfig("admin"))
 

@@ -30,7 +30,7 @@ OIDC_ISSUER_PORT = 8070
 # namespace of the suite's namespaces scenario.
 SYSTEM_NAMESPACE = "agentcube"
 NEIGHBOUR_NAMESPACE = "agentcube-neighbour"
-NODE_NAME = "localcube-node"
+NODE_NAME = "onemachine-node"
 # The node's address on the pod bridge (the pods' gateway), where pods reach the parts: the
 # Router and the WorkloadManager listen on every interface of the namespace (":" + port,
 # pkg/router/server.go:185, pkg/workloadmanager/server.go:150).

@@ -142,7 +142,7 @@ def api_server(cluster: Cluster) -> Part:
             # reaches the API server through it (the Router is given 127.0.0.1).
             "--endpoint-reconciler-type=none",
             # The node's address, not its name: no name server is reachable from the
-            # namespace, so a lookup of `localcube-node` (for logs) would only wait to fail.
+            # namespace, so a lookup of `onemachine-node` (for logs) would only wait to fail.
             "--kubelet-preferred-address-types=InternalIP",
             f"--kubelet-client-certificate={pki.kubelet_client_cert}",
             f"--kubelet-client-key={pki.kubelet_client_key}",

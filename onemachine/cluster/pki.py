@@ -1,5 +1,5 @@
 """The cluster's certificates and keys: a CA, the API server's serving certificate
-(agentcube_contract.certificates), the service-account signing key pair, and the kubelet
+(plumbing.certificates), the service-account signing key pair, and the kubelet
 API's pair: the node's serving certificate (for its address, 198.18.0.1) and the API
 server's client certificate towards it, both of the same CA, which each side trusts for the
 other (kube-apiserver's --kubelet-certificate-authority, the node's --client-ca-file).
@@ -17,15 +17,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentcube_contract.certificates import (
+from onemachine.cluster.layout import LOOPBACK, NODE_NAME
+from onemachine.node.pod_network import GATEWAY
+from plumbing.certificates import (
     CertificateAuthority,
     new_key,
     private_pem,
     public_pem,
     write_file,
 )
-from onemachine.cluster.layout import LOOPBACK, NODE_NAME
-from onemachine.node.pod_network import GATEWAY
 
 SERVING_NAMES = (
     LOOPBACK,

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from onemachine.cluster.layout import LOOPBACK
 from onemachine.splice import join
@@ -45,7 +45,7 @@ class Relay:
         self._started = threading.Event()
         # Each connection's task, held here: a task only its transport refers to can be
         # collected while it is still pending ("Task was destroyed but it is pending!").
-        self._connections: set[asyncio.Task] = set()
+        self._connections: set[asyncio.Task[None]] = set()
 
     def start(self) -> Relay:
         self._thread.start()
@@ -80,9 +80,12 @@ class Relay:
                 server.close()
             self._loop.close()
 
-    def _handler(self, target: Target):
+    def _handler(
+        self, target: Target
+    ) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:
         async def carry(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             task = asyncio.current_task()
+            assert task is not None  # a connection is served by a task of its own
             self._connections.add(task)
             try:
                 try:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kubernetes import client as kube
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from onemachine.cluster.credentials import write_private

@@ -142,7 +142,9 @@ class Supervisor:
             _signal_group(running.process.pid, signal.SIGTERM)
             began = time.monotonic()
 
-            def stopped_or_interrupted(running: Running = running, targets: set = targets) -> bool:
+            def stopped_or_interrupted(
+                running: Running = running, targets: set[int] = targets
+            ) -> bool:
                 running.process.poll()
                 return not any(map(_alive, targets)) or self._interrupts.kill_at_once
 

@@ -52,7 +52,7 @@ class ClusterEndpoints:
 class ClusterRun:
     """A launcher this run started; its output in `log`."""
 
-    def __init__(self, process: subprocess.Popen, state_dir: Path, log: Path) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], state_dir: Path, log: Path) -> None:
         self.process = process
         self.state_dir = state_dir
         self.log = log
@@ -62,12 +62,21 @@ class ClusterRun:
         """`python -m onemachine cluster ARGUMENTS --state-dir STATE_DIR`."""
         with log.open("w", encoding="utf-8") as output:
             process = subprocess.Popen(
-                [sys.executable, "-m", "onemachine", "cluster", *arguments,
-                 "--state-dir", str(state_dir)],
-                stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                [
+                    sys.executable,
+                    "-m",
+                    "onemachine",
+                    "cluster",
+                    *arguments,
+                    "--state-dir",
+                    str(state_dir),
+                ],
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
                 cwd=REPOSITORY,
                 start_new_session=True,  # a Ctrl-C reaches this command, which stops it once
-            )  # fmt: skip
+            )
         return cls(process, state_dir, log)
 
     def wait_ready(self, timeout: float) -> ClusterEndpoints:

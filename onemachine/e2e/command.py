@@ -18,15 +18,17 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 import urllib3
 import yaml
-from kubernetes.client.rest import ApiException
+from kubernetes.client import ApiClient
+from kubernetes.client.exceptions import ApiException
 
-from agentcube_contract.durations import positive_duration
 from onemachine.cluster import bootstrap
 from onemachine.cluster.layout import SYSTEM_NAMESPACE
 from onemachine.e2e import deploy, evidence, oidc, plan, runners, venv
@@ -34,6 +36,7 @@ from onemachine.e2e.checkout import MCP_DEPLOYMENT as MCP_MANIFEST
 from onemachine.e2e.checkout import Checkout, CheckoutError, mcp_image_mapping
 from onemachine.e2e.cluster_run import ClusterEndpoints, ClusterError, ClusterRun
 from onemachine.e2e.outcomes import Outcome, Report
+from plumbing.arguments import positive_duration
 
 WORKLOAD_NAMESPACE = SYSTEM_NAMESPACE  # run_e2e.sh's defaults: both agentcube (run_e2e.sh:22-23)
 MCP_DEPLOYMENT = "agentcube-code-interpreter-mcp"
@@ -60,7 +63,7 @@ _FAILURES = (
 )
 
 
-def add_e2e_command(commands: argparse._SubParsersAction) -> None:
+def add_e2e_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     e2e = commands.add_parser(
         "e2e",
         help="upstream AgentCube's own e2e (test/e2e/run_e2e.sh's plan) on the one-machine cluster",
@@ -129,10 +132,14 @@ def add_e2e_command(commands: argparse._SubParsersAction) -> None:
         metavar="DURATION",
         help="how long each part of the cluster may take to be ready (default 2m)",
     )
-    e2e.add_argument("--rollout-timeout", type=positive_duration, default=300.0,
-                     metavar="DURATION",
-                     help="how long the MCP Deployment may take to roll out (default 5m, "
-                     "run_e2e.sh's --timeout=300s)")  # fmt: skip
+    e2e.add_argument(
+        "--rollout-timeout",
+        type=positive_duration,
+        default=300.0,
+        metavar="DURATION",
+        help="how long the MCP Deployment may take to roll out (default 5m, "
+        "run_e2e.sh's --timeout=300s)",
+    )
 
 
 def run_e2e(arguments: argparse.Namespace) -> int:
@@ -172,6 +179,7 @@ class _Configuration:
         return "with-keycloak" if self.keycloak else "without-keycloak"
 
 
+T = TypeVar("T")
 WITHOUT_KEYCLOAK = _Configuration("", keycloak=False)
 WITH_KEYCLOAK = _Configuration("with Keycloak", keycloak=True)
 
@@ -180,22 +188,30 @@ class _Run:
     """One run of the plan, its state under `state`."""
 
     def __init__(
-        self, arguments, checkout, selection, python_steps, secrets, mcp, image, state
+        self,
+        arguments: argparse.Namespace,
+        checkout: Checkout,
+        selection: plan.Selection,
+        python_steps: list[plan.Step],
+        secrets: dict[str, str],
+        mcp: list[dict[str, Any]],
+        image: str,
+        state: Path,
     ) -> None:
         self.arguments = arguments
-        self.checkout: Checkout = checkout
-        self.selection: plan.Selection = selection
-        self.python_steps: list[plan.Step] = python_steps
-        self.secrets: dict[str, str] = secrets
-        self.state: Path = state
+        self.checkout = checkout
+        self.selection = selection
+        self.python_steps = python_steps
+        self.secrets = secrets
+        self.state = state
         self.logs = state / "logs"
         self.venv_python = venv.python_of(arguments.venv)
-        self.mcp: list[dict] = mcp
-        self.image: str = image  # the node's --image entry for the MCP image
+        self.mcp = mcp
+        self.image = image  # the node's --image entry for the MCP image
         self.report = Report()
         self.stages: dict[str, float] = {}
         self.clusters: dict[_Configuration, ClusterRun] = {}
-        self.apis: dict[_Configuration, object] = {}
+        self.apis: dict[_Configuration, ApiClient] = {}
 
     def run(self) -> int:
         started = time.monotonic()
@@ -229,9 +245,12 @@ class _Run:
         background = ThreadPoolExecutor(max_workers=2)
         try:
             filled = background.submit(
-                _timed_call, venv.prepare, self.arguments.venv, self.checkout,
+                _timed_call,
+                venv.prepare,
+                self.arguments.venv,
+                self.checkout,
                 self.logs / "venv.log",
-            )  # fmt: skip
+            )
             compiled = self._compile_go_tests(background)
             endpoints = self._start(WITHOUT_KEYCLOAK)
             if keycloak_steps or (self.selection.go and self.selection.go_run is None):
@@ -244,10 +263,17 @@ class _Run:
             background.shutdown(wait=False, cancel_futures=True)
         go_outcomes = []
         if self.selection.go:
-            go_outcomes = self._timed("Go tests", self._go_tests, WITHOUT_KEYCLOAK, values,
-                                      endpoints, self.selection.go_run)  # fmt: skip
-        self._timed("Python tests", self._python_tests, WITHOUT_KEYCLOAK, values, endpoints,
-                    plain_steps)  # fmt: skip
+            go_outcomes = self._timed(
+                "Go tests",
+                self._go_tests,
+                WITHOUT_KEYCLOAK,
+                values,
+                endpoints,
+                self.selection.go_run,
+            )
+        self._timed(
+            "Python tests", self._python_tests, WITHOUT_KEYCLOAK, values, endpoints, plain_steps
+        )
         oidc_tests = [o.name for o in go_outcomes if plan.OIDC_SKIP in o.detail]
         if not (oidc_tests or keycloak_steps):
             if WITH_KEYCLOAK in self.clusters:  # nothing for it: the first cluster is kept
@@ -266,7 +292,7 @@ class _Run:
             self._go_tests(WITH_KEYCLOAK, values, endpoints, run)
         self._python_tests(WITH_KEYCLOAK, values, endpoints, python_steps)
 
-    def _compile_go_tests(self, background: ThreadPoolExecutor) -> Future | None:
+    def _compile_go_tests(self, background: ThreadPoolExecutor) -> Future[float] | None:
         """`go test -run '^$'`: compiled (into go's cache) while the cluster starts."""
         if not self.selection.go:
             return None
@@ -276,19 +302,26 @@ class _Run:
             with log.open("w", encoding="utf-8") as output:
                 subprocess.run(
                     [self.arguments.go, "test", "-count=1", "-run", "^$", "./test/e2e/..."],
-                    cwd=self.checkout.root, stdout=output, stderr=subprocess.STDOUT,
-                )  # fmt: skip
+                    cwd=self.checkout.root,
+                    stdout=output,
+                    stderr=subprocess.STDOUT,
+                )
 
         return background.submit(_timed_call, compile_tests)
 
     def _launch(self, configuration: _Configuration) -> None:
         arguments = [
-            "--bin-dir", str(self.arguments.bin_dir),
-            "--agentcube-src", str(self.checkout.root),
-            "--agent-sandbox-src", str(self.arguments.agent_sandbox_src),
-            "--image", self.image,
-            "--ready-timeout", f"{self.arguments.ready_timeout:g}s",
-        ]  # fmt: skip
+            "--bin-dir",
+            str(self.arguments.bin_dir),
+            "--agentcube-src",
+            str(self.checkout.root),
+            "--agent-sandbox-src",
+            str(self.arguments.agent_sandbox_src),
+            "--image",
+            self.image,
+            "--ready-timeout",
+            f"{self.arguments.ready_timeout:g}s",
+        ]
         if configuration.keycloak:
             clients = oidc.write_clients_file(self.state / "oidc-clients.json", self.secrets)
             arguments += ["--oidc-clients", str(clients)]
@@ -300,8 +333,11 @@ class _Run:
             arguments, self.state / f"cluster-{configuration.directory}", log
         )
         self.clusters[configuration] = cluster
-        print(f"onemachine e2e: starting a cluster {configuration.name or 'without Keycloak'}"
-              f" (log: {cluster.log})", flush=True)  # fmt: skip
+        print(
+            f"onemachine e2e: starting a cluster {configuration.name or 'without Keycloak'}"
+            f" (log: {cluster.log})",
+            flush=True,
+        )
 
     def _start(self, configuration: _Configuration) -> ClusterEndpoints:
         began = time.monotonic()
@@ -349,7 +385,13 @@ class _Run:
         client_id = oidc.CLIENTS[client][0]
         return oidc.client_credentials_token(issuer, client_id, self.secrets[client], KEYCLOAK_HOST)
 
-    def _go_tests(self, configuration, values, endpoints, run: str | None) -> list[Outcome]:
+    def _go_tests(
+        self,
+        configuration: _Configuration,
+        values: dict[str, str],
+        endpoints: ClusterEndpoints,
+        run: str | None,
+    ) -> list[Outcome]:
         env = _base_env(endpoints) | plan.GO_TESTS.environment(values, configuration.keycloak)
         log = self.logs / f"go-test-{configuration.directory}.json"
         suite = f"go {configuration.name}".strip()
@@ -357,7 +399,13 @@ class _Run:
         self.report.add(outcomes)
         return outcomes
 
-    def _python_tests(self, configuration, values, endpoints, steps: list[plan.Step]) -> None:
+    def _python_tests(
+        self,
+        configuration: _Configuration,
+        values: dict[str, str],
+        endpoints: ClusterEndpoints,
+        steps: list[plan.Step],
+    ) -> None:
         base = runners.activated(self.arguments.venv, _base_env(endpoints))
         for step in steps:
             if step.name == plan.IN_CLUSTER_MCP:
@@ -388,7 +436,7 @@ class _Run:
             raise RunFailed(f"the cluster forwards no host port to {key}")
         return f"http://{forwarded}/mcp"
 
-    def _timed(self, stage: str, step, *arguments):
+    def _timed(self, stage: str, step: Callable[..., T], *arguments: Any) -> T:
         began = time.monotonic()
         result = step(*arguments)
         self.stages[stage] = time.monotonic() - began
@@ -447,7 +495,7 @@ def _fresh_state_dir(given: Path | None) -> Path:
     return given.resolve()
 
 
-def _container_image(documents: list[dict]) -> str:
+def _container_image(documents: list[dict[str, Any]]) -> str:
     """The MCP Deployment's image; CheckoutError when the manifest has none."""
     try:
         deployment = next(d for d in documents if d.get("kind") == "Deployment")
@@ -469,7 +517,7 @@ def _base_env(endpoints: ClusterEndpoints) -> dict[str, str]:
     return dict(os.environ) | {"KUBECONFIG": str(endpoints.admin_kubeconfig)}
 
 
-def _timed_call(function, *arguments) -> float:
+def _timed_call(function: Callable[..., object], *arguments: Any) -> float:
     """How long `function(*arguments)` took, in seconds."""
     began = time.monotonic()
     function(*arguments)

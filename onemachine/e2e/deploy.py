@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from typing import Any
 
 import yaml
 from kubernetes import client as kube
 from kubernetes import utils as kube_utils
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 from onemachine.cluster.readiness import wait_until
 from onemachine.e2e import checkout as rendering
@@ -26,7 +27,7 @@ class DeployError(Exception):
     """The API server refused a manifest, or a rollout did not finish; the message says which."""
 
 
-def workload_documents(checkout: Checkout, namespace: str) -> list[dict]:
+def workload_documents(checkout: Checkout, namespace: str) -> list[dict[str, Any]]:
     """echo-agent, echo-agent-short-ttl and e2e-code-interpreter, rendered as run_e2e.sh
     renders them (run_e2e.sh:421-432)."""
     echo = checkout.read(rendering.ECHO_AGENT)
@@ -38,14 +39,16 @@ def workload_documents(checkout: Checkout, namespace: str) -> list[dict]:
     return [document for text in texts for document in yaml.safe_load_all(text) if document]
 
 
-def mcp_documents(checkout: Checkout, system_namespace: str, workload_namespace: str) -> list[dict]:
+def mcp_documents(
+    checkout: Checkout, system_namespace: str, workload_namespace: str
+) -> list[dict[str, Any]]:
     text = rendering.mcp_deployment(
         checkout.read(rendering.MCP_DEPLOYMENT), system_namespace, workload_namespace
     )
     return [document for document in yaml.safe_load_all(text) if document]
 
 
-def apply(api: kube.ApiClient, documents: Iterable[dict]) -> None:
+def apply(api: kube.ApiClient, documents: Iterable[dict[str, Any]]) -> None:
     """`kubectl apply` of run_e2e.sh on its fresh cluster: each object created (one that
     exists already is kept, which on a fresh cluster never happens). Custom resources go
     through the plural their CRD names; the rest through the client's own kinds."""
@@ -73,7 +76,7 @@ def _custom_plurals(api: kube.ApiClient) -> dict[tuple[str, str], str]:
     return {(crd.spec.group, crd.spec.names.kind): crd.spec.names.plural for crd in crds}
 
 
-def _refused(document: dict, error: ApiException) -> None:
+def _refused(document: dict[str, Any], error: ApiException) -> None:
     if error.status == 409:
         return
     metadata = document["metadata"]

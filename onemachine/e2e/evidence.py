@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 from kubernetes import client as kube
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 REDACTED = "(value not collected)"
 
@@ -44,9 +44,13 @@ def collect(api: kube.ApiClient, parts_logs: Path, artifacts: Path) -> list[str]
                 target = artifacts / f"pod-{namespace}-{name}-{container.name}{suffix}.log"
                 try:
                     text = core.read_namespaced_pod_log(
-                        name, namespace, container=container.name, previous=previous,
-                        timestamps=True, _preload_content=False,
-                    ).data.decode("utf-8", errors="replace")  # fmt: skip
+                        name,
+                        namespace,
+                        container=container.name,
+                        previous=previous,
+                        timestamps=True,
+                        _preload_content=False,
+                    ).data.decode("utf-8", errors="replace")
                 except ApiException as error:
                     problems.append(
                         f"{namespace}/{name} {container.name}{suffix}: {error.status} "

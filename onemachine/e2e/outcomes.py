@@ -63,9 +63,12 @@ class Report:
             )
             for outcome in mine:
                 case = ElementTree.SubElement(
-                    element, "testcase", classname=suite, name=outcome.name,
+                    element,
+                    "testcase",
+                    classname=suite,
+                    name=outcome.name,
                     time=f"{outcome.seconds:.3f}",
-                )  # fmt: skip
+                )
                 if outcome.status == FAILED:
                     ElementTree.SubElement(case, "failure", message="failed").text = outcome.detail
                 elif outcome.status == SKIPPED:
@@ -74,7 +77,7 @@ class Report:
         ElementTree.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
 
 
-def _counts(counts: Counter) -> str:
+def _counts(counts: Counter[str]) -> str:
     return ", ".join(f"{counts[status]} {status}" for status in (PASSED, FAILED, SKIPPED))
 
 

@@ -72,10 +72,15 @@ def _run_streamed(
     with (
         log.open("w", encoding="utf-8") as kept,
         subprocess.Popen(
-            command, cwd=cwd, env=dict(env), stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True, errors="replace",
+            command,
+            cwd=cwd,
+            env=dict(env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
         ) as process,
-    ):  # fmt: skip
+    ):
         assert process.stdout is not None
         try:
             for line in process.stdout:

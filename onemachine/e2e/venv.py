@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
+from typing import TextIO
 
 from onemachine.e2e.checkout import PYTHON_PACKAGES, Checkout
 
@@ -29,13 +30,21 @@ def prepare(venv: Path, checkout: Checkout, log: Path) -> None:
             _run([base, "-m", "venv", str(venv)], checkout.root, output, log)
         editable = [argument for package in PYTHON_PACKAGES for argument in ("-e", package)]
         _run(
-            [str(python_of(venv)), "-m", "pip", "install", "--disable-pip-version-check",
-             *editable],
-            checkout.root, output, log,
-        )  # fmt: skip
+            [
+                str(python_of(venv)),
+                "-m",
+                "pip",
+                "install",
+                "--disable-pip-version-check",
+                *editable,
+            ],
+            checkout.root,
+            output,
+            log,
+        )
 
 
-def _run(command: list[str], cwd: Path, output, log: Path) -> None:
+def _run(command: list[str], cwd: Path, output: TextIO, log: Path) -> None:
     output.write(f"$ {' '.join(command)}\n")
     output.flush()
     code = subprocess.run(command, cwd=cwd, stdout=output, stderr=subprocess.STDOUT).returncode

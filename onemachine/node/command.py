@@ -4,6 +4,7 @@ or Ctrl-C."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import signal
 import sys
@@ -15,7 +16,6 @@ from kubernetes import config
 from kubernetes.config.config_exception import ConfigException
 from urllib3.exceptions import HTTPError
 
-from agentcube_contract.durations import positive_duration
 from onemachine.netns import NamespaceUnavailable, NotPrivateNamespace
 from onemachine.node.agent import NodeAgent, Timing
 from onemachine.node.api import ApiError, NodeApi
@@ -25,6 +25,7 @@ from onemachine.node.pod_network import GATEWAY, PodNetwork, PodNetworkError
 from onemachine.node.pod_runtime import PodRuntime
 from onemachine.node.pod_worker import Backoff, NodeContext
 from onemachine.node.service_proxy import ServiceProxy
+from plumbing.arguments import positive_duration
 
 _LOG = logging.getLogger("onemachine.node")
 _BACKOFF_GROWTH = 30  # the kubelet's back-off tops out at 30 times its start: 10 s to 5 min
@@ -49,10 +50,10 @@ def service_cidr(value: str) -> IPv4Network:
 _TLS_FLAGS = ("tls_cert_file", "tls_private_key_file", "client_ca_file")
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     node = commands.add_parser("node", help="run a process kubelet: pods as local processes")
     node.add_argument("--kubeconfig", required=True, type=Path, help="the API server to join")
-    node.add_argument("--name", default="localcube-node", help="the Node's name")
+    node.add_argument("--name", default="onemachine-node", help="the Node's name")
     node.add_argument(
         "--root", required=True, type=Path, help="directory of the pods' scratch roots and logs"
     )
@@ -112,8 +113,36 @@ def _kubelet_tls(arguments: argparse.Namespace) -> KubeletTls | None:
     return KubeletTls(*given)
 
 
+class _CannotRun(Exception):
+    """Why the node stops before it is ready, and its exit code."""
+
+    def __init__(self, message: str, code: int = 2) -> None:
+        super().__init__(message)
+        self.code = code
+
+
 def run(arguments: argparse.Namespace) -> int:
-    """Run the node until SIGTERM or SIGINT; 2 for bad input or a machine that cannot."""
+    """Run the node until SIGTERM or SIGINT; 2 for bad input or a machine that cannot, 1 if
+    the Node cannot be registered.
+
+    Each part registers its clean-up on one exit stack as it starts, so a start that fails
+    and a stop release the same parts, in the reverse order of their start."""
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    with contextlib.ExitStack() as parts:
+        try:
+            _start(arguments, parts)
+        except _CannotRun as failure:
+            print(f"onemachine node: {failure}", file=sys.stderr)
+            return failure.code
+        print(f"onemachine node {arguments.name} ready", file=sys.stderr, flush=True)
+        stop.wait()
+    return 0
+
+
+def _start(arguments: argparse.Namespace, parts: contextlib.ExitStack) -> None:
+    """Start the node's parts, each stopped by `parts`; raises _CannotRun."""
     try:
         images = ImageMap.parse(arguments.image)
         tls = _kubelet_tls(arguments)
@@ -121,6 +150,9 @@ def run(arguments: argparse.Namespace) -> int:
         if not arguments.kubeconfig.is_file():
             raise ConfigException(f"--kubeconfig {arguments.kubeconfig}: no such file")
         api_client = config.new_client_from_config(config_file=str(arguments.kubeconfig))
+        api_client.configuration.connection_pool_maxsize = 64  # watches plus every pod's calls
+        api = NodeApi(api_client)
+        parts.callback(api.close)
         network = PodNetwork.open(service_cidr=arguments.service_cidr)
     except (
         ImageMapError,
@@ -131,55 +163,30 @@ def run(arguments: argparse.Namespace) -> int:
         NamespaceUnavailable,
         PodNetworkError,
     ) as error:
-        print(f"onemachine node: {error}", file=sys.stderr)
-        return 2
-    api_client.configuration.connection_pool_maxsize = 64  # watches plus every pod's calls
-    api = NodeApi(api_client)
+        raise _CannotRun(str(error)) from None
     proxy = None
     if arguments.service_cidr is not None:
         try:
             proxy = ServiceProxy(api, network).start()
         except (NamespaceUnavailable, PodNetworkError) as error:
-            print(f"onemachine node: no Service proxy: {error}", file=sys.stderr)
-            api.close()
-            return 2
+            raise _CannotRun(f"no Service proxy: {error}") from None
+        parts.callback(proxy.stop)
     runtime = PodRuntime(arguments.root, network, proxy.hosts if proxy else None)
+    parts.callback(runtime.close)
     backoff = Backoff(arguments.restart_backoff, arguments.restart_backoff * _BACKOFF_GROWTH)
     context = NodeContext(api, runtime, images, arguments.name, str(GATEWAY), backoff)
     agent = NodeAgent(context, Timing(heartbeat=arguments.heartbeat))
-    server = KubeletServer(agent.pod, serving, str(GATEWAY)) if serving else None
-    if server is None:
+    parts.callback(agent.stop)  # after the kubelet API's stop, which reads its pods
+    if serving is None:
         _LOG.warning("no kubelet API (no --tls-cert-file): logs through the API server fail")
     else:
+        server = KubeletServer(agent.pod, serving, str(GATEWAY))
+        parts.callback(server.stop)
         try:
             server.start()
         except OSError as error:
-            print(f"onemachine node: the kubelet API: {error}", file=sys.stderr)
-            server.stop()
-            if proxy:
-                proxy.stop()
-            api.close()
-            return 2
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
+            raise _CannotRun(f"the kubelet API: {error}") from None
     try:
         agent.start()
     except (ApiError, HTTPError, OSError) as error:
-        print(f"onemachine node: the Node could not be registered: {error}", file=sys.stderr)
-        if proxy:
-            proxy.stop()
-        if server is not None:
-            server.stop()
-        api.close()
-        return 1
-    print(f"onemachine node {arguments.name} ready", file=sys.stderr, flush=True)
-    stop.wait()
-    if server is not None:
-        server.stop()
-    agent.stop()
-    runtime.close()
-    if proxy:
-        proxy.stop()
-    api.close()
-    return 0
+        raise _CannotRun(f"the Node could not be registered: {error}", code=1) from None

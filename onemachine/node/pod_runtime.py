@@ -54,7 +54,7 @@ _SIGTERM_BIT = 1 << (signal.SIGTERM - 1)
 # the pod's loopback, so the refusal of 127.0.0.1:53 fails an unknown name at once; the
 # options bound the wait should a pod's packets be dropped instead.
 RESOLV_CONF = (
-    "# localcube: no cluster DNS; names not in /etc/hosts fail at once\n"
+    "# onemachine: no cluster DNS; names not in /etc/hosts fail at once\n"
     "nameserver 127.0.0.1\n"
     "options timeout:1 attempts:1\n"
 )
@@ -133,7 +133,7 @@ class ContainerProcess:
     node's view; None if it ended before it could be seen), its stdout and stderr recorded
     in `log_path` (container_logs)."""
 
-    def __init__(self, name: str, process: subprocess.Popen, output: OutputRecorder) -> None:
+    def __init__(self, name: str, process: subprocess.Popen[bytes], output: OutputRecorder) -> None:
         self.name = name
         self.output = output
         self.log_path = output.path
@@ -220,7 +220,7 @@ class _PodInit:
     """The pod's PID 1, held by descriptors (a pidfd and one of its /proc directory), never by
     its pid alone: a pid that ended may be another process's -- on the host -- by now."""
 
-    def __init__(self, holder: subprocess.Popen, pid: int) -> None:
+    def __init__(self, holder: subprocess.Popen[bytes], pid: int) -> None:
         self.pid = pid
         gone = SandboxError(f"the pod's PID 1 (pid {pid}) ended before it was ready")
         try:
@@ -274,7 +274,7 @@ class PodSandbox:
         self,
         directory: Path,
         hostname: str,
-        holder: subprocess.Popen,
+        holder: subprocess.Popen[bytes],
         pod_init: _PodInit,
         on_close: Callable[[PodSandbox], None],
         log_directory: Path,
@@ -316,9 +316,12 @@ class PodSandbox:
             (stdout, stdout_writer), (stderr, stderr_writer) = os.pipe(), os.pipe()
             try:
                 process = _start_module(
-                    "onemachine.node.container_init", "--spec-fd", spec_reader,
-                    output=(stdout_writer, stderr_writer), also_pass=self._pod_init.proc,
-                )  # fmt: skip
+                    "onemachine.node.container_init",
+                    "--spec-fd",
+                    spec_reader,
+                    output=(stdout_writer, stderr_writer),
+                    also_pass=self._pod_init.proc,
+                )
             except BaseException:
                 for descriptor in (spec_writer, stdout, stderr):
                     os.close(descriptor)
@@ -455,6 +458,7 @@ def _editable_mapping(finder: Path) -> list[str]:
     paths: list[str] = []
     for statement in module.body:
         # `MAPPING: dict[str, str] = {...}` in the setuptools of today, `MAPPING = {...}` before
+        target: ast.expr
         if isinstance(statement, ast.AnnAssign) and statement.value is not None:
             target, value = statement.target, statement.value
         elif isinstance(statement, ast.Assign) and len(statement.targets) == 1:
@@ -486,7 +490,7 @@ def _in_parallel(calls: Sequence[Callable[[], object]]) -> None:
         thread.join()
 
 
-def _read_report(descriptor: int, holder: subprocess.Popen) -> int:
+def _read_report(descriptor: int, holder: subprocess.Popen[bytes]) -> int:
     """The pod's PID 1 (node's view) from the holder's report, once it says `ready`."""
     said: dict[str, str] = {}
     pending = b""
@@ -594,7 +598,7 @@ def _start_module(
     *arguments: str,
     output: tuple[int, int] | None = None,
     also_pass: int | None = None,
-) -> subprocess.Popen:
+) -> subprocess.Popen[bytes]:
     """`python -S -m module` (of this package, nothing of the node's environment), in a session
     of its own, handed descriptor `fd` through `fd_option` (and `also_pass`, if given), its
     stdout and stderr the descriptors `output` if given (else the node's)."""
@@ -610,14 +614,19 @@ def _start_module(
     )
 
 
-def _start_holder(directory: Path, hostname: str) -> tuple[subprocess.Popen, int]:
+def _start_holder(directory: Path, hostname: str) -> tuple[subprocess.Popen[bytes], int]:
     """The pod's holder started, and its PID 1's pid once it is ready."""
     report, report_writer = os.pipe()
     try:
         holder = _start_module(
-            "onemachine.node.pod_init", "--report-fd", report_writer,
-            "--hostname", hostname, "--directory", str(directory),
-        )  # fmt: skip
+            "onemachine.node.pod_init",
+            "--report-fd",
+            report_writer,
+            "--hostname",
+            hostname,
+            "--directory",
+            str(directory),
+        )
     except BaseException:
         os.close(report)
         raise

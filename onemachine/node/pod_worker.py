@@ -285,7 +285,7 @@ class PodWorker:
             return
         container.env = env
         container.started_at = timestamp(container.process.started_at)
-        view.container_id = f"localcube://{self._uid}/{spec['name']}/{view.restart_count}"
+        view.container_id = f"onemachine://{self._uid}/{spec['name']}/{view.restart_count}"
         self._outputs[view.container_id] = container.process.output
         view.state = {"running": {"startedAt": container.started_at}}
         _LOG.info(

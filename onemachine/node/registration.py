@@ -57,7 +57,7 @@ class NodeRegistration:
             "kubernetes.io/hostname": self.name,
             "kubernetes.io/os": "linux",
             "kubernetes.io/arch": _architecture(),
-            "node.localcube.io/process-kubelet": "true",
+            "node.onemachine.io/process-kubelet": "true",
         }
 
     def _node(self) -> Obj:
@@ -108,8 +108,8 @@ class NodeRegistration:
                 "bootID": "",
                 "kernelVersion": uname.release,
                 "osImage": platform.platform(terse=True),
-                "containerRuntimeVersion": "localcube://processes",
-                "kubeletVersion": "v1.36.2-localcube",
+                "containerRuntimeVersion": "onemachine://processes",
+                "kubeletVersion": "v1.36.2-onemachine",
                 "kubeProxyVersion": "",
                 "operatingSystem": "linux",
                 "architecture": _architecture(),

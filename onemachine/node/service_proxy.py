@@ -99,8 +99,8 @@ def hosts_lines(services: Iterable[Obj], namespace: str, cidr: IPv4Network) -> s
 def _cluster_ip(service: Obj, cidr: IPv4Network) -> str | None:
     address = (service.get("spec") or {}).get("clusterIP")
     try:
-        return address if ip_address(address) in cidr else None
-    except ValueError:  # None (headless) or "None"
+        return address if isinstance(address, str) and ip_address(address) in cidr else None
+    except ValueError:  # "None" (headless)
         return None
 
 
@@ -174,8 +174,10 @@ class ServiceProxy:
         self._namespace: int | None = None
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._run, name="service-proxy", daemon=True)
-        self._servers: dict[tuple[str, int], tuple[asyncio.Server, ServicePort]] = {}
-        self._connections: set[asyncio.Task] = set()  # held, or a pending task may be collected
+        self._servers: dict[tuple[str, int], tuple[asyncio.Server | _Opening, ServicePort]] = {}
+        self._connections: set[asyncio.Task[None]] = (
+            set()
+        )  # held, or a pending task may be collected
 
     def start(self) -> ServiceProxy:
         """Its namespace made and attached to the bridge, then its thread started."""
@@ -297,7 +299,7 @@ class ServiceProxy:
             pass  # the proxy's stop
         finally:
             writer.close()
-            self._connections.discard(task)  # type: ignore[arg-type]
+            self._connections.discard(task)
 
 
 class _Opening:

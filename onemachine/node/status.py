@@ -43,7 +43,7 @@ class ContainerView:
         status: Obj = {
             "name": self.name,
             "image": self.image,
-            "imageID": f"localcube://{self.image}",
+            "imageID": f"onemachine://{self.image}",
             "state": self.state,
             "lastState": self.last_state,
             "ready": self.ready,

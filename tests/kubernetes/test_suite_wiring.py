@@ -40,7 +40,7 @@ from tests.kubernetes.conftest import (
     write_kubeconfig,
 )
 from tests.kubernetes.fake_api import TOKEN, FakeKubernetes, Identity
-from tests.suite.commands import run_module
+from tests.suite.commands import run_behave
 
 # The adapter's, and the short-timeout agent it can apply.
 CLUSTER_CAPABILITIES = {
@@ -316,9 +316,7 @@ def test_behave_refuses_a_cluster_that_does_not_answer_in_one_line(tmp_path: Pat
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server)
     config = yaml.safe_load(kubeconfig.read_text(encoding="utf-8"))
     kubeconfig.write_text(yaml.safe_dump({**config, "current-context": "fake"}), "utf-8")
-    status, output = run_module(
-        "behave",
-        "--no-color",
+    status, output = run_behave(
         "-D",
         "platform=kubernetes",
         "-D",
@@ -335,9 +333,7 @@ def test_behave_refuses_a_cluster_that_does_not_answer_in_one_line(tmp_path: Pat
 
 
 def test_a_dry_run_on_the_cluster_platform_finds_every_step() -> None:
-    status, output = run_module(
-        "behave", "--dry-run", "--no-color", "-f", "null", "-D", "platform=kubernetes", timeout=60
-    )
+    status, output = run_behave("--dry-run", "-f", "null", "-D", "platform=kubernetes", timeout=60)
     assert status == 0, output
     steps_summary = next(line for line in output.splitlines() if " steps passed, " in line)
     assert "undefined" not in steps_summary, output

@@ -148,8 +148,11 @@ def logs(work: Path) -> str:
 def test_the_page_sets_what_issue_20_found_the_real_router_needs() -> None:
     steps = the_sequence()
     assert '--max-concurrent-requests "$LIMIT"' in steps[6], "the Router's limit"
-    for flag in ('--jwt-issuer-url "http://127.0.0.1:$ISSUER_PORT"', "--jwt-role-claim",
-                 "--jwt-required-role"):  # fmt: skip
+    for flag in (
+        '--jwt-issuer-url "http://127.0.0.1:$ISSUER_PORT"',
+        "--jwt-role-claim",
+        "--jwt-required-role",
+    ):
         assert flag in steps[6], f"the Router's external authentication: {flag}"
     assert '--token-dir "$WORK/tokens"' in steps[4], "the issuer writes the suite's tokens"
     assert '-D token_dir="$WORK/tokens"' in steps[SUITE], "the suite reads them from files"

@@ -49,10 +49,19 @@ def test_warm_sandboxes_are_those_of_the_runtime_no_session_claimed_oldest_first
         def put(sandbox_id: str, runtime: str, created_at: float, session: str | None) -> None:
             store.put(
                 SandboxRecord(
-                    sandbox_id, f"name-{sandbox_id}", "CodeInterpreter", "default", runtime,
-                    1, "1", (("/", 9000),), "/w", created_at, session_id=session,
+                    sandbox_id,
+                    f"name-{sandbox_id}",
+                    "CodeInterpreter",
+                    "default",
+                    runtime,
+                    1,
+                    "1",
+                    (("/", 9000),),
+                    "/w",
+                    created_at,
+                    session_id=session,
                 )
-            )  # fmt: skip
+            )
 
         put("newer", "warm", 2.0, None)
         put("older", "warm", 1.0, None)

@@ -79,9 +79,16 @@ def test_a_realm_with_clients_serves_the_token_endpoint_and_keeps_the_secrets_qu
 ) -> None:
     clients = write_clients_file(tmp_path / "clients.json")
     command = [
-        sys.executable, "-m", "oidc_issuer", "--token-dir", str(tmp_path / "tokens"),
-        "--realm", "agentcube", "--clients-file", str(clients),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "oidc_issuer",
+        "--token-dir",
+        str(tmp_path / "tokens"),
+        "--realm",
+        "agentcube",
+        "--clients-file",
+        str(clients),
+    ]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = process.stdout.readline()
@@ -89,10 +96,13 @@ def test_a_realm_with_clients_serves_the_token_endpoint_and_keeps_the_secrets_qu
         assert url.startswith("http://127.0.0.1:") and url.endswith("/realms/agentcube"), line
         answer = requests.post(
             url + "/protocol/openid-connect/token",
-            data={"grant_type": "client_credentials", "client_id": "agentcube-app",
-                  "client_secret": "e2e-app-secret"},
+            data={
+                "grant_type": "client_credentials",
+                "client_id": "agentcube-app",
+                "client_secret": "e2e-app-secret",
+            },
             timeout=5,
-        )  # fmt: skip
+        )
         assert answer.status_code == 200, answer.text
         token = (tmp_path / "tokens" / "api_token").read_text().strip()
         assert jwt.decode(token, options={"verify_signature": False})["iss"] == url

@@ -34,13 +34,15 @@ VERDICTS = {
     '"Localcube extensions upstream does not have")',
     "localcube design": "localcube sets itself up otherwise on purpose, so the recorded "
     "situation does not arise there (the fidelity.md row the entry names)",
+    "left out": "what no scenario and no client asks for, which localcube does not serve (the "
+    "fidelity.md row the entry names says what it answers instead)",
     "not reproducible": "the recorded situation cannot be recreated in localcube",
     "later upstream": "localcube answers as upstream does after the recorded commit (PR #460, "
     "which fidelity.md's rows name), where the recording predates it",
 }
 # Verdicts that are localcube's choice: the ledger entry names (`row`) the docs/fidelity.md row
 # that says so.
-CHOSEN = ("stricter by design", "localcube extension", "localcube design")
+CHOSEN = ("stricter by design", "localcube extension", "localcube design", "left out")
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,6 @@ concurrently, a few at a time, while the cases below wait for their own.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
@@ -27,13 +24,13 @@ from oidc_issuer.issuer import TokenPolicy
 from oidc_issuer.server import IssuerServer
 from oidc_issuer.subjects import run_tokens, write_tokens
 from tests.localcube.support import FIXTURES, fixture_documents
+from tests.suite.commands import run_behave
 from tests.suite.fault_proxy import FaultProxy
 from tests.suite.leaks import JWT_SHAPE
 
 # every broken target's run is made once for the module: one process, left to CI
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("broken-targets")]
 
-ROOT = Path(__file__).resolve().parents[2]
 # The broken targets' Routers check the tokens of one issuer, served here for the module.
 POLICY = TokenPolicy()
 # Short limits, so that broken runs give up in seconds. The timeouts of the scenarios are
@@ -160,23 +157,23 @@ def _behave(directory: Path, case: Case, url: str | None, tokens: dict[str, str]
     case asks: it changes which scenarios can run) from a token directory, as
     `python -m oidc_issuer` writes one; none for a localcube the suite starts itself."""
     junit = directory / "junit"
-    command = [sys.executable, "-m", "behave", "--no-color", "-f", "plain"]
-    command += ["--junit", "--junit-directory", str(junit), "--tags", case.tags]
-    for pattern in case.names:
-        command += ["-n", pattern]
     userdata = {**QUICK, "reports_dir": str(directory), **case.userdata}
     if url is not None:
         userdata.update(router_url=url, platform="localcube")
-    for name, value in userdata.items():
-        command += ["-D", f"{name}={value}"]
-    env = {name: value for name, value in os.environ.items() if not name.startswith("AGENTCUBE_")}
+    environ = {}
     given = {name: token for name, token in tokens.items() if case.admin or "admin" not in name}
     if given:
         write_tokens(given, directory / "tokens")
-        env["AGENTCUBE_TOKEN_DIR"] = str(directory / "tokens")
-    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+        environ["AGENTCUBE_TOKEN_DIR"] = str(directory / "tokens")
+    status, output = run_behave(
+        *("-f", "plain", "--junit", "--junit-directory", str(junit), "--tags", case.tags),
+        *(f"--name={pattern}" for pattern in case.names),
+        userdata=userdata,
+        timeout=240,
+        **environ,
+    )
     reports = "".join(path.read_text() for path in sorted(junit.glob("*.xml")))
-    return Run(result.returncode, result.stdout + result.stderr, reports)
+    return Run(status, output, reports)
 
 
 @pytest.mark.parametrize("name", CASES)

@@ -8,10 +8,7 @@ stops the run naming it."""
 from __future__ import annotations
 
 import asyncio
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +18,7 @@ from acceptance.core.settings import load_settings
 from acceptance.run.preflight import PreflightFailed
 from acceptance.run.suite import Suite
 from acceptance.run.timings import COLD_STARTS, TimingsDoNotFit, fitted
-from tests.suite.commands import ROOT
+from tests.suite.commands import run_behave
 from tests.suite.fault_proxy import FAULTS, Answer, Fault, FaultProxy, Request
 
 START_UP = 2.5  # seconds a first answer is held: longer than the 2 s default idle timeout
@@ -120,18 +117,13 @@ def test_the_scenarios_that_rely_on_the_short_timings_pass_on_the_slow_target(
 ) -> None:
     """No false failure: the idle-timeout and lifetime scenarios, whose sessions would end
     before or just after their first answer with the default timings."""
-    command = [sys.executable, "-m", "behave", "--no-color", "-f", "plain", "--tags", "@ttl"]
-    command += ["-n", "A session left idle past its timeout ends"]
-    command += ["-n", "A busy session ends when its runtime's maximum session duration is up"]
-    for name, value in {
-        "router_url": slow_cube,
-        "platform": "localcube",
-        "reports_dir": str(tmp_path),
-    }.items():
-        command += ["-D", f"{name}={value}"]
-    env = {name: value for name, value in os.environ.items() if not name.startswith("AGENTCUBE_")}
-    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
-    output = result.stdout + result.stderr
-    assert result.returncode == 0, output
+    status, output = run_behave(
+        *("-f", "plain", "--tags", "@ttl"),
+        "--name=A session left idle past its timeout ends",
+        "--name=A busy session ends when its runtime's maximum session duration is up",
+        userdata={"router_url": slow_cube, "platform": "localcube", "reports_dir": str(tmp_path)},
+        timeout=240,
+    )
+    assert status == 0, output
     assert "2 scenarios passed, 0 failed" in output, output
     assert "short_session_timeout 2 s ->" in output, output

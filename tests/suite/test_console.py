@@ -8,14 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.suite.commands import run_module
+from tests.suite.commands import run_behave
 
 
 @pytest.mark.slow
 def test_a_passing_smoke_run_prints_at_most_60_lines_with_behaves_totals(tmp_path: Path) -> None:
-    status, output = run_module(
-        "behave", "--tags=@smoke", f"--define=reports_dir={tmp_path}", timeout=120
-    )
+    status, output = run_behave("--tags=@smoke", f"--define=reports_dir={tmp_path}", timeout=120)
     assert status == 0, output
     lines = output.splitlines()
     assert len(lines) <= 60, output
@@ -33,8 +31,7 @@ def test_a_passing_smoke_run_prints_at_most_60_lines_with_behaves_totals(tmp_pat
 def test_a_failure_is_named_with_why_even_by_a_formatter_that_shows_no_reason(
     tmp_path: Path,
 ) -> None:
-    status, output = run_module(
-        "behave",
+    status, output = run_behave(
         "--format=progress",
         "--name=still defined in the next",
         "--define=stateful_interpreter=python-interpreter",  # a stateless one: it fails

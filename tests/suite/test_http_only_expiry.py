@@ -12,14 +12,13 @@ import pytest
 
 from tests.conftest import StartLocalCube
 from tests.localcube.support import FIXTURES, derived_manifest
-from tests.suite.commands import run_module
+from tests.suite.commands import run_behave
 
 AGENT = "echo-agent-short-ttl"
 
 
 def run_expiry(url: str, tmp_path: Path) -> tuple[int, str]:
-    return run_module(
-        "behave",
+    return run_behave(
         "features/session_expiry.feature",
         f"--define=router_url={url}",
         f"--define=short_timeout_agent={AGENT}",

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.suite.commands import run_module
+from tests.suite.commands import run_behave
 
 _REACH = re.compile(
     r"-H 'x-agentcube-session-id: (?P<session>[0-9a-f-]+)' -H 'Content-Type: application/json' "
@@ -43,8 +43,7 @@ def stop(pid: int) -> None:
 
 @pytest.mark.slow
 def test_a_failed_scenario_keeps_its_session_and_says_how_to_reach_it(tmp_path: Path) -> None:
-    status, output = run_module(
-        "behave",
+    status, output = run_behave(
         "--format=null",
         "--name=still defined in the next",
         "--define=stateful_interpreter=python-interpreter",  # a stateless one: it fails

@@ -15,7 +15,7 @@ import pytest
 from acceptance.core.settings import load_settings
 from acceptance.domain.load import error_kind, in_waves, within_the_limit
 from tests.conftest import StartLocalCube
-from tests.suite.commands import run_module
+from tests.suite.commands import run_behave
 from tests.suite.conftest import MakeAnswer
 
 LIMIT = 4
@@ -73,10 +73,8 @@ def test_a_router_limited_below_20_passes_the_concurrency_scenarios_when_declare
 ) -> None:
     """Opened all at once, 16 of the 20 sessions would meet the Router's rightful 429."""
     cube = start_localcube(extra_arguments=["--max-concurrent-requests", str(LIMIT)])
-    status, output = run_module(
-        "behave",
+    status, output = run_behave(
         "features/concurrency.feature",
-        "--no-color",
         "-f",
         "plain",
         f"--define=router_url={cube.url}",

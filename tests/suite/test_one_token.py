@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import StartLocalCube
-from tests.suite.commands import run_module
+from tests.suite.commands import run_behave
 
 
 @pytest.mark.slow
@@ -23,8 +23,7 @@ def test_the_default_run_passes_with_one_ordinary_token(
     token_file = tmp_path / "tokens"
     token_file.write_text(f"platform-team={token}\n")
     cube = start_localcube(gc_interval="200ms", extra_arguments=["--token-file", str(token_file)])
-    status, output = run_module(
-        "behave",
+    status, output = run_behave(
         f"--define=router_url={cube.url}",
         "--define=platform=localcube",
         f"--define=reports_dir={tmp_path / 'reports'}",

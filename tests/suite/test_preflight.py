@@ -18,7 +18,7 @@ from acceptance.run.preflight import PreflightFailed
 from acceptance.run.suite import Suite
 from tests.conftest import StartLocalCube
 from tests.localcube.support import Client
-from tests.suite.commands import run_module
+from tests.suite.commands import run_behave, run_module
 from tests.suite.fault_proxy import FaultProxy
 
 KNOWN_TOKEN, OTHER_TOKEN = "known-subject-Hq2v", "other-subject-Zr7k"
@@ -200,8 +200,7 @@ def test_a_run_stopped_by_the_preflight_writes_both_reports_and_ends_with_the_fi
 
 
 def test_a_wrong_token_stops_the_run_before_any_scenario(cube_with_other_tokens) -> None:
-    status, output = run_module(
-        "behave",
+    status, output = run_behave(
         "--define=platform=localcube",
         f"--define=router_url={cube_with_other_tokens}",
         timeout=60,
@@ -215,8 +214,7 @@ def test_a_wrong_token_stops_the_run_before_any_scenario(cube_with_other_tokens)
 
 
 def test_a_missing_runtime_stops_a_run_on_the_localcube_it_starts(tmp_path: Path) -> None:
-    status, output = run_module(
-        "behave",
+    status, output = run_behave(
         "--define=echo_agent=no-such-echo-agent",
         f"--define=reports_dir={tmp_path}",
         timeout=60,
@@ -237,7 +235,7 @@ def test_a_missing_runtime_stops_a_run_on_the_localcube_it_starts(tmp_path: Path
     ],
 )
 def test_a_bad_setting_or_tag_stops_the_run_as_cleanly(arguments: list[str], told: str) -> None:
-    status, output = run_module("behave", *arguments, timeout=60)
+    status, output = run_behave(*arguments, timeout=60)
     assert status == 1
     assert f"{TITLE} (1 problem to fix):" in output and told in output, output
     assert not [noise for noise in BEHAVE_NOISE if noise in output], output
@@ -253,7 +251,5 @@ def test_an_interrupted_start_and_an_unexpected_error_are_told_too() -> None:
 
 
 def test_a_dry_run_needs_no_target() -> None:
-    status, output = run_module(
-        "behave", "--dry-run", f"--define=router_url={closed_port_url()}", timeout=60
-    )
+    status, output = run_behave("--dry-run", f"--define=router_url={closed_port_url()}", timeout=60)
     assert status == 0 and TITLE not in output, output

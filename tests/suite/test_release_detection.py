@@ -6,9 +6,6 @@ fault proxy as a Router of a release before upstream PR #460."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,12 +15,12 @@ from acceptance.run.preflight import PreflightFailed
 from acceptance.run.results import RunResults
 from acceptance.run.suite import Suite
 from acceptance.run.summary import format_summary, summarize
+from tests.suite.commands import BehaveRun, run_behave
 from tests.suite.fault_proxy import FaultProxy
 
 # the module's fixtures serve all its tests: one process runs them (pytest-xdist)
 pytestmark = pytest.mark.xdist_group("release-detection")
 
-ROOT = Path(__file__).resolve().parents[2]
 PRE_460_LINE = (
     "AgentCube release: pre-460 (detected: the Router's 404 for an unknown session carries no code)"
 )
@@ -43,27 +40,27 @@ def router_before_pr_460(shared_cube) -> Iterator[str]:
         yield proxy.url
 
 
-def behave(url: str, directory: Path, *userdata: str) -> subprocess.CompletedProcess[str]:
-    """The not-found scenarios against the target, with an HTML report, as a user runs them;
-    no AGENTCUBE_ variable of the caller's reaches the run."""
-    command = [sys.executable, "-m", "behave", "--no-color"]
-    command += ["-f", "html-review", "-o", str(directory / "report.html"), "-f", "plain"]
-    for pattern in NOT_FOUND_SCENARIOS:
-        command += ["-n", pattern]
-    for setting in (f"router_url={url}", "platform=localcube", f"reports_dir={directory}"):
-        command += ["-D", setting]
-    for setting in userdata:
-        command += ["-D", setting]
-    env = {name: value for name, value in os.environ.items() if not name.startswith("AGENTCUBE_")}
-    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+def behave(url: str, directory: Path, **userdata: str) -> BehaveRun:
+    """The not-found scenarios against the target, with an HTML report, as a user runs them."""
+    names = [f"--name={pattern}" for pattern in NOT_FOUND_SCENARIOS]
+    return run_behave(
+        *("-f", "html-review", "-o", str(directory / "report.html"), "-f", "plain", *names),
+        userdata={
+            "router_url": url,
+            "platform": "localcube",
+            "reports_dir": str(directory),
+            **userdata,
+        },
+        timeout=180,
+    )
 
 
 def test_a_router_before_pr_460_is_detected_and_its_run_passes(
     router_before_pr_460: str, tmp_path: Path
 ) -> None:
     run = behave(router_before_pr_460, tmp_path)
-    output = run.stdout + run.stderr
-    assert run.returncode == 0, output
+    output = run.output
+    assert run.status == 0, output
     assert run.stderr.splitlines()[0] == PRE_460_LINE, run.stderr
     assert "Skipped for this target (1):" in run.stderr, output
     assert (
@@ -78,9 +75,9 @@ def test_a_router_before_pr_460_is_detected_and_its_run_passes(
 def test_a_run_held_to_main_fails_where_the_code_is_missing(
     router_before_pr_460: str, tmp_path: Path
 ) -> None:
-    run = behave(router_before_pr_460, tmp_path, "agentcube_release=main")
-    output = run.stdout + run.stderr
-    assert run.returncode == 1, output
+    run = behave(router_before_pr_460, tmp_path, agentcube_release="main")
+    output = run.output
+    assert run.status == 1, output
     assert run.stderr.splitlines()[0] == (
         "AgentCube release: main (set by agentcube_release / AGENTCUBE_RELEASE)"
     ), run.stderr

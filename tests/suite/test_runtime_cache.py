@@ -9,15 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.suite.commands import run_module
+from tests.suite.commands import run_behave
 from tests.suite.fault_proxy import FaultProxy
 
 IDLE_EXPIRY = "A session left idle past its timeout ends"
 
 
 def run_idle_expiry(url: str, tmp_path: Path) -> tuple[int, str]:
-    return run_module(
-        "behave",
+    return run_behave(
         "features/session_expiry.feature",
         "-n",
         IDLE_EXPIRY,

@@ -5,17 +5,14 @@ is plain at a glance; the console shows the same table."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
 from acceptance.core.evidence import Exchange, text_table
 from localcube import embedded
 from tests.localcube.support import FIXTURES
-from tests.suite.commands import ROOT
+from tests.suite.commands import run_behave
 from tests.suite.fault_proxy import FaultProxy
 from tests.suite.test_reports import readable_texts
 
@@ -35,24 +32,21 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
     try:
         with FaultProxy(cube.url, "buffer-whole-answers") as proxy:
             report = work / "report.html"
-            command = [sys.executable, "-m", "behave", "--no-color"]
-            command += ["-f", "html-review", "-o", str(report), "-f", "plain"]
-            command += ["-n", "reach the caller as the agent produces them"]
-            for name, value in {
-                "router_url": proxy.url,
-                "platform": "localcube",
-                "reports_dir": str(work),
-            }.items():
-                command += ["-D", f"{name}={value}"]
-            env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTCUBE_")}
-            env["AGENTCUBE_API_TOKEN"] = TOKEN
-            result = subprocess.run(
-                command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=180
+            result = run_behave(
+                *("-f", "html-review", "-o", str(report), "-f", "plain"),
+                "--name=reach the caller as the agent produces them",
+                userdata={
+                    "router_url": proxy.url,
+                    "platform": "localcube",
+                    "reports_dir": str(work),
+                },
+                timeout=180,
+                AGENTCUBE_API_TOKEN=TOKEN,
             )
     finally:
         cube.stop()
-    assert result.returncode == 1, result.stdout[-4000:] + result.stderr[-2000:]
-    return result.stdout + result.stderr, "\n".join(readable_texts(report))
+    assert result.status == 1, result.stdout[-4000:] + result.stderr[-2000:]
+    return result.output, "\n".join(readable_texts(report))
 
 
 def test_the_html_report_shows_the_events_send_and_arrival_times(run) -> None:

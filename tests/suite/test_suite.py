@@ -8,7 +8,7 @@ import pytest
 from acceptance.core.settings import ConfigError
 from acceptance.platforms.target import read_settings, resolve_target
 from acceptance.run.suite import Suite
-from tests.suite.commands import run_module
+from tests.suite.commands import run_behave
 
 
 def test_a_bad_setting_stops_the_run_before_anything_starts() -> None:
@@ -61,8 +61,8 @@ def test_the_cluster_platform_brings_its_defaults_and_keeps_its_settings_apart()
 
 def behave_with_a_bad_setting(*runner: str) -> str:
     """The output of a behave run, under this runner, whose start fails on a bad setting."""
-    status, output = run_module(
-        "behave", *runner, "--tags=@smoke", "-D", "namespace=Bad Namespace", timeout=60
+    status, output = run_behave(
+        *runner, "--tags=@smoke", "-D", "namespace=Bad Namespace", timeout=60
     )
     assert status != 0, output
     assert "setting namespace" in output, output

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import StartLocalCube
-from tests.suite.commands import run_module
+from tests.suite.commands import run_behave
 
 
 @pytest.mark.slow
@@ -16,8 +16,7 @@ def test_the_credentials_feature_fails_on_a_target_that_checks_no_token(
     start_localcube: StartLocalCube, tmp_path: Path
 ) -> None:
     cube = start_localcube()  # no token file: authentication is off
-    status, output = run_module(
-        "behave",
+    status, output = run_behave(
         "features/credentials.feature",
         f"--define=router_url={cube.url}",
         f"--define=reports_dir={tmp_path}",

@@ -2,35 +2,21 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.suite.commands import run_behave
+
 # runs the whole default suite: left to CI (./dev test --all) by the quick run
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def test_the_default_run_passes_against_localcube(tmp_path: Path) -> None:
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "behave",
-            "--format",
-            "progress",
-            "--junit",
-            "--junit-directory",
-            str(tmp_path / "junit"),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    result = run_behave(
+        *("--format", "progress", "--junit", "--junit-directory", str(tmp_path / "junit")),
         timeout=600,
     )
-    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+    assert result.status == 0, result.stdout[-6000:] + result.stderr[-3000:]
     assert " 0 failed" in result.stdout
     assert list((tmp_path / "junit").glob("TESTS-*.xml")), "JUnit reports are written"

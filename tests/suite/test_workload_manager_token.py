@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import StartLocalCube
-from tests.suite.commands import run_module
+from tests.suite.commands import run_behave
 
 SCENARIO = "A busy session ends when the lifetime it asked for is up"
 
@@ -33,8 +33,7 @@ def test_a_workload_manager_taking_service_accounts_only_is_named(
     tokens = {"AGENTCUBE_API_TOKEN": api, "AGENTCUBE_ADMIN_API_TOKEN": admin}
     if with_service_account_token:
         tokens["AGENTCUBE_WORKLOAD_MANAGER_TOKEN"] = service_account
-    status, output = run_module(
-        "behave",
+    status, output = run_behave(
         "features/session_lifetime.feature",
         "-n",
         SCENARIO,

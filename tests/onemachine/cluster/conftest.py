@@ -34,13 +34,20 @@ needs_namespaces = pytest.mark.skipif(
 def launcher_command(bin_dir: Path, tmp_path: Path, *extra: str) -> list[str]:
     agentcube, sandbox = stand_ins.checkouts(tmp_path / "checkouts")
     return [
-        sys.executable, "-m", "onemachine", "cluster",
-        "--bin-dir", str(bin_dir),
-        "--agentcube-src", str(agentcube),
-        "--agent-sandbox-src", str(sandbox),
-        "--state-dir", str(tmp_path / "state"),
+        sys.executable,
+        "-m",
+        "onemachine",
+        "cluster",
+        "--bin-dir",
+        str(bin_dir),
+        "--agentcube-src",
+        str(agentcube),
+        "--agent-sandbox-src",
+        str(sandbox),
+        "--state-dir",
+        str(tmp_path / "state"),
         *extra,
-    ]  # fmt: skip
+    ]
 
 
 def started_pids(stderr: str) -> dict[str, int]:

@@ -43,10 +43,13 @@ class StandInInputs:
 
     def arguments(self) -> list[str]:
         return [
-            "--bin-dir", str(self.bin_dir),
-            "--agentcube-src", str(self.agentcube_src),
-            "--agent-sandbox-src", str(self.agent_sandbox_src),
-        ]  # fmt: skip
+            "--bin-dir",
+            str(self.bin_dir),
+            "--agentcube-src",
+            str(self.agentcube_src),
+            "--agent-sandbox-src",
+            str(self.agent_sandbox_src),
+        ]
 
 
 def stand_in_inputs(directory: Path) -> StandInInputs:

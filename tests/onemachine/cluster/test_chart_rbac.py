@@ -27,8 +27,10 @@ VALUES = {
 def rendered(template: str) -> list[dict]:
     text = subprocess.run(
         ["git", f"--git-dir={UPSTREAM}", "show", f"{REVISION}:{template}"],
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     for placeholder, value in VALUES.items():
         text = text.replace(placeholder, value)
     assert "{{" not in text, f"{template} has a template value this test does not render"

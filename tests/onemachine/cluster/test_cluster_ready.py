@@ -16,6 +16,7 @@ from kubernetes import client as kube
 from kubernetes import config as kube_config
 from kubernetes.client.rest import ApiException
 
+from onemachine.cluster.layout import NODE_NAME
 from tests.onemachine.cluster.running import RunningCluster, running_cluster  # noqa: F401
 from tests.processes import alive
 from tests.waiting import wait_until
@@ -92,9 +93,15 @@ def test_the_stand_in_cluster_gets_ready_runs_a_deployment_and_stops_clean(
     cluster, state = running_cluster, running_cluster.state_dir
     info = json.loads((state / "cluster.json").read_text())
     assert set(info) == {
-        "api_server", "router", "workload_manager", "oidc_issuer",
-        "admin_kubeconfig", "suite_kubeconfig", "token_dir", "logs",
-    }  # fmt: skip
+        "api_server",
+        "router",
+        "workload_manager",
+        "oidc_issuer",
+        "admin_kubeconfig",
+        "suite_kubeconfig",
+        "token_dir",
+        "logs",
+    }
     assert info["api_server"].startswith("https://127.0.0.1:")
     for name in ("router", "workload_manager", "oidc_issuer"):
         assert info[name].startswith("http://127.0.0.1:"), info
@@ -122,7 +129,7 @@ def test_the_stand_in_cluster_gets_ready_runs_a_deployment_and_stops_clean(
     apps.create_namespaced_deployment(NAMESPACE, deployment("sleeper", sleeper(marker)))
     wait_until(lambda: rolled_out(apps, "sleeper"), "the Deployment to roll out", timeout=60)
     (first,) = ready_pods(core, "sleeper")
-    assert first.spec.node_name == "localcube-node"
+    assert first.spec.node_name == NODE_NAME
     assert first.metadata.owner_references[0].name == "sleeper"
     assert processes_naming(marker), "the node runs no process of the pod"
 

@@ -187,8 +187,11 @@ def test_a_machine_refusing_namespaces_stops_the_launch_saying_so(tmp_path: Path
     bin_dir = stand_ins.bin_dir(tmp_path / "bin", etcd=stand_ins.serving())
     result = subprocess.run(
         ["setpriv", "--bounding-set=-sys_admin", *launcher_command(bin_dir, tmp_path)],
-        capture_output=True, text=True, timeout=60, cwd=ROOT,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1] == (
         "onemachine cluster: this machine does not allow network namespaces: "

@@ -35,8 +35,12 @@ def test_a_machine_without_ip_stops_the_launch_saying_what_is_needed(tmp_path: P
     stand_ins.write(path / "redis-server", stand_ins.silent())
     result = subprocess.run(
         launcher_command(bin_dir, tmp_path),
-        capture_output=True, text=True, timeout=60, cwd=ROOT, env={"PATH": str(path)},
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={"PATH": str(path)},
+    )
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines()[-1] == (
         "onemachine cluster: cannot bring up lo in the new network namespace: ip: No such file "

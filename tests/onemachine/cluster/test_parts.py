@@ -181,8 +181,11 @@ def test_the_node_maps_the_user_s_images_first_then_picod_and_python() -> None:
     argv = list(part.argv)
     assert argv[1:4] == ["-m", "onemachine", "node"]
     images = [argv[i + 1] for i, arg in enumerate(argv) if arg == "--image"]
-    assert images == ["python:3.12*=/usr/bin/python3.12", "picod:*=/opt/bin/picod",
-                      "python:*=python3"]  # fmt: skip
+    assert images == [
+        "python:3.12*=/usr/bin/python3.12",
+        "picod:*=/opt/bin/picod",
+        "python:*=python3",
+    ]
     assert argv[argv.index("--kubeconfig") + 1] == "/state/kubeconfigs/admin.yaml"
     # its Service proxy serves the API server's service range
     assert argv[argv.index("--service-cidr") + 1] == "198.19.0.0/24"
@@ -192,7 +195,7 @@ def test_the_node_maps_the_user_s_images_first_then_picod_and_python() -> None:
     assert given["tls-private-key-file"] == "/state/pki/kubelet.key"
     assert given["client-ca-file"] == "/state/pki/ca.crt"
     assert str(part.ready) == (
-        "GET https://127.0.0.1:6443/api/v1/nodes/localcube-node answering 200 as expected"
+        "GET https://127.0.0.1:6443/api/v1/nodes/onemachine-node answering 200 as expected"
     )
 
 
@@ -244,10 +247,13 @@ def test_the_issuer_part_runs_as_given_ready_by_its_probe_with_the_suite_s_token
         )
         answer = requests.post(
             cluster.ports.oidc_issuer_url + "/protocol/openid-connect/token",
-            data={"grant_type": "client_credentials", "client_id": "agentcube-admin",
-                  "client_secret": "e2e-admin-secret"},
+            data={
+                "grant_type": "client_credentials",
+                "client_id": "agentcube-admin",
+                "client_secret": "e2e-admin-secret",
+            },
             timeout=5,
-        )  # fmt: skip
+        )
         assert answer.status_code == 200, answer.text
         granted = jwt.decode(
             answer.json()["access_token"],

@@ -38,8 +38,15 @@ def test_the_kubelet_api_pair_is_of_the_same_ca_one_to_serve_one_to_call(tmp_pat
         assert "OK" in openssl("verify", "-CAfile", str(pki.ca_cert), str(cert))
     names = openssl("x509", "-in", str(pki.kubelet_cert), "-noout", "-ext", "subjectAltName")
     assert "IP Address:198.18.0.1" in names
-    client = openssl("x509", "-in", str(pki.kubelet_client_cert), "-noout", "-subject", "-ext",
-                     "extendedKeyUsage")  # fmt: skip
+    client = openssl(
+        "x509",
+        "-in",
+        str(pki.kubelet_client_cert),
+        "-noout",
+        "-subject",
+        "-ext",
+        "extendedKeyUsage",
+    )
     assert "subject=CN = kube-apiserver-kubelet-client\n" in client
     assert "TLS Web Client Authentication" in client
 
@@ -60,8 +67,13 @@ def test_tokens_are_in_private_files_only(tmp_path: Path) -> None:
     assert f'{users["acceptance"].token},acceptance,acceptance,"ci"' in lines
     assert len({user.token for user in users.values()}) == len(users)
     (tmp_path / "ca.crt").write_text("CA")
-    write_kubeconfig(tmp_path / "k.yaml", "https://127.0.0.1:1", tmp_path / "ca.crt",
-                     "acceptance", users["acceptance"].token)  # fmt: skip
+    write_kubeconfig(
+        tmp_path / "k.yaml",
+        "https://127.0.0.1:1",
+        tmp_path / "ca.crt",
+        "acceptance",
+        users["acceptance"].token,
+    )
     config = yaml.safe_load((tmp_path / "k.yaml").read_text())
     assert config["users"] == [{"name": "acceptance", "user": {"token": users["acceptance"].token}}]
     assert config["clusters"][0]["cluster"]["server"] == "https://127.0.0.1:1"

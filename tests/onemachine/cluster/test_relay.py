@@ -99,11 +99,14 @@ def test_the_inner_port_exists_only_inside_the_namespace(relay) -> None:
 def test_the_test_process_stays_in_its_namespace() -> None:
     before = os.readlink("/proc/self/ns/net")
     subprocess.run(
-        [sys.executable, "-c", "from onemachine.cluster.network import enter_private_network;"
-         "enter_private_network()"],
+        [
+            sys.executable,
+            "-c",
+            "from onemachine.cluster.network import enter_private_network;enter_private_network()",
+        ],
         cwd=ROOT,
         check=False,
-    )  # fmt: skip
+    )
     assert os.readlink("/proc/self/ns/net") == before
 
 

@@ -84,8 +84,17 @@ MCP_DEPLOYMENT = textwrap.dedent(
     """
 )
 
-MCP_ENTRYPOINT = ["python", "-m", "mcp_server", "--transport", "streamable-http",
-                  "--host", "0.0.0.0", "--port", "8000"]  # fmt: skip
+MCP_ENTRYPOINT = [
+    "python",
+    "-m",
+    "mcp_server",
+    "--transport",
+    "streamable-http",
+    "--host",
+    "0.0.0.0",
+    "--port",
+    "8000",
+]
 MCP_DOCKERFILE = f"FROM python:3.12-slim\nEXPOSE 8000\nENTRYPOINT {json.dumps(MCP_ENTRYPOINT)}\n"
 
 RUN_E2E = textwrap.dedent(

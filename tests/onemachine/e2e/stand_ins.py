@@ -179,7 +179,9 @@ def write_python_tests(e2e_dir: Path) -> None:
     off = {"MTLS_ENABLED": "false"}
     files = {
         "test_codeinterpreter.py": (
-            urls, off | {"OIDC_ENABLED": "false", "AGENTCUBE_NAMESPACE": "agentcube"}, "",
+            urls,
+            off | {"OIDC_ENABLED": "false", "AGENTCUBE_NAMESPACE": "agentcube"},
+            "",
         ),
         "test_oidc_auth.py": (
             [*urls, "KEYCLOAK_TOKEN_URL"],
@@ -187,14 +189,18 @@ def write_python_tests(e2e_dir: Path) -> None:
             _OIDC_EXTRA,
         ),
         "test_langchain_agentcube_sandbox.py": (
-            urls, off | {"AGENTCUBE_NAMESPACE": "agentcube"}, "",
+            urls,
+            off | {"AGENTCUBE_NAMESPACE": "agentcube"},
+            "",
         ),
         "test_mcp_code_interpreter.py": (urls, off, ""),
         "test_mcp_code_interpreter_stdio.py": (urls, off, ""),
         "test_mcp_code_interpreter_k8s.py": (
-            ["MCP_K8S_MCP_URL"], {"MTLS_ENABLED": "false"}, _MCP_K8S_EXTRA,
+            ["MCP_K8S_MCP_URL"],
+            {"MTLS_ENABLED": "false"},
+            _MCP_K8S_EXTRA,
         ),
-    }  # fmt: skip
+    }
     for name, (wanted, expected, extra) in files.items():
         head = f"WANTED = {wanted!r}\nEXPECTED = {expected!r}\n"
         (e2e_dir / name).write_text(head + _PYTHON_TEST.replace("EXTRA", extra), encoding="utf-8")

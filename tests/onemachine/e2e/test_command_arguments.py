@@ -15,13 +15,22 @@ ROOT = Path(__file__).resolve().parents[3]
 def e2e(*arguments: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "onemachine", "e2e", *arguments],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def required(tmp_path: Path, checkout: Path) -> list[str]:
-    return ["--checkout", str(checkout), "--bin-dir", str(tmp_path / "bin"),
-            "--agent-sandbox-src", str(tmp_path / "sandbox")]  # fmt: skip
+    return [
+        "--checkout",
+        str(checkout),
+        "--bin-dir",
+        str(tmp_path / "bin"),
+        "--agent-sandbox-src",
+        str(tmp_path / "sandbox"),
+    ]
 
 
 def test_a_directory_that_is_no_checkout_is_refused(tmp_path: Path) -> None:

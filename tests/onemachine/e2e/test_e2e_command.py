@@ -52,10 +52,25 @@ def inputs_with_checkout(directory: Path) -> StandInInputs:
 def e2e_command(inputs: StandInInputs, state: Path, venv: Path, *extra: str) -> list[str]:
     """`python -m onemachine e2e` on the stand-ins, with the stand-in go."""
     go = stand_ins.write_go(state.parent / "go")
-    return [sys.executable, "-m", "onemachine", "e2e",
-            "--checkout", str(inputs.agentcube_src), "--bin-dir", str(inputs.bin_dir),
-            "--agent-sandbox-src", str(inputs.agent_sandbox_src), "--state-dir", str(state),
-            "--venv", str(venv), "--go", str(go), *extra]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "onemachine",
+        "e2e",
+        "--checkout",
+        str(inputs.agentcube_src),
+        "--bin-dir",
+        str(inputs.bin_dir),
+        "--agent-sandbox-src",
+        str(inputs.agent_sandbox_src),
+        "--state-dir",
+        str(state),
+        "--venv",
+        str(venv),
+        "--go",
+        str(go),
+        *extra,
+    ]
 
 
 def run_e2e(
@@ -63,8 +78,12 @@ def run_e2e(
 ) -> subprocess.CompletedProcess:
     return subprocess.run(
         e2e_command(inputs, state, venv, *extra),
-        cwd=ROOT, env=inputs.env | (env or {}), capture_output=True, text=True, timeout=TIMEOUT,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=inputs.env | (env or {}),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
 
 
 def launcher_pids(state: Path) -> list[int]:
@@ -110,9 +129,13 @@ def test_a_failing_test_fails_the_run_with_every_part_s_and_pod_s_log(
     inputs = inputs_with_checkout(tmp_path)
     state = tmp_path / "state"
     answer = run_e2e(
-        inputs, state, venv, "--python", "test_mcp_code_interpreter_k8s",
+        inputs,
+        state,
+        venv,
+        "--python",
+        "test_mcp_code_interpreter_k8s",
         env={"STAND_IN_GO_FAIL": "1"},
-    )  # fmt: skip
+    )
     output = answer.stdout + answer.stderr
     assert answer.returncode == 1, output
     assert "failed: go: TestVariables" in answer.stdout, output
@@ -149,9 +172,15 @@ def test_a_selection_runs_on_one_cluster_which_keep_cluster_leaves_running(
     inputs = inputs_with_checkout(tmp_path)
     state = tmp_path / "state"
     answer = run_e2e(
-        inputs, state, venv, "--keep-cluster", "--run", "^TestVariables$",
-        "--python", "test_codeinterpreter",
-    )  # fmt: skip
+        inputs,
+        state,
+        venv,
+        "--keep-cluster",
+        "--run",
+        "^TestVariables$",
+        "--python",
+        "test_codeinterpreter",
+    )
     assert answer.returncode == 0, answer.stdout + answer.stderr
     suites = ElementTree.parse(state / "junit.xml").getroot().findall("testsuite")
     assert [s.get("name") for s in suites] == ["go", "test_codeinterpreter.py"]
@@ -177,9 +206,13 @@ def test_sigterm_in_the_middle_stops_every_cluster_and_test(tmp_path: Path, venv
     inputs = inputs_with_checkout(tmp_path)
     state = tmp_path / "state"
     with subprocess.Popen(
-        e2e_command(inputs, state, venv), cwd=ROOT, env=inputs.env,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    ) as e2e:  # fmt: skip
+        e2e_command(inputs, state, venv),
+        cwd=ROOT,
+        env=inputs.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as e2e:
         wait_until(
             lambda: (state / "cluster-with-keycloak" / "cluster.json").exists(),
             "the second cluster to be ready",

@@ -50,9 +50,15 @@ def test_an_mcp_deployment_that_never_rolls_out_fails_the_run_naming_it(
     )
     state = tmp_path / "state"
     answer = run_e2e(
-        inputs, state, venv, "--no-go", "--python", "test_mcp_code_interpreter_k8s",
-        "--rollout-timeout", "3s",
-    )  # fmt: skip
+        inputs,
+        state,
+        venv,
+        "--no-go",
+        "--python",
+        "test_mcp_code_interpreter_k8s",
+        "--rollout-timeout",
+        "3s",
+    )
     assert answer.returncode == 1, answer.stdout + answer.stderr
     assert (
         "onemachine e2e: deployment agentcube/agentcube-code-interpreter-mcp did not roll out "

@@ -74,8 +74,11 @@ def go_test_json(module: Path) -> list[str]:
     env = os.environ | {"GOTOOLCHAIN": "local", "GOFLAGS": "-mod=mod"}
     answer = subprocess.run(
         ["go", "test", "-v", "-json", "-count=1", "./..."],
-        cwd=module, env=env, capture_output=True, text=True,
-    )  # fmt: skip
+        cwd=module,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     return answer.stdout.splitlines()
 
 
@@ -115,8 +118,10 @@ def unittest_report(tmp_path: Path, body: str) -> tuple[Path, str, int]:
     recorded = tmp_path / "results.json"
     answer = subprocess.run(
         [sys.executable, str(RECORDER), str(recorded), "test_sample.py"],
-        cwd=tmp_path, capture_output=True, text=True,
-    )  # fmt: skip
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     return recorded, answer.stdout + answer.stderr, answer.returncode
 
 
@@ -164,8 +169,11 @@ def test_junit_holds_a_suite_per_runner_with_failures_and_skips(tmp_path: Path) 
     suite = ElementTree.parse(tmp_path / "junit.xml").getroot().find("testsuite")
     assert suite is not None
     assert (suite.get("name"), suite.get("tests"), suite.get("failures"), suite.get("skipped")) == (
-        "test_sample.py", "5", "2", "1",
-    )  # fmt: skip
+        "test_sample.py",
+        "5",
+        "2",
+        "1",
+    )
     failure = suite.find("testcase[@name='test_fails']/failure")
     assert failure is not None and "'Hello' != 'Goodbye'" in (failure.text or "")
 

@@ -18,7 +18,6 @@ from typing import Any
 import yaml
 from kubernetes import client, config
 
-from agentcube_contract.certificates import CertificateAuthority, write_file
 from onemachine.node.agent import NodeAgent, Timing
 from onemachine.node.api import NodeApi
 from onemachine.node.images import ImageMap
@@ -26,6 +25,7 @@ from onemachine.node.kubelet_server import KubeletServer, KubeletTls
 from onemachine.node.pod_network import GATEWAY
 from onemachine.node.pod_runtime import PodRuntime
 from onemachine.node.pod_worker import Backoff, NodeContext
+from plumbing.certificates import CertificateAuthority, write_file
 from tests.kubernetes.conftest import write_kubeconfig
 from tests.kubernetes.fake_api import FakeKubernetes, KubeletClient
 from tests.processes import alive

@@ -89,12 +89,23 @@ def test_the_node_runs_pods_until_sigterm_and_leaves_none(tmp_path: Path, node_n
     kubeconfig = node_kubeconfig(tmp_path / "k", fake.url)
     pki = kubelet_pki(tmp_path / "pki")
     process = node(
-        "--kubeconfig", str(kubeconfig), "--root", str(tmp_path / "root"), "--name", "cli-node",
-        "--image", f"python:*={sys.executable}", "--heartbeat", "200ms",
-        "--tls-cert-file", str(pki.tls.cert_file),
-        "--tls-private-key-file", str(pki.tls.key_file),
-        "--client-ca-file", str(pki.tls.client_ca_file),
-    )  # fmt: skip
+        "--kubeconfig",
+        str(kubeconfig),
+        "--root",
+        str(tmp_path / "root"),
+        "--name",
+        "cli-node",
+        "--image",
+        f"python:*={sys.executable}",
+        "--heartbeat",
+        "200ms",
+        "--tls-cert-file",
+        str(pki.tls.cert_file),
+        "--tls-private-key-file",
+        str(pki.tls.key_file),
+        "--client-ca-file",
+        str(pki.tls.client_ca_file),
+    )
     try:
         env = [
             {"name": "TEST_MARK", "value": marker},
@@ -205,9 +216,15 @@ def test_with_a_service_cidr_the_node_proxies_services_until_sigterm(
     )
     kubeconfig = node_kubeconfig(tmp_path / "k", fake.url)
     process = node(
-        "--kubeconfig", str(kubeconfig), "--root", str(tmp_path / "root"),
-        "--service-cidr", "198.19.0.0/24", "--heartbeat", "200ms",
-    )  # fmt: skip
+        "--kubeconfig",
+        str(kubeconfig),
+        "--root",
+        str(tmp_path / "root"),
+        "--service-cidr",
+        "198.19.0.0/24",
+        "--heartbeat",
+        "200ms",
+    )
     server = socket.create_server(("0.0.0.0", 8090))
     server.settimeout(5)  # a proxy that never dials fails the test, not hangs it
     try:

@@ -18,27 +18,39 @@ IMAGES = ImageMap.parse(
 
 def test_without_a_command_the_image_entrypoint_runs_with_the_args() -> None:
     assert IMAGES.resolve("picod:v1", None, ["--workspace", "/root"]) == [
-        "/opt/upstream/bin/picod", "--log-level", "debug", "--workspace", "/root",
-    ]  # fmt: skip
+        "/opt/upstream/bin/picod",
+        "--log-level",
+        "debug",
+        "--workspace",
+        "/root",
+    ]
     assert IMAGES.resolve("python:3.12-slim", [], None) == ["python3"]
 
 
 def test_a_command_naming_the_image_program_runs_the_mapped_command() -> None:
     assert IMAGES.resolve("python:3.12-slim", ["python", "-u", "agent.py"], ["--x"]) == [
-        "python3", "-u", "agent.py", "--x",
-    ]  # fmt: skip
+        "python3",
+        "-u",
+        "agent.py",
+        "--x",
+    ]
     assert IMAGES.resolve("python:3.12-slim", ["/usr/local/bin/python3", "a.py"], None) == [
-        "python3", "a.py",
-    ]  # fmt: skip
+        "python3",
+        "a.py",
+    ]
     assert IMAGES.resolve("ghcr.io/volcano-sh/picod:latest", ["/usr/local/bin/picod"], ["-p"]) == [
-        "/opt/upstream/bin/picod", "-p",
-    ]  # fmt: skip
+        "/opt/upstream/bin/picod",
+        "-p",
+    ]
 
 
 def test_another_command_replaces_the_entrypoint() -> None:
     assert IMAGES.resolve("python:3.12", ["sh", "-c", "echo hi"], ["x"]) == [
-        "sh", "-c", "echo hi", "x",
-    ]  # fmt: skip
+        "sh",
+        "-c",
+        "echo hi",
+        "x",
+    ]
 
 
 def test_the_first_matching_pattern_wins_and_matches_the_whole_reference() -> None:

@@ -46,10 +46,17 @@ def test_a_refused_namespace_says_what_the_machine_refused(fresh_namespace: int)
     """Run without CAP_SYS_ADMIN (dropped from the bounding set by setpriv): the kernel
     refuses unshare(CLONE_NEWNET) as on a machine that does not allow namespaces."""
     refused = subprocess.run(
-        ["setpriv", "--bounding-set=-sys_admin", sys.executable, "-c",
-         "from onemachine import netns; netns.unshare(netns.CLONE_NEWNET | netns.CLONE_NEWUTS)"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        [
+            "setpriv",
+            "--bounding-set=-sys_admin",
+            sys.executable,
+            "-c",
+            "from onemachine import netns; netns.unshare(netns.CLONE_NEWNET | netns.CLONE_NEWUTS)",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert refused.returncode == 1
     assert refused.stderr.strip().splitlines()[-1] == (
         "onemachine.netns.NamespaceUnavailable: this machine does not allow network and UTS "

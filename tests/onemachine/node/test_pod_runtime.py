@@ -321,8 +321,10 @@ def test_a_pod_file_replaces_a_symbolic_link_in_the_pods_root_without_following_
     )
     done = subprocess.run(
         ["unshare", "-m", "--propagation", "private", PYTHON, "-c", bind, str(tmp_path)],
-        capture_output=True, text=True, timeout=30,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert (done.returncode, done.stdout, done.stderr) == (0, "False pod's\n", "")
     assert not (tmp_path / "missing").exists()
 
@@ -499,11 +501,19 @@ def test_a_machine_that_refuses_namespaces_gets_the_refusal_not_a_pod(
     )
     refused = subprocess.run(
         [
-            "nsenter", f"--net=/proc/self/fd/{fresh_namespace}",
-            "setpriv", "--bounding-set=-sys_admin", PYTHON, "-c", attempt,
+            "nsenter",
+            f"--net=/proc/self/fd/{fresh_namespace}",
+            "setpriv",
+            "--bounding-set=-sys_admin",
+            PYTHON,
+            "-c",
+            attempt,
         ],
-        capture_output=True, text=True, check=False, pass_fds=(fresh_namespace,),
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+        pass_fds=(fresh_namespace,),
+    )
     assert refused.returncode == 1
     assert refused.stderr == (
         "this machine does not allow network, UTS, mount and PID namespaces: "
@@ -579,11 +589,25 @@ def test_a_node_inside_a_container_keeps_the_pods_writes_on_its_own_tmpfs(
     ).format(**layers)
     outside = f"/outside-{uuid.uuid4().hex}"
     node = subprocess.run(
-        ["unshare", "--mount", "--net", "--propagation", "private", "sh", "-c",
-         f'{mount} && exec "$0" -c "$1" "$2" "$3"', PYTHON, _IN_A_CONTAINER,
-         str(layers["merged"]), outside],
-        capture_output=True, text=True, check=False, timeout=30,
-    )  # fmt: skip
+        [
+            "unshare",
+            "--mount",
+            "--net",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            f'{mount} && exec "$0" -c "$1" "$2" "$3"',
+            PYTHON,
+            _IN_A_CONTAINER,
+            str(layers["merged"]),
+            outside,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=30,
+    )
     assert node.returncode == 0, node.stderr
     assert node.stdout == ("ExitStatus(exit_code=0, signal=None) planted\n198.18.0.2\tnested\n[]\n")
     assert not Path(outside).exists()
@@ -616,8 +640,9 @@ def test_a_node_killed_without_closing_its_pods_takes_them_along(
 ) -> None:
     node = subprocess.Popen(
         ["unshare", "--net", PYTHON, "-c", _NODE, str(tmp_path)],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     pids = [int(pid) for pid in node.stdout.readline().split()]
     assert len(pids) == 2 and all(Path(f"/proc/{pid}").exists() for pid in pids)
     node.kill()

@@ -135,7 +135,7 @@ def test_a_container_status_has_what_a_kubelet_reports() -> None:
     assert container.as_status() == {
         "name": "agent",
         "image": "python:3.12",
-        "imageID": "localcube://python:3.12",
+        "imageID": "onemachine://python:3.12",
         "state": RUNNING,
         "lastState": {},
         "ready": True,

@@ -33,7 +33,7 @@ from kubernetes import client as kube
 from kubernetes import config as kube_config
 from kubernetes.client.rest import ApiException
 
-from agentcube_contract.certificates import serving_certificates, write_file
+from plumbing.certificates import serving_certificates, write_file
 from tests.onemachine.cluster.programs.flags import parse, stopping
 
 POLL = 0.2
