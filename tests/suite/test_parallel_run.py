@@ -12,6 +12,7 @@ from behave.runner_util import collect_feature_locations, parse_features
 
 from acceptance.core.settings import load_settings
 from acceptance.platforms.kubernetes.platform import ClusterTarget
+from acceptance.run.listing import main as listing_main
 from acceptance.run.parallel_run import (
     Phase,
     _names_paths,
@@ -21,7 +22,6 @@ from acceptance.run.parallel_run import (
     not_run,
     run,
 )
-from acceptance.run.listing import main as listing_main
 from acceptance.run.report_run import reports_dir
 from acceptance.run.results import (
     RunResults,
