@@ -441,7 +441,9 @@ SETTINGS: tuple[Setting, ...] = (
         parse_seconds,
         "30s",
         "The Router's read timeout (upstream's `ReadTimeout`, pkg/router/server.go:196: 30 s), "
-        "which a WebSocket conversation of the streaming scenarios outlives.",
+        "which a WebSocket conversation of the streaming scenarios outlives: that scenario "
+        "holds one 1.5 times this long. Against a localcube of your own, start it with "
+        "`--read-timeout 1s` and give `1s` here too, to keep that scenario short.",
         default_text="30s, upstream's; 1s for a localcube the suite starts, which it gives "
         "that `--read-timeout`",
     ),

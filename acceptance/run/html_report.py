@@ -14,6 +14,7 @@ import base64
 
 from behave.configuration import Configuration
 from behave.formatter.base import StreamOpener
+from behave.model import Feature
 from behave_html_pretty_formatter import PrettyHTMLFormatter
 from dominate.tags import div, h3, h4, img, p, pre, section, table, tbody, td, th, thead, tr
 
@@ -51,6 +52,12 @@ class ReviewReport(PrettyHTMLFormatter):
         self._early_stop: EarlyStop | None = None
         self.add_html_head_element(_STYLE)
 
+    def feature(self, feature: Feature) -> None:
+        """The feature's description as prose: the formatter keeps every line break of the
+        source in a box 40% wide, so each source line wrapped again into a ragged column."""
+        super().feature(feature)
+        self.features[-1].description = prose(feature.description)
+
     def set_run_summary(self, summary: RunSummary, chart_png: bytes | None) -> None:
         self._run_summary, self._chart_png = summary, chart_png
 
@@ -67,6 +74,13 @@ class ReviewReport(PrettyHTMLFormatter):
         if self._run_summary is not None:
             _render_summary(self._run_summary, self._chart_png)
         return shown
+
+
+def prose(lines: list[str]) -> str:
+    """Description lines as paragraphs: the lines of each joined into one, a blank line
+    between paragraphs."""
+    paragraphs = "\n".join(line.strip() for line in lines).split("\n\n")
+    return "\n\n".join(" ".join(paragraph.split()) for paragraph in paragraphs if paragraph.strip())
 
 
 def _render_early_stop(stop: EarlyStop) -> None:

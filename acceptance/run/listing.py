@@ -7,9 +7,8 @@ import sys
 
 from behave.configuration import Configuration
 from behave.model import Feature
-from behave.runner_util import collect_feature_locations, parse_features
 
-from acceptance.run.results import selected_scenarios
+from acceptance.run.results import run_features, selected_scenarios
 
 
 def listing(features: list[Feature], config: Configuration) -> str:
@@ -33,7 +32,7 @@ def listing(features: list[Feature], config: Configuration) -> str:
 
 def main(arguments: list[str]) -> int:
     config = Configuration(arguments)
-    features = parse_features(collect_feature_locations(config.paths))
+    features = run_features(config)
     print(listing(features, config))
     return 0
 

@@ -28,14 +28,18 @@ from pathlib import Path
 
 from behave.configuration import Configuration, setup_parser
 from behave.model import Scenario
-from behave.runner_util import collect_feature_locations, parse_features
 
 from acceptance.core.settings import SETTINGS, ConfigError, Settings
 from acceptance.platforms.base import Target, TargetStartError
 from acceptance.platforms.registry import adapter
 from acceptance.platforms.target import read_settings
 from acceptance.run.preflight import PreflightFailed
-from acceptance.run.results import RunResults, count_deselected, selected_scenarios
+from acceptance.run.results import (
+    RunResults,
+    count_deselected,
+    run_features,
+    selected_scenarios,
+)
 from acceptance.run.suite import KEPT, Suite
 from acceptance.run.summary import closing_report, summarize
 from acceptance.run.tag_check import UnknownTagError, check_tags
@@ -120,7 +124,7 @@ def run(processes: int, behave_arguments: list[str]) -> int:
     """Run the scenarios the arguments select; the worst exit status of the behavex runs."""
     started = time.monotonic()
     config = Configuration(behave_arguments)
-    features = parse_features(collect_feature_locations(config.paths))
+    features = run_features(config)
     check_tags(features, config.tag_expression, "--tags (or default_tags in behave.ini)")
     selected = selected_scenarios(features, config)
     alone = sum(_runs_alone(scenario) for scenario in selected)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from behave.configuration import Configuration
 from behave.model import Feature, Scenario
+from behave.runner_util import collect_feature_locations, parse_features
 
 from acceptance.core.measurements import Measurements
 
@@ -54,6 +55,17 @@ def failure_of(scenario: Scenario) -> tuple[str, str]:
 
 def _first_line(text: str) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), text)
+
+
+def run_features(config: Configuration) -> list[Feature]:
+    """The features a run with this configuration parses, as behave's runner parses them:
+    its paths less what its `exclude` leaves out. The run, the parallel run and the listing
+    all select from these."""
+    locations = collect_feature_locations(config.paths)
+    return parse_features(
+        [location for location in locations if not config.exclude(location)],
+        language=config.lang,
+    )
 
 
 def selected_scenarios(features: list[Feature], config: Configuration) -> list[Scenario]:

@@ -16,23 +16,13 @@ from pathlib import Path
 from behave.configuration import Configuration
 from behave.model import Feature
 from behave.runner import Runner
-from behave.runner_util import collect_feature_locations, parse_features
 
 from acceptance.run.early_stop import EarlyStop
 from acceptance.run.report_hooks import show_early_stop
-from acceptance.run.results import count_deselected, selected_scenarios
+from acceptance.run.results import count_deselected, run_features, selected_scenarios
 from acceptance.run.suite import Suite
 from acceptance.run.tag_check import check_tags
 from acceptance.run.timings import TIMED_TAG
-
-
-def run_features(config: Configuration) -> list[Feature]:
-    """The features behave runs for this configuration, parsed as its runner parses them."""
-    locations = collect_feature_locations(config.paths)
-    return parse_features(
-        [location for location in locations if not config.exclude(location)],
-        language=config.lang,
-    )
 
 
 def start_suite(config: Configuration) -> Suite:

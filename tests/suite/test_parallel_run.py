@@ -12,6 +12,7 @@ from behave.runner_util import collect_feature_locations, parse_features
 
 from acceptance.core.settings import load_settings
 from acceptance.platforms.kubernetes.platform import ClusterTarget
+from acceptance.run.listing import main as listing_main
 from acceptance.run.parallel_run import (
     Phase,
     _names_paths,
@@ -26,6 +27,7 @@ from acceptance.run.results import (
     RunResults,
     ScenarioResult,
     count_deselected,
+    run_features,
     selected_scenarios,
 )
 from tests.suite.commands import run_module
@@ -207,3 +209,15 @@ def test_a_scenario_a_phase_reported_no_result_for_is_run_again_on_its_own(
         rf"Run again on its own, no result from its phase \(1\):\n  - {dropped.feature.name}: ",
         err,
     ), err
+
+
+def test_the_run_the_parallel_run_and_the_listing_leave_out_what_exclude_names(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = Configuration(["--exclude", "code_execution"])
+    files = {feature.filename for feature in run_features(config)}
+    assert files and not any("code_execution" in name for name in files), files
+    assert listing_main(["--exclude", "code_execution"]) == 0
+    listed = capsys.readouterr().out
+    assert "features/credentials.feature" in listed
+    assert "code_execution" not in listed, listed

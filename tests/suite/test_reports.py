@@ -24,6 +24,7 @@ from xml.etree import ElementTree
 
 import pytest
 
+from acceptance.run.html_report import prose
 from tests.suite.commands import ROOT, run_module
 from tests.suite.leaks import JWT_SHAPE
 
@@ -70,6 +71,15 @@ def test_the_html_report_shows_steps_exchanges_evidence_and_the_summary(run) -> 
     assert "HTTP exchanges" in html
     assert "Platform evidence" in html and "localcube sandboxes" in html
     assert "Authorization: &lt;redacted&gt;" in html, "the exchanges show the masked header"
+    assert "carries no session id opens a session: the Router" in html, (
+        "a feature's description reads as one paragraph, not the source's lines"
+    )
+
+
+def test_a_description_is_read_as_paragraphs() -> None:
+    assert prose(["  One line", "and the next.", "", "A second  paragraph."]) == (
+        "One line and the next.\n\nA second paragraph."
+    )
 
 
 def test_the_junit_report_has_every_feature_and_the_failure_evidence(run) -> None:
