@@ -1,0 +1,117 @@
+"""The container runtime on one machine, whole: `ContainerRuntime.start(...)` and `stop()`.
+
+In order: a runtime namespace (namespace.py) checked to hold only loopback, a cgroup root
+of its own (cgroups.py), the CNI conflist (cni.py), containerd (containerd.py) in that
+cgroup root and those namespaces. `stop()` undoes it all, last first: containerd stopped,
+every process left in the cgroup root (shims, containers) killed and the root removed, the
+bridge deleted, the holder ended; the mounts (containers' root file systems, pods' network
+namespaces, /run) were only ever in the namespace's own mount namespace and go with it.
+What is left is files under the state directory.
+"""
+
+from __future__ import annotations
+
+import secrets
+import subprocess
+from collections.abc import Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from ipaddress import IPv4Network
+from pathlib import Path
+
+from onemachine.containers import cni
+from onemachine.containers.cgroups import CgroupRoot
+from onemachine.containers.containerd import Containerd, ContainerdPaths
+from onemachine.containers.namespace import PRIVATE_DIRECTORIES, RuntimeNamespace
+
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+RUNTIME_CGROUP = "runtime"  # containerd and its shims, under the cgroup root
+PODS_CGROUP = "pods"  # the pods' parent (the kubelet's cgroupRoot), under the cgroup root
+
+
+@dataclass(frozen=True)
+class RuntimeSettings:
+    """What a runtime is started with. `network`: `new` (a network namespace of its own)
+    or `inherit` (the caller's, which must be private: the cluster's)."""
+
+    state_dir: Path
+    bin_dir: Path | None = None
+    network: str = "new"
+    pod_subnet: IPv4Network = cni.POD_SUBNET
+    sandbox_image: str = PAUSE_IMAGE
+    private_directories: Sequence[str] = field(default=PRIVATE_DIRECTORIES)
+
+
+class ContainerRuntime:
+    """A started runtime: `endpoint` (the CRI socket, for a kubelet or crictl),
+    `pods_cgroup` (the kubelet's cgroupRoot), `command()`, `containerd`, `stop()`."""
+
+    def __init__(
+        self,
+        settings: RuntimeSettings,
+        namespace: RuntimeNamespace,
+        cgroup_root: CgroupRoot,
+        containerd: Containerd,
+        stack: ExitStack,
+    ) -> None:
+        self.settings = settings
+        self.namespace = namespace
+        self.cgroup_root = cgroup_root
+        self.containerd = containerd
+        self._stack = stack
+
+    @classmethod
+    def start(cls, settings: RuntimeSettings) -> ContainerRuntime:
+        """Everything the module docstring lists, or nothing: a failure undoes what was
+        started and raises (NotPrivateNamespace, NamespaceFailed, ContainerdFailed,
+        FileNotFoundError for a missing program)."""
+        with ExitStack() as stack:
+            namespace = RuntimeNamespace.start(settings.network, settings.private_directories)
+            stack.callback(namespace.stop)
+            namespace.require_private()
+            cgroup_root = CgroupRoot(f"onemachine-{secrets.token_hex(4)}")
+            stack.callback(cgroup_root.remove)
+            cgroup_root.make(RUNTIME_CGROUP)
+            cgroup_root.make(PODS_CGROUP)
+            stack.callback(_delete_bridge, namespace)
+            paths = ContainerdPaths(settings.state_dir / "containerd")
+            cni.write_conf_dir(paths.cni_conf_dir, settings.pod_subnet, paths.cni_data_dir)
+            containerd = Containerd.start(
+                paths,
+                settings.sandbox_image,
+                namespace.command,
+                lambda: cgroup_root.join(RUNTIME_CGROUP),
+                settings.bin_dir,
+            )
+            stack.callback(containerd.stop)
+            return cls(settings, namespace, cgroup_root, containerd, stack.pop_all())
+        raise AssertionError("unreachable")  # pragma: no cover (ExitStack swallows nothing)
+
+    @property
+    def endpoint(self) -> str:
+        """The CRI endpoint: `unix://STATE/containerd/containerd.sock`."""
+        return f"unix://{self.containerd.paths.socket}"
+
+    @property
+    def pods_cgroup(self) -> str:
+        """The pods' cgroup parent, `/onemachine-NAME/pods`: the kubelet's cgroupRoot."""
+        return f"{self.cgroup_root.path}/{PODS_CGROUP}"
+
+    def command(self, argv: Sequence[str], network_only: bool = False) -> list[str]:
+        """`argv` run inside the runtime's namespaces (RuntimeNamespace.command)."""
+        return self.namespace.command(argv, network_only)
+
+    def stop(self) -> None:
+        """containerd, every container, the cgroup root, the bridge and the namespace
+        gone, last started first."""
+        self._stack.close()
+
+
+def _delete_bridge(namespace: RuntimeNamespace) -> None:
+    """The pods' bridge gone from the namespace (a network namespace the runtime
+    inherited outlives it)."""
+    subprocess.run(
+        namespace.command(["ip", "link", "delete", cni.BRIDGE], network_only=True),
+        capture_output=True,
+        check=False,
+    )
