@@ -21,6 +21,7 @@ from kubernetes.client.rest import ApiException
 
 from onemachine.cluster.credentials import SUITE_USER
 from onemachine.cluster.layout import NEIGHBOUR_NAMESPACE, NODE_ADDRESS, SYSTEM_NAMESPACE
+from onemachine.cluster.pki import KUBELET_CLIENT
 from onemachine.cluster.readiness import wait_until
 
 HERE = Path(__file__).resolve().parent
@@ -82,6 +83,27 @@ def install(api: kube.ApiClient, crds: list[Path], timeout: float) -> None:
         _create(api, _suite_binding(namespace))
     for account in SERVICE_ACCOUNTS:
         _create(api, _token_secret(account))
+
+
+def kubelet_api_access(api: kube.ApiClient) -> None:
+    """The API server's client certificate (pki.py's kube-apiserver-kubelet-client) bound to
+    system:kubelet-api-admin, as kubeadm binds it: a real kubelet authorizes each call of
+    the API server (logs, exec, port-forward) with a SubjectAccessReview."""
+    name = KUBELET_CLIENT
+    _create(
+        api,
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": name},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "system:kubelet-api-admin",
+            },
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": name}],
+        },
+    )
 
 
 def part_services(api: kube.ApiClient, router_port: int, workload_manager_port: int) -> None:

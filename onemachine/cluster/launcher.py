@@ -18,6 +18,7 @@ import os
 import socket
 import sys
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -26,11 +27,13 @@ from kubernetes.client.rest import ApiException
 
 from oidc_issuer.clients import ClientsFileError, load_clients
 from onemachine import netns
-from onemachine.cluster import bootstrap, parts, service_forwards
-from onemachine.cluster.binaries import MissingBinaries, locate
+from onemachine.cluster import bootstrap, parts, real_node, service_forwards
+from onemachine.cluster.binaries import MissingBinaries, choose_node, locate
 from onemachine.cluster.credentials import (
     ADMIN,
     CONTROLLER_MANAGER,
+    KUBELET,
+    SCHEDULER,
     SUITE_USER,
     new_users,
     write_kubeconfig,
@@ -60,6 +63,7 @@ class Options:
     ports: parts.Ports = field(default_factory=parts.Ports)
     oidc_clients: Path | None = None
     router_oidc: bool = True
+    node: str = "auto"  # binaries.NODE_KINDS
 
 
 def launch(options: Options) -> int:
@@ -68,7 +72,8 @@ def launch(options: Options) -> int:
     try:
         if options.oidc_clients is not None:
             load_clients(options.oidc_clients)  # the issuer reads it again; refused here first
-        binaries = locate(options.bin_dir)
+        choice = choose_node(options.node, options.bin_dir)
+        binaries = locate(options.bin_dir, real_node=choice.real)
         crds = bootstrap.crd_files(options.sources)
         _fresh(state)
         pki = make_pki(state.pki)
@@ -81,6 +86,7 @@ def launch(options: Options) -> int:
         cluster = parts.Cluster(
             binaries, state, pki, ports, options.images,
             oidc_clients=options.oidc_clients, router_oidc=options.router_oidc,
+            real_node=choice.real,
         )  # fmt: skip
         suite_token = _write_credentials(cluster)
     except (MissingBinaries, bootstrap.BootstrapError, OSError) as error:
@@ -89,6 +95,17 @@ def launch(options: Options) -> int:
     except ClientsFileError as error:
         print(f"onemachine cluster: --oidc-clients {error}", file=sys.stderr)
         return 2
+    LOG.info("pods run on %s", choice.why)
+    images: list[Path] = []
+    if choice.real:  # before leaving the machine's network: debootstrap reaches Debian
+        LOG.info("making the node's images (cached after the first time)")
+        try:
+            checkout = options.sources["--agentcube-src"]
+            assert checkout is not None  # crd_files refused a launch without it
+            images = real_node.make_images(cluster, checkout)
+        except real_node.NodeFailed as error:
+            print(f"onemachine cluster: {error}", file=sys.stderr)
+            return 1
     started = time.monotonic()
     try:
         enter_private_network()
@@ -112,9 +129,10 @@ def launch(options: Options) -> int:
     interrupts = Interrupts()
     supervisor = Supervisor(state.logs, _base_env(), state.root, interrupts)
     interrupts.install()  # a signal from here on stops every part
+    node_stack = ExitStack()  # the real node's runtime, stopped after every part
     try:
         with interrupts.raising():
-            _start(cluster, supervisor, crds, options.ready_timeout)
+            _start(cluster, supervisor, crds, options.ready_timeout, node_stack, images)
             command = suite_command(
                 state.suite_kubeconfig,
                 host_ports["router"].getsockname()[1],
@@ -130,7 +148,7 @@ def launch(options: Options) -> int:
             return 1
     except Stop:
         return 0
-    except (PartFailed, bootstrap.BootstrapError) as error:
+    except (PartFailed, bootstrap.BootstrapError, real_node.NodeFailed) as error:
         print(f"onemachine cluster: {error}", file=sys.stderr)
         return 1
     except (ApiException, urllib3.exceptions.HTTPError) as error:
@@ -140,6 +158,7 @@ def launch(options: Options) -> int:
         LOG.info("stopping every part")
         state.cluster_info.unlink(missing_ok=True)
         supervisor.stop_all(STOP_GRACE)
+        node_stack.close()
         relay.stop()
         LOG.info("stopped; state and logs kept in %s", state.root)
 
@@ -161,18 +180,24 @@ def _write_credentials(cluster: parts.Cluster) -> str:
     write_kubeconfig(
         state.kubeconfig("admin"), server, cluster.pki.ca_cert, ADMIN, users[ADMIN].token
     )
-    write_kubeconfig(
-        state.kubeconfig("kube-controller-manager"),
-        server,
-        cluster.pki.ca_cert,
-        CONTROLLER_MANAGER,
-        users[CONTROLLER_MANAGER].token,
-    )
+    for file_name, user in (
+        ("kube-controller-manager", CONTROLLER_MANAGER),
+        ("kube-scheduler", SCHEDULER),
+        ("kubelet", KUBELET),
+    ):
+        write_kubeconfig(
+            state.kubeconfig(file_name), server, cluster.pki.ca_cert, user, users[user].token
+        )
     return users[SUITE_USER].token
 
 
 def _start(
-    cluster: parts.Cluster, supervisor: Supervisor, crds: list[Path], timeout: float
+    cluster: parts.Cluster,
+    supervisor: Supervisor,
+    crds: list[Path],
+    timeout: float,
+    node_stack: ExitStack,
+    images: list[Path],
 ) -> None:
     state = cluster.state
     for directory in (
@@ -188,6 +213,9 @@ def _start(
     bootstrap.install(api, crds, timeout)
     bootstrap.part_services(api, cluster.ports.router, cluster.ports.workload_manager)
     supervisor.start_ready(parts.controller_manager(cluster), timeout)
+    if cluster.real_node:
+        bootstrap.kubelet_api_access(api)
+        supervisor.start_ready(real_node.scheduler(cluster), timeout)
     _service_account_files(cluster, api, timeout)
     bootstrap.wait_default_service_account(api, timeout)
     supervisor.start_ready(parts.redis(cluster), timeout)
@@ -195,7 +223,10 @@ def _start(
     supervisor.start_ready(parts.workload_manager(cluster), timeout)
     supervisor.start_ready(parts.oidc_issuer(cluster), timeout)  # the Router reads it at start
     supervisor.start_ready(parts.router(cluster), timeout)
-    supervisor.start_ready(parts.node(cluster), timeout)
+    if cluster.real_node:
+        real_node.start(cluster, supervisor, node_stack, timeout, images)
+    else:
+        supervisor.start_ready(parts.node(cluster), timeout)
 
 
 def _service_account_files(cluster: parts.Cluster, api, timeout: float) -> None:

@@ -138,7 +138,10 @@ def final_stage(text: str) -> FinalStage:
     """The final stage of the Dockerfile `text`; UnsupportedDockerfile for an instruction
     it cannot lay out (the module docstring lists what it reads)."""
     stage = FinalStage()
-    for instruction, arguments in _instructions(text):
+    instructions = _instructions(text)
+    starts = [index for index, (word, _) in enumerate(instructions) if word == "FROM"]
+    # Only the final stage is laid out: a builder stage's RUNs (go build) never run here.
+    for instruction, arguments in instructions[starts[-1] if starts else 0 :]:
         if instruction == "FROM":
             words = [word for word in arguments.split() if not word.startswith("--")]
             stage = FinalStage(base=words[0])
