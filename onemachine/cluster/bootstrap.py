@@ -68,21 +68,21 @@ def connect(kubeconfig: Path) -> kube.ApiClient:
 def install(api: kube.ApiClient, crds: list[Path], timeout: float) -> None:
     """Everything above, each CRD waited for until Established."""
     for namespace in (SYSTEM_NAMESPACE, NEIGHBOUR_NAMESPACE):
-        _create(api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        create(api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
     names = []
     for path in crds:
         for document in _documents(path):
-            _create(api, document, path)
+            create(api, document, path)
             names.append(document["metadata"]["name"])
     _wait_established(api, names, timeout)
     for document in _documents(CHART_RBAC):
-        _create(api, document, CHART_RBAC)
+        create(api, document, CHART_RBAC)
     for document in _documents(SUITE_RBAC):
-        _create(api, document, SUITE_RBAC)
+        create(api, document, SUITE_RBAC)
     for namespace in (SYSTEM_NAMESPACE, NEIGHBOUR_NAMESPACE):
-        _create(api, _suite_binding(namespace))
+        create(api, _suite_binding(namespace))
     for account in SERVICE_ACCOUNTS:
-        _create(api, _token_secret(account))
+        create(api, _token_secret(account))
 
 
 def kubelet_api_access(api: kube.ApiClient) -> None:
@@ -90,7 +90,7 @@ def kubelet_api_access(api: kube.ApiClient) -> None:
     system:kubelet-api-admin, as kubeadm binds it: a real kubelet authorizes each call of
     the API server (logs, exec, port-forward) with a SubjectAccessReview."""
     name = KUBELET_CLIENT
-    _create(
+    create(
         api,
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -116,8 +116,8 @@ def part_services(api: kube.ApiClient, router_port: int, workload_manager_port: 
         ("agentcube-router", router_port),
         ("workloadmanager", workload_manager_port),
     ):
-        _create(api, _process_service(name))
-        _create(api, _process_endpoints(name, port))
+        create(api, _process_service(name))
+        create(api, _process_endpoints(name, port))
 
 
 def _process_service(name: str) -> dict:
@@ -221,7 +221,7 @@ def _documents(path: Path) -> list[dict]:
         return [document for document in yaml.safe_load_all(file) if document]
 
 
-def _create(api: kube.ApiClient, document: dict, source: Path | None = None) -> None:
+def create(api: kube.ApiClient, document: dict, source: Path | None = None) -> None:
     try:
         kube_utils.create_from_dict(api, document)
     except kube_utils.FailToCreateError as failure:

@@ -23,11 +23,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import urllib3
+from kubernetes import client as kube
 from kubernetes.client.rest import ApiException
 
 from oidc_issuer.clients import ClientsFileError, load_clients
 from onemachine import netns
-from onemachine.cluster import bootstrap, parts, real_node, service_forwards
+from onemachine.cluster import bootstrap, part_pods, parts, real_node, service_forwards
 from onemachine.cluster.binaries import MissingBinaries, choose_node, locate
 from onemachine.cluster.credentials import (
     ADMIN,
@@ -44,6 +45,7 @@ from onemachine.cluster.interrupts import Interrupts, Stop
 from onemachine.cluster.layout import LOOPBACK, SYSTEM_NAMESPACE, StateDir
 from onemachine.cluster.network import enter_private_network
 from onemachine.cluster.pki import make_pki
+from onemachine.cluster.readiness import wait_until
 from onemachine.cluster.relay import Relay, listen
 from onemachine.cluster.suite_command import suite_command
 from onemachine.cluster.supervisor import PartFailed, Supervisor
@@ -129,7 +131,7 @@ def launch(options: Options) -> int:
     interrupts = Interrupts()
     supervisor = Supervisor(state.logs, _base_env(), state.root, interrupts)
     interrupts.install()  # a signal from here on stops every part
-    node_stack = ExitStack()  # the real node's runtime, stopped after every part
+    node_stack = ExitStack()  # the real node's runtime and its containers
     try:
         with interrupts.raising():
             _start(cluster, supervisor, crds, options.ready_timeout, node_stack, images)
@@ -138,6 +140,7 @@ def launch(options: Options) -> int:
                 host_ports["router"].getsockname()[1],
                 host_ports["workload-manager"].getsockname()[1],
                 state.oidc_tokens,
+                port_forward=cluster.real_node,
             )
             forwarded = {f: listener.getsockname()[1] for f, listener in forward_ports.items()}
             _announce(cluster, host_ports["api"].getsockname()[1], suite_token, command, forwarded)
@@ -157,8 +160,10 @@ def launch(options: Options) -> int:
     finally:
         LOG.info("stopping every part")
         state.cluster_info.unlink(missing_ok=True)
-        supervisor.stop_all(STOP_GRACE)
+        # The real node's containers first (the Router's and the WorkloadManager's pods
+        # among them, whose watches would hold the API server's stop), then every part.
         node_stack.close()
+        supervisor.stop_all(STOP_GRACE)
         relay.stop()
         LOG.info("stopped; state and logs kept in %s", state.root)
 
@@ -211,22 +216,55 @@ def _start(
     supervisor.start_ready(parts.api_server(cluster), timeout)
     api = bootstrap.connect(state.kubeconfig("admin"))
     bootstrap.install(api, crds, timeout)
-    bootstrap.part_services(api, cluster.ports.router, cluster.ports.workload_manager)
+    if cluster.real_node:
+        for name, port in (
+            ("agentcube-router", cluster.ports.router),
+            ("workloadmanager", cluster.ports.workload_manager),
+        ):
+            bootstrap.create(api, part_pods.service(name, port))
+    else:
+        bootstrap.part_services(api, cluster.ports.router, cluster.ports.workload_manager)
     supervisor.start_ready(parts.controller_manager(cluster), timeout)
+    _service_account_files(cluster, api, timeout)
+    bootstrap.wait_default_service_account(api, timeout)
     if cluster.real_node:
         bootstrap.kubelet_api_access(api)
         supervisor.start_ready(real_node.scheduler(cluster), timeout)
-    _service_account_files(cluster, api, timeout)
-    bootstrap.wait_default_service_account(api, timeout)
+        real_node.start(cluster, supervisor, node_stack, timeout, images)
     supervisor.start_ready(parts.redis(cluster), timeout)
     supervisor.start_ready(parts.agent_sandbox(cluster), timeout)
-    supervisor.start_ready(parts.workload_manager(cluster), timeout)
-    supervisor.start_ready(parts.oidc_issuer(cluster), timeout)  # the Router reads it at start
-    supervisor.start_ready(parts.router(cluster), timeout)
     if cluster.real_node:
-        real_node.start(cluster, supervisor, node_stack, timeout, images)
+        _deploy(api, part_pods.workload_manager(cluster), parts.workload_manager(cluster), timeout)
     else:
+        supervisor.start_ready(parts.workload_manager(cluster), timeout)
+    supervisor.start_ready(parts.oidc_issuer(cluster), timeout)  # the Router reads it at start
+    if cluster.real_node:
+        _deploy(api, part_pods.router(cluster), parts.router(cluster), timeout)
+    else:
+        supervisor.start_ready(parts.router(cluster), timeout)
         supervisor.start_ready(parts.node(cluster), timeout)
+
+
+def _deploy(api, deployment: dict, process: parts.Part, timeout: float) -> None:
+    """A part as the chart's Deployment on the real node, ready when its pod is Ready (a
+    port forward picks Ready pods) and the probe of its process form passes (the pod is
+    on the host network: the same port)."""
+    started = time.monotonic()
+    bootstrap.create(api, deployment)
+    name = deployment["metadata"]["name"]
+    apps = kube.AppsV1Api(api)
+
+    def ready() -> bool:
+        status = apps.read_namespaced_deployment_status(name, SYSTEM_NAMESPACE).status
+        return bool(status.ready_replicas) and process.ready()
+
+    if not wait_until(ready, timeout=timeout, interval=0.2):
+        raise PartFailed(
+            f"the Deployment {name} in {SYSTEM_NAMESPACE} was not ready within {timeout:g} s "
+            f"(waiting for {process.ready}); its pod's log: kubectl logs -n {SYSTEM_NAMESPACE} "
+            f"deployment/{name}"
+        )
+    LOG.info("%s ready as a pod (%.1f s)", name, time.monotonic() - started)
 
 
 def _service_account_files(cluster: parts.Cluster, api, timeout: float) -> None:

@@ -333,7 +333,7 @@ def router(cluster: Cluster) -> Part:
             f"--port={port}",
             "--debug",
             f"--max-concurrent-requests={ROUTER_MAX_CONCURRENT_REQUESTS}",
-            *(_router_oidc_flags(cluster) if cluster.router_oidc else ()),
+            *(router_oidc_flags(cluster) if cluster.router_oidc else ()),
         ),
         HttpProbe(f"http://{LOOPBACK}:{port}/health/ready"),
         {
@@ -345,7 +345,7 @@ def router(cluster: Cluster) -> Part:
     )
 
 
-def _router_oidc_flags(cluster: Cluster) -> tuple[str, ...]:
+def router_oidc_flags(cluster: Cluster) -> tuple[str, ...]:
     return (
         f"--jwt-issuer-url={cluster.ports.oidc_issuer_url}",
         f"--jwt-audience={JWT_AUDIENCE}",

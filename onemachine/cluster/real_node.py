@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from onemachine.cluster.layout import LOOPBACK, NODE_ADDRESS, NODE_NAME, StateDir
+from onemachine.cluster.part_pods import PART_IMAGES
 from onemachine.cluster.parts import Cluster, Part
 from onemachine.cluster.readiness import HttpProbe, node_is_ready
 from onemachine.cluster.supervisor import Supervisor
@@ -29,6 +30,7 @@ from onemachine.containers import cni
 from onemachine.containers.containerd import ContainerdFailed
 from onemachine.containers.image_builds import (
     ImageBuildFailed,
+    dockerfile_image,
     pause_image,
     picod_image,
     python_image,
@@ -120,7 +122,8 @@ def make_images(
     cluster: Cluster, agentcube_src: Path, cache: ImageCache | None = None
 ) -> list[Path]:
     """The docker-archives of every image the cluster's pods name: the pause image, the
-    agents' Python images, PicoD's from the checkout's Dockerfile and the user's `picod`.
+    agents' Python images, PicoD's, the WorkloadManager's and the Router's, each from the
+    checkout's Dockerfile and the user's build.
     Made before the launcher leaves the machine's network (debootstrap reaches Debian's
     archive the first time), then cached; NodeFailed naming the image that failed."""
     cache = cache or ImageCache()
@@ -129,6 +132,16 @@ def make_images(
             pause_image(cache, PAUSE_IMAGE),
             *(python_image(cache, name) for name in PYTHON_IMAGES),
             picod_image(cache, agentcube_src, cluster.binaries["picod"]),
+            *(
+                dockerfile_image(
+                    cache,
+                    agentcube_src / dockerfile,
+                    name,
+                    {built: cluster.binaries[built]},
+                    agentcube_src,
+                )
+                for dockerfile, built, name in PART_IMAGES
+            ),
         ]
     except (ImageBuildFailed, ValueError, OSError) as error:
         raise NodeFailed(f"the node's images: {error}") from error
@@ -144,8 +157,7 @@ def start(
     """containerd in the cluster's network namespace (a mount namespace of the runtime's
     own), the pod bridge at the node's address, the `images` imported, then the kubelet in
     the runtime's namespaces, waited for until its Node is Ready. `stack` stops the runtime
-    (every container, mount, cgroup and the bridge) once the supervisor stopped the
-    kubelet."""
+    (every container, mount, cgroup and the bridge); the launcher closes it first."""
     containerd = cluster.binaries["containerd"]
     try:
         runtime = ContainerRuntime.start(

@@ -6,12 +6,13 @@ scheduler read: pkg/kubelet/apis/config, cmd/kube-scheduler/app/options)."""
 from __future__ import annotations
 
 import stat
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import yaml
 
-from onemachine.cluster import parts, real_node
+from onemachine.cluster import part_pods, parts, real_node
 from onemachine.cluster.binaries import (
     BINARIES,
     REAL_NODE_BINARIES,
@@ -20,6 +21,7 @@ from onemachine.cluster.binaries import (
     locate,
 )
 from onemachine.cluster.layout import StateDir
+from onemachine.cluster.part_pods import ROUTER_IMAGE, WORKLOAD_MANAGER_IMAGE
 from onemachine.cluster.pki import Pki
 
 SOCKET = "unix:///state/containerd/containerd.sock"
@@ -209,3 +211,57 @@ def test_the_control_plane_authorizes_a_real_kubelet_as_its_node() -> None:
     assert _flags(parts.api_server(CLUSTER))["authorization-mode"] == "Node,RBAC"
     # node lifecycle lifts the not-ready taint the API server puts on a new Node
     assert _flags(parts.controller_manager(CLUSTER))["controllers"] == "*,-nodeipam"
+
+
+def test_the_parts_pods_are_the_charts_deployments_on_the_host_network() -> None:
+    for deployment, name, image, port in (
+        (part_pods.workload_manager(CLUSTER), "workloadmanager", WORKLOAD_MANAGER_IMAGE, 8090),
+        (part_pods.router(CLUSTER), "agentcube-router", ROUTER_IMAGE, 8080),
+    ):
+        spec = deployment["spec"]["template"]["spec"]
+        container = spec["containers"][0]
+        assert deployment["metadata"] == {
+            "name": name,
+            "namespace": "agentcube",
+            "labels": {"app": name},
+        }
+        assert spec["serviceAccountName"] == name
+        assert spec["hostNetwork"] is True
+        assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+        assert container["image"] == image
+        assert container["imagePullPolicy"] == "IfNotPresent"
+        assert f"--port={port}" in container["args"]
+        assert container["readinessProbe"]["httpGet"]["port"] == port
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        assert env["REDIS_ADDR"] == "127.0.0.1:6379"
+        assert (env["KUBERNETES_SERVICE_HOST"], env["KUBERNETES_SERVICE_PORT"]) == (
+            "127.0.0.1",
+            "6443",
+        )
+        assert "AGENTCUBE_NAMESPACE" in env
+        service = part_pods.service(name, port)
+        assert service["spec"]["selector"] == {"app": name}
+        assert service["spec"]["ports"] == [
+            {"name": "http", "port": 8080, "targetPort": port, "protocol": "TCP"}
+        ]
+
+
+def test_the_router_pod_gets_the_processs_flags_and_reaches_the_workload_manager() -> None:
+    container = part_pods.router(CLUSTER)["spec"]["template"]["spec"]["containers"][0]
+    assert "--max-concurrent-requests=20" in container["args"]
+    assert "--jwt-audience=agentcube-api" in container["args"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["WORKLOAD_MANAGER_URL"] == "http://127.0.0.1:8090"
+    without_oidc = replace(CLUSTER, router_oidc=False)
+    args = part_pods.router(without_oidc)["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert not [a for a in args if a.startswith("--jwt-")]
+
+
+def test_the_images_of_the_parts_pods_come_from_the_checkouts_dockerfiles() -> None:
+    # values.yaml's repositories and tag, the Dockerfiles' final stages, the user's builds
+    assert part_pods.PART_IMAGES == (
+        ("docker/Dockerfile", "workloadmanager", WORKLOAD_MANAGER_IMAGE),
+        ("docker/Dockerfile.router", "agentcube-router", ROUTER_IMAGE),
+    )
+    assert WORKLOAD_MANAGER_IMAGE == "ghcr.io/volcano-sh/workloadmanager:latest"
+    assert ROUTER_IMAGE == "ghcr.io/volcano-sh/agentcube-router:latest"
