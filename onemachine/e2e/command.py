@@ -28,6 +28,7 @@ from kubernetes.client.rest import ApiException
 
 from agentcube_contract.durations import positive_duration
 from onemachine.cluster import bootstrap
+from onemachine.cluster.binaries import NODE_KINDS
 from onemachine.cluster.layout import SYSTEM_NAMESPACE
 from onemachine.e2e import deploy, evidence, oidc, plan, runners, venv
 from onemachine.e2e.checkout import MCP_DEPLOYMENT as MCP_MANIFEST
@@ -128,6 +129,14 @@ def add_e2e_command(commands: argparse._SubParsersAction) -> None:
         default=120.0,
         metavar="DURATION",
         help="how long each part of the cluster may take to be ready (default 2m)",
+    )
+    e2e.add_argument(
+        "--node",
+        choices=NODE_KINDS,
+        default="process",
+        help="the cluster's node (python -m onemachine cluster --node): process (default) "
+        "runs the pods as local processes; real runs them as containers through your "
+        "kubelet and containerd (docs/upstream-e2e.md says what runs there)",
     )
     e2e.add_argument("--rollout-timeout", type=positive_duration, default=300.0,
                      metavar="DURATION",
@@ -288,6 +297,7 @@ class _Run:
             "--agent-sandbox-src", str(self.arguments.agent_sandbox_src),
             "--image", self.image,
             "--ready-timeout", f"{self.arguments.ready_timeout:g}s",
+            "--node", self.arguments.node,
         ]  # fmt: skip
         if configuration.keycloak:
             clients = oidc.write_clients_file(self.state / "oidc-clients.json", self.secrets)
