@@ -121,16 +121,33 @@ class CgroupRoot:
         """Kill whatever is still in the root, then remove its directories, deepest first;
         a directory still busy after `timeout` raises OSError."""
         deadline = time.monotonic() + timeout
+        killed: set[int] = set()
         while processes := self.processes():
             for pid in processes:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
+            killed |= processes
             if time.monotonic() > deadline:
                 raise OSError(errno.EBUSY, f"processes {sorted(processes)} stay in {self.path}")
+            time.sleep(0.05)
+        # A pod's PID 1 leaves its cgroup before it has finished exiting (it waits for
+        # the rest of its PID namespace): wait until each is gone (or a zombie).
+        while exiting := {pid for pid in killed if _running(pid)}:
+            if time.monotonic() > deadline:
+                raise OSError(errno.EBUSY, f"processes {sorted(exiting)} do not end")
             time.sleep(0.05)
         for top in self.directories():
             for directory in reversed(_tree(top)):
                 _remove_when_empty(directory, deadline)
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
 
 
 def _tree(top: Path) -> list[Path]:

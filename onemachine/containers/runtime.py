@@ -2,7 +2,8 @@
 
 In order: a runtime namespace (namespace.py) checked to hold only loopback, a cgroup root
 of its own (cgroups.py), the CNI conflist (cni.py), containerd (containerd.py) in that
-cgroup root and those namespaces. `stop()` undoes it all, last first: containerd stopped,
+cgroup root and those namespaces, and the pause image (image_builds.py) imported as its
+sandbox image. `stop()` undoes it all, last first: containerd stopped,
 every process left in the cgroup root (shims, containers) killed and the root removed, the
 bridge deleted, the holder ended; the mounts (containers' root file systems, pods' network
 namespaces, /run) were only ever in the namespace's own mount namespace and go with it.
@@ -22,7 +23,10 @@ from pathlib import Path
 from onemachine.containers import cni
 from onemachine.containers.cgroups import CgroupRoot
 from onemachine.containers.containerd import Containerd, ContainerdPaths
+from onemachine.containers.image_builds import pause_image
+from onemachine.containers.image_cache import ImageCache
 from onemachine.containers.namespace import PRIVATE_DIRECTORIES, RuntimeNamespace
+from onemachine.netns import NotPrivateNamespace
 
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 RUNTIME_CGROUP = "runtime"  # containerd and its shims, under the cgroup root
@@ -40,6 +44,7 @@ class RuntimeSettings:
     pod_subnet: IPv4Network = cni.POD_SUBNET
     sandbox_image: str = PAUSE_IMAGE
     private_directories: Sequence[str] = field(default=PRIVATE_DIRECTORIES)
+    images: ImageCache = field(default_factory=ImageCache)
 
 
 class ContainerRuntime:
@@ -68,7 +73,14 @@ class ContainerRuntime:
         with ExitStack() as stack:
             namespace = RuntimeNamespace.start(settings.network, settings.private_directories)
             stack.callback(namespace.stop)
-            namespace.require_private()
+            try:
+                namespace.require_private()
+            except NotPrivateNamespace as refused:
+                raise NotPrivateNamespace(
+                    "the container runtime puts pod addresses only inside a private network "
+                    f"namespace, and {refused}: start it with a network namespace of its own "
+                    "(network 'new') or inside the cluster's"
+                ) from refused
             cgroup_root = CgroupRoot(f"onemachine-{secrets.token_hex(4)}")
             stack.callback(cgroup_root.remove)
             cgroup_root.make(RUNTIME_CGROUP)
@@ -84,6 +96,7 @@ class ContainerRuntime:
                 settings.bin_dir,
             )
             stack.callback(containerd.stop)
+            containerd.import_archive(pause_image(settings.images, settings.sandbox_image))
             return cls(settings, namespace, cgroup_root, containerd, stack.pop_all())
         raise AssertionError("unreachable")  # pragma: no cover (ExitStack swallows nothing)
 
@@ -100,6 +113,11 @@ class ContainerRuntime:
     def command(self, argv: Sequence[str], network_only: bool = False) -> list[str]:
         """`argv` run inside the runtime's namespaces (RuntimeNamespace.command)."""
         return self.namespace.command(argv, network_only)
+
+    def import_images(self, *archives: Path) -> None:
+        """Images (docker-archives made by image_builds) into the CRI's namespace."""
+        for archive in archives:
+            self.containerd.import_archive(archive)
 
     def stop(self) -> None:
         """containerd, every container, the cgroup root, the bridge and the namespace
