@@ -25,7 +25,7 @@ from onemachine.containers.cgroups import CgroupRoot
 from onemachine.containers.containerd import Containerd, ContainerdPaths
 from onemachine.containers.image_builds import pause_image
 from onemachine.containers.image_cache import ImageCache
-from onemachine.containers.namespace import PRIVATE_DIRECTORIES, RuntimeNamespace
+from onemachine.containers.namespace import RuntimeNamespace
 from onemachine.netns import NotPrivateNamespace
 
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
@@ -43,7 +43,7 @@ class RuntimeSettings:
     network: str = "new"
     pod_subnet: IPv4Network = cni.POD_SUBNET
     sandbox_image: str = PAUSE_IMAGE
-    private_directories: Sequence[str] = field(default=PRIVATE_DIRECTORIES)
+    private_directories: Sequence[str] = ()  # besides /run: /var/log for a kubelet
     images: ImageCache = field(default_factory=ImageCache)
 
 

@@ -5,6 +5,7 @@ pods still running; and it refuses a network namespace that is not private."""
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 from onemachine import netns
 from onemachine.containers import cni
 from onemachine.containers.cgroups import hierarchies
+from onemachine.containers.namespace import RuntimeNamespace
 from onemachine.containers.runtime import ContainerRuntime, RuntimeSettings
 from tests.onemachine.containers.conftest import BUSYBOX, TOOLBOX_IMAGE, needs_runtime
 from tests.onemachine.containers.cri import Crictl
@@ -135,3 +137,22 @@ def test_in_the_callers_private_namespace_its_bridge_goes_with_it(
         finally:
             runtime.stop()
         assert netns.interfaces() == ["lo"]
+
+
+def test_the_namespace_has_a_run_of_its_own_and_the_directories_asked_for() -> None:
+    namespace = RuntimeNamespace.start(private=("/var/log",))
+    try:
+        mounts = subprocess.run(
+            namespace.command(["findmnt", "-rn", "-o", "TARGET,FSTYPE"]),
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()
+    finally:
+        namespace.stop()
+    assert {"/run tmpfs", "/var/log tmpfs", "/sys sysfs"} <= set(mounts), mounts
+    # The machine's own mounts under /sys are listed too, above the new sysfs that hides them.
+    on_new_sys = mounts[len(mounts) - 1 - mounts[::-1].index("/sys sysfs") :]
+    assert [line for line in on_new_sys if line.startswith("/sys/fs/cgroup/")] == [
+        f"{hierarchy.mount_point} {hierarchy.fstype}" for hierarchy in hierarchies()
+    ]
