@@ -12,7 +12,7 @@ What is left is files under the state directory.
 
 from __future__ import annotations
 
-import secrets
+import hashlib
 import subprocess
 from collections.abc import Sequence
 from contextlib import ExitStack
@@ -81,7 +81,7 @@ class ContainerRuntime:
                     f"namespace, and {refused}: start it with a network namespace of its own "
                     "(network 'new') or inside the cluster's"
                 ) from refused
-            cgroup_root = CgroupRoot(f"onemachine-{secrets.token_hex(4)}")
+            cgroup_root = CgroupRoot(cgroup_root_name(settings.state_dir))
             stack.callback(cgroup_root.remove)
             cgroup_root.make(RUNTIME_CGROUP)
             cgroup_root.make(PODS_CGROUP)
@@ -123,6 +123,12 @@ class ContainerRuntime:
         """containerd, every container, the cgroup root, the bridge and the namespace
         gone, last started first."""
         self._stack.close()
+
+
+def cgroup_root_name(state_dir: Path) -> str:
+    """`onemachine-` and 8 hex digits of the state directory's path: one runtime's own,
+    found again from its state directory."""
+    return f"onemachine-{hashlib.sha256(str(state_dir.resolve()).encode()).hexdigest()[:8]}"
 
 
 def _delete_bridge(namespace: RuntimeNamespace) -> None:
