@@ -70,7 +70,8 @@ class ContainerRuntime:
         """Everything the module docstring lists, or nothing: a failure undoes what was
         started and raises (NotPrivateNamespace, NamespaceFailed, ContainerdFailed,
         FileNotFoundError for a missing program)."""
-        with ExitStack() as stack:
+        stack = ExitStack()
+        try:
             namespace = RuntimeNamespace.start(settings.network, settings.private_directories)
             stack.callback(namespace.stop)
             try:
@@ -97,8 +98,10 @@ class ContainerRuntime:
             )
             stack.callback(containerd.stop)
             containerd.import_archive(pause_image(settings.images, settings.sandbox_image))
-            return cls(settings, namespace, cgroup_root, containerd, stack.pop_all())
-        raise AssertionError("unreachable")  # pragma: no cover (ExitStack swallows nothing)
+        except BaseException:
+            stack.close()
+            raise
+        return cls(settings, namespace, cgroup_root, containerd, stack)
 
     @property
     def endpoint(self) -> str:
