@@ -209,6 +209,6 @@ def write_docker_archive(spec: ImageSpec, out: Path) -> Path:
             info = tarfile.TarInfo(name)
             info.size = layer.path.stat().st_size
             info.mode = 0o644
-            with layer.path.open("rb") as data:
-                archive.addfile(info, data)
+            with layer.path.open("rb") as layer_data:
+                archive.addfile(info, layer_data)
     return out

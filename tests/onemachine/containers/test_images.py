@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import tarfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -182,7 +183,7 @@ def test_the_image_holds_the_users_build_the_contexts_files_and_the_stages_setti
     (context / "settings.conf").write_text("a=1\n")
     asked: list[list[str]] = []
 
-    def base(packages: list[str]) -> Layer:
+    def base(packages: Sequence[str]) -> Layer:
         asked.append(list(packages))
         return _base_with_passwd(tmp_path)
 

@@ -84,10 +84,9 @@ def test_a_stop_with_pods_running_leaves_nothing_on_the_machine(
     assert [path for path in cgroup_directories if path.exists()] == [], "cgroups left"
     assert netns.interfaces() == interfaces
     assert _machine_paths() == paths
-    left = {
-        point for point in _mount_points() - mounts if str(state_dir) in point or "netns" in point
-    }
-    assert left == set(), f"mounts left on the machine: {left}"
+    new_mounts = _mount_points() - mounts
+    ours = {point for point in new_mounts if str(state_dir) in point or "netns" in point}
+    assert ours == set(), f"mounts left on the machine: {ours}"
 
 
 @contextmanager
