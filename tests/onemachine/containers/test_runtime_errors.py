@@ -1,5 +1,6 @@
 """Each way the runtime's start can fail says what failed and leaves nothing: no holder,
-no cgroup root, no containerd."""
+no cgroup root, no containerd. A start expected to fail is stopped should it succeed, so
+that a broken refusal fails its test without leaving a runtime running."""
 
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ def test_a_state_directory_too_long_for_the_socket_is_refused_and_undone(
     deep = state_dir / ("d" * 90)
     before = _children_alive()
     with pytest.raises(ContainerdFailed) as refused:
-        ContainerRuntime.start(RuntimeSettings(deep, images=image_cache))
+        ContainerRuntime.start(RuntimeSettings(deep, images=image_cache)).stop()
     assert str(refused.value) == (
         f"the socket path {deep}/containerd/containerd.sock is longer than 100 characters: "
         "use a shorter state directory"
@@ -65,7 +66,7 @@ def test_a_containerd_that_exits_is_named_with_its_log(
     fake.write_text("#!/bin/sh\necho 'containerd: this one cannot start' >&2\nexit 3\n")
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     with pytest.raises(ContainerdFailed) as refused:
-        ContainerRuntime.start(RuntimeSettings(state_dir / "s", bin_dir, images=image_cache))
+        ContainerRuntime.start(RuntimeSettings(state_dir / "s", bin_dir, images=image_cache)).stop()
     assert str(refused.value) == "containerd exited (3):\ncontainerd: this one cannot start"
     assert _cgroups_of(state_dir / "s") == []
 

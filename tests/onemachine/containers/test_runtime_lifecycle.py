@@ -100,7 +100,7 @@ def test_it_refuses_a_network_namespace_that_holds_another_interface(state_dir: 
     with _inside(netns.new_network_namespace()):
         os.system("ip link add stray0 type bridge")
         with pytest.raises(netns.NotPrivateNamespace) as refused:
-            ContainerRuntime.start(RuntimeSettings(state_dir, network="inherit"))
+            ContainerRuntime.start(RuntimeSettings(state_dir, network="inherit")).stop()
         assert netns.interfaces() == ["lo", "stray0"]
     assert str(refused.value) == (
         "the container runtime puts pod addresses only inside a private network namespace, "
