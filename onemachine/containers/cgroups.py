@@ -92,15 +92,11 @@ class CgroupRoot:
                     for name in ("cpuset.cpus", "cpuset.mems"):
                         (directory / name).write_text((parent / name).read_text())
 
-    def join(self, below: str = "") -> None:
-        """This process into `below` of the root in every hierarchy (for a child between
-        fork and exec: it writes files only)."""
+    def add(self, pid: int, below: str = "") -> None:
+        """Process `pid` (all its threads) into `below` of the root in every hierarchy;
+        the children it starts afterwards are born there."""
         for directory in self.directories(below):
-            descriptor = os.open(directory / "cgroup.procs", os.O_WRONLY)
-            try:
-                os.write(descriptor, str(os.getpid()).encode())
-            finally:
-                os.close(descriptor)
+            (directory / "cgroup.procs").write_text(str(pid))
 
     def processes(self) -> set[int]:
         """Every process in the root or below it, in any hierarchy."""

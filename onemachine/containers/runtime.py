@@ -93,7 +93,7 @@ class ContainerRuntime:
                 paths,
                 settings.sandbox_image,
                 namespace.command,
-                lambda: cgroup_root.join(RUNTIME_CGROUP),
+                lambda pid: cgroup_root.add(pid, RUNTIME_CGROUP),
                 settings.bin_dir,
             )
             stack.callback(containerd.stop)
