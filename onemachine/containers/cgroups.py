@@ -92,15 +92,11 @@ class CgroupRoot:
                     for name in ("cpuset.cpus", "cpuset.mems"):
                         (directory / name).write_text((parent / name).read_text())
 
-    def join(self, below: str = "") -> None:
-        """This process into `below` of the root in every hierarchy (for a child between
-        fork and exec: it writes files only)."""
+    def add(self, pid: int, below: str = "") -> None:
+        """Process `pid` (all its threads) into `below` of the root in every hierarchy;
+        the children it starts afterwards are born there."""
         for directory in self.directories(below):
-            descriptor = os.open(directory / "cgroup.procs", os.O_WRONLY)
-            try:
-                os.write(descriptor, str(os.getpid()).encode())
-            finally:
-                os.close(descriptor)
+            (directory / "cgroup.procs").write_text(str(pid))
 
     def processes(self) -> set[int]:
         """Every process in the root or below it, in any hierarchy."""
@@ -121,16 +117,33 @@ class CgroupRoot:
         """Kill whatever is still in the root, then remove its directories, deepest first;
         a directory still busy after `timeout` raises OSError."""
         deadline = time.monotonic() + timeout
+        killed: set[int] = set()
         while processes := self.processes():
             for pid in processes:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
+            killed |= processes
             if time.monotonic() > deadline:
                 raise OSError(errno.EBUSY, f"processes {sorted(processes)} stay in {self.path}")
+            time.sleep(0.05)
+        # A pod's PID 1 leaves its cgroup before it has finished exiting (it waits for
+        # the rest of its PID namespace): wait until each is gone (or a zombie).
+        while exiting := {pid for pid in killed if _running(pid)}:
+            if time.monotonic() > deadline:
+                raise OSError(errno.EBUSY, f"processes {sorted(exiting)} do not end")
             time.sleep(0.05)
         for top in self.directories():
             for directory in reversed(_tree(top)):
                 _remove_when_empty(directory, deadline)
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
 
 
 def _tree(top: Path) -> list[Path]:

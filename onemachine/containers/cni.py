@@ -59,8 +59,9 @@ def conflist(subnet: IPv4Network, data_dir: Path) -> dict[str, object]:
 
 def write_conf_dir(conf_dir: Path, subnet: IPv4Network, data_dir: Path) -> Path:
     """`conf_dir` holding the one conflist (containerd reads the first by name)."""
+    text = json.dumps(conflist(subnet, data_dir), indent=2) + "\n"  # refused: nothing made
     conf_dir.mkdir(parents=True, exist_ok=True)
     data_dir.mkdir(parents=True, exist_ok=True)
     path = conf_dir / CONFLIST_NAME
-    path.write_text(json.dumps(conflist(subnet, data_dir), indent=2) + "\n")
+    path.write_text(text)
     return path

@@ -168,12 +168,13 @@ class Containerd:
         paths: ContainerdPaths,
         sandbox_image: str,
         inside: Callable[[list[str]], list[str]],
-        join_cgroup: Callable[[], None],
+        place: Callable[[int], None],
         bin_dir: Path | None = None,
         timeout: float = 30.0,
     ) -> Containerd:
-        """containerd run as `inside(argv)` (the namespace's nsenter), in the cgroup
-        `join_cgroup` puts it in (its shims inherit it), ready to serve."""
+        """containerd run as `inside(argv)` (the namespace's nsenter), put by `place(pid)`
+        in a cgroup before it is asked anything (so the shims it starts are born there),
+        ready to serve."""
         if len(str(paths.socket)) > _SOCKET_PATH_MAX:
             raise ContainerdFailed(
                 f"the socket path {paths.socket} is longer than {_SOCKET_PATH_MAX} characters: "
@@ -195,11 +196,15 @@ class Containerd:
                 stderr=log,
                 env=environment,
                 start_new_session=True,
-                preexec_fn=join_cgroup,  # writes cgroup files only, between fork and exec
             )
         running = cls(process, paths, program("ctr", bin_dir))
         try:
-            running._wait_ready(timeout)
+            try:
+                place(process.pid)
+            except OSError:
+                if process.poll() is None:
+                    raise
+            running._wait_ready(timeout)  # says so if it exited
         except BaseException:
             running.stop()
             raise

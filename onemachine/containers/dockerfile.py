@@ -137,11 +137,10 @@ def _copy(stage: FinalStage, arguments: str) -> None:
 def final_stage(text: str) -> FinalStage:
     """The final stage of the Dockerfile `text`; UnsupportedDockerfile for an instruction
     it cannot lay out (the module docstring lists what it reads)."""
-    stage = FinalStage()
     instructions = _instructions(text)
-    starts = [index for index, (word, _) in enumerate(instructions) if word == "FROM"]
-    # Only the final stage is laid out: a builder stage's RUNs (go build) never run here.
-    for instruction, arguments in instructions[starts[-1] if starts else 0 :]:
+    starts = [index for index, (instruction, _) in enumerate(instructions) if instruction == "FROM"]
+    stage = FinalStage()
+    for instruction, arguments in instructions[starts[-1] if starts else 0 :]:  # the last stage
         if instruction == "FROM":
             words = [word for word in arguments.split() if not word.startswith("--")]
             stage = FinalStage(base=words[0])
@@ -220,7 +219,7 @@ def image_from_stage(
             entries.append(Entry(copy.destination, source=source, mode=mode))
     if stage.working_dir and not contains(root, stage.working_dir):
         entries.append(Entry(stage.working_dir))
-    layers = [root, layer_of_entries(entries, layer_path)] if entries else [root]
+    layers = [root, layer_of_entries(entries, layer_path, over=root)] if entries else [root]
     return ImageSpec(
         name,
         layers,

@@ -88,9 +88,11 @@ class Entry:
     owner: tuple[int, int] = (0, 0)
 
 
-def layer_of_entries(entries: Sequence[Entry], out: Path) -> Layer:
+def layer_of_entries(entries: Sequence[Entry], out: Path, over: Layer | None = None) -> Layer:
     """A layer of `entries` (image paths, absolute), with every directory above them that
-    no entry names (root's, 0755)."""
+    no entry names: as the layer it goes `over` has it (so a 0700 /root stays so), else
+    root's, 0755."""
+    below = _members(over) if over is not None else {}
     named = {entry.path.strip("/") for entry in entries}
     parents = {
         str(parent)
@@ -100,7 +102,7 @@ def layer_of_entries(entries: Sequence[Entry], out: Path) -> Layer:
     }
     with tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as archive:
         for directory in sorted(parents):
-            archive.addfile(_directory_entry(directory))
+            archive.addfile(below.get(directory) or _directory_entry(directory))
         for entry in sorted(entries, key=lambda entry: entry.path):
             info = tarfile.TarInfo(entry.path.strip("/"))
             info.mode = entry.mode
@@ -119,10 +121,14 @@ def layer_of_entries(entries: Sequence[Entry], out: Path) -> Layer:
     return Layer.of(out)
 
 
+def _members(layer: Layer) -> dict[str, tarfile.TarInfo]:
+    with tarfile.open(layer.path) as archive:
+        return {member.name.strip("/"): member for member in archive.getmembers()}
+
+
 def contains(layer: Layer, path: str) -> bool:
     """Whether `layer` holds an entry at image path `path`."""
-    with tarfile.open(layer.path) as archive:
-        return path.strip("/") in set(archive.getnames())
+    return path.strip("/") in _members(layer)
 
 
 def read_file(layer: Layer, path: str) -> bytes | None:
@@ -203,6 +209,6 @@ def write_docker_archive(spec: ImageSpec, out: Path) -> Path:
             info = tarfile.TarInfo(name)
             info.size = layer.path.stat().st_size
             info.mode = 0o644
-            with layer.path.open("rb") as data:
-                archive.addfile(info, data)
+            with layer.path.open("rb") as layer_data:
+                archive.addfile(info, layer_data)
     return out

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from onemachine import netns
 from onemachine.containers.holder import READY
 
+# containerd 1.6 puts its shims' sockets in /run/containerd/s whatever its config says.
 PRIVATE_DIRECTORIES = ("/run",)
 
 
@@ -35,13 +36,14 @@ class RuntimeNamespace:
     def start(
         cls,
         network: str = "new",
-        private: Sequence[str] = PRIVATE_DIRECTORIES,
+        private: Sequence[str] = (),
         timeout: float = 10.0,
     ) -> RuntimeNamespace:
         """A holder in a new mount namespace and, with network `new`, a new network
-        namespace (`inherit`: the caller's own, e.g. the cluster's private one)."""
+        namespace (`inherit`: the caller's own, e.g. the cluster's private one), with a
+        tmpfs of its own on /run and on each of `private`."""
         argv = [sys.executable, "-m", "onemachine.containers.holder", "--network", network]
-        for directory in private:
+        for directory in dict.fromkeys([*PRIVATE_DIRECTORIES, *private]):
             argv += ["--private", directory]
         process = subprocess.Popen(
             argv,

@@ -2,7 +2,8 @@
 
 In order: a runtime namespace (namespace.py) checked to hold only loopback, a cgroup root
 of its own (cgroups.py), the CNI conflist (cni.py), containerd (containerd.py) in that
-cgroup root and those namespaces. `stop()` undoes it all, last first: containerd stopped,
+cgroup root and those namespaces, and the pause image (image_builds.py) imported as its
+sandbox image. `stop()` undoes it all, last first: containerd stopped,
 every process left in the cgroup root (shims, containers) killed and the root removed, the
 bridge deleted, the holder ended; the mounts (containers' root file systems, pods' network
 namespaces, /run) were only ever in the namespace's own mount namespace and go with it.
@@ -11,7 +12,7 @@ What is left is files under the state directory.
 
 from __future__ import annotations
 
-import secrets
+import hashlib
 import subprocess
 from collections.abc import Sequence
 from contextlib import ExitStack
@@ -22,7 +23,10 @@ from pathlib import Path
 from onemachine.containers import cni
 from onemachine.containers.cgroups import CgroupRoot
 from onemachine.containers.containerd import Containerd, ContainerdPaths
-from onemachine.containers.namespace import PRIVATE_DIRECTORIES, RuntimeNamespace
+from onemachine.containers.image_builds import pause_image
+from onemachine.containers.image_cache import ImageCache
+from onemachine.containers.namespace import RuntimeNamespace
+from onemachine.netns import NotPrivateNamespace
 
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 RUNTIME_CGROUP = "runtime"  # containerd and its shims, under the cgroup root
@@ -39,7 +43,8 @@ class RuntimeSettings:
     network: str = "new"
     pod_subnet: IPv4Network = cni.POD_SUBNET
     sandbox_image: str = PAUSE_IMAGE
-    private_directories: Sequence[str] = field(default=PRIVATE_DIRECTORIES)
+    private_directories: Sequence[str] = ()  # besides /run: /var/log for a kubelet
+    images: ImageCache = field(default_factory=ImageCache)
 
 
 class ContainerRuntime:
@@ -65,11 +70,19 @@ class ContainerRuntime:
         """Everything the module docstring lists, or nothing: a failure undoes what was
         started and raises (NotPrivateNamespace, NamespaceFailed, ContainerdFailed,
         FileNotFoundError for a missing program)."""
-        with ExitStack() as stack:
+        stack = ExitStack()
+        try:
             namespace = RuntimeNamespace.start(settings.network, settings.private_directories)
             stack.callback(namespace.stop)
-            namespace.require_private()
-            cgroup_root = CgroupRoot(f"onemachine-{secrets.token_hex(4)}")
+            try:
+                namespace.require_private()
+            except NotPrivateNamespace as refused:
+                raise NotPrivateNamespace(
+                    "the container runtime puts pod addresses only inside a private network "
+                    f"namespace, and {refused}: start it with a network namespace of its own "
+                    "(network 'new') or inside the cluster's"
+                ) from refused
+            cgroup_root = CgroupRoot(cgroup_root_name(settings.state_dir))
             stack.callback(cgroup_root.remove)
             cgroup_root.make(RUNTIME_CGROUP)
             cgroup_root.make(PODS_CGROUP)
@@ -80,12 +93,15 @@ class ContainerRuntime:
                 paths,
                 settings.sandbox_image,
                 namespace.command,
-                lambda: cgroup_root.join(RUNTIME_CGROUP),
+                lambda pid: cgroup_root.add(pid, RUNTIME_CGROUP),
                 settings.bin_dir,
             )
             stack.callback(containerd.stop)
-            return cls(settings, namespace, cgroup_root, containerd, stack.pop_all())
-        raise AssertionError("unreachable")  # pragma: no cover (ExitStack swallows nothing)
+            containerd.import_archive(pause_image(settings.images, settings.sandbox_image))
+        except BaseException:
+            stack.close()
+            raise
+        return cls(settings, namespace, cgroup_root, containerd, stack)
 
     @property
     def endpoint(self) -> str:
@@ -101,10 +117,21 @@ class ContainerRuntime:
         """`argv` run inside the runtime's namespaces (RuntimeNamespace.command)."""
         return self.namespace.command(argv, network_only)
 
+    def import_images(self, *archives: Path) -> None:
+        """Images (docker-archives made by image_builds) into the CRI's namespace."""
+        for archive in archives:
+            self.containerd.import_archive(archive)
+
     def stop(self) -> None:
         """containerd, every container, the cgroup root, the bridge and the namespace
         gone, last started first."""
         self._stack.close()
+
+
+def cgroup_root_name(state_dir: Path) -> str:
+    """`onemachine-` and 8 hex digits of the state directory's path: one runtime's own,
+    found again from its state directory."""
+    return f"onemachine-{hashlib.sha256(str(state_dir.resolve()).encode()).hexdigest()[:8]}"
 
 
 def _delete_bridge(namespace: RuntimeNamespace) -> None:
