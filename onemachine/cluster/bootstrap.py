@@ -22,6 +22,7 @@ from kubernetes.client.exceptions import ApiException
 
 from onemachine.cluster.credentials import SUITE_USER
 from onemachine.cluster.layout import NEIGHBOUR_NAMESPACE, NODE_ADDRESS, SYSTEM_NAMESPACE
+from onemachine.cluster.pki import KUBELET_CLIENT
 from onemachine.cluster.readiness import wait_until
 
 HERE = Path(__file__).resolve().parent
@@ -69,21 +70,42 @@ def connect(kubeconfig: Path) -> kube.ApiClient:
 def install(api: kube.ApiClient, crds: list[Path], timeout: float) -> None:
     """Everything above, each CRD waited for until Established."""
     for namespace in (SYSTEM_NAMESPACE, NEIGHBOUR_NAMESPACE):
-        _create(api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        create(api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
     names = []
     for path in crds:
         for document in _documents(path):
-            _create(api, document, path)
+            create(api, document, path)
             names.append(document["metadata"]["name"])
     _wait_established(api, names, timeout)
     for document in _documents(CHART_RBAC):
-        _create(api, document, CHART_RBAC)
+        create(api, document, CHART_RBAC)
     for document in _documents(SUITE_RBAC):
-        _create(api, document, SUITE_RBAC)
+        create(api, document, SUITE_RBAC)
     for namespace in (SYSTEM_NAMESPACE, NEIGHBOUR_NAMESPACE):
-        _create(api, _suite_binding(namespace))
+        create(api, _suite_binding(namespace))
     for account in SERVICE_ACCOUNTS:
-        _create(api, _token_secret(account))
+        create(api, _token_secret(account))
+
+
+def kubelet_api_access(api: kube.ApiClient) -> None:
+    """The API server's client certificate (pki.py's kube-apiserver-kubelet-client) bound to
+    system:kubelet-api-admin, as kubeadm binds it: a real kubelet authorizes each call of
+    the API server (logs, exec, port-forward) with a SubjectAccessReview."""
+    name = KUBELET_CLIENT
+    create(
+        api,
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": name},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "system:kubelet-api-admin",
+            },
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": name}],
+        },
+    )
 
 
 def part_services(api: kube.ApiClient, router_port: int, workload_manager_port: int) -> None:
@@ -96,8 +118,8 @@ def part_services(api: kube.ApiClient, router_port: int, workload_manager_port: 
         ("agentcube-router", router_port),
         ("workloadmanager", workload_manager_port),
     ):
-        _create(api, _process_service(name))
-        _create(api, _process_endpoints(name, port))
+        create(api, _process_service(name))
+        create(api, _process_endpoints(name, port))
 
 
 def _process_service(name: str) -> dict[str, Any]:
@@ -201,7 +223,7 @@ def _documents(path: Path) -> list[dict[str, Any]]:
         return [document for document in yaml.safe_load_all(file) if document]
 
 
-def _create(api: kube.ApiClient, document: dict[str, Any], source: Path | None = None) -> None:
+def create(api: kube.ApiClient, document: dict[str, Any], source: Path | None = None) -> None:
     try:
         kube_utils.create_from_dict(api, document)
     except kube_utils.FailToCreateError as failure:

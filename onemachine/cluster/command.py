@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 from onemachine.cluster import service_forwards
-from onemachine.cluster.binaries import BINARIES
+from onemachine.cluster.binaries import BINARIES, NODE_KINDS
 from onemachine.cluster.launcher import Options, launch
 from plumbing.arguments import positive_duration
 
@@ -82,6 +82,15 @@ def add_cluster_command(commands: argparse._SubParsersAction[argparse.ArgumentPa
         "router.jwt.* set it; none: no external authentication, as the chart without them",
     )
     cluster.add_argument(
+        "--node",
+        choices=NODE_KINDS,
+        default="auto",
+        help="real: your kubelet and kube-scheduler (in --bin-dir) with containerd run the "
+        "pods as containers (needs root); process: this project's process kubelet runs them "
+        "as local processes (runs without root); auto (default): real where its programs are "
+        "found and this is root, else process",
+    )
+    cluster.add_argument(
         "--ready-timeout",
         type=positive_duration,
         default=120.0,
@@ -107,5 +116,6 @@ def run_cluster(arguments: argparse.Namespace) -> int:
         ready_timeout=arguments.ready_timeout,
         oidc_clients=arguments.oidc_clients.resolve() if arguments.oidc_clients else None,
         router_oidc=arguments.router_auth == "oidc",
+        node=arguments.node,
     )
     return launch(options)

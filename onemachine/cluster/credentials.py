@@ -14,6 +14,8 @@ from pathlib import Path
 
 import yaml
 
+from onemachine.cluster.layout import NODE_NAME
+
 
 @dataclass(frozen=True)
 class User:
@@ -25,11 +27,20 @@ class User:
 
 
 # The suite runs as `acceptance` (group `ci`), bound only by docs/examples/rbac.yaml's role;
-# the controller-manager as the user the bootstrap RBAC policy grants its rights to.
+# the controller-manager and the scheduler as the users the bootstrap RBAC policy grants
+# their rights to; the real node's kubelet as its node (the Node authorizer's user and group).
 ADMIN = "admin"
 SUITE_USER = "acceptance"
 CONTROLLER_MANAGER = "system:kube-controller-manager"
-_GROUPS = {ADMIN: ("system:masters",), SUITE_USER: ("ci",), CONTROLLER_MANAGER: ()}
+SCHEDULER = "system:kube-scheduler"
+KUBELET = f"system:node:{NODE_NAME}"
+_GROUPS = {
+    ADMIN: ("system:masters",),
+    SUITE_USER: ("ci",),
+    CONTROLLER_MANAGER: (),
+    SCHEDULER: (),
+    KUBELET: ("system:nodes",),
+}
 
 
 def new_users() -> dict[str, User]:

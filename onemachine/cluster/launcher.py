@@ -19,20 +19,25 @@ import socket
 import sys
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import urllib3
+from kubernetes import client as kube
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
 from oidc_issuer.clients import ClientsFileError, load_clients
 from onemachine import netns
-from onemachine.cluster import bootstrap, parts, service_forwards
-from onemachine.cluster.binaries import MissingBinaries, locate
+from onemachine.cluster import bootstrap, part_pods, parts, real_node, service_forwards
+from onemachine.cluster.binaries import MissingBinaries, choose_node, locate
 from onemachine.cluster.credentials import (
     ADMIN,
     CONTROLLER_MANAGER,
+    KUBELET,
+    SCHEDULER,
     SUITE_USER,
     new_users,
     write_kubeconfig,
@@ -43,6 +48,7 @@ from onemachine.cluster.interrupts import Interrupts, Stop
 from onemachine.cluster.layout import LOOPBACK, SYSTEM_NAMESPACE, StateDir
 from onemachine.cluster.network import enter_private_network
 from onemachine.cluster.pki import make_pki
+from onemachine.cluster.readiness import wait_until
 from onemachine.cluster.relay import Relay, listen
 from onemachine.cluster.suite_command import suite_command
 from onemachine.cluster.supervisor import PartFailed, Supervisor
@@ -62,6 +68,7 @@ class Options:
     ports: parts.Ports = field(default_factory=parts.Ports)
     oidc_clients: Path | None = None
     router_oidc: bool = True
+    node: str = "auto"  # binaries.NODE_KINDS
 
 
 def launch(options: Options) -> int:
@@ -70,7 +77,8 @@ def launch(options: Options) -> int:
     try:
         if options.oidc_clients is not None:
             load_clients(options.oidc_clients)  # the issuer reads it again; refused here first
-        binaries = locate(options.bin_dir)
+        choice = choose_node(options.node, options.bin_dir)
+        binaries = locate(options.bin_dir, real_node=choice.real)
         crds = bootstrap.crd_files(options.sources)
         _fresh(state)
         pki = make_pki(state.pki)
@@ -88,6 +96,7 @@ def launch(options: Options) -> int:
             options.images,
             oidc_clients=options.oidc_clients,
             router_oidc=options.router_oidc,
+            real_node=choice.real,
         )
         suite_token = _write_credentials(cluster)
     except (MissingBinaries, bootstrap.BootstrapError, OSError) as error:
@@ -96,6 +105,17 @@ def launch(options: Options) -> int:
     except ClientsFileError as error:
         print(f"onemachine cluster: --oidc-clients {error}", file=sys.stderr)
         return 2
+    LOG.info("pods run on %s", choice.why)
+    images: list[Path] = []
+    if choice.real:  # before leaving the machine's network: debootstrap reaches Debian
+        LOG.info("making the node's images (cached after the first time)")
+        try:
+            checkout = options.sources["--agentcube-src"]
+            assert checkout is not None  # crd_files refused a launch without it
+            images = real_node.make_images(cluster, checkout)
+        except real_node.NodeFailed as error:
+            print(f"onemachine cluster: {error}", file=sys.stderr)
+            return 1
     started = time.monotonic()
     try:
         enter_private_network()
@@ -119,14 +139,16 @@ def launch(options: Options) -> int:
     interrupts = Interrupts()
     supervisor = Supervisor(state.logs, _base_env(), state.root, interrupts)
     interrupts.install()  # a signal from here on stops every part
+    node_stack = ExitStack()  # the real node's runtime and its containers
     try:
         with interrupts.raising():
-            _start(cluster, supervisor, crds, options.ready_timeout)
+            _start(cluster, supervisor, crds, options.ready_timeout, node_stack, images)
             command = suite_command(
                 state.suite_kubeconfig,
                 host_ports["router"].getsockname()[1],
                 host_ports["workload-manager"].getsockname()[1],
                 state.oidc_tokens,
+                port_forward=cluster.real_node,
             )
             forwarded = {f: listener.getsockname()[1] for f, listener in forward_ports.items()}
             _announce(cluster, host_ports["api"].getsockname()[1], suite_token, command, forwarded)
@@ -137,7 +159,7 @@ def launch(options: Options) -> int:
             return 1
     except Stop:
         return 0
-    except (PartFailed, bootstrap.BootstrapError) as error:
+    except (PartFailed, bootstrap.BootstrapError, real_node.NodeFailed) as error:
         print(f"onemachine cluster: {error}", file=sys.stderr)
         return 1
     except (ApiException, urllib3.exceptions.HTTPError) as error:
@@ -146,6 +168,9 @@ def launch(options: Options) -> int:
     finally:
         LOG.info("stopping every part")
         state.cluster_info.unlink(missing_ok=True)
+        # The real node's containers first (the Router's and the WorkloadManager's pods
+        # among them, whose watches would hold the API server's stop), then every part.
+        node_stack.close()
         supervisor.stop_all(STOP_GRACE)
         relay.stop()
         LOG.info("stopped; state and logs kept in %s", state.root)
@@ -168,18 +193,24 @@ def _write_credentials(cluster: parts.Cluster) -> str:
     write_kubeconfig(
         state.kubeconfig("admin"), server, cluster.pki.ca_cert, ADMIN, users[ADMIN].token
     )
-    write_kubeconfig(
-        state.kubeconfig("kube-controller-manager"),
-        server,
-        cluster.pki.ca_cert,
-        CONTROLLER_MANAGER,
-        users[CONTROLLER_MANAGER].token,
-    )
+    for file_name, user in (
+        ("kube-controller-manager", CONTROLLER_MANAGER),
+        ("kube-scheduler", SCHEDULER),
+        ("kubelet", KUBELET),
+    ):
+        write_kubeconfig(
+            state.kubeconfig(file_name), server, cluster.pki.ca_cert, user, users[user].token
+        )
     return users[SUITE_USER].token
 
 
 def _start(
-    cluster: parts.Cluster, supervisor: Supervisor, crds: list[Path], timeout: float
+    cluster: parts.Cluster,
+    supervisor: Supervisor,
+    crds: list[Path],
+    timeout: float,
+    node_stack: ExitStack,
+    images: list[Path],
 ) -> None:
     state = cluster.state
     for directory in (
@@ -193,16 +224,57 @@ def _start(
     supervisor.start_ready(parts.api_server(cluster), timeout)
     api = bootstrap.connect(state.kubeconfig("admin"))
     bootstrap.install(api, crds, timeout)
-    bootstrap.part_services(api, cluster.ports.router, cluster.ports.workload_manager)
+    if cluster.real_node:
+        for name, port in (
+            ("agentcube-router", cluster.ports.router),
+            ("workloadmanager", cluster.ports.workload_manager),
+        ):
+            bootstrap.create(api, part_pods.service(name, port))
+    else:
+        bootstrap.part_services(api, cluster.ports.router, cluster.ports.workload_manager)
     supervisor.start_ready(parts.controller_manager(cluster), timeout)
     _service_account_files(cluster, api, timeout)
     bootstrap.wait_default_service_account(api, timeout)
+    if cluster.real_node:
+        bootstrap.kubelet_api_access(api)
+        supervisor.start_ready(real_node.scheduler(cluster), timeout)
+        real_node.start(cluster, supervisor, node_stack, timeout, images)
     supervisor.start_ready(parts.redis(cluster), timeout)
     supervisor.start_ready(parts.agent_sandbox(cluster), timeout)
-    supervisor.start_ready(parts.workload_manager(cluster), timeout)
+    if cluster.real_node:
+        _deploy(api, part_pods.workload_manager(cluster), parts.workload_manager(cluster), timeout)
+    else:
+        supervisor.start_ready(parts.workload_manager(cluster), timeout)
     supervisor.start_ready(parts.oidc_issuer(cluster), timeout)  # the Router reads it at start
-    supervisor.start_ready(parts.router(cluster), timeout)
-    supervisor.start_ready(parts.node(cluster), timeout)
+    if cluster.real_node:
+        _deploy(api, part_pods.router(cluster), parts.router(cluster), timeout)
+    else:
+        supervisor.start_ready(parts.router(cluster), timeout)
+        supervisor.start_ready(parts.node(cluster), timeout)
+
+
+def _deploy(
+    api: ApiClient, deployment: dict[str, Any], process: parts.Part, timeout: float
+) -> None:
+    """A part as the chart's Deployment on the real node, ready when its pod is Ready (a
+    port forward picks Ready pods) and the probe of its process form passes (the pod is
+    on the host network: the same port)."""
+    started = time.monotonic()
+    bootstrap.create(api, deployment)
+    name = deployment["metadata"]["name"]
+    apps = kube.AppsV1Api(api)
+
+    def ready() -> bool:
+        status = apps.read_namespaced_deployment_status(name, SYSTEM_NAMESPACE).status
+        return status is not None and bool(status.ready_replicas) and process.ready()
+
+    if not wait_until(ready, timeout=timeout, interval=0.2):
+        raise PartFailed(
+            f"the Deployment {name} in {SYSTEM_NAMESPACE} was not ready within {timeout:g} s "
+            f"(waiting for {process.ready}); its pod's log: kubectl logs -n {SYSTEM_NAMESPACE} "
+            f"deployment/{name}"
+        )
+    LOG.info("%s ready as a pod (%.1f s)", name, time.monotonic() - started)
 
 
 def _service_account_files(cluster: parts.Cluster, api: ApiClient, timeout: float) -> None:

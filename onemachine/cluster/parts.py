@@ -104,6 +104,9 @@ class Cluster:
     # External authentication at the Router (the chart's router.jwt.*); off, the Router as
     # the chart runs it without an issuer (upstream's own e2e without Keycloak).
     router_oidc: bool = True
+    # The user's kubelet and kube-scheduler run the pods (real_node.py), not the process
+    # node: the API server authorizes the kubelet as its node, and node lifecycle runs.
+    real_node: bool = False
 
     def kubeconfig(self, user: str) -> str:
         return str(self.state.kubeconfig(user))
@@ -152,7 +155,8 @@ def api_server(cluster: Cluster) -> Part:
             f"--tls-private-key-file={pki.serving_key}",
             f"--client-ca-file={pki.ca_cert}",
             f"--token-auth-file={cluster.state.token_file}",
-            "--authorization-mode=RBAC",
+            # A real kubelet is held to its own node's objects, as kubeadm sets it up.
+            f"--authorization-mode={'Node,RBAC' if cluster.real_node else 'RBAC'}",
             "--service-account-issuer=https://kubernetes.default.svc",
             f"--service-account-key-file={pki.service_account_public_key}",
             f"--service-account-signing-key-file={pki.service_account_key}",
@@ -167,8 +171,11 @@ def api_server(cluster: Cluster) -> Part:
 
 
 def controller_manager(cluster: Cluster) -> Part:
-    """kube-controller-manager without node-lifecycle and node-ipam (no kubelet reports to
-    them as they expect; the node binds its own pods), signing service-account tokens."""
+    """kube-controller-manager without node-ipam (the CNI plugin's host-local range gives
+    pod addresses) and, with the process node, without node-lifecycle (that node reports
+    to it not as a kubelet does and binds its own pods; a real node needs it to lift the
+    not-ready taint the API server puts on a new Node), signing service-account tokens."""
+    controllers = "*,-nodeipam" if cluster.real_node else "*,-nodelifecycle,-nodeipam"
     kubeconfig = cluster.kubeconfig("kube-controller-manager")
     return Part(
         "kube-controller-manager",
@@ -179,7 +186,7 @@ def controller_manager(cluster: Cluster) -> Part:
             f"--authorization-kubeconfig={kubeconfig}",
             f"--bind-address={LOOPBACK}",
             f"--secure-port={cluster.ports.controller_manager}",
-            "--controllers=*,-nodelifecycle,-nodeipam",
+            f"--controllers={controllers}",
             "--use-service-account-credentials=true",
             f"--service-account-private-key-file={cluster.pki.service_account_key}",
             f"--root-ca-file={cluster.pki.ca_cert}",
@@ -326,7 +333,7 @@ def router(cluster: Cluster) -> Part:
             f"--port={port}",
             "--debug",
             f"--max-concurrent-requests={ROUTER_MAX_CONCURRENT_REQUESTS}",
-            *(_router_oidc_flags(cluster) if cluster.router_oidc else ()),
+            *(router_oidc_flags(cluster) if cluster.router_oidc else ()),
         ),
         HttpProbe(f"http://{LOOPBACK}:{port}/health/ready"),
         {
@@ -338,7 +345,7 @@ def router(cluster: Cluster) -> Part:
     )
 
 
-def _router_oidc_flags(cluster: Cluster) -> tuple[str, ...]:
+def router_oidc_flags(cluster: Cluster) -> tuple[str, ...]:
     return (
         f"--jwt-issuer-url={cluster.ports.oidc_issuer_url}",
         f"--jwt-audience={JWT_AUDIENCE}",

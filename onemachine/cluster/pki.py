@@ -27,6 +27,9 @@ from plumbing.certificates import (
     write_file,
 )
 
+# kubeadm's name for the API server's client certificate towards the kubelets.
+KUBELET_CLIENT = "kube-apiserver-kubelet-client"
+
 SERVING_NAMES = (
     LOOPBACK,
     "198.19.0.1",
@@ -89,7 +92,7 @@ def make_pki(directory: Path) -> Pki:
     ca = CertificateAuthority.new("onemachine-cluster-ca")
     # kubeadm's name for it; no group: the API server's --client-ca-file is the same CA,
     # and this certificate is to give no rights there
-    client = ca.client("kube-apiserver-kubelet-client")
+    client = ca.client(KUBELET_CLIENT)
     service_account = new_key()
     write_file(pki.ca_cert, ca.cert_pem, 0o644)
     for cert, key, (cert_pem, key_pem) in (

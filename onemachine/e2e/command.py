@@ -30,6 +30,7 @@ from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
 from onemachine.cluster import bootstrap
+from onemachine.cluster.binaries import NODE_KINDS
 from onemachine.cluster.layout import SYSTEM_NAMESPACE
 from onemachine.e2e import deploy, evidence, oidc, plan, runners, venv
 from onemachine.e2e.checkout import MCP_DEPLOYMENT as MCP_MANIFEST
@@ -131,6 +132,14 @@ def add_e2e_command(commands: argparse._SubParsersAction[argparse.ArgumentParser
         default=120.0,
         metavar="DURATION",
         help="how long each part of the cluster may take to be ready (default 2m)",
+    )
+    e2e.add_argument(
+        "--node",
+        choices=NODE_KINDS,
+        default="process",
+        help="the cluster's node (python -m onemachine cluster --node): process (default) "
+        "runs the pods as local processes; real runs them as containers through your "
+        "kubelet and containerd (docs/upstream-e2e.md says what runs there)",
     )
     e2e.add_argument(
         "--rollout-timeout",
@@ -321,6 +330,8 @@ class _Run:
             self.image,
             "--ready-timeout",
             f"{self.arguments.ready_timeout:g}s",
+            "--node",
+            self.arguments.node,
         ]
         if configuration.keycloak:
             clients = oidc.write_clients_file(self.state / "oidc-clients.json", self.secrets)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import enum
 import json
 import re
-import threading
 from datetime import UTC, datetime
 from typing import Any
 
@@ -90,11 +89,7 @@ class KubeApi:
         self._core = client.CoreV1Api(self._client)
         self._apps = client.AppsV1Api(self._client)
         self._custom = client.CustomObjectsApi(self._client)
-        # The client's stream helper swaps its ApiClient's call_api while it connects, which
-        # would divert other threads' calls: streams get a client of their own, and open
-        # one at a time.
-        self._streams = client.CoreV1Api(client.ApiClient(configuration))
-        self._streams_lock = threading.Lock()
+        self._configuration = configuration
         self._served: dict[str, str] = {}  # API group -> the version found served
 
     def serve(self, group: str, version: str) -> None:
@@ -111,7 +106,6 @@ class KubeApi:
 
     def close(self) -> None:
         self._client.close()
-        self._streams.api_client.close()
 
     def _call(self, what: str, method: Any, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -301,19 +295,25 @@ class KubeApi:
 
     def open_port_forward(self, namespace: str, pod: str, port: int) -> PortForward:
         """A port-forward stream to the pod (a websocket to its portforward subresource)."""
+        # The client's stream helper swaps its ApiClient's call_api while it connects, which
+        # would divert other threads' calls: each stream opens with a client of its own, so
+        # that a burst of connections opens its streams at once (one at a time, 22 calls
+        # through a real kubelet reached the Router spread over more than a second).
+        streams = client.ApiClient(self._configuration)
         try:
-            with self._streams_lock:
-                return portforward(
-                    self._streams.connect_get_namespaced_pod_portforward,
-                    pod,
-                    namespace,
-                    ports=str(port),
-                )
+            return portforward(
+                client.CoreV1Api(streams).connect_get_namespaced_pod_portforward,
+                pod,
+                namespace,
+                ports=str(port),
+            )
         except ApiException as error:
             status, detail = _handshake_refusal(str(error.reason or "no details"))
             raise KubeError(
                 f"port-forward to Pod {namespace}/{pod} port {port}", error.status or status, detail
             ) from None
+        finally:
+            streams.close()  # its pool only: the stream has a websocket of its own
 
 
 def _handshake_refusal(reason: str) -> tuple[int, str]:

@@ -252,3 +252,32 @@ def test_a_forward_service_that_is_not_namespace_name_port_is_refused(
         "NAMESPACE/NAME:PORT, the Service's name and one of its ports "
         "(e.g. agentcube/agentcube-code-interpreter-mcp:8000)"
     )
+
+
+def test_node_real_without_a_kubelet_names_it_with_where_it_comes_from_and_nothing_starts(
+    tmp_path: Path, run_launcher
+) -> None:
+    """The stand-ins' bin-dir has no kubelet or kube-scheduler (CI has none either)."""
+    bin_dir = stand_ins.bin_dir(tmp_path / "bin")
+    result = run_launcher(bin_dir, "--node", "real")
+    assert result.returncode == 2, result.stderr
+    assert "nothing was started" in result.stderr
+    assert f"{bin_dir / 'kubelet'}: `make WHAT=cmd/kubelet`" in result.stderr, result.stderr
+    assert f"{bin_dir / 'kube-scheduler'}: `make WHAT=cmd/kube-scheduler`" in result.stderr
+    assert not started_pids(result.stderr)
+
+
+def test_node_auto_without_a_kubelet_runs_the_process_node_and_says_why(
+    tmp_path: Path, run_launcher
+) -> None:
+    bin_dir = stand_ins.bin_dir(tmp_path / "bin")
+    result = run_launcher(bin_dir, "--node", "auto", "--ready-timeout", "1ms")
+    assert "pods run on the process node: the real node's kubelet, kube-scheduler" in (
+        result.stderr
+    ), result.stderr
+
+
+def test_a_node_kind_the_launcher_does_not_know_is_refused(tmp_path: Path, run_launcher) -> None:
+    result = run_launcher(stand_ins.bin_dir(tmp_path / "bin"), "--node", "vm")
+    assert result.returncode == 2
+    assert "argument --node: invalid choice: 'vm'" in result.stderr

@@ -54,3 +54,15 @@ def test_the_suite_reads_the_issuer_s_tokens_from_their_files_none_on_the_line(
     settings = load_settings({"token_dir": given["token_dir"]}, {})
     for name, token in tokens.items():
         assert getattr(settings, name) == token, name
+
+
+def test_on_the_real_node_the_suite_forwards_to_the_parts_services_itself() -> None:
+    """The Router and the WorkloadManager are pods there: the suite opens port forwards
+    through the kubelet, so the line names no URL (the adapter refuses both at once)."""
+    line = suite_command(Path("/s/k"), 41001, 41002, Path("/s/t"), port_forward=True)
+    given = dict(word.split("=", 1) for word in shlex.split(line)[3::2])
+    assert given["port_forward"] == "true"
+    assert "router_url" not in given and "workload_manager_url" not in given
+    adapter = {setting.name for setting in KUBERNETES_SETTINGS}
+    kubernetes = load_kubernetes_settings({k: v for k, v in given.items() if k in adapter}, {})
+    assert kubernetes.port_forward is True

@@ -65,3 +65,10 @@ def test_a_rollout_timeout_that_is_no_duration_is_refused(tmp_path: Path) -> Non
     answer = e2e(*required(tmp_path, checkout), "--rollout-timeout", "soon")
     assert answer.returncode == 2
     assert "argument --rollout-timeout:" in answer.stderr
+
+
+def test_a_node_kind_the_cluster_does_not_know_is_refused(tmp_path: Path) -> None:
+    checkout = checkouts.write(tmp_path / "agentcube")
+    answer = e2e(*required(tmp_path, checkout), "--node", "vm")
+    assert answer.returncode == 2
+    assert "argument --node: invalid choice: 'vm'" in answer.stderr
