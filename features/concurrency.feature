@@ -10,7 +10,7 @@ Feature: Many calls at once
   Scenario: 20 sessions opened at once within the concurrency limit are each served apart, and all end when closed
     When 20 callers each open a session of the python interpreter, as many at the same moment as the concurrency limit allows, writing a file of their own
     Then every caller got a session of its own
-    And each session's workspace holds only its caller's file
+    And each session's workspace holds its caller's file and no other caller's
     When all those sessions are closed
     Then no sandbox of theirs is left
 

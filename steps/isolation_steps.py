@@ -50,9 +50,9 @@ def step_each_got_session(context: Context) -> None:
     context.world.part(Isolation).expect_each_got_a_session()
 
 
-@then("each session's workspace holds only its caller's file")
+@then("each session's workspace holds its caller's file and no other caller's")
 def step_each_holds_own_file(context: Context) -> None:
-    context.world.part(Isolation).expect_each_holds_only_its_file()
+    context.world.part(Isolation).expect_each_holds_its_file_and_no_others()
 
 
 @when("all those sessions are closed")

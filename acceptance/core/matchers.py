@@ -16,7 +16,6 @@ from typing import Any
 import requests
 from hamcrest import (
     all_of,
-    contains_exactly,
     contains_string,
     described_as,
     equal_to,
@@ -435,11 +434,17 @@ def lists_files(names: Sequence[str]) -> Answer:
     )
 
 
-def lists_exactly(names: Sequence[str]) -> Answer:
+def lists_one_and_none_of(name: str, others: Sequence[str]) -> Answer:
     return Answer(
-        f"the workspace listing to hold exactly {', '.join(names)}",
+        f"the workspace listing to hold {name} and none of {', '.join(others)}",
         status=200,
-        body=has_entry("files", contains_exactly(*(has_entry("name", name) for name in names))),
+        body=has_entry(
+            "files",
+            all_of(
+                has_item(has_entry("name", name)),
+                *(is_not(has_item(has_entry("name", other))) for other in others),
+            ),
+        ),
     )
 
 

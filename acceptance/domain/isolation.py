@@ -167,12 +167,17 @@ class Isolation:
         ids = [session_id_of(answer) or "" for answer in self._first_answers]
         assert_that(ids, matchers.new_session_ids(()), "the callers did not get sessions apart")
 
-    def expect_each_holds_only_its_file(self) -> None:
-        for number, session in enumerate(self._sessions_of_first_answers()):
+    def expect_each_holds_its_file_and_no_others(self) -> None:
+        """Files the image put in the workspace (a real image's home directory has some)
+        are no other caller's: only the callers' own files are judged."""
+        sessions = self._sessions_of_first_answers()
+        files = [f"mine-{number}.txt" for number in range(len(sessions))]
+        for number, session in enumerate(sessions):
             listing = self._world.in_session(session).list_files(".")
+            others = files[:number] + files[number + 1 :]
             assert_that(
                 listing,
-                matchers.lists_exactly([f"mine-{number}.txt"]),
+                matchers.lists_one_and_none_of(files[number], others),
                 f"the workspace of caller {number}'s {session} holds files not its own",
             )
 

@@ -260,7 +260,7 @@ def sysctl_overrides(node: NodeFiles) -> list[tuple[Path, Path]]:
 
 
 def kubelet(cluster: Cluster) -> Part:
-    """The user's kubelet, as the node `localcube-node` at the pod bridge's address,
+    """The user's kubelet, as the node `onemachine-node` at the pod bridge's address,
     authenticating as that node (group system:nodes; the API server's Node authorizer and
     NodeRestriction hold it to its own pods), ready when its Node is Ready."""
     node = NodeFiles(cluster.state)

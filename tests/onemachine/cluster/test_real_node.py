@@ -20,7 +20,7 @@ from onemachine.cluster.binaries import (
     choose_node,
     locate,
 )
-from onemachine.cluster.layout import StateDir
+from onemachine.cluster.layout import NODE_NAME, StateDir
 from onemachine.cluster.part_pods import ROUTER_IMAGE, WORKLOAD_MANAGER_IMAGE
 from onemachine.cluster.pki import Pki
 
@@ -192,10 +192,10 @@ def test_the_kubelet_is_the_node_at_the_bridge_address_ready_when_its_node_is() 
     given = _flags(part)
     assert given["config"] == "/state/kubelet/config.yaml"
     assert given["kubeconfig"] == "/state/kubeconfigs/kubelet.yaml"
-    assert given["hostname-override"] == "localcube-node"
+    assert given["hostname-override"] == NODE_NAME
     assert given["node-ip"] == "198.18.0.1"
     assert given["root-dir"] == "/state/kubelet/root"
-    assert str(part.ready).startswith("GET https://127.0.0.1:6443/api/v1/nodes/localcube-node")
+    assert str(part.ready).startswith(f"GET https://127.0.0.1:6443/api/v1/nodes/{NODE_NAME}")
 
 
 def test_the_scheduler_runs_on_loopback_as_the_bootstrap_policys_user() -> None:
