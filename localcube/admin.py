@@ -1,4 +1,5 @@
-"""The admin API under /localcube/v1: runtimes (apply, delete, list) and sandboxes.
+"""The admin API under /localcube/v1: runtimes (apply, delete, list), sandboxes, and the
+Router's own settings that a client cannot observe quickly (its read timeout).
 
 The suite reads sandboxes here where, on a cluster, it would read pods and claims.
 """
@@ -66,8 +67,9 @@ async def loopback_only(request: web.Request, handler: Handler) -> web.StreamRes
 
 
 class AdminRoutes:
-    def __init__(self, workloads: WorkloadManager) -> None:
+    def __init__(self, workloads: WorkloadManager, router_read_timeout: float) -> None:
         self.workloads = workloads
+        self.router_read_timeout = router_read_timeout
 
     def routes(self) -> list[web.RouteDef]:
         return [
@@ -75,6 +77,7 @@ class AdminRoutes:
             web.post(f"{PREFIX}/runtimes", self.apply_runtimes),
             web.delete(f"{PREFIX}/runtimes/{{plural}}/{{namespace}}/{{name}}", self.delete_runtime),
             web.get(f"{PREFIX}/sandboxes", self.list_sandboxes),
+            web.get(f"{PREFIX}/router", self.describe_router),
         ]
 
     async def list_runtimes(self, _: web.Request) -> web.Response:
@@ -115,3 +118,7 @@ class AdminRoutes:
             for record in self.workloads.sandboxes()
         ]
         return web.json_response({"sandboxes": sandboxes})
+
+    async def describe_router(self, _: web.Request) -> web.Response:
+        """What a WebSocket scenario would otherwise wait out to learn: `--read-timeout`."""
+        return web.json_response({"readTimeoutSeconds": self.router_read_timeout})

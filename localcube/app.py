@@ -156,7 +156,7 @@ async def _assemble(
     app.add_routes(
         router.routes()
         + WorkloadManagerRoutes(workloads, signer).routes()
-        + AdminRoutes(workloads).routes()
+        + AdminRoutes(workloads, settings.read_timeout).routes()
     )
     # A client that goes away cancels its handler, so a forwarded call ends with it and
     # frees its concurrency slot (upstream cancels the proxied request with its context).

@@ -206,6 +206,16 @@ SETTINGS: tuple[Setting, ...] = (
         secret=True,
     ),
     Setting(
+        "must_authenticate",
+        "AGENTCUBE_MUST_AUTHENTICATE",
+        parse_flag,
+        "false",
+        "`true`: the target must authenticate its callers, so the run stops at once when "
+        "the Router answers a call that carries no token. `false`: such a target's "
+        "credential scenarios are skipped with that reason (a token set for it is ignored, "
+        "and the preflight says so).",
+    ),
+    Setting(
         "no_role_api_token",
         "AGENTCUBE_NO_ROLE_API_TOKEN",
         parse_token,
@@ -443,9 +453,10 @@ SETTINGS: tuple[Setting, ...] = (
         "The Router's read timeout (upstream's `ReadTimeout`, pkg/router/server.go:196: 30 s), "
         "which a WebSocket conversation of the streaming scenarios outlives: that scenario "
         "holds one 1.5 times this long. Against a localcube of your own, start it with "
-        "`--read-timeout 1s` and give `1s` here too, to keep that scenario short.",
-        default_text="30s, upstream's; 1s for a localcube the suite starts, which it gives "
-        "that `--read-timeout`",
+        "`--read-timeout 1s` to keep that scenario short: the preflight reads it from "
+        "localcube's admin API.",
+        default_text="30s, upstream's; a localcube's own, read from its admin API (1s for "
+        "one the suite starts, which it gives that `--read-timeout`)",
     ),
     Setting(
         "warm_pool_timeout",
@@ -560,6 +571,7 @@ class Settings:
     api_token: str | None = dataclasses.field(repr=False)
     second_api_token: str | None = dataclasses.field(repr=False)
     admin_api_token: str | None = dataclasses.field(repr=False)
+    must_authenticate: bool
     no_role_api_token: str | None = dataclasses.field(repr=False)
     expired_api_token: str | None = dataclasses.field(repr=False)
     other_audience_api_token: str | None = dataclasses.field(repr=False)

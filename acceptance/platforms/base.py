@@ -149,6 +149,11 @@ class Platform:
         without starting a sandbox (HTTP alone cannot)."""
         return None
 
+    def router_read_timeout(self) -> float | None:
+        """The Router's read timeout in seconds, where the platform can read it (else None:
+        the setting router_read_timeout holds)."""
+        return None
+
     def sandbox_of(self, session_id: str) -> Sandbox | None:
         """The sandbox serving this session, or None when the platform knows of none."""
         raise self._missing(SANDBOX_OBSERVATION)
@@ -303,6 +308,24 @@ def configured_capabilities(
         if _forgeable(api_token, settings.request_timeout):
             available.add(FORGED_TOKENS)
     return frozenset(available)
+
+
+# What only a target that checks tokens can do: a target that answers calls without any
+# token (acceptance.run.preflight finds it) loses these, and gains what a caller without a
+# token can do.
+TOKEN_CAPABILITIES = frozenset(
+    {AUTH, SECOND_SUBJECT, ADMIN, FORGED_TOKENS, *REFUSED_TOKEN_SETTINGS.values()}
+)
+# Why a scenario that needs one of them is skipped on such a target.
+TOKENS_IGNORED = (
+    "the target answers calls that carry no token, so it checks none (set must_authenticate "
+    "to stop the run instead)"
+)
+
+
+def without_token_checks(capabilities: frozenset[str]) -> frozenset[str]:
+    """What a run can do against a target that ignores tokens: as without any token."""
+    return (capabilities - TOKEN_CAPABILITIES) | {WORKLOAD_MANAGER_SESSIONS}
 
 
 def configured_refused_tokens(settings: Settings) -> dict[str, str]:

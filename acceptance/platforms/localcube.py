@@ -124,6 +124,14 @@ class LocalcubePlatform(Platform):
     def has_runtime(self, runtime: Runtime) -> bool:
         return self._runtime_entry(runtime) is not None
 
+    def router_read_timeout(self) -> float | None:
+        """Its `--read-timeout`; None from a localcube older than that route."""
+        response = self._transport.request("GET", f"{self._admin}/router", authenticated=False)
+        if response.status_code == 404:
+            return None
+        assert_that(response, succeeded("localcube to describe its Router"))
+        return float(response.json()["readTimeoutSeconds"])
+
     def warm_pool_size(self, runtime: Runtime) -> int:
         entry = self._runtime_entry(runtime)
         if entry is None:

@@ -8,8 +8,10 @@ ready before the target is resolved. The token is tried with a call that starts 
 session id never issued, for a runtime that does not exist. Upstream authenticates every
 /v1 call before it looks the session up (pkg/router/server.go:162-180,
 pkg/router/session_manager.go:137-150), so the answer is 401 for a refused token and 404
-for an accepted one, whether or not the target requires tokens at all. The WorkloadManager
-is asked to delete a session it never issued, which likewise answers 401 or 404
+for an accepted one, whether or not the target requires tokens at all: an accepted token is
+tried again without it, and a Router that answers that call too checks no token (the token
+was ignored, not accepted). The WorkloadManager is asked to delete a session it never
+issued, which likewise answers 401 or 404
 (pkg/workloadmanager/server.go:123-133, pkg/workloadmanager/handlers.go:497-503).
 
 The same 404 tells the release when agentcube_release is `auto`: since upstream PR #460 the
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import TracebackType
 
 import requests
@@ -105,6 +107,7 @@ class Preflight:
         self._transport = self._transport_with(target.api_token)
         self._checked: list[str] = []
         self.release: Release | None = None  # known once check_target has passed
+        self.checks_tokens = False  # known once check_target has passed
 
     def __enter__(self) -> Preflight:
         return self
@@ -161,9 +164,38 @@ class Preflight:
             problems += self._workload_manager_refusal(target.workload_manager_url)
         if problems:
             raise PreflightFailed(problems)
-        self._checked.append("token accepted" if target.api_token else "no token needed")
         assert unknown_session is not None  # the Router answered: no problem was told
+        self.checks_tokens = bool(target.api_token) and self._refuses_no_token()
+        self._checked.append(self._tokens_account())
         self.release = self._release(unknown_session)
+
+    def _refuses_no_token(self) -> bool:
+        """Whether the Router refuses the token check's call when it carries no token: a
+        token it accepted was checked, not ignored."""
+        problems, answer = self._router_refusal("api_token", None)
+        if answer is None:
+            raise PreflightFailed(problems)
+        return answer.answer.status_code == 401
+
+    def _tokens_account(self) -> str:
+        """The preflight's words on tokens; raises PreflightFailed when the Router checks
+        none though must_authenticate says it must."""
+        if self.checks_tokens:
+            return "token accepted"
+        if self._settings.must_authenticate:
+            raise PreflightFailed(
+                [
+                    f"the Router at {self._target.router_url} answers a call that carries no "
+                    f"token: it authenticates no caller, though "
+                    f"{setting_names('must_authenticate')} says it must"
+                ]
+            )
+        if self._target.api_token:
+            return (
+                "token ignored: the Router answers calls without any token, so the scenarios "
+                "that need a target that checks tokens are skipped"
+            )
+        return "no token needed"
 
     def _release(self, unknown_session: UnknownSessionAnswer) -> Release:
         """The release set, or the one the Router's 404 for an unknown session shows."""
@@ -237,6 +269,18 @@ class Preflight:
             f"(platform {platform.name})"
         )
         self._check_neighbour_namespace(platform, runtimes[Role.ECHO_AGENT])
+
+    def read_told_settings(self, settings: Settings, given: Given) -> Settings:
+        """`settings` with the Router's read timeout as the target tells it (localcube's
+        admin API), unless the user set router_read_timeout: a WebSocket scenario then
+        waits the target's own read timeout, not upstream's default."""
+        if given("router_read_timeout"):
+            return settings
+        told = self._target.platform(self._transport).router_read_timeout()
+        if told is None or told == settings.router_read_timeout:
+            return settings
+        self._checked.append(f"router_read_timeout {told:g} s, as the target tells")
+        return replace(settings, router_read_timeout=told)
 
     def fit_timings(self, settings: Settings, given: Given) -> Settings:
         """`settings` with the short timings fitted to a cold start of the echo agent (see

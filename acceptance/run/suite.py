@@ -18,7 +18,13 @@ from acceptance.core.runtimes import Role, configured_runtime
 from acceptance.core.settings import SETTINGS, Settings
 from acceptance.core.transport import Transport
 from acceptance.domain.world import RegisterCleanup, RunLedger, World
-from acceptance.platforms.base import SANDBOX_OBSERVATION, Target
+from acceptance.platforms.base import (
+    SANDBOX_OBSERVATION,
+    TOKEN_CAPABILITIES,
+    TOKENS_IGNORED,
+    Target,
+    without_token_checks,
+)
 from acceptance.platforms.target import read_settings, resolve_target
 from acceptance.run.preflight import Preflight, Release
 from acceptance.run.results import RunResults
@@ -65,11 +71,12 @@ class Suite:
             with Preflight(settings, target) as preflight:
                 preflight.check_target()
                 assert preflight.release is not None  # check_target found it
-                suite._hold_to(preflight.release)
+                suite._hold_to(preflight.release, checks_tokens=preflight.checks_tokens)
                 target.prepare()
                 preflight.check_runtimes()
+                given = _given(userdata, environ)
+                suite.settings = preflight.read_told_settings(suite.settings, given)
                 if timed:
-                    given = _given(userdata, environ)
                     suite.settings = preflight.fit_timings(suite.settings, given)
                 suite.preflight = preflight.account()
         except BaseException:
@@ -77,14 +84,17 @@ class Suite:
             raise
         return suite
 
-    def _hold_to(self, release: Release) -> None:
-        """Run as this release: the scenarios judge and are gated by it."""
+    def _hold_to(self, release: Release, *, checks_tokens: bool) -> None:
+        """Run as this release, against a target that checks tokens or not: the scenarios
+        judge and are gated by both."""
         self.release = release
         self.settings = dataclasses.replace(self.settings, agentcube_release=release.name)
+        ignored = self.target.api_token is not None and not checks_tokens
         self.gate = ScenarioGate(
             {category: getattr(self.settings, category) for category in ACTIVE_CATEGORIES},
             self.target.platform_name,
-            self.target.capabilities,
+            without_token_checks(self.target.capabilities) if ignored else self.target.capabilities,
+            dict.fromkeys(TOKEN_CAPABILITIES, TOKENS_IGNORED) if ignored else None,
         )
 
     def new_world(self, register_cleanup: RegisterCleanup) -> World:

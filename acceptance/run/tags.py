@@ -14,7 +14,7 @@ Three families, and no other tag is allowed:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from behave.tag_matcher import ActiveTagMatcher
 
@@ -64,11 +64,20 @@ def is_known_tag(tag: str) -> bool:
 class ScenarioGate:
     """Decides, from a scenario's tags, whether it can run against this target."""
 
-    def __init__(self, active_values: dict[str, str], platform: str, capabilities: Iterable[str]):
+    def __init__(
+        self,
+        active_values: dict[str, str],
+        platform: str,
+        capabilities: Iterable[str],
+        hints: Mapping[str, str] | None = None,
+    ):
+        """`hints`: why a capability is missing on this target, where the target tells it
+        better than CAPABILITY_HINTS."""
         self._values = active_values
         self._matcher = ActiveTagMatcher(active_values)
         self._platform = platform
         self._capabilities = frozenset(capabilities)
+        self._hints = {**CAPABILITY_HINTS, **(hints or {})}
 
     @property
     def capabilities(self) -> frozenset[str]:
@@ -89,7 +98,7 @@ class ScenarioGate:
             requires = _REQUIRES.match(tag)
             if requires and requires["capability"] not in self._capabilities:
                 capability = requires["capability"]
-                hint = CAPABILITY_HINTS.get(
+                hint = self._hints.get(
                     capability,
                     f"platform {self._platform!r} cannot (choose with -D platform=...)",
                 )

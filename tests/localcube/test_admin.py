@@ -78,3 +78,12 @@ def test_sandboxes_are_described(client: Client) -> None:
     assert sandbox["callsInFlight"] == 0
     for key in ("createdAt", "lastActivityAt", "expiresAt"):
         assert sandbox[key].endswith("Z")
+
+
+def test_the_routers_read_timeout_is_told_as_given_else_upstreams(start_localcube) -> None:
+    """What the suite reads rather than wait out upstream's 30 s in a WebSocket scenario."""
+    default = start_localcube().url
+    given = start_localcube(extra_arguments=["--read-timeout", "1500ms"]).url
+    for url, seconds in ((default, 30.0), (given, 1.5)):
+        answer = Client(url).http.get(f"{url}/localcube/v1/router")
+        assert answer.json() == {"readTimeoutSeconds": seconds}, answer.text

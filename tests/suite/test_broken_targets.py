@@ -128,11 +128,17 @@ def _start_targets(
     for document in documents:
         document["spec"].pop("warmPoolSize", None)
     manifests.write_text(yaml.safe_dump_all(documents))
+    authenticated = [
+        *("--jwt-issuer-url", issuer_url, "--jwt-audience", POLICY.audience),
+        *("--jwt-role-claim", POLICY.role_claim),
+        *("--jwt-required-role", POLICY.required_role),
+    ]
     options = {
-        "cube": ([FIXTURES], []),
-        "cube without pool": ([manifests], []),
-        "cube limited to 2": ([FIXTURES], ["--max-concurrent-requests", "2"]),
-        "cube that never collects": ([FIXTURES], ["--gc-interval", "1h"]),
+        "cube": ([FIXTURES], authenticated),
+        "cube without pool": ([manifests], authenticated),
+        "cube limited to 2": ([FIXTURES], [*authenticated, "--max-concurrent-requests", "2"]),
+        "cube that never collects": ([FIXTURES], [*authenticated, "--gc-interval", "1h"]),
+        "cube without authentication": ([FIXTURES], []),
     }
     targets = {}
     for name, (paths, extra) in options.items():
@@ -140,12 +146,7 @@ def _start_targets(
             paths,
             work / f"{name.replace(' ', '-')}.log",
             gc_interval="100ms",
-            extra_arguments=[
-                *("--jwt-issuer-url", issuer_url, "--jwt-audience", POLICY.audience),
-                *("--jwt-role-claim", POLICY.role_claim),
-                *("--jwt-required-role", POLICY.required_role),
-                *extra,
-            ],
+            extra_arguments=extra,
         )
         stack.callback(cube.stop)
         targets[name] = cube

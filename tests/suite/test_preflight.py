@@ -13,6 +13,7 @@ from xml.etree import ElementTree
 
 import pytest
 
+from acceptance.platforms.base import TOKENS_IGNORED
 from acceptance.run.early_stop import JUNIT_FILE, TITLE, EarlyStop
 from acceptance.run.preflight import PreflightFailed
 from acceptance.run.suite import Suite
@@ -135,6 +136,98 @@ def test_an_accepted_token_passes(cube_with_other_tokens: str) -> None:
     suite = Suite.start(userdata, {"AGENTCUBE_API_TOKEN": KNOWN_TOKEN})
     suite.finish()
     assert "; token accepted; 3 runtimes found in namespace default" in suite.preflight
+
+
+def test_a_token_the_target_ignores_is_told_ignored_not_accepted(shared_cube) -> None:
+    """A localcube without authentication answers the token check's call with or without
+    the token: the token was ignored, and the scenarios that need a target that checks
+    tokens are skipped with that reason; what a caller without a token can do stays."""
+    suite = Suite.start({"router_url": shared_cube.url}, {"AGENTCUBE_API_TOKEN": "garbage-Xq4"})
+    suite.finish()
+    assert "; token ignored: the Router answers calls without any token" in suite.preflight
+    assert "token accepted" not in suite.preflight
+    assert TOKENS_IGNORED in (suite.gate.skip_reason(["requires.auth"]) or "")
+    assert TOKENS_IGNORED in (suite.gate.skip_reason(["requires.second-subject"]) or "")
+    assert suite.gate.skip_reason(["requires.workload-manager-sessions"]) is None
+
+
+def test_no_token_against_a_target_that_checks_none_needs_none(shared_cube) -> None:
+    suite = Suite.start({"router_url": shared_cube.url}, {})
+    suite.finish()
+    assert "; no token needed; " in suite.preflight
+    assert TOKENS_IGNORED not in (suite.gate.skip_reason(["requires.auth"]) or "")
+
+
+@pytest.mark.parametrize("environ", [{}, {"AGENTCUBE_API_TOKEN": "garbage-Xq4"}])
+def test_a_target_that_must_authenticate_but_checks_no_token_stops_the_run(
+    shared_cube, environ: dict[str, str]
+) -> None:
+    userdata = {"router_url": shared_cube.url, "must_authenticate": "true"}
+    assert problems_of(userdata, environ) == [
+        f"the Router at {shared_cube.url} answers a call that carries no token: it "
+        "authenticates no caller, though must_authenticate / AGENTCUBE_MUST_AUTHENTICATE "
+        "says it must"
+    ]
+
+
+def test_a_target_that_must_authenticate_and_does_passes(cube_with_other_tokens: str) -> None:
+    userdata = {"router_url": cube_with_other_tokens, "must_authenticate": "true"}
+    suite = Suite.start(userdata, {"AGENTCUBE_API_TOKEN": KNOWN_TOKEN})
+    suite.finish()
+    assert "; token accepted; " in suite.preflight
+
+
+def test_a_run_with_an_ignored_token_skips_the_credential_scenarios_at_once(shared_cube) -> None:
+    """The situation of issue 34: a run against a localcube started without authentication,
+    with a token set, skips the credential scenarios rather than failing them later."""
+    status, output = run_behave(
+        *("-f", "plain", "--tags=@security", "--name=is refused as unauthorized"),
+        f"--define=router_url={shared_cube.url}",
+        timeout=120,
+        AGENTCUBE_API_TOKEN="garbage-Xq4",
+    )
+    assert status == 0, output
+    assert "token ignored" in output and "token accepted" not in output, output
+    assert "0 passed, 0 failed" in output, output
+    assert f"(auth); {TOKENS_IGNORED}" in output, output
+
+
+def test_a_localcube_tells_its_read_timeout_unless_the_user_set_one(
+    start_localcube: StartLocalCube,
+) -> None:
+    url = start_localcube(extra_arguments=["--read-timeout", "1500ms"]).url
+    suite = Suite.start({"router_url": url, "platform": "localcube"}, {})
+    suite.finish()
+    assert suite.settings.router_read_timeout == 1.5
+    assert "; router_read_timeout 1.5 s, as the target tells" in suite.preflight
+    userdata = {"router_url": url, "platform": "localcube", "router_read_timeout": "2s"}
+    suite = Suite.start(userdata, {})
+    suite.finish()
+    assert suite.settings.router_read_timeout == 2
+    assert "as the target tells" not in suite.preflight
+
+
+def test_the_websocket_scenario_waits_the_read_timeout_a_localcube_tells(
+    start_localcube: StartLocalCube,
+) -> None:
+    """Issue 34: a localcube of one's own started with `--read-timeout 1s` keeps the
+    scenario short without `-D router_read_timeout=1s` (it would hold 45 s)."""
+    url = start_localcube(extra_arguments=["--read-timeout", "1s"]).url
+    status, output = run_behave(
+        *("-f", "plain", "--name=A WebSocket conversation outlives the Router's read timeout"),
+        userdata={"router_url": url, "platform": "localcube"},
+        timeout=40,
+    )
+    assert status == 0, output
+    assert "router_read_timeout 1 s, as the target tells" in output, output
+    assert "1 scenario passed, 0 failed" in output, output
+
+
+def test_a_target_that_cannot_tell_keeps_the_setting(shared_cube) -> None:
+    suite = Suite.start({"router_url": shared_cube.url}, {})  # platform none: HTTP alone
+    suite.finish()
+    assert suite.settings.router_read_timeout == 30
+    assert "read_timeout" not in suite.preflight
 
 
 def test_the_token_is_judged_before_the_session_is_looked_up(cube_with_other_tokens) -> None:
