@@ -171,7 +171,7 @@ def coverage_document(coverage: CoverageMap) -> str:
         f'"{coverage.umbrella_issue}".',
         "",
         "Upstream's load tests have their counterpart in `features/sustained_load.feature`, "
-        "which the default run leaves out: run it with `.venv/bin/python -m behave "
+        "which the default run leaves out: run it with `./dev suite "
         "--tags=@load` (settings `load_sessions`, `load_rate`, `load_required_share`).",
         "",
         "No upstream e2e test streams: server-sent events, answers of unknown length, "

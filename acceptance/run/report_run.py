@@ -12,10 +12,10 @@ import shutil
 import sys
 from pathlib import Path
 
-from behave.__main__ import main as behave_main
 from behave.configuration import Configuration
 
 from acceptance.platforms.target import read_settings
+from acceptance.run.main import main as run_suite
 
 
 def reports_dir(arguments: list[str]) -> Path:
@@ -39,7 +39,7 @@ def report_arguments(arguments: list[str], reports: Path) -> list[str]:
 def main(arguments: list[str]) -> int:
     reports = reports_dir(arguments)
     shutil.rmtree(reports / "junit", ignore_errors=True)  # no earlier report to mislead
-    status = behave_main(report_arguments(arguments, reports))
+    status = run_suite(report_arguments(arguments, reports))
     print(f"Reports: {reports / 'report.html'} (HTML), {reports / 'junit'}/ (JUnit XML)")
     return status
 

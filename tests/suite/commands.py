@@ -48,12 +48,12 @@ class BehaveRun:
 def run_behave(
     *arguments: str, timeout: float, userdata: Mapping[str, str] | None = None, **environ: str
 ) -> BehaveRun:
-    """`python -m behave --no-color arguments... --define=name=value...` (each of
+    """`python -m acceptance.run.main --no-color arguments... --define=name=value...` (each of
     `userdata`), from the repository root with these AGENTCUBE_ (or other) variables and
     none of the caller's."""
     defined = [f"--define={name}={value}" for name, value in (userdata or {}).items()]
     result = subprocess.run(
-        [sys.executable, "-m", "behave", "--no-color", *arguments, *defined],
+        [sys.executable, "-m", "acceptance.run.main", "--no-color", *arguments, *defined],
         cwd=ROOT,
         env=user_environment(**environ),
         capture_output=True,

@@ -343,6 +343,20 @@ def test_an_interrupted_start_and_an_unexpected_error_are_told_too() -> None:
     assert "Traceback" in told and "KeyError: 'surprise'" in told
 
 
+def test_a_runs_first_line_is_the_suites_own(shared_cube) -> None:
+    """No `USING RUNNER:` line, which behave 1.3.3's main prints before every run
+    (behave/__main__.py:115, behave issue #1319): `./dev suite` runs without its main."""
+    run = run_behave(
+        *("-f", "plain", "--name=The first call opens a session and the next call"),
+        userdata={"router_url": shared_cube.url},
+        timeout=60,
+    )
+    assert run.status == 0, run.output
+    assert "USING RUNNER" not in run.output, run.output
+    assert run.stderr.startswith("AgentCube release: main (detected: "), run.stderr
+    assert run.stdout.startswith("Feature: Invoking an agent through the Router"), run.stdout
+
+
 def test_a_dry_run_needs_no_target() -> None:
     status, output = run_behave("--dry-run", f"--define=router_url={closed_port_url()}", timeout=60)
     assert status == 0 and TITLE not in output, output

@@ -6,9 +6,6 @@ of the same run, never with that run's cold starts."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -16,22 +13,19 @@ import pytest
 
 from localcube import embedded
 from tests.localcube.support import FIXTURES
+from tests.suite.commands import BehaveRun, run_behave
 from tests.suite.fault_proxy import FaultProxy
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = "A first call served from the warm pool waits for no sandbox to start"
 RUNS = 5
 VERDICT = "more than the 0.5 s a claim of a waiting sandbox may take"
 
 
-def behave(url: str, reports: Path) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "behave", "--no-color", "-f", "plain", "-n", SCENARIO]
-    for setting in (f"router_url={url}", "platform=localcube", f"reports_dir={reports}"):
-        command += ["-D", setting]
-    env = {name: value for name, value in os.environ.items() if not name.startswith("AGENTCUBE_")}
-    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+def behave(url: str, reports: Path) -> BehaveRun:
+    userdata = {"router_url": url, "platform": "localcube", "reports_dir": str(reports)}
+    return run_behave("-f", "plain", "-n", SCENARIO, userdata=userdata, timeout=120)
 
 
 def test_the_verdict_is_the_same_in_every_run(tmp_path: Path) -> None:
@@ -42,10 +36,10 @@ def test_the_verdict_is_the_same_in_every_run(tmp_path: Path) -> None:
         broken = stack.enter_context(FaultProxy(cube.url, "claim-polled-once-a-second"))
         for run in range(RUNS):
             failed = behave(broken.url, tmp_path / f"broken-{run}")
-            output = failed.stdout + failed.stderr
-            assert failed.returncode == 1 and VERDICT in output, f"run {run}:\n{output[-4000:]}"
+            output = failed.output
+            assert failed.status == 1 and VERDICT in output, f"run {run}:\n{output[-4000:]}"
             assert "1 scenario passed" not in output and "0 failed" not in output, output[-4000:]
             passed = behave(cube.url, tmp_path / f"healthy-{run}")
-            output = passed.stdout + passed.stderr
-            assert passed.returncode == 0, f"run {run}:\n{output[-4000:]}"
+            output = passed.output
+            assert passed.status == 0, f"run {run}:\n{output[-4000:]}"
             assert "1 scenario passed, 0 failed" in output, output[-4000:]

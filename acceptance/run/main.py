@@ -1,0 +1,80 @@
+"""`./dev suite` (`python -m acceptance.run.main`): a behave run whose first line is the
+suite's own.
+
+behave 1.3.3's main prints `USING RUNNER: ...` before every run, unconditionally
+(behave/__main__.py:115; behave issue #1319, open). This command makes the same run
+without that line: behave's configuration (arguments and behave.ini), the runner
+behave.ini names, and behave's words for a configuration it cannot run. What prints
+something else and runs nothing (--version, --tags-help, --lang-list, -f help, ...) is
+left to behave's main, which answers those before that line.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from behave.__main__ import main as behave_main
+from behave.configuration import Configuration
+from behave.exception import (
+    ConfigError,
+    ConstraintError,
+    InvalidFileLocationError,
+    InvalidFilenameError,
+    TagExpressionError,
+)
+from behave.exception import (
+    FileNotFoundError as FeatureFileNotFound,
+)
+from behave.parser import ParserError
+from behave.runner_plugin import RunnerPlugin
+from behave.runner_util import print_undefined_step_snippets, reset_runtime
+
+# What behave's main tells in one line, `Kind: message`, and then fails the run.
+_TOLD = (
+    ConfigError,
+    ConstraintError,
+    TagExpressionError,
+    ParserError,
+    FeatureFileNotFound,
+    InvalidFileLocationError,
+    InvalidFilenameError,
+    ImportError,
+)
+
+
+def _asks_behave_itself(config: Configuration) -> bool:
+    """Options that print behave's own information instead of a run."""
+    return bool(
+        config.version
+        or config.tags_help
+        or config.lang_list
+        or config.lang_help
+        or config.lang == "help"
+        or "help" in (config.format or [])
+        or config.runner == "help"
+        or len(config.outputs) > len(config.format or [config.default_format])
+    )
+
+
+def main(arguments: Sequence[str]) -> int:
+    """behave's exit status for the run: 0 passed, 1 failed or could not run."""
+    try:
+        config = Configuration(list(arguments))
+        if _asks_behave_itself(config):
+            return int(behave_main(list(arguments)))
+        config.format = config.format or [config.default_format]
+        reset_runtime()
+        runner = RunnerPlugin().make_runner(config)
+        failed = runner.run()
+    except _TOLD as error:
+        print(f"{type(error).__name__}: {error}")
+        return 1
+    if config.show_snippets and runner.undefined_steps:
+        print_undefined_step_snippets(runner.undefined_steps, colored=config.has_colored_mode())
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.argv[0] = "behave"  # its usage and errors name the options' owner, as before
+    sys.exit(main(sys.argv[1:]))
