@@ -70,7 +70,7 @@ def after_step(context: Context, step: Step) -> None:
 
 def after_scenario(context: Context, scenario: Scenario) -> None:
     suite: Suite = context.suite
-    suite.results.add_scenario(scenario)
+    suite.results.add_scenario(scenario, cut_off=context.aborted)
     if scenario.status.has_failed() and suite.settings.keep_on_failure and "world" in context:
         context.world.keep_for_inspection(suite.kept)
 
@@ -80,6 +80,7 @@ def after_all(context: Context) -> None:
     if suite is None:
         return
     results = suite.finish()
+    results.interrupted = context.aborted  # by Ctrl-C: behave's public word for it
     if suite.settings.results_dir:  # a parallel run: its command prints one summary for all
         results.save(Path(suite.settings.results_dir))
     else:

@@ -16,7 +16,7 @@ from behave.configuration import Configuration
 from behave.formatter.base import StreamOpener
 from behave.model import Feature
 from behave_html_pretty_formatter import PrettyHTMLFormatter
-from dominate.tags import div, h3, h4, img, p, pre, section, table, tbody, td, th, thead, tr
+from dominate.tags import div, h2, h3, h4, img, p, pre, section, table, tbody, td, th, thead, tr
 
 from acceptance.run.early_stop import TITLE, EarlyStop
 from acceptance.run.report_hooks import REVIEW_FORMAT
@@ -66,9 +66,11 @@ class ReviewReport(PrettyHTMLFormatter):
 
     def _generate_global_summary(self) -> bool:
         # The formatter (pinned) offers no public hook for content at the top of the page:
-        # the run summary follows the global summary it renders there. test_reports.py
-        # checks that the summary reaches the page.
+        # the run summary takes the place of its global summary, which behave.ini turns off
+        # (its counts leave out the scenarios not on the page). test_reports.py checks that
+        # the summary reaches the page.
         shown = super()._generate_global_summary()
+        h2(self.title_string)
         if self._early_stop is not None:
             _render_early_stop(self._early_stop)
         if self._run_summary is not None:

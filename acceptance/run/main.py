@@ -1,5 +1,5 @@
 """`./dev suite` (`python -m acceptance.run.main`): a behave run whose first line is the
-suite's own.
+suite's own, and whose one count is the run summary's.
 
 behave 1.3.3's main prints `USING RUNNER: ...` before every run, unconditionally
 (behave/__main__.py:115; behave issue #1319, open). This command makes the same run
@@ -27,6 +27,7 @@ from behave.exception import (
     FileNotFoundError as FeatureFileNotFound,
 )
 from behave.parser import ParserError
+from behave.reporter.summary import SummaryReporter
 from behave.runner_plugin import RunnerPlugin
 from behave.runner_util import print_undefined_step_snippets, reset_runtime
 
@@ -64,6 +65,11 @@ def main(arguments: Sequence[str]) -> int:
         if _asks_behave_itself(config):
             return int(behave_main(list(arguments)))
         config.format = config.format or [config.default_format]
+        # The run's summary (acceptance.run.summary) is its one count: behave's totals,
+        # which count a scenario an interruption never reached in other words, stay for a
+        # dry run, which has no summary of its own.
+        if not config.dry_run:
+            config.reporters = [r for r in config.reporters if not isinstance(r, SummaryReporter)]
         reset_runtime()
         runner = RunnerPlugin().make_runner(config)
         failed = runner.run()

@@ -20,6 +20,8 @@ from behave.runner_util import collect_feature_locations, parse_features
 from acceptance.core.measurements import Measurements
 
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
+# A scenario the run's interruption (Ctrl-C) cut off: it neither passed nor failed.
+INTERRUPTED = "interrupted"
 
 
 @dataclass(frozen=True)
@@ -109,14 +111,20 @@ class RunResults:
     steps: list[StepResult] = field(default_factory=list)
     latencies: dict[str, list[float]] = field(default_factory=dict)
     notes: dict[str, list[str]] = field(default_factory=dict)
-    # Scenarios the tags or names left out: the command that chose them counts them, once.
+    # Scenarios the tags or names left out, and those they selected: the command that chose
+    # them counts them, once, before the run.
     deselected: int = 0
+    selected: int = 0
+    # Whether the run was interrupted (Ctrl-C): the selected scenarios it never reached
+    # never ran.
+    interrupted: bool = False
     # The AgentCube release the run was held to, and why (acceptance.run.preflight.Release).
     release: str = ""
 
-    def add_scenario(self, scenario: Scenario) -> None:
-        """Record a scenario that has ended (its steps included)."""
-        outcome = outcome_of(scenario)
+    def add_scenario(self, scenario: Scenario, *, cut_off: bool = False) -> None:
+        """Record a scenario that has ended (its steps included); `cut_off`: by the run's
+        interruption."""
+        outcome = INTERRUPTED if cut_off else outcome_of(scenario)
         failed_step, failure = failure_of(scenario) if outcome == FAILED else ("", "")
         result = ScenarioResult(
             feature=scenario.feature.name,
@@ -138,6 +146,11 @@ class RunResults:
         """Take in what the run kept beside the scenarios, once they have all run."""
         self.latencies = measurements.samples()
         self.notes = notes
+
+    @property
+    def never_ran(self) -> int:
+        """The selected scenarios an interrupted run never reached."""
+        return max(self.selected - len(self.scenarios), 0) if self.interrupted else 0
 
     def measurements(self) -> Measurements:
         measurements = Measurements()

@@ -34,10 +34,12 @@ def start_suite(config: Configuration) -> Suite:
         config.tag_expression,
         "the tag expression (--tags, or default_tags in behave.ini)",
     )
-    timed = any(TIMED_TAG in s.effective_tags for s in selected_scenarios(features, config))
+    selected = selected_scenarios(features, config)
+    timed = any(TIMED_TAG in s.effective_tags for s in selected)
     suite = Suite.start(config.userdata, os.environ, timed=timed)
     if not suite.settings.results_dir:  # a parallel run's worker: its command does both
         suite.results.deselected = count_deselected(features, config)  # before the run
+        suite.results.selected = len(selected)
         sys.__stderr__.write(f"{suite.release.account()}\n{suite.preflight}\n")
     return suite
 

@@ -11,7 +11,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from acceptance.core.measurements import Summary
-from acceptance.run.results import FAILED, PASSED, SKIPPED, RunResults, ScenarioResult
+from acceptance.run.results import (
+    FAILED,
+    INTERRUPTED,
+    PASSED,
+    SKIPPED,
+    RunResults,
+    ScenarioResult,
+)
 
 SLOWEST = 5
 
@@ -32,20 +39,26 @@ class RunSummary:
 
 
 def summarize(results: RunResults, wall_time: float) -> RunSummary:
-    """The summary; its totals are behave's: a scenario left out by the tags is skipped."""
+    """The summary. Its counts are the ones the run's reports all give (behave's, JUnit's,
+    the HTML report's): a scenario left out by the tags is skipped; an interrupted run's
+    headline says so first, with the scenario it cut off and how many never ran."""
     scenarios = results.scenarios
-    counts = {outcome: sum(s.outcome == outcome for s in scenarios) for outcome in _OUTCOMES}
+    outcomes = _outcomes(results)
+    counts = {outcome: sum(s.outcome == outcome for s in scenarios) for outcome in outcomes}
     skipped_here = counts[SKIPPED]
     counts[SKIPPED] += results.deselected
+    total = len(scenarios) + results.deselected + results.never_ran
     headline = (
-        f"{len(scenarios) + results.deselected} scenarios: "
-        + ", ".join(f"{counts[outcome]} {outcome}" for outcome in _OUTCOMES)
+        _interruption(results)
+        + f"{total} scenarios: "
+        + ", ".join(f"{counts[outcome]} {outcome}" for outcome in outcomes)
         + (
             f" ({results.deselected} not selected by the tags or names, {skipped_here} not "
             "for this target)"
             if results.deselected
             else ""
         )
+        + (f", {results.never_ran} never ran" if results.interrupted else "")
         + f"; {wall_time:.1f} s wall time, {sum(s.duration for s in scenarios):.1f} s "
         "in scenarios"
     )
@@ -59,16 +72,30 @@ def summarize(results: RunResults, wall_time: float) -> RunSummary:
     return RunSummary(headline, tables, latencies, results.release)
 
 
+def _interruption(results: RunResults) -> str:
+    """What an interrupted run's headline says first."""
+    if not results.interrupted:
+        return ""
+    cut_off = [s.title for s in results.scenarios if s.outcome == INTERRUPTED]
+    where = f' in "{cut_off[0]}"' if cut_off else " between scenarios"
+    return f"interrupted (Ctrl-C){where}: "
+
+
 def _failures(failed: list[ScenarioResult]) -> Table:
     rows = [(s.title, s.failed_step or "(a hook)", s.failure) for s in failed]
     return Table("Failed scenarios", ("scenario", "failed step", "why"), rows)
 
 
-_OUTCOMES = (PASSED, FAILED, SKIPPED)
+def _outcomes(results: RunResults) -> tuple[str, ...]:
+    """The outcomes the summary counts: the interrupted one only in an interrupted run."""
+    if results.interrupted:
+        return (PASSED, FAILED, INTERRUPTED, SKIPPED)
+    return (PASSED, FAILED, SKIPPED)
 
 
 def _by_tag(results: RunResults) -> Table:
-    outcomes: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(_OUTCOMES, 0))
+    shown = _outcomes(results)
+    outcomes: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(shown, 0))
     seconds: dict[str, float] = defaultdict(float)
     for scenario in results.scenarios:
         for tag in scenario.tags or ("(no tag)",):
@@ -77,12 +104,12 @@ def _by_tag(results: RunResults) -> Table:
     rows = [
         (
             tag if tag.startswith("(") else f"@{tag}",
-            *(str(outcomes[tag][outcome]) for outcome in _OUTCOMES),
+            *(str(outcomes[tag][outcome]) for outcome in shown),
             _seconds(seconds[tag]),
         )
         for tag in sorted(outcomes)
     ]
-    return Table("Scenarios by tag", ("tag", *_OUTCOMES, "time"), rows)
+    return Table("Scenarios by tag", ("tag", *shown, "time"), rows)
 
 
 def _slowest_scenarios(results: RunResults) -> Table:

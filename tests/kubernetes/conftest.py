@@ -209,15 +209,18 @@ class JsonServer:
         self.server.server_close()
 
 
-def pod_backend(name: str) -> JsonServer:
+def pod_backend(name: str, *, checks_tokens: bool = True) -> JsonServer:
     """A pod's HTTP server: answers every GET with the pod's name, and on the health paths
-    with the status a Router or WorkloadManager gives."""
-    return JsonServer(
-        lambda method, path, headers, body: (
-            200,
-            {"pod": name, "path": path, "status": HEALTH.get(path)},
-        )
-    )
+    with the status a Router or WorkloadManager gives; with `checks_tokens`, a /v1 call
+    without a token is refused, as by a Router that authenticates (the preflight tells it
+    from one that ignores tokens)."""
+
+    def respond(method: str, path: str, headers: Message, body: bytes) -> tuple[int, dict]:
+        if checks_tokens and path.startswith("/v1/") and not headers.get("Authorization"):
+            return 401, {"message": "missing authorization header"}
+        return 200, {"pod": name, "path": path, "status": HEALTH.get(path)}
+
+    return JsonServer(respond)
 
 
 @pytest.fixture
@@ -245,8 +248,9 @@ def add_pod(
     *,
     created: str,
     ready: bool = True,
+    checks_tokens: bool = True,
 ) -> None:
-    backends[name] = pod_backend(name)
+    backends[name] = pod_backend(name, checks_tokens=checks_tokens)
     fake.pod_backends[(NS, name)] = backends[name].port
     obj = pod(
         name,
@@ -259,13 +263,26 @@ def add_pod(
 
 
 @pytest.fixture
-def services(fake: FakeKubernetes, backends: dict[str, JsonServer]) -> None:
+def checks_tokens() -> bool:
+    """Whether the services' pods refuse a call without a token (a test parametrizes it)."""
+    return True
+
+
+@pytest.fixture
+def services(fake: FakeKubernetes, backends: dict[str, JsonServer], checks_tokens: bool) -> None:
     """The Router's and the WorkloadManager's Services, with a ready pod behind each (and a
     Router pod that is not ready)."""
     fake.put(SERVICES, service("agentcube-router", "agentcube-router"))
     fake.put(SERVICES, service("workloadmanager", "workloadmanager", target="http"))
-    add_pod(fake, backends, "router-a", "agentcube-router", created="2026-01-01T00:00:00Z")
+    auth = {"checks_tokens": checks_tokens}
+    add_pod(fake, backends, "router-a", "agentcube-router", created="2026-01-01T00:00:00Z", **auth)
     add_pod(
-        fake, backends, "router-b", "agentcube-router", created="2026-01-02T00:00:00Z", ready=False
+        fake,
+        backends,
+        "router-b",
+        "agentcube-router",
+        created="2026-01-02T00:00:00Z",
+        ready=False,
+        **auth,
     )
-    add_pod(fake, backends, "wm-a", "workloadmanager", created="2026-01-01T00:00:00Z")
+    add_pod(fake, backends, "wm-a", "workloadmanager", created="2026-01-01T00:00:00Z", **auth)

@@ -226,6 +226,7 @@ def test_fixtures_never_usable_stop_the_run_and_what_it_created_is_deleted(
 
 
 @pytest.mark.usefixtures("services", "controller")
+@pytest.mark.parametrize("checks_tokens", [False])
 def test_auth_and_overload_come_from_the_settings_as_on_any_target(
     start_suite: StartSuite, fake: FakeKubernetes
 ) -> None:

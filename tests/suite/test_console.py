@@ -12,17 +12,15 @@ from tests.suite.commands import run_behave
 
 
 @pytest.mark.slow
-def test_a_passing_smoke_run_prints_at_most_60_lines_with_behaves_totals(tmp_path: Path) -> None:
+def test_a_passing_smoke_run_prints_at_most_60_lines_with_one_set_of_totals(
+    tmp_path: Path,
+) -> None:
     status, output = run_behave("--tags=@smoke", f"--define=reports_dir={tmp_path}", timeout=120)
     assert status == 0, output
     lines = output.splitlines()
     assert len(lines) <= 60, output
-    ours = re.search(
-        r"Run summary: \d+ scenarios: (\d+) passed, (\d+) failed, (\d+) skipped", output
-    )
-    behaves = re.search(r"^(\d+) scenarios passed, (\d+) failed, (\d+) skipped", output, re.M)
-    assert ours and behaves, output
-    assert ours.groups() == behaves.groups()
+    assert re.search(r"Run summary: \d+ scenarios: \d+ passed, 0 failed, \d+ skipped", output)
+    assert "scenarios passed" not in output, "behave's own totals, counted otherwise"
     assert "not selected by the tags or names" in output
     assert "workspace" not in output.lower(), "a scenario the tags leave out was printed"
 

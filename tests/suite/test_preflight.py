@@ -220,7 +220,7 @@ def test_the_websocket_scenario_waits_the_read_timeout_a_localcube_tells(
     )
     assert status == 0, output
     assert "router_read_timeout 1 s, as the target tells" in output, output
-    assert "1 scenario passed, 0 failed" in output, output
+    assert ": 1 passed, 0 failed" in output, output
 
 
 def test_a_target_that_cannot_tell_keeps_the_setting(shared_cube) -> None:

@@ -53,6 +53,7 @@ BAD_VALUES = {
     "max_concurrent_requests": "0",
     "agentcube_release": "0.3",
     "keep_on_failure": "yes",
+    "must_authenticate": "always",
     "reports_dir": "/dev/null",
     "results_dir": "/dev/null",
 }
