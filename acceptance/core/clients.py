@@ -16,11 +16,11 @@ from urllib.parse import quote
 
 import requests
 
-from acceptance.core.evidence import SESSION_HEADER
 from acceptance.core.measurements import Measurements
 from acceptance.core.runtimes import Runtime, RuntimeKind
 from acceptance.core.streams import StreamingClient
 from acceptance.core.transport import Transport
+from agentcube_contract.session import SESSION_HEADER
 
 
 def session_id_of(response: requests.Response) -> str | None:

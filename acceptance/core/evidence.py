@@ -95,8 +95,9 @@ def describe_response(response: requests.Response) -> str:
     headers = "".join(
         f"\n    {name}: {value}" for name, value in redact_headers(response.headers).items()
     )
+    url = redact(request.url or "")
     return (
-        f"{response.status_code} {response.reason} from {request.method} {redact(request.url)}"
+        f"{response.status_code} {response.reason} from {request.method} {url}"
         f"{headers}\n    body: {excerpt(response.content)}"
     )
 

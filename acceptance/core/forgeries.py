@@ -77,9 +77,10 @@ def published_public_key_pem(token: str, fetch_json: FetchJson) -> bytes:
     chosen = [key for key in keys if key.key_type == "RSA" and (kid is None or key.key_id == kid)]
     if not chosen:
         raise ValueError(f"issuer {issuer} publishes no RSA key with kid {kid!r}")
-    return chosen[0].key.public_bytes(
+    pem: bytes = chosen[0].key.public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     )
+    return pem
 
 
 def _joined(header: dict[str, Any], claims: dict[str, Any]) -> str:

@@ -33,10 +33,9 @@ from hamcrest.core.description import Description
 from hamcrest.core.matcher import Matcher
 from hamcrest.core.string_description import StringDescription
 
-from acceptance.core.clients import SESSION_HEADER
 from acceptance.core.evidence import describe_response
 from acceptance.core.runtimes import Runtime
-from agentcube_contract.session import SESSION_NOT_FOUND
+from agentcube_contract.session import SESSION_HEADER, SESSION_NOT_FOUND
 
 _NO_JSON = object()
 
@@ -434,16 +433,27 @@ def lists_files(names: Sequence[str]) -> Answer:
     )
 
 
+def all_met(*expectations: Matcher[requests.Response]) -> Matcher[requests.Response]:
+    """hamcrest's all_of for answers, typed: in a call, all_of's type is not inferred."""
+    combined: Matcher[requests.Response] = all_of(*expectations)
+    return combined
+
+
 def lists_one_and_none_of(name: str, others: Sequence[str]) -> Answer:
+    def listed(file_name: str) -> Matcher[Sequence[Mapping[str, str]]]:
+        entry: Matcher[Sequence[Mapping[str, str]]] = has_item(has_entry("name", file_name))
+        return entry
+
+    def unlisted(file_name: str) -> Matcher[Sequence[Mapping[str, str]]]:
+        absent: Matcher[Sequence[Mapping[str, str]]] = is_not(listed(file_name))
+        return absent
+
     return Answer(
         f"the workspace listing to hold {name} and none of {', '.join(others)}",
         status=200,
         body=has_entry(
             "files",
-            all_of(
-                has_item(has_entry("name", name)),
-                *(is_not(has_item(has_entry("name", other))) for other in others),
-            ),
+            all_of(listed(name), *(unlisted(other) for other in others)),
         ),
     )
 
@@ -550,9 +560,10 @@ def not_given_credentials(tokens: Mapping[str, str]) -> Matcher[Any]:
     """The echo agent's sandbox report: no word of any header it received is one of these
     tokens (by whose they are), which it reports as SHA-256 fingerprints."""
     fingerprints = [hashlib.sha256(token.encode()).hexdigest() for token in tokens.values()]
+    any_of_words: Matcher[Sequence[str]] = has_item(is_in(fingerprints))
     return described_as(
         f"a sandbox that received none of the callers' tokens ({', '.join(tokens)})",
-        has_entry("header_word_sha256s", is_not(has_item(is_in(fingerprints)))),
+        has_entry("header_word_sha256s", is_not(any_of_words)),
     )
 
 

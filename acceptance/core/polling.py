@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import IO, TypeVar
+from typing import IO, Any, TypeVar
 
 from hamcrest.core.matcher import Matcher
 from hamcrest.core.string_description import StringDescription
@@ -46,7 +46,7 @@ class Progress:
     def __init__(self, what: str, deadline: float, stream: IO[str] | None = None) -> None:
         self._what = what
         self._deadline = deadline
-        self._stream = stream or sys.__stderr__
+        self._stream = stream or sys.__stderr__ or sys.stderr
         self._live = self._stream.isatty()
         self._next = PROGRESS_EVERY
         self._shown = False
@@ -217,7 +217,7 @@ def consistently(
         wait=wait_fixed(poll),
         retry=retry_if_result(matcher.matches),
         before_sleep=lambda state: progress.tick(state.seconds_since_start or 0.0),
-        retry_error_callback=lambda state: state.outcome.result(),
+        retry_error_callback=_last_result,
     )
     try:
         last = retrying(probe_and_keep)
@@ -231,3 +231,9 @@ def consistently(
             f"     but: {_mismatch(matcher, last)}"
         )
     return seen
+
+
+def _last_result(state: RetryCallState) -> Any:
+    """The last probe's value, once the wait is over: the caller judges it."""
+    assert state.outcome is not None  # tenacity calls back after an attempt
+    return state.outcome.result()

@@ -17,7 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from acceptance.core.evidence import SESSION_HEADER, Exchange, ExchangeLog, Table, text_table
+from acceptance.core.evidence import Exchange, ExchangeLog, Table, text_table
+from agentcube_contract.session import SESSION_HEADER
 
 if TYPE_CHECKING:
     import aiohttp
@@ -260,7 +261,8 @@ async def _reply(socket: aiohttp.ClientWebSocketResponse) -> str | bytes:
 
     reply = await socket.receive()
     if reply.type in (aiohttp.WSMsgType.TEXT, aiohttp.WSMsgType.BINARY):
-        return reply.data
+        data: str | bytes = reply.data
+        return data
     raise aiohttp.ClientError(f"the conversation ended instead of a reply ({reply.type.name})")
 
 

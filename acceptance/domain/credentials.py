@@ -8,7 +8,7 @@ from __future__ import annotations
 import enum
 import secrets
 
-from hamcrest import all_of, assert_that
+from hamcrest import assert_that
 
 from acceptance.core import forgeries, matchers
 from acceptance.core.evidence import register_secret
@@ -175,7 +175,9 @@ class Authentication:
         answer = self._world.in_session(session).echo("still mine")
         assert_that(
             answer,
-            all_of(matchers.echoes("still mine"), matchers.carries_session_id(session.session_id)),
+            matchers.all_met(
+                matchers.echoes("still mine"), matchers.carries_session_id(session.session_id)
+            ),
         )
 
     def expect_sandbox_got_no_caller_token(self) -> None:

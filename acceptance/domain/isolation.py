@@ -8,7 +8,7 @@ import uuid
 from typing import Any
 
 import requests
-from hamcrest import all_of, assert_that, described_as, has_length
+from hamcrest import assert_that, described_as, has_length
 
 from acceptance.core import matchers
 from acceptance.core.clients import session_id_of
@@ -60,7 +60,7 @@ class Isolation:
         answer = self._world.in_session(session).upload_file(path, text.encode())
         assert_that(
             answer,
-            all_of(
+            matchers.all_met(
                 matchers.succeeded(f"session {name} to store {path}"),
                 matchers.carries_session_id(session.session_id),
             ),
@@ -80,7 +80,7 @@ class Isolation:
         session = self._named[name]
         assert_that(
             self.read(name, path),
-            all_of(
+            matchers.all_met(
                 matchers.refused_with(404, "File not found"),
                 matchers.carries_session_id(session.session_id),
             ),

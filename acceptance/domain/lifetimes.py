@@ -9,7 +9,7 @@ import time
 import uuid
 
 import requests
-from hamcrest import all_of, assert_that, described_as, equal_to, is_not, none
+from hamcrest import assert_that, described_as, equal_to, is_not, none
 from hamcrest.core.string_description import StringDescription
 
 from acceptance.core import matchers
@@ -19,6 +19,7 @@ from acceptance.core.settings import Settings
 from acceptance.domain.calls import TOUCH_TEXT
 from acceptance.domain.world import Session, World
 from acceptance.platforms.base import SANDBOX_OBSERVATION, Platform, Sandbox, Target
+from agentcube_contract.session import SESSION_NOT_FOUND
 
 # The fixture the derived agents come from (fixtures/runtimes/echo-agent.yaml).
 ECHO_AGENT_FIXTURE = "echo-agent"
@@ -104,7 +105,9 @@ class Lifetimes:
         session = self._world.session
         self._kept_alive = consistently(
             self._world.in_session(session).touch,
-            all_of(matchers.echoes(TOUCH_TEXT), matchers.carries_session_id(session.session_id)),
+            matchers.all_met(
+                matchers.echoes(TOUCH_TEXT), matchers.carries_session_id(session.session_id)
+            ),
             duration=2 * timeout,
             poll=timeout / 3,
             holding=f"session {session.session_id} is served while called every {timeout / 3:g} s",
@@ -114,7 +117,7 @@ class Lifetimes:
     def expect_served_throughout(self) -> None:
         """Every call was served in the session, by the sandbox that served its first."""
         session = self._world.session
-        served = all_of(
+        served = matchers.all_met(
             matchers.echoes(TOUCH_TEXT), matchers.carries_session_id(session.session_id)
         )
         if not self._kept_alive:
@@ -219,7 +222,7 @@ class Lifetimes:
             ended[0].describe_mismatch(answer, problems)
             raise AssertionError(
                 f"the first call {session} did not serve must say that the session ended: "
-                f"404 {matchers.SESSION_NOT_FOUND}, or 502, 503 or 504 for its sandbox gone; "
+                f"404 {SESSION_NOT_FOUND}, or 502, 503 or 504 for its sandbox gone; "
                 f"{problems}"
             )
         if not ended[0].matches(answer):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import uuid
 
-from hamcrest import all_of, assert_that
+from hamcrest import assert_that
 
 from acceptance.core import matchers
 from acceptance.core.runtimes import Role
@@ -41,7 +41,7 @@ def open_session(world: World, role: Role) -> Session:
     answer = world.calls(runtime).touch()
     assert_that(
         answer,
-        all_of(
+        matchers.all_met(
             matchers.succeeded(f"the Router to open a session of {runtime}"),
             matchers.carries_new_session_id(known),
         ),
@@ -54,7 +54,9 @@ def expect_served_by_the_same_sandbox(world: World, session: Session, since: str
     answer = world.in_session(session).touch()
     assert_that(
         answer,
-        all_of(matchers.echoes(TOUCH_TEXT), matchers.carries_session_id(session.session_id)),
+        matchers.all_met(
+            matchers.echoes(TOUCH_TEXT), matchers.carries_session_id(session.session_id)
+        ),
     )
     assert_that(
         world.sandbox_reports(),

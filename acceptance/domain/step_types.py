@@ -16,7 +16,10 @@ from acceptance.domain.refusals import BadRequest
 
 def _phrases(mapping: dict[str, Any]) -> Callable[[str], Any]:
     # Longest first, so that "echo agent with a short idle timeout" is not cut short.
-    return TypeBuilder.make_enum(dict(sorted(mapping.items(), key=lambda item: -len(item[0]))))
+    parse: Callable[[str], Any] = TypeBuilder.make_enum(
+        dict(sorted(mapping.items(), key=lambda item: -len(item[0])))
+    )
+    return parse
 
 
 def _integers(text: str) -> list[int]:

@@ -4,6 +4,7 @@ the pool refills, and how long a first call from the pool takes beyond a call in
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 
 from hamcrest import (
     all_of,
@@ -189,5 +190,5 @@ def _timed(calls: Calls, what: str) -> float:
     return elapsed
 
 
-def _ids(sandboxes: frozenset[Sandbox]) -> frozenset[str]:
+def _ids(sandboxes: Iterable[Sandbox]) -> frozenset[str]:
     return frozenset(sandbox.sandbox_id for sandbox in sandboxes)

@@ -20,13 +20,13 @@ import inspect
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import requests
 from hamcrest import assert_that, has_entries, is_not
 
 from acceptance.core import matchers
-from acceptance.core.clients import SESSION_HEADER, Router, WorkloadManager, session_id_of
+from acceptance.core.clients import Router, WorkloadManager, session_id_of
 from acceptance.core.evidence import ExchangeLog, Table, describe_response, redact
 from acceptance.core.measurements import Measurements
 from acceptance.core.polling import eventually
@@ -40,6 +40,7 @@ from acceptance.core.settings import Settings
 from acceptance.core.transport import NoAnswer, Transport
 from acceptance.domain.calls import Caller, Calls, Send
 from acceptance.platforms.base import Platform, Target
+from agentcube_contract.session import SESSION_HEADER
 
 RegisterCleanup = Callable[..., None]
 Part = TypeVar("Part")
@@ -167,7 +168,7 @@ class World:
             if unknown:
                 raise TypeError(f"{kind.__name__} asks for {unknown}, which a World does not give")
             self._parts[kind] = kind(**{name: given[name] for name in wanted})
-        return self._parts[kind]
+        return cast(Part, self._parts[kind])
 
     @property
     def caller(self) -> Caller:
@@ -312,7 +313,7 @@ class World:
         if returned and returned not in known:
             self._adopt(Session(returned, runtime, sent_at, caller))
         if response.status_code == 200:
-            for active in {session_id, returned} - {None}:
+            for active in {sid for sid in (session_id, returned) if sid}:
                 self._last_activity[active] = Activity(sent_at, call.answered_at)
         return response
 

@@ -81,7 +81,8 @@ class LocalcubePlatform(Platform):
     def _sandboxes(self) -> list[dict[str, Any]]:
         response = self._transport.request("GET", f"{self._admin}/sandboxes", authenticated=False)
         assert_that(response, succeeded("localcube to list its sandboxes"))
-        return response.json()["sandboxes"]
+        sandboxes: list[dict[str, Any]] = response.json()["sandboxes"]
+        return sandboxes
 
     def sandbox_of(self, session_id: str) -> Sandbox | None:
         return self.sandboxes_of([session_id]).get(session_id)
@@ -247,7 +248,8 @@ def open_localcube(run: RunSettings, environ: Mapping[str, str]) -> LocalcubeTar
     settings = run.suite
     if settings.router_url is None:
         own = OwnLocalcube.start(settings, run.adapter_settings[PICOD_COMMAND.name])
-        settings = dataclasses.replace(settings, **own.tokens)  # its issuer's, for the run
+        issued: dict[str, Any] = dict(own.tokens)  # its issuer's tokens, for the run
+        settings = dataclasses.replace(settings, **issued)
         url = own.url
         offered = capabilities_of(url, own=True)
     else:

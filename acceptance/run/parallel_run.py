@@ -209,9 +209,7 @@ def _shared_target(target: Target, settings: Settings) -> tuple[list[str], dict[
         "admin_api_token": target.admin_api_token,
         **target.refused_tokens,
     }
-    secrets = {
-        setting.env: tokens[setting.name] for setting in SETTINGS if tokens.get(setting.name)
-    }
+    secrets = {setting.env: token for setting in SETTINGS if (token := tokens.get(setting.name))}
     return defines, secrets
 
 

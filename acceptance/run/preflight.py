@@ -36,11 +36,7 @@ from hamcrest.core.matcher import Matcher
 
 from acceptance.core.clients import Router, WorkloadManager
 from acceptance.core.evidence import ExchangeLog, excerpt
-from acceptance.core.matchers import (
-    SESSION_NOT_FOUND,
-    holds_json,
-    refused_because_session_not_found,
-)
+from acceptance.core.matchers import holds_json, refused_because_session_not_found
 from acceptance.core.measurements import Measurements
 from acceptance.core.polling import eventually
 from acceptance.core.runtimes import (
@@ -55,6 +51,7 @@ from acceptance.core.transport import NoAnswer, Transport
 from acceptance.domain.isolation import neighbour_echo_agent
 from acceptance.platforms.base import NEIGHBOUR_NAMESPACE, Platform, Target
 from acceptance.run.timings import Given, TimingsDoNotFit, fitted, measure_cold_start
+from agentcube_contract.session import SESSION_NOT_FOUND
 
 # The name of the runtime the token check calls: none has it, so no sandbox can start.
 PROBE_RUNTIME = "agentcube-preflight-probe"

@@ -64,10 +64,11 @@ def run_features(config: Configuration) -> list[Feature]:
     its paths less what its `exclude` leaves out. The run, the parallel run and the listing
     all select from these."""
     locations = collect_feature_locations(config.paths)
-    return parse_features(
+    features: list[Feature] = parse_features(
         [location for location in locations if not config.exclude(location)],
         language=config.lang,
     )
+    return features
 
 
 def selected_scenarios(features: list[Feature], config: Configuration) -> list[Scenario]:

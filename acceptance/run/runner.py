@@ -40,7 +40,7 @@ def start_suite(config: Configuration) -> Suite:
     if not suite.settings.results_dir:  # a parallel run's worker: its command does both
         suite.results.deselected = count_deselected(features, config)  # before the run
         suite.results.selected = len(selected)
-        sys.__stderr__.write(f"{suite.release.account()}\n{suite.preflight}\n")
+        (sys.__stderr__ or sys.stderr).write(f"{suite.release.account()}\n{suite.preflight}\n")
     return suite
 
 
@@ -76,4 +76,4 @@ class SuiteRunner(Runner):
         if self.config.junit:
             stop.write_junit(Path(self.config.junit_directory))
         sys.stdout.flush()
-        sys.__stderr__.write(f"\n{stop.console_text()}\n")
+        (sys.__stderr__ or sys.stderr).write(f"\n{stop.console_text()}\n")

@@ -7,7 +7,7 @@ scenarios, leaks, kept sessions...).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from acceptance.core.measurements import Summary
@@ -27,7 +27,7 @@ SLOWEST = 5
 class Table:
     title: str
     headers: tuple[str, ...]
-    rows: list[tuple[str, ...]]
+    rows: Sequence[tuple[str, ...]]
 
 
 @dataclass(frozen=True)

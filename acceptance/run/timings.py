@@ -21,6 +21,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from acceptance.core.clients import Router, WorkloadManager, session_id_of
 from acceptance.core.evidence import excerpt
@@ -99,7 +100,9 @@ def fitted(
     if not short:
         return settings, f"{measured}: the short timings fit it"
     factor = max(needed / value for value in short.values())
-    scaled = {n: float(math.ceil(value * factor)) for n, value in values.items() if not given(n)}
+    scaled: dict[str, Any] = {
+        n: float(math.ceil(value * factor)) for n, value in values.items() if not given(n)
+    }
     told = " and ".join(f"{name} {values[name]:g} s -> {scaled[name]:g} s" for name in scaled)
     return (
         dataclasses.replace(settings, **scaled),

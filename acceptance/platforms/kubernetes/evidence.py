@@ -8,6 +8,7 @@ never raises: what cannot be read is said in place.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from functools import partial
 
 from acceptance.core.evidence import redact
 from acceptance.platforms.kubernetes.api import JSON, KubeApi, KubeError
@@ -49,11 +50,16 @@ def _describe_session(api: KubeApi, observer: Observer, session_id: str) -> str:
     lines += _pod_status(pod)
     lines += _readable("events", lambda: _events(api.pod_events(namespace, name)))
     for container in pod["spec"]["containers"]:
+        container_name: str = container["name"]
         lines += _readable(
-            f"last {LOG_LINES} log lines of container {container['name']}",
-            lambda c=container["name"]: _log_lines(api.pod_log(namespace, name, c, LOG_LINES)),
+            f"last {LOG_LINES} log lines of container {container_name}",
+            partial(_container_log, api, namespace, name, container_name),
         )
     return "\n".join(lines)
+
+
+def _container_log(api: KubeApi, namespace: str, pod: str, container: str) -> list[str] | str:
+    return _log_lines(api.pod_log(namespace, pod, container, LOG_LINES))
 
 
 def _log_lines(log: str | None) -> list[str] | str:

@@ -156,7 +156,7 @@ def local_url(url: str, forward: ServiceForward) -> str:
 def _service_port(spec: JSON, service: ServiceRef) -> JSON:
     """The Service's port entry to forward to: the one given as NAME:PORT, else the first."""
     ports = spec.get("ports") or []
-    chosen = next((p for p in ports if service.port in (None, p.get("port"))), None)
+    chosen: JSON | None = next((p for p in ports if service.port in (None, p.get("port"))), None)
     if chosen is None:
         raise ConfigError(f"svc/{service.name} has no port {service.port or ''}".rstrip())
     return chosen
