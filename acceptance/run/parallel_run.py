@@ -49,8 +49,6 @@ ALONE_TAGS = ("serial", "disruptive")
 NOT_RUN = "Selected but not run"
 # The title of the note on scenarios run again on their own, their phase having no result.
 RUN_AGAIN = "Run again on its own, no result from its phase"
-# How much of a row of behavex's settings table is shown when the locations widen it.
-_WIDE = 120
 
 
 def default_processes() -> int:
@@ -129,13 +127,19 @@ def run(processes: int, behave_arguments: list[str]) -> int:
     selected = selected_scenarios(features, config)
     alone = sum(_runs_alone(scenario) for scenario in selected)
     concurrent = len(selected) - alone
+    reports = Path(read_settings(config.userdata, os.environ).suite.reports_dir)
+    out = reports / "parallel"
+    shutil.rmtree(out, ignore_errors=True)
+    # The run's preflight first, as a sequential run's: its target is the concurrent
+    # phase's (the alone phase, in a behave process of its own, checks its own).
+    suite = Suite.start({**config.userdata, "reports_dir": str(out)}, os.environ)
+    print(f"{suite.release.account()}\n{suite.preflight}", flush=True)
     print(
         f"{len(selected)} scenarios: {alone} run alone (@{', @'.join(ALONE_TAGS)}), "
-        f"{concurrent} in {processes} parallel processes",
+        f"{concurrent} in {processes} parallel processes; behavex's own output: "
+        f"{out}/<phase>.log",
         flush=True,
     )
-    out = Path(read_settings(config.userdata, os.environ).suite.reports_dir) / "parallel"
-    shutil.rmtree(out, ignore_errors=True)
     arguments = _without_tags(behave_arguments)
     # Paths the user named are run as given; the whole suite, slowest first.
     in_order = (
@@ -158,8 +162,6 @@ def run(processes: int, behave_arguments: list[str]) -> int:
         results.merge(phase_results)
     if concurrent:
         phase = Phase(out / "concurrent", processes, f"{chosen}not ({only_alone})", in_order)
-        suite = Suite.start({**config.userdata, "reports_dir": str(out)}, os.environ)
-        print(f"{suite.release.account()}\n{suite.preflight}", flush=True)
         target, secrets = _shared_target(suite.target, suite.settings)
         phase_status, phase_results = phase.run_every(
             [*arguments, *target],
@@ -168,18 +170,33 @@ def run(processes: int, behave_arguments: list[str]) -> int:
         )
         status = max(status, phase_status)
         suite.kept.extend(phase_results.notes.pop(KEPT, []))  # then its localcube stays
-        phase_results.merge(suite.finish())
-        phase_results.release = suite.release.account()  # the workers were told the release
         results.merge(phase_results)
+    results.merge(suite.finish())
+    results.release = suite.release.account()  # the workers were told the release
     results.deselected = count_deselected(features, config)
     if missing := not_run(selected, results):
         # A worker that never ran its scenario (behavex marks it "untested") reports nothing.
         results.notes.setdefault(NOT_RUN, []).extend(missing)
         status = max(status, 1)
     summary = summarize(results, time.monotonic() - started)
+    junit = _one_junit_tree(out, reports / "junit")
     sys.stderr.write(f"\n{closing_report(results.notes, summary)}\n")
-    print(f"behavex reports (HTML, JUnit XML under behave/): {out}/alone, {out}/concurrent")
+    print(
+        f"Reports: {junit}/ (JUnit XML of both phases); behavex's HTML: {out}/alone, "
+        f"{out}/concurrent"
+    )
     return status
+
+
+def _one_junit_tree(out: Path, junit: Path) -> Path:
+    """The phases' JUnit XML, which behavex writes under each phase's folder, in one
+    directory, each file named after its phase."""
+    shutil.rmtree(junit, ignore_errors=True)
+    junit.mkdir(parents=True)
+    for report in sorted(out.glob("*/behave/*.xml")):
+        phase = report.parent.parent.name
+        shutil.copyfile(report, junit / f"{phase}-{report.name}")
+    return junit
 
 
 def _shared_target(target: Target, settings: Settings) -> tuple[list[str], dict[str, str]]:
@@ -245,24 +262,31 @@ class Phase:
         # behavex points TEMP at its output folder, where multiprocessing's socket paths may
         # grow too long for Unix sockets; TMPDIR, which Python prefers, keeps them short.
         environment = {**os.environ, **environment, "TMPDIR": tempfile.gettempdir()}
-        if not self.locations:
-            return subprocess.run(command, env=environment, check=False).returncode
-        with subprocess.Popen(command, env=environment, stdout=subprocess.PIPE, text=True) as run:
-            assert run.stdout is not None
-            for line in run.stdout:
-                sys.stdout.write(self._shown(line))
-                sys.stdout.flush()
+        # behavex's own output (its settings tables, its totals, its exit code) goes to a
+        # log; the console gets one line per scenario as its result arrives.
+        self.folder.parent.mkdir(parents=True, exist_ok=True)
+        log = self.folder.with_name(f"{self.folder.name}.log")
+        shown: set[Path] = set()
+        with (
+            log.open("w") as output,
+            subprocess.Popen(
+                command, env=environment, stdout=output, stderr=subprocess.STDOUT
+            ) as run,
+        ):
+            while run.poll() is None:
+                self._show_new_results(shown)
+                time.sleep(0.2)
+        self._show_new_results(shown)
         return run.returncode
 
-    def _shown(self, line: str) -> str:
-        """behavex's line as shown: it prints its settings in a table padded to the widest
-        value, and the locations would make each row 2,000 characters wide."""
-        if line.startswith("| FEATURES_PATH "):
-            key = line[: line.index("|", 1) + 1]
-            return f"{key} {len(self.locations)} scenarios, the @slow ones first\n"
-        if line.startswith("|") and len(line) > _WIDE:
-            return line[:_WIDE].rstrip(" -") + "\n"
-        return line
+    def _show_new_results(self, shown: set[Path]) -> None:
+        """One line per scenario whose result a worker has saved since the last look."""
+        for path in sorted(self._results_dir.glob("*.json")):
+            if path in shown:
+                continue
+            shown.add(path)
+            for result in RunResults.load_file(path).scenarios:
+                print(f"  {result.outcome:<7} {result.duration:6.2f} s  {result.title}", flush=True)
 
     def results(self) -> RunResults:
         return RunResults.load(self._results_dir)

@@ -170,27 +170,33 @@ class RunResults:
         self.release = self.release or other.release
 
     def save(self, directory: Path) -> Path:
-        """Write these results to a new file in the directory."""
+        """Write these results to a new file in the directory, whole at once: a reader
+        watching the directory never sees a file half written."""
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / f"{os.getpid()}-{uuid.uuid4().hex[:8]}.json"
-        path.write_text(json.dumps(asdict(self)))
+        written = path.with_suffix(".part")
+        written.write_text(json.dumps(asdict(self)))
+        written.replace(path)
         return path
+
+    @classmethod
+    def load_file(cls, path: Path) -> RunResults:
+        """The results one process saved."""
+        data = json.loads(path.read_text())
+        return cls(
+            scenarios=[
+                ScenarioResult(**{**s, "tags": tuple(s["tags"])}) for s in data["scenarios"]
+            ],
+            steps=[StepResult(**s) for s in data["steps"]],
+            latencies=data["latencies"],
+            notes=data["notes"],
+            release=data["release"],
+        )
 
     @classmethod
     def load(cls, directory: Path) -> RunResults:
         """The results saved in the directory by every process of a run, merged."""
         merged = cls()
         for path in sorted(directory.glob("*.json")):
-            data = json.loads(path.read_text())
-            merged.merge(
-                cls(
-                    scenarios=[
-                        ScenarioResult(**{**s, "tags": tuple(s["tags"])}) for s in data["scenarios"]
-                    ],
-                    steps=[StepResult(**s) for s in data["steps"]],
-                    latencies=data["latencies"],
-                    notes=data["notes"],
-                    release=data["release"],
-                )
-            )
+            merged.merge(cls.load_file(path))
         return merged
