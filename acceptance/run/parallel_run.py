@@ -6,9 +6,11 @@ configured, or one localcube started here for them. Scenarios tagged @serial or 
 run first, alone, one after the other, in one behave process (which starts a localcube of
 its own when no target is configured, with every capability that gives).
 
-Before anything starts, the tags are checked against the vocabulary. Each behave process
-saves its results, and at the end one summary covers them all. behavex's reports (HTML,
-JUnit XML under `behave/`) go to `<reports_dir>/parallel/alone` and `.../concurrent`.
+Before anything starts, the tags are checked against the vocabulary and the run's
+preflight is told. Each behave process saves its results, which the console shows one line
+per scenario as they arrive, and at the end one summary covers them all. behavex's own
+output goes to `<reports_dir>/parallel/<phase>.log`, its HTML to `.../alone` and
+`.../concurrent`, and the phases' JUnit XML to one tree, `<reports_dir>/junit/`.
 
 Every other argument is behave's, in the forms behavex accepts too (paths, -t, -D, -i,
 --exclude, --name, ...). Without paths, the @slow scenarios are started first.
