@@ -11,12 +11,16 @@ does nothing when the run has no such report (and then never imports this module
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
+from pathlib import Path
 
 from behave.configuration import Configuration
 from behave.formatter.base import StreamOpener
 from behave.model import Feature
 from behave_html_pretty_formatter import PrettyHTMLFormatter
-from dominate.tags import div, h2, h3, h4, img, p, pre, section, table, tbody, td, th, thead, tr
+from dominate import document
+from dominate.tags import a, div, h2, h3, h4, img, p, pre, section, table, tbody, td, th, thead, tr
+from dominate.util import raw
 
 from acceptance.run.early_stop import TITLE, EarlyStop
 from acceptance.run.report_hooks import REVIEW_FORMAT
@@ -117,3 +121,25 @@ def _render_summary(summary: RunSummary, chart_png: bytes | None) -> None:
                             with tr():
                                 for cell in row:
                                     td(cell)
+
+
+def write_summary_page(summary: RunSummary, path: Path, links: Mapping[str, str]) -> None:
+    """A page of the run summary, with the latency chart, for a run that no review report
+    follows whole (`./dev parallel`), linking to the reports of its parts (`links`: title
+    to a path relative to the page)."""
+    # Imported here, as report_hooks does: matplotlib takes a second to load.
+    from acceptance.run.latency_chart import latency_chart_png
+
+    chart = latency_chart_png(summary.latencies) if summary.latencies else None
+    page = document(title="AgentCube acceptance suite")
+    with page.head:
+        raw(_STYLE)
+    with page:
+        h2("AgentCube acceptance suite")
+        _render_summary(summary, chart)
+        with section(cls="run-summary"):
+            h4("Reports of its parts")
+            for title, href in links.items():
+                p(a(title, href=href))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(page.render(), encoding="utf-8")

@@ -27,6 +27,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from xml.etree import ElementTree
 
 from behave.configuration import Configuration, setup_parser
 from behave.model import Scenario
@@ -35,10 +36,11 @@ from acceptance.core.settings import SETTINGS, ConfigError, Settings
 from acceptance.platforms.base import Target, TargetStartError
 from acceptance.platforms.registry import adapter
 from acceptance.platforms.target import read_settings
+from acceptance.run.html_report import write_summary_page
 from acceptance.run.preflight import PreflightFailed
 from acceptance.run.results import (
     RunResults,
-    count_deselected,
+    deselected_scenarios,
     run_features,
     selected_scenarios,
 )
@@ -175,30 +177,43 @@ def run(processes: int, behave_arguments: list[str]) -> int:
         results.merge(phase_results)
     results.merge(suite.finish())
     results.release = suite.release.account()  # the workers were told the release
-    results.deselected = count_deselected(features, config)
+    deselected = deselected_scenarios(features, config)
+    results.deselected = len(deselected)
     if missing := not_run(selected, results):
         # A worker that never ran its scenario (behavex marks it "untested") reports nothing.
         results.notes.setdefault(NOT_RUN, []).extend(missing)
         status = max(status, 1)
     summary = summarize(results, time.monotonic() - started)
-    junit = _one_junit_tree(out, reports / "junit")
+    _one_junit_tree(out, reports / "junit", deselected)
+    phases = {name: f"parallel/{name}/report.html" for name in ("alone", "concurrent")}
+    write_summary_page(summary, reports / "report.html", phases)
     sys.stderr.write(f"\n{closing_report(results.notes, summary)}\n")
     print(
-        f"Reports: {junit}/ (JUnit XML of both phases); behavex's HTML: {out}/alone, "
-        f"{out}/concurrent"
+        f"Reports: {reports / 'report.html'} (HTML: the summary, and behavex's report of "
+        f"each phase), {reports / 'junit'}/ (JUnit XML)"
     )
     return status
 
 
-def _one_junit_tree(out: Path, junit: Path) -> Path:
+def _one_junit_tree(out: Path, junit: Path, deselected: list[Scenario]) -> None:
     """The phases' JUnit XML, which behavex writes under each phase's folder, in one
-    directory, each file named after its phase."""
+    directory, each file named after its phase; and the scenarios the tags or names left
+    out as skipped test cases, as a sequential run's JUnit has them (behave.ini)."""
     shutil.rmtree(junit, ignore_errors=True)
     junit.mkdir(parents=True)
     for report in sorted(out.glob("*/behave/*.xml")):
         phase = report.parent.parent.name
         shutil.copyfile(report, junit / f"{phase}-{report.name}")
-    return junit
+    count = str(len(deselected))
+    suite = ElementTree.Element(
+        "testsuite", name="not selected", tests=count, skipped=count, failures="0", errors="0"
+    )
+    for scenario in deselected:
+        case = ElementTree.SubElement(
+            suite, "testcase", classname=scenario.feature.name, name=scenario.name
+        )
+        ElementTree.SubElement(case, "skipped", message="not selected by the tags or names")
+    ElementTree.ElementTree(suite).write(junit / "not-selected.xml", encoding="utf-8")
 
 
 def _shared_target(target: Target, settings: Settings) -> tuple[list[str], dict[str, str]]:

@@ -83,10 +83,15 @@ def selected_scenarios(features: list[Feature], config: Configuration) -> list[S
     ]
 
 
-def count_deselected(features: list[Feature], config: Configuration) -> int:
+def deselected_scenarios(features: list[Feature], config: Configuration) -> list[Scenario]:
     """The scenarios at the run's paths that its tag expression or names leave out (behave
     counts them as skipped); before the run, as `selected_scenarios`."""
-    return len(_located(features)) - len(selected_scenarios(features, config))
+    selected = {id(scenario) for scenario in selected_scenarios(features, config)}
+    return [scenario for scenario in _located(features) if id(scenario) not in selected]
+
+
+def count_deselected(features: list[Feature], config: Configuration) -> int:
+    return len(deselected_scenarios(features, config))
 
 
 def _located(features: list[Feature]) -> list[Scenario]:

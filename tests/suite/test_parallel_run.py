@@ -31,6 +31,7 @@ from acceptance.run.results import (
     selected_scenarios,
 )
 from tests.suite.commands import run_module
+from tests.suite.run_counts import counts_of, html_text, junit_totals
 
 
 @pytest.mark.slow
@@ -58,8 +59,17 @@ def test_the_smoke_scenarios_pass_over_two_processes_with_one_summary(tmp_path: 
     assert output.startswith("AgentCube release: main (detected: "), output
     assert len(re.findall(r"^  passed +\d+\.\d\d s  ", output, re.M)) == count, output
     assert "Exit code" not in output and "| FEATURES_PATH" not in output, output
-    junit = list((tmp_path / "junit").glob("concurrent-TESTS-*.xml"))
-    assert junit, "one JUnit tree for the run, behavex's files of each phase in it"
+    assert list((tmp_path / "junit").glob("concurrent-TESTS-*.xml")), "one JUnit tree"
+    # One count: the summary's, JUnit's (the scenarios left out as skipped test cases, as
+    # a sequential run's) and the HTML page's.
+    console = counts_of(output)
+    assert junit_totals(tmp_path / "junit") == {
+        "tests": console["total"],
+        "failures": console["failed"],
+        "errors": 0,
+        "skipped": console["skipped"],
+    }
+    assert counts_of(html_text(tmp_path / "report.html")) == console
 
 
 def test_workers_on_a_cluster_share_the_forwards_and_the_token_of_the_run() -> None:
