@@ -1,19 +1,21 @@
-"""The suite's configuration: one table of settings, read from behave userdata and the
+"""The suite's configuration: one declaration per setting, read from behave userdata and the
 environment.
 
-Each setting can be given as ``behave -D name=value`` or as an environment variable; ``-D``
-wins, an empty value counts as unset. Timeouts live in the same table so that a slower
-target is one ``-D`` away. docs/configuration.md's table is generated from ``SETTINGS``
-(``python -m docgen.configuration_table``), so the two cannot drift apart.
+Each setting is a field of ``Settings`` declared with ``setting(parser, default, meaning)``;
+its ``-D`` name is the field's, its environment variable ``AGENTCUBE_<NAME>`` unless the
+declaration names another. ``-D`` wins, an empty value counts as unset. Timeouts live among
+them so that a slower target is one ``-D`` away. docs/configuration.md's table is generated
+from ``SETTINGS``, the declarations read back (``python -m docgen.configuration_table``), so
+the two cannot drift apart.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, overload
 from urllib.parse import urlsplit
 
 from agentcube_contract import names
@@ -118,54 +120,141 @@ def parse_directory(text: str) -> str:
     return text
 
 
+# The same rules localcube applies to the manifests it serves (RFC 1123, as Kubernetes).
+resource_name = satisfying(is_dns_subdomain, "Kubernetes resource name", names.DNS_SUBDOMAIN_RULE)
+namespace_name = satisfying(is_dns_label, "Kubernetes namespace", names.DNS_LABEL_RULE)
+
+T = TypeVar("T")
+# Where a field of a settings dataclass keeps its Setting.
+SETTING = "setting"
+
+
 @dataclass(frozen=True)
 class Setting:
-    """One row of the configuration table."""
+    """One setting as the user gives it and the docs show it: its -D name, environment
+    variable, parser, default (None: unset) and meaning; `shown`: the default as the docs
+    tell it; `secret`: read from the environment only and never printed."""
 
     name: str
     env: str
     parse: Callable[[str], Any]
     default: str | None
     meaning: str
-    default_text: str = ""
+    shown: str = ""
     secret: bool = False
 
     def describe_default(self) -> str:
-        return self.default_text or (f"`{self.default}`" if self.default is not None else "unset")
+        return self.shown or (f"`{self.default}`" if self.default is not None else "unset")
 
 
-# The same rules localcube applies to the manifests it serves (RFC 1123, as Kubernetes).
-resource_name = satisfying(is_dns_subdomain, "Kubernetes resource name", names.DNS_SUBDOMAIN_RULE)
-namespace_name = satisfying(is_dns_label, "Kubernetes namespace", names.DNS_LABEL_RULE)
+@overload
+def setting(
+    parse: Callable[[str], T],
+    default: str,
+    meaning: str,
+    *,
+    shown: str = "",
+    secret: bool = False,
+    env: str = "",
+) -> T: ...
+@overload
+def setting(
+    parse: Callable[[str], T],
+    default: None,
+    meaning: str,
+    *,
+    shown: str = "",
+    secret: bool = False,
+    env: str = "",
+) -> T | None: ...
+def setting(
+    parse: Callable[[str], Any],
+    default: str | None,
+    meaning: str,
+    *,
+    shown: str = "",
+    secret: bool = False,
+    env: str = "",
+) -> Any:
+    """A field of a settings dataclass, holding its Setting (named by ``declared``); its
+    value without configuration is `default` parsed. A secret one stays out of the repr."""
+    return dataclasses.field(
+        default=None if default is None else parse(default),
+        repr=not secret,
+        metadata={SETTING: Setting("", env, parse, default, meaning, shown, secret)},
+    )
 
-SETTINGS: tuple[Setting, ...] = (
-    Setting(
-        "router_url",
-        "AGENTCUBE_ROUTER_URL",
+
+def declared(settings_class: type) -> tuple[Setting, ...]:
+    """The settings a dataclass declares with ``setting``, in its order, each named after
+    its field (environment variable: AGENTCUBE_<NAME> unless declared)."""
+    found = []
+    for field in dataclasses.fields(settings_class):
+        if SETTING in field.metadata:
+            declaration: Setting = field.metadata[SETTING]
+            env = declaration.env or f"AGENTCUBE_{field.name.upper()}"
+            found.append(dataclasses.replace(declaration, name=field.name, env=env))
+    return tuple(found)
+
+
+# The settings the user set, as -D or in the environment (an empty value is unset), by name.
+Given = frozenset[str]
+
+
+def given_names(
+    settings: Iterable[Setting], userdata: Mapping[str, str], environ: Mapping[str, str]
+) -> Given:
+    """Which of `settings` the user set."""
+    return frozenset(s.name for s in settings if userdata.get(s.name) or environ.get(s.env))
+
+
+def read_all(
+    settings: Iterable[Setting],
+    userdata: Mapping[str, str],
+    environ: Mapping[str, str],
+    defaults: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Each of `settings` read (``read_setting``), by name, its default replaced by the one
+    `defaults` gives; raise ConfigError naming the first that is wrong."""
+    defaults = defaults or {}
+    return {
+        s.name: read_setting(
+            dataclasses.replace(s, default=defaults.get(s.name, s.default)), userdata, environ
+        )
+        for s in settings
+    }
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The suite's settings, grouped by concern (as the Kubernetes e2e framework's timeouts);
+    durations are in seconds. ``router_url`` None: start localcube. The run's resolved URLs
+    and tokens are its Target's (``acceptance.platforms.target``)."""
+
+    # Where the target is and what it runs.
+    router_url: str | None = setting(
         parse_url,
         None,
         "The Router's base URL.",
-        default_text="unset: the suite starts localcube with `fixtures/runtimes`",
-    ),
-    Setting(
-        "workload_manager_url",
-        "AGENTCUBE_WORKLOAD_MANAGER_URL",
+        shown="unset: the suite starts localcube with `fixtures/runtimes`",
+    )
+    workload_manager_url: str | None = setting(
         parse_url,
         None,
         "The WorkloadManager's base URL (sessions are created and deleted there; "
         "localcube's admin API is reached there too).",
-        default_text="the Router URL",
-    ),
-    Setting(
-        "namespace",
-        "AGENTCUBE_NAMESPACE",
-        namespace_name,
-        "default",
-        "Namespace of the runtimes under test.",
-    ),
-    Setting(
-        "neighbour_namespace",
-        "AGENTCUBE_NEIGHBOUR_NAMESPACE",
+        shown="the Router URL",
+    )
+    platform: str | None = setting(
+        satisfying(is_dns_label, "platform name", names.DNS_LABEL_RULE),
+        None,
+        "What the suite may do beside HTTP calls: `localcube` (admin API), "
+        "`kubernetes` (the cluster's API; docs/kubernetes.md), "
+        "`none` (HTTP only).",
+        shown="`localcube` when the suite starts localcube, else `none`",
+    )
+    namespace: str = setting(namespace_name, "default", "Namespace of the runtimes under test.")
+    neighbour_namespace: str | None = setting(
         namespace_name,
         None,
         "A namespace beside `namespace` where the namespaces scenario applies an echo agent "
@@ -173,352 +262,10 @@ SETTINGS: tuple[Setting, ...] = (
         "runtime. On a cluster it must exist with the suite's role bound there "
         "(docs/examples/rbac.yaml); the preflight checks that the runtime can be created "
         "there, without creating it.",
-        default_text="unset: `<namespace>-neighbour` on platform localcube, which serves any "
+        shown="unset: `<namespace>-neighbour` on platform localcube, which serves any "
         "namespace; elsewhere that scenario is skipped",
-    ),
-    Setting(
-        "api_token",
-        "AGENTCUBE_API_TOKEN",
-        parse_token,
-        None,
-        "Bearer token sent on every `/v1/*` call. Never printed.",
-        secret=True,
-    ),
-    Setting(
-        "second_api_token",
-        "AGENTCUBE_SECOND_API_TOKEN",
-        parse_token,
-        None,
-        "Bearer token of a second subject, for the ownership scenario "
-        "(`@requires.second-subject`, which also needs `api_token`). Never printed. A "
-        "localcube the suite starts mints both from its own issuer (and refuses them given).",
-        secret=True,
-    ),
-    Setting(
-        "admin_api_token",
-        "AGENTCUBE_ADMIN_API_TOKEN",
-        parse_token,
-        None,
-        "Bearer token of a subject with the admin role, which upstream's Router lets use any "
-        "session: the scenarios that open sessions at the WorkloadManager (which records no "
-        "owner for them; `@requires.workload-manager-sessions`) call as this subject. "
-        "Never printed. A localcube the suite starts mints one from its own issuer.",
-        secret=True,
-    ),
-    Setting(
-        "must_authenticate",
-        "AGENTCUBE_MUST_AUTHENTICATE",
-        parse_flag,
-        "false",
-        "`true`: the target must authenticate its callers, so the run stops at once when "
-        "the Router answers a call that carries no token. `false`: such a target's "
-        "credential scenarios are skipped with that reason (a token set for it is ignored, "
-        "and the preflight says so).",
-    ),
-    Setting(
-        "no_role_api_token",
-        "AGENTCUBE_NO_ROLE_API_TOKEN",
-        parse_token,
-        None,
-        "Bearer token of a subject the issuer knows but without the role the Router "
-        "requires (its `--jwt-required-role`), for the scenario of the missing role "
-        "(`@requires.no-role-subject`). Never printed. A localcube the suite starts gets "
-        "one from its own issuer.",
-        secret=True,
-    ),
-    Setting(
-        "expired_api_token",
-        "AGENTCUBE_EXPIRED_API_TOKEN",
-        parse_token,
-        None,
-        "An access token of the caller's issuer that has expired (more than upstream's 30 "
-        "s of leeway ago), for the scenario that it is refused (`@requires.expired-token`). "
-        "Never printed. `python -m oidc_issuer` writes one; a localcube the suite starts "
-        "gets one from its own issuer.",
-        secret=True,
-    ),
-    Setting(
-        "other_audience_api_token",
-        "AGENTCUBE_OTHER_AUDIENCE_API_TOKEN",
-        parse_token,
-        None,
-        "An access token of the caller's issuer for an audience other than the Router's "
-        "`--jwt-audience` (`@requires.other-audience-token`). Never printed. `python -m "
-        "oidc_issuer` writes one; a localcube the suite starts gets one.",
-        secret=True,
-    ),
-    Setting(
-        "other_issuer_api_token",
-        "AGENTCUBE_OTHER_ISSUER_API_TOKEN",
-        parse_token,
-        None,
-        "An access token signed with the issuer's key but naming another issuer "
-        "(`@requires.other-issuer-token`). Never printed. `python -m oidc_issuer` writes "
-        "one; a localcube the suite starts gets one.",
-        secret=True,
-    ),
-    Setting(
-        "token_dir",
-        "AGENTCUBE_TOKEN_DIR",
-        parse_token_dir,
-        None,
-        "A directory of token files, one token per file named after its setting "
-        "(`api_token`, `second_api_token`, `admin_api_token`, `no_role_api_token`, "
-        "`expired_api_token`, `other_audience_api_token`, `other_issuer_api_token`), as "
-        "`python -m oidc_issuer --token-dir` writes them: each fills its setting when the "
-        "environment does not. Tokens never reach a command line this way.",
-        default_text="unset: tokens from the environment only",
-    ),
-    Setting(
-        "workload_manager_token",
-        "AGENTCUBE_WORKLOAD_MANAGER_TOKEN",
-        parse_token,
-        None,
-        "Bearer token of the calls the suite makes to the WorkloadManager itself (opening and "
-        "deleting sessions there), where it is not the Router's token: with the "
-        "WorkloadManager's auth on (`--enable-auth`, which upstream PR #433 would have the "
-        "chart pass), a Kubernetes service-account token, e.g. `kubectl create token "
-        "agentcube-router -n agentcube`. Never printed.",
-        secret=True,
-        default_text="unset: the Router's token",
-    ),
-    Setting(
-        "platform",
-        "AGENTCUBE_PLATFORM",
-        satisfying(is_dns_label, "platform name", names.DNS_LABEL_RULE),
-        None,
-        "What the suite may do beside HTTP calls: `localcube` (admin API), "
-        "`kubernetes` (the cluster's API; docs/kubernetes.md), "
-        "`none` (HTTP only).",
-        default_text="`localcube` when the suite starts localcube, else `none`",
-    ),
-    Setting(
-        "echo_agent",
-        "AGENTCUBE_ECHO_AGENT",
-        resource_name,
-        "echo-agent",
-        "AgentRuntime serving `fixtures/runtimes/echo-agent.yaml`.",
-    ),
-    Setting(
-        "python_interpreter",
-        "AGENTCUBE_PYTHON_INTERPRETER",
-        resource_name,
-        "python-interpreter",
-        "CodeInterpreter without a warm pool.",
-    ),
-    Setting(
-        "warm_interpreter",
-        "AGENTCUBE_WARM_INTERPRETER",
-        resource_name,
-        "python-interpreter-warm",
-        "CodeInterpreter with a warm pool.",
-    ),
-    Setting(
-        "stateful_interpreter",
-        "AGENTCUBE_STATEFUL_INTERPRETER",
-        resource_name,
-        None,
-        "CodeInterpreter whose sessions keep their variables from one run of code to the "
-        "next (`@requires.stateful-interpreter`), reached with `POST /api/run_code` in the "
-        "shape of E2B's `run_code`. Upstream has none yet (its issue #223); localcube serves "
-        "`python-interpreter-stateful`, one Jupyter kernel per session.",
-        default_text="unset: `python-interpreter-stateful` on a localcube the suite starts; "
-        "other targets skip those scenarios",
-    ),
-    Setting(
-        "short_timeout_agent",
-        "AGENTCUBE_SHORT_TIMEOUT_AGENT",
-        resource_name,
-        None,
-        "An AgentRuntime already deployed in `namespace` whose sessionTimeout is "
-        "`short_session_timeout` (upstream's e2e deploys one). The idle-timeout scenario then "
-        "uses it instead of applying its own copy of the echo agent, so it runs on any target; "
-        "where sandboxes cannot be observed it is judged by the Router's refusal alone, and "
-        "the end of the run says that the sandbox's removal was not observed.",
-        default_text="unset: the scenario applies its own (`@requires.runtime-admin`)",
-    ),
-    Setting(
-        "request_timeout",
-        "AGENTCUBE_REQUEST_TIMEOUT",
-        parse_seconds,
-        "30s",
-        "Connect and read timeout of every HTTP call (a first call starts a sandbox).",
-    ),
-    Setting(
-        "ready_timeout",
-        "AGENTCUBE_READY_TIMEOUT",
-        parse_seconds,
-        "20s",
-        "How long to wait for localcube to start and the target to report ready.",
-    ),
-    Setting(
-        "short_session_timeout",
-        "AGENTCUBE_SHORT_SESSION_TIMEOUT",
-        parse_seconds,
-        "2s",
-        "`sessionTimeout` of the runtime the idle-timeout scenarios apply. When `@ttl` "
-        "scenarios run, the preflight times a cold start of the echo agent: left at its "
-        "default, this is scaled to last 3 of them; set, it must last 2, else the run stops "
-        "naming the value that fits (docs/running.md).",
-    ),
-    Setting(
-        "ttl_grace",
-        "AGENTCUBE_TTL_GRACE",
-        parse_seconds,
-        "1s",
-        "Time allowed past a session's timeout for garbage collection to end it.",
-    ),
-    Setting(
-        "gc_interval",
-        "AGENTCUBE_GC_INTERVAL",
-        parse_seconds,
-        "1s",
-        "How often the target's garbage collector runs (localcube's default; the localcube "
-        "the suite starts collects every 100 ms). Between the end of a hard lifetime, when "
-        "the sandbox goes, and the collector's next pass, which removes the session, a call "
-        "may fail with the sandbox gone; the refusal as not found is waited for that long.",
-    ),
-    Setting(
-        "poll_interval",
-        "AGENTCUBE_POLL_INTERVAL",
-        parse_seconds,
-        "100ms",
-        "Pause between two probes while waiting for a condition.",
-    ),
-    Setting(
-        "short_session_lifetime",
-        "AGENTCUBE_SHORT_SESSION_LIFETIME",
-        parse_seconds,
-        "3s",
-        "Hard lifetime of a session in the lifetime scenarios: the `maxSessionDuration` of "
-        "the runtime they apply, or the `ttl` a session asks for. Longer than "
-        "`short_session_timeout`, and fitted to a cold start as it is.",
-    ),
-    Setting(
-        "long_task_duration",
-        "AGENTCUBE_LONG_TASK_DURATION",
-        parse_seconds,
-        "2s",
-        "How long the long command of the long-task scenario runs. On a cluster choose it "
-        "longer than any request timeout between the suite and the sandbox (an ingress, a "
-        "load balancer).",
-    ),
-    Setting(
-        "fail_fast",
-        "AGENTCUBE_FAIL_FAST",
-        parse_seconds,
-        "5s",
-        "How soon a call in a session whose sandbox died must be answered with an error.",
-    ),
-    Setting(
-        "sandbox_gone_timeout",
-        "AGENTCUBE_SANDBOX_GONE_TIMEOUT",
-        parse_seconds,
-        "5s",
-        "How long a killed sandbox may take until the platform no longer shows it running.",
-    ),
-    Setting(
-        "answer_allowance",
-        "AGENTCUBE_ANSWER_ALLOWANCE",
-        parse_seconds,
-        "10s",
-        "How long past a call's own duration (a long command, a slow agent, a held call) to "
-        "wait for its answer.",
-    ),
-    Setting(
-        "clock_allowance",
-        "AGENTCUBE_CLOCK_ALLOWANCE",
-        parse_seconds,
-        "1s",
-        "How much earlier than its idle timeout or hard lifetime a session may end: the "
-        "granularity of the target's clocks (upstream, and localcube as it, store activity "
-        "and expiry in whole seconds).",
-    ),
-    Setting(
-        "stream_event_spacing",
-        "AGENTCUBE_STREAM_EVENT_SPACING",
-        parse_seconds,
-        "100ms",
-        "Time between two events or chunks the echo agent streams in the streaming "
-        "scenarios. A stream of events spans 7 spacings, and its first event must reach the "
-        "caller at least half that span before the agent sends the last (judged by the "
-        "agent's own stamps, whatever the target's latency): on a target whose latency "
-        "varies by more than that, choose it longer.",
-    ),
-    Setting(
-        "router_read_timeout",
-        "AGENTCUBE_ROUTER_READ_TIMEOUT",
-        parse_seconds,
-        "30s",
-        "The Router's read timeout (upstream's `ReadTimeout`, pkg/router/server.go:196: 30 s), "
-        "which a WebSocket conversation of the streaming scenarios outlives: that scenario "
-        "holds one 1.5 times this long. Against a localcube of your own, start it with "
-        "`--read-timeout 1s` to keep that scenario short: the preflight reads it from "
-        "localcube's admin API.",
-        default_text="30s, upstream's; a localcube's own, read from its admin API (1s for "
-        "one the suite starts, which it gives that `--read-timeout`)",
-    ),
-    Setting(
-        "warm_pool_timeout",
-        "AGENTCUBE_WARM_POOL_TIMEOUT",
-        parse_seconds,
-        "20s",
-        "How long a warm pool may take to be full and ready again after a claim.",
-    ),
-    Setting(
-        "burst_gather_timeout",
-        "AGENTCUBE_BURST_GATHER_TIMEOUT",
-        parse_seconds,
-        "30s",
-        "How long the callers of one concurrent burst wait for each other, so that they "
-        "call at the same moment.",
-    ),
-    Setting(
-        "overload_hold",
-        "AGENTCUBE_OVERLOAD_HOLD",
-        parse_seconds,
-        "500ms",
-        "How long each call of the overload scenario holds its slot in the limited Router; "
-        "the refused calls must be answered sooner.",
-    ),
-    Setting(
-        "load_sessions",
-        "AGENTCUBE_LOAD_SESSIONS",
-        parse_positive_int,
-        "100",
-        "How many sessions the sustained-load scenarios (`@load`, left out by default) open, "
-        "each with one command, as upstream's load test does.",
-    ),
-    Setting(
-        "load_rate",
-        "AGENTCUBE_LOAD_RATE",
-        parse_positive_int,
-        "10",
-        "How many of those sessions are opened per second, at a steady rate.",
-    ),
-    Setting(
-        "load_required_share",
-        "AGENTCUBE_LOAD_REQUIRED_SHARE",
-        parse_percentage,
-        "100%",
-        "The share of the load scenarios' sessions that must succeed (upstream's own load "
-        "test accepts 90%).",
-    ),
-    Setting(
-        "max_concurrent_requests",
-        "AGENTCUBE_MAX_CONCURRENT_REQUESTS",
-        parse_positive_int,
-        None,
-        "The Router's `--max-concurrent-requests`, declared so that the overload scenario "
-        "(`@requires.overload`) can exceed it (it holds this many calls at once, and 2 "
-        "more), and so that the scenario of many sessions at once opens no more than this "
-        "many at the same moment, wave after wave (more would be rightly refused).",
-        default_text="unset: a localcube the suite starts runs that scenario against a "
-        "second localcube with a limit of 4; other targets skip it",
-    ),
-    Setting(
-        "agentcube_release",
-        "AGENTCUBE_RELEASE",
+    )
+    agentcube_release: str = setting(
         one_of((AUTO_RELEASE, *RELEASES)),
         AUTO_RELEASE,
         "What the target's AgentCube release supports: `main` (upstream main: the Router's "
@@ -529,92 +276,293 @@ SETTINGS: tuple[Setting, ...] = (
         "holds the run to `main` when the 404 carries that code, to `pre-460` when it "
         "carries none, and the run's first line and its summary say which and why; any "
         "other answer stops the run asking for the setting.",
-    ),
-    Setting(
-        "keep_on_failure",
-        "AGENTCUBE_KEEP_ON_FAILURE",
+        env="AGENTCUBE_RELEASE",
+    )
+
+    # Tokens and authentication (a token: from the environment or token_dir only, never printed).
+    api_token: str | None = setting(
+        parse_token, None, "Bearer token sent on every `/v1/*` call. Never printed.", secret=True
+    )
+    second_api_token: str | None = setting(
+        parse_token,
+        None,
+        "Bearer token of a second subject, for the ownership scenario "
+        "(`@requires.second-subject`, which also needs `api_token`). Never printed. A "
+        "localcube the suite starts mints both from its own issuer (and refuses them given).",
+        secret=True,
+    )
+    admin_api_token: str | None = setting(
+        parse_token,
+        None,
+        "Bearer token of a subject with the admin role, which upstream's Router lets use any "
+        "session: the scenarios that open sessions at the WorkloadManager (which records no "
+        "owner for them; `@requires.workload-manager-sessions`) call as this subject. "
+        "Never printed. A localcube the suite starts mints one from its own issuer.",
+        secret=True,
+    )
+    must_authenticate: bool = setting(
+        parse_flag,
+        "false",
+        "`true`: the target must authenticate its callers, so the run stops at once when "
+        "the Router answers a call that carries no token. `false`: such a target's "
+        "credential scenarios are skipped with that reason (a token set for it is ignored, "
+        "and the preflight says so).",
+    )
+    no_role_api_token: str | None = setting(
+        parse_token,
+        None,
+        "Bearer token of a subject the issuer knows but without the role the Router "
+        "requires (its `--jwt-required-role`), for the scenario of the missing role "
+        "(`@requires.no-role-subject`). Never printed. A localcube the suite starts gets "
+        "one from its own issuer.",
+        secret=True,
+    )
+    expired_api_token: str | None = setting(
+        parse_token,
+        None,
+        "An access token of the caller's issuer that has expired (more than upstream's 30 "
+        "s of leeway ago), for the scenario that it is refused (`@requires.expired-token`). "
+        "Never printed. `python -m oidc_issuer` writes one; a localcube the suite starts "
+        "gets one from its own issuer.",
+        secret=True,
+    )
+    other_audience_api_token: str | None = setting(
+        parse_token,
+        None,
+        "An access token of the caller's issuer for an audience other than the Router's "
+        "`--jwt-audience` (`@requires.other-audience-token`). Never printed. `python -m "
+        "oidc_issuer` writes one; a localcube the suite starts gets one.",
+        secret=True,
+    )
+    other_issuer_api_token: str | None = setting(
+        parse_token,
+        None,
+        "An access token signed with the issuer's key but naming another issuer "
+        "(`@requires.other-issuer-token`). Never printed. `python -m oidc_issuer` writes "
+        "one; a localcube the suite starts gets one.",
+        secret=True,
+    )
+    token_dir: str | None = setting(
+        parse_token_dir,
+        None,
+        "A directory of token files, one token per file named after its setting "
+        "(`api_token`, `second_api_token`, `admin_api_token`, `no_role_api_token`, "
+        "`expired_api_token`, `other_audience_api_token`, `other_issuer_api_token`), as "
+        "`python -m oidc_issuer --token-dir` writes them: each fills its setting when the "
+        "environment does not. Tokens never reach a command line this way.",
+        shown="unset: tokens from the environment only",
+    )
+    workload_manager_token: str | None = setting(
+        parse_token,
+        None,
+        "Bearer token of the calls the suite makes to the WorkloadManager itself (opening and "
+        "deleting sessions there), where it is not the Router's token: with the "
+        "WorkloadManager's auth on (`--enable-auth`, which upstream PR #433 would have the "
+        "chart pass), a Kubernetes service-account token, e.g. `kubectl create token "
+        "agentcube-router -n agentcube`. Never printed.",
+        shown="unset: the Router's token",
+        secret=True,
+    )
+
+    # Runtimes under test.
+    echo_agent: str = setting(
+        resource_name, "echo-agent", "AgentRuntime serving `fixtures/runtimes/echo-agent.yaml`."
+    )
+    python_interpreter: str = setting(
+        resource_name, "python-interpreter", "CodeInterpreter without a warm pool."
+    )
+    warm_interpreter: str = setting(
+        resource_name, "python-interpreter-warm", "CodeInterpreter with a warm pool."
+    )
+    stateful_interpreter: str | None = setting(
+        resource_name,
+        None,
+        "CodeInterpreter whose sessions keep their variables from one run of code to the "
+        "next (`@requires.stateful-interpreter`), reached with `POST /api/run_code` in the "
+        "shape of E2B's `run_code`. Upstream has none yet (its issue #223); localcube serves "
+        "`python-interpreter-stateful`, one Jupyter kernel per session.",
+        shown="unset: `python-interpreter-stateful` on a localcube the suite starts; "
+        "other targets skip those scenarios",
+    )
+    short_timeout_agent: str | None = setting(
+        resource_name,
+        None,
+        "An AgentRuntime already deployed in `namespace` whose sessionTimeout is "
+        "`short_session_timeout` (upstream's e2e deploys one). The idle-timeout scenario then "
+        "uses it instead of applying its own copy of the echo agent, so it runs on any target; "
+        "where sandboxes cannot be observed it is judged by the Router's refusal alone, and "
+        "the end of the run says that the sandbox's removal was not observed.",
+        shown="unset: the scenario applies its own (`@requires.runtime-admin`)",
+    )
+
+    # Timings.
+    request_timeout: float = setting(
+        parse_seconds,
+        "30s",
+        "Connect and read timeout of every HTTP call (a first call starts a sandbox).",
+    )
+    ready_timeout: float = setting(
+        parse_seconds,
+        "20s",
+        "How long to wait for localcube to start and the target to report ready.",
+    )
+    short_session_timeout: float = setting(
+        parse_seconds,
+        "2s",
+        "`sessionTimeout` of the runtime the idle-timeout scenarios apply. When `@ttl` "
+        "scenarios run, the preflight times a cold start of the echo agent: left at its "
+        "default, this is scaled to last 3 of them; set, it must last 2, else the run stops "
+        "naming the value that fits (docs/running.md).",
+    )
+    ttl_grace: float = setting(
+        parse_seconds,
+        "1s",
+        "Time allowed past a session's timeout for garbage collection to end it.",
+    )
+    gc_interval: float = setting(
+        parse_seconds,
+        "1s",
+        "How often the target's garbage collector runs (localcube's default; the localcube "
+        "the suite starts collects every 100 ms). Between the end of a hard lifetime, when "
+        "the sandbox goes, and the collector's next pass, which removes the session, a call "
+        "may fail with the sandbox gone; the refusal as not found is waited for that long.",
+    )
+    poll_interval: float = setting(
+        parse_seconds, "100ms", "Pause between two probes while waiting for a condition."
+    )
+    short_session_lifetime: float = setting(
+        parse_seconds,
+        "3s",
+        "Hard lifetime of a session in the lifetime scenarios: the `maxSessionDuration` of "
+        "the runtime they apply, or the `ttl` a session asks for. Longer than "
+        "`short_session_timeout`, and fitted to a cold start as it is.",
+    )
+    long_task_duration: float = setting(
+        parse_seconds,
+        "2s",
+        "How long the long command of the long-task scenario runs. On a cluster choose it "
+        "longer than any request timeout between the suite and the sandbox (an ingress, a "
+        "load balancer).",
+    )
+    fail_fast: float = setting(
+        parse_seconds,
+        "5s",
+        "How soon a call in a session whose sandbox died must be answered with an error.",
+    )
+    sandbox_gone_timeout: float = setting(
+        parse_seconds,
+        "5s",
+        "How long a killed sandbox may take until the platform no longer shows it running.",
+    )
+    answer_allowance: float = setting(
+        parse_seconds,
+        "10s",
+        "How long past a call's own duration (a long command, a slow agent, a held call) to "
+        "wait for its answer.",
+    )
+    clock_allowance: float = setting(
+        parse_seconds,
+        "1s",
+        "How much earlier than its idle timeout or hard lifetime a session may end: the "
+        "granularity of the target's clocks (upstream, and localcube as it, store activity "
+        "and expiry in whole seconds).",
+    )
+    stream_event_spacing: float = setting(
+        parse_seconds,
+        "100ms",
+        "Time between two events or chunks the echo agent streams in the streaming "
+        "scenarios. A stream of events spans 7 spacings, and its first event must reach the "
+        "caller at least half that span before the agent sends the last (judged by the "
+        "agent's own stamps, whatever the target's latency): on a target whose latency "
+        "varies by more than that, choose it longer.",
+    )
+    router_read_timeout: float = setting(
+        parse_seconds,
+        "30s",
+        "The Router's read timeout (upstream's `ReadTimeout`, pkg/router/server.go:196: 30 s), "
+        "which a WebSocket conversation of the streaming scenarios outlives: that scenario "
+        "holds one 1.5 times this long. Against a localcube of your own, start it with "
+        "`--read-timeout 1s` to keep that scenario short: the preflight reads it from "
+        "localcube's admin API.",
+        shown="30s, upstream's; a localcube's own, read from its admin API (1s for "
+        "one the suite starts, which it gives that `--read-timeout`)",
+    )
+    warm_pool_timeout: float = setting(
+        parse_seconds,
+        "20s",
+        "How long a warm pool may take to be full and ready again after a claim.",
+    )
+    burst_gather_timeout: float = setting(
+        parse_seconds,
+        "30s",
+        "How long the callers of one concurrent burst wait for each other, so that they "
+        "call at the same moment.",
+    )
+    overload_hold: float = setting(
+        parse_seconds,
+        "500ms",
+        "How long each call of the overload scenario holds its slot in the limited Router; "
+        "the refused calls must be answered sooner.",
+    )
+
+    # Load.
+    load_sessions: int = setting(
+        parse_positive_int,
+        "100",
+        "How many sessions the sustained-load scenarios (`@load`, left out by default) open, "
+        "each with one command, as upstream's load test does.",
+    )
+    load_rate: int = setting(
+        parse_positive_int,
+        "10",
+        "How many of those sessions are opened per second, at a steady rate.",
+    )
+    load_required_share: float = setting(
+        parse_percentage,
+        "100%",
+        "The share of the load scenarios' sessions that must succeed (upstream's own load "
+        "test accepts 90%).",
+    )
+    max_concurrent_requests: int | None = setting(
+        parse_positive_int,
+        None,
+        "The Router's `--max-concurrent-requests`, declared so that the overload scenario "
+        "(`@requires.overload`) can exceed it (it holds this many calls at once, and 2 "
+        "more), and so that the scenario of many sessions at once opens no more than this "
+        "many at the same moment, wave after wave (more would be rightly refused).",
+        shown="unset: a localcube the suite starts runs that scenario against a "
+        "second localcube with a limit of 4; other targets skip it",
+    )
+
+    # Reports and what is kept.
+    keep_on_failure: bool = setting(
         parse_flag,
         "false",
         "`true`: a failed scenario's sessions and runtimes are kept, not deleted, and the "
         "end of the run says how to reach them (a localcube the suite started keeps running).",
-    ),
-    Setting(
-        "reports_dir",
-        "AGENTCUBE_REPORTS_DIR",
+    )
+    reports_dir: str = setting(
         parse_directory,
         "reports",
         "Where the run writes its files: the log of the localcube it starts, and the HTML "
         "and JUnit reports of `./dev report` and `./dev parallel`.",
-    ),
-    Setting(
-        "results_dir",
-        "AGENTCUBE_RESULTS_DIR",
+    )
+    results_dir: str | None = setting(
         parse_directory,
         None,
         "Set by `./dev parallel`: each behave process writes its results there as JSON "
         "instead of printing the end-of-run summary, which the parallel command prints once.",
-        default_text="unset: the run prints its summary",
-    ),
-)
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Parsed settings, as configured; durations are in seconds. ``router_url`` None: start
-    localcube. The run's resolved URLs and tokens are its Target's
-    (``acceptance.platforms.target``)."""
-
-    router_url: str | None
-    workload_manager_url: str | None
-    namespace: str
-    neighbour_namespace: str | None
-    api_token: str | None = dataclasses.field(repr=False)
-    second_api_token: str | None = dataclasses.field(repr=False)
-    admin_api_token: str | None = dataclasses.field(repr=False)
-    must_authenticate: bool
-    no_role_api_token: str | None = dataclasses.field(repr=False)
-    expired_api_token: str | None = dataclasses.field(repr=False)
-    other_audience_api_token: str | None = dataclasses.field(repr=False)
-    other_issuer_api_token: str | None = dataclasses.field(repr=False)
-    token_dir: str | None
-    workload_manager_token: str | None = dataclasses.field(repr=False)
-    platform: str | None
-    echo_agent: str
-    python_interpreter: str
-    warm_interpreter: str
-    stateful_interpreter: str | None
-    short_timeout_agent: str | None
-    request_timeout: float
-    ready_timeout: float
-    short_session_timeout: float
-    ttl_grace: float
-    gc_interval: float
-    poll_interval: float
-    short_session_lifetime: float
-    long_task_duration: float
-    fail_fast: float
-    sandbox_gone_timeout: float
-    answer_allowance: float
-    clock_allowance: float
-    stream_event_spacing: float
-    router_read_timeout: float
-    warm_pool_timeout: float
-    burst_gather_timeout: float
-    overload_hold: float
-    load_sessions: int
-    load_rate: int
-    load_required_share: float
-    max_concurrent_requests: int | None
-    agentcube_release: str
-    keep_on_failure: bool
-    reports_dir: str
-    results_dir: str | None
+        shown="unset: the run prints its summary",
+    )
 
     @property
     def since_pr_460(self) -> bool:
         """Whether the target has upstream PR #460: SESSION_NOT_FOUND and per-session ttl.
         A run's settings have `auto` resolved by the preflight (acceptance.run.preflight)."""
         return self.agentcube_release != "pre-460"
+
+
+SETTINGS = declared(Settings)
 
 
 def load_settings(
@@ -626,8 +574,7 @@ def load_settings(
     `defaults` (the chosen platform's, by name) may replace; raise ConfigError. The
     platform's name is checked against the adapters by ``acceptance.platforms.target``."""
     known = {setting.name for setting in SETTINGS}
-    defaults = defaults or {}
-    if stray := sorted(set(defaults) - known):
+    if stray := sorted(set(defaults or {}) - known):
         raise ConfigError(f"a platform gives a default to {stray[0]}, which is no setting")
     unknown = sorted(
         name for name in set(userdata) - known if not name.startswith(FOREIGN_USERDATA)
@@ -636,14 +583,7 @@ def load_settings(
         raise ConfigError(
             f"unknown setting -D {unknown[0]}; the settings are: {', '.join(sorted(known))}"
         )
-    values = {
-        setting.name: read_setting(
-            dataclasses.replace(setting, default=defaults.get(setting.name, setting.default)),
-            userdata,
-            environ,
-        )
-        for setting in SETTINGS
-    }
+    values = read_all(SETTINGS, userdata, environ, defaults)
     values.update(tokens_from_files(values))
     return Settings(**values)
 
@@ -683,6 +623,8 @@ def tokens_from_files(values: Mapping[str, Any]) -> dict[str, str]:
 
 
 def read_setting(setting: Setting, userdata: Mapping[str, str], environ: Mapping[str, str]) -> Any:
+    """The setting from -D, else its environment variable, else its default, parsed (None
+    when unset); raise ConfigError naming it, and the value unless it is secret."""
     if setting.secret and setting.name in userdata:
         raise ConfigError(
             f"setting {setting.name} is read from {setting.env} only: a -D value would show "

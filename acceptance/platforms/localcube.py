@@ -285,7 +285,7 @@ PICOD_COMMAND = Setting(
     "(its `--picod-command`), e.g. `/path/to/picod --port {port} --workspace {workspace}`: "
     "the whole suite against your own PicoD build (docs/own-picod.md). Not with "
     "`router_url`.",
-    default_text="unset: localcube's own PicoD-compatible daemon",
+    shown="unset: localcube's own PicoD-compatible daemon",
 )
 ROUTER_URL = next(setting for setting in SETTINGS if setting.name == "router_url")
 

@@ -1,7 +1,7 @@
-"""Settings of the Kubernetes platform adapter, read like the suite's own settings: ``-D name``
-first, then the environment variable, then the default.
+"""Settings of the Kubernetes platform adapter, declared and read as the suite's own: ``-D
+name`` first, then the environment variable, then the default.
 
-They live beside the suite's table (``acceptance.core.settings.SETTINGS``) rather than in it
+They live beside the suite's (``acceptance.core.settings.Settings``) rather than among them
 because they mean something only with ``platform=kubernetes`` (the adapter declares them:
 ``acceptance.platforms.kubernetes.ADAPTER``), and ``CLUSTER_DEFAULTS`` are the suite-wide
 settings whose sensible value on a cluster differs from the one for localcube.
@@ -9,7 +9,6 @@ settings whose sensible value on a cluster differs from the one for localcube.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,14 +16,15 @@ from pathlib import Path
 from acceptance.core.evidence import register_secret
 from acceptance.core.settings import (
     ConfigError,
-    Setting,
+    declared,
     namespace_name,
     one_of,
     parse_flag,
     parse_seconds,
     parse_url,
-    read_setting,
+    read_all,
     resource_name,
+    setting,
 )
 from agentcube_contract.names import is_dns_label
 
@@ -119,154 +119,110 @@ def _path(text: str) -> Path:
     return Path(text).expanduser()
 
 
-KUBERNETES_SETTINGS: tuple[Setting, ...] = (
-    Setting(
-        "kubeconfig",
-        "AGENTCUBE_KUBECONFIG",
+@dataclass(frozen=True)
+class KubernetesSettings:
+    """The adapter's settings, declared as the suite's (``acceptance.core.settings``);
+    durations in seconds."""
+
+    # The cluster.
+    kubeconfig: Path | None = setting(
         _path,
         None,
         "Kubeconfig file of the cluster under test.",
-        default_text="in-cluster config inside a pod, else `$KUBECONFIG` or `~/.kube/config`",
-    ),
-    Setting(
-        "kube_context",
-        "AGENTCUBE_KUBE_CONTEXT",
+        shown="in-cluster config inside a pod, else `$KUBECONFIG` or `~/.kube/config`",
+    )
+    kube_context: str | None = setting(
         _word,
         None,
         "Kubeconfig context to use (`kind-agentcube-e2e` for upstream's Kind setup).",
-        default_text="the kubeconfig's current context",
-    ),
-    Setting(
-        "system_namespace",
-        "AGENTCUBE_SYSTEM_NAMESPACE",
+        shown="the kubeconfig's current context",
+    )
+    system_namespace: str = setting(
         namespace_name,
         "agentcube",
         "Namespace where the Router and the WorkloadManager run (the Helm release's).",
-    ),
-    Setting(
-        "port_forward",
-        "AGENTCUBE_PORT_FORWARD",
+    )
+
+    # How the suite reaches the Router and the WorkloadManager.
+    port_forward: bool = setting(
         parse_flag,
         "false",
         "`true`: reach the Router and the WorkloadManager through port forwards that the "
         "suite opens via the Kubernetes API (leave `router_url` unset).",
-    ),
-    Setting(
-        "router_service",
-        "AGENTCUBE_ROUTER_SERVICE",
-        _service,
-        "agentcube-router",
-        "Router Service to forward to, as `NAME` or `NAME:PORT`.",
-    ),
-    Setting(
-        "workload_manager_service",
-        "AGENTCUBE_WORKLOAD_MANAGER_SERVICE",
+    )
+    router_service: ServiceRef = setting(
+        _service, "agentcube-router", "Router Service to forward to, as `NAME` or `NAME:PORT`."
+    )
+    workload_manager_service: ServiceRef = setting(
         _service,
         "workloadmanager",
         "WorkloadManager Service to forward to, as `NAME` or `NAME:PORT`.",
-    ),
-    Setting(
-        "router_deployment",
-        "AGENTCUBE_ROUTER_DEPLOYMENT",
+    )
+    router_deployment: str = setting(
         resource_name,
         "agentcube-router",
         "Router Deployment that the `@disruptive` restart scenario restarts.",
-    ),
-    Setting(
-        "token_source",
-        "AGENTCUBE_TOKEN_SOURCE",
+    )
+
+    # Tokens.
+    token_source: str = setting(
         one_of(TOKEN_SOURCES),
         "static",
         "Where the bearer token comes from: `static` (`api_token` as given, or none), "
         "`service-account` (minted with the TokenRequest API), `oidc` (client credentials).",
-    ),
-    Setting(
-        "service_account",
-        "AGENTCUBE_SERVICE_ACCOUNT",
+    )
+    service_account: str = setting(
         resource_name,
         "e2e-test",
         "Service account in `system_namespace` that `token_source=service-account` mints a "
         "token for (upstream's Kind setup creates `e2e-test`).",
-    ),
-    Setting(
-        "oidc_token_url",
-        "AGENTCUBE_OIDC_TOKEN_URL",
+    )
+    oidc_token_url: str | None = setting(
         parse_url,
         None,
         "Token endpoint for `token_source=oidc`. An in-cluster URL "
         "(`http://keycloak.agentcube.svc.cluster.local:8080/...`) is reached through a port "
         "forward when `port_forward=true`.",
-    ),
-    Setting(
-        "oidc_client_id",
-        "AGENTCUBE_OIDC_CLIENT_ID",
+    )
+    oidc_client_id: str | None = setting(
         _word,
         None,
         "OIDC client id for `token_source=oidc` (`agentcube-app` in upstream's Keycloak addon).",
-    ),
-    Setting(
-        "oidc_client_secret",
-        "AGENTCUBE_OIDC_CLIENT_SECRET",
-        _word,
-        None,
-        "OIDC client secret; environment only, never printed.",
-        secret=True,
-    ),
-    Setting(
-        "agent_image",
-        "AGENTCUBE_AGENT_IMAGE",
+    )
+    oidc_client_secret: str | None = setting(
+        _word, None, "OIDC client secret; environment only, never printed.", secret=True
+    )
+
+    # Runtimes the suite creates.
+    agent_image: str | None = setting(
         _word,
         None,
         "Image of the echo agent's container in the AgentRuntimes the suite creates.",
-        default_text="the fixture's (`python:3.12-slim`)",
-    ),
-    Setting(
-        "interpreter_image",
-        "AGENTCUBE_INTERPRETER_IMAGE",
+        shown="the fixture's (`python:3.12-slim`)",
+    )
+    interpreter_image: str | None = setting(
         _word,
         None,
         "Image of the CodeInterpreters the suite creates (PicoD).",
-        default_text="the fixture's (`picod:latest`, as upstream's Kind setup builds it)",
-    ),
-    Setting(
-        "api_timeout",
-        "AGENTCUBE_API_TIMEOUT",
+        shown="the fixture's (`picod:latest`, as upstream's Kind setup builds it)",
+    )
+
+    # Timings.
+    api_timeout: float = setting(
         parse_seconds,
         "30s",
         "Read timeout of one Kubernetes API call (its connect timeout is at most 5 s); "
         "waits poll with many short calls.",
-    ),
-    Setting(
-        "cluster_timeout",
-        "AGENTCUBE_CLUSTER_TIMEOUT",
+    )
+    cluster_timeout: float = setting(
         parse_seconds,
         "5m",
         "How long to wait for the cluster: fixtures usable (image pulls, warm pools), a "
         "rollout finished.",
-    ),
-)
+    )
 
 
-@dataclass(frozen=True)
-class KubernetesSettings:
-    """Parsed settings of the adapter; durations in seconds."""
-
-    kubeconfig: Path | None = None
-    kube_context: str | None = None
-    system_namespace: str = "agentcube"
-    port_forward: bool = False
-    router_service: ServiceRef = ServiceRef("agentcube-router")
-    workload_manager_service: ServiceRef = ServiceRef("workloadmanager")
-    router_deployment: str = "agentcube-router"
-    token_source: str = "static"
-    service_account: str = "e2e-test"
-    oidc_token_url: str | None = None
-    oidc_client_id: str | None = None
-    oidc_client_secret: str | None = dataclasses.field(default=None, repr=False)
-    agent_image: str | None = None
-    interpreter_image: str | None = None
-    api_timeout: float = 30.0
-    cluster_timeout: float = 300.0
+KUBERNETES_SETTINGS = declared(KubernetesSettings)
 
 
 def named_by(*names: str) -> str:
@@ -280,9 +236,7 @@ def load_kubernetes_settings(
 ) -> KubernetesSettings:
     """Read the adapter's settings; raise ConfigError naming the setting to fix (a secret
     one given as -D among them)."""
-    values = {
-        setting.name: read_setting(setting, userdata, environ) for setting in KUBERNETES_SETTINGS
-    }
+    values = read_all(KUBERNETES_SETTINGS, userdata, environ)
     settings = KubernetesSettings(**values)
     register_secret(settings.oidc_client_secret)
     if settings.token_source == "oidc":
