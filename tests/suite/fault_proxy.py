@@ -613,6 +613,17 @@ class NotReadyFor(Fault):
         return None
 
 
+class HangUpWithoutToken(Fault):
+    """A gateway that hangs up on every API call that presents no token, answering none."""
+
+    async def serve(self, proxy: FaultProxy, incoming: web.Request) -> web.StreamResponse | None:
+        if incoming.path.startswith("/v1/") and "Authorization" not in incoming.headers:
+            assert incoming.transport is not None
+            incoming.transport.close()
+            return web.Response()  # never reaches the caller
+        return None
+
+
 class LossyEcho(Fault):
     """A layer that loses what is not ASCII in the agent's answers (a wrong charset)."""
 
@@ -945,6 +956,7 @@ FAULTS = {
     "deletion-not-done": lambda: FakeDeletion(200, {"message": "Sandbox deleted successfully"}),
     "deletion-fails": lambda: FakeDeletion(500, {"error": "internal server error"}),
     "starting-router": lambda: NotReadyFor(1.0),
+    "hang-up-without-token": HangUpWithoutToken,
     "never-ready": lambda: NotReadyFor(float("inf")),
     "lossy-echo": LossyEcho,
     "refuse-empty-input": RefuseEmptyInput,

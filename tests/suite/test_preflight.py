@@ -131,11 +131,38 @@ def test_a_token_without_the_required_role_stops_the_run_naming_its_variable_and
     assert OTHER_TOKEN not in problems[0]
 
 
-def test_an_accepted_token_passes(cube_with_other_tokens: str) -> None:
-    userdata = {"router_url": cube_with_other_tokens, "platform": "localcube"}
+@pytest.mark.parametrize("must_authenticate", ["false", "true"])
+def test_an_accepted_token_passes(cube_with_other_tokens: str, must_authenticate: str) -> None:
+    """Accepted: the same call without a token is refused (an ignored token:
+    tests/suite/test_unchecked_token.py)."""
+    userdata = {
+        "router_url": cube_with_other_tokens,
+        "platform": "localcube",
+        "must_authenticate": must_authenticate,
+    }
     suite = Suite.start(userdata, {"AGENTCUBE_API_TOKEN": KNOWN_TOKEN})
     suite.finish()
     assert "; token accepted; 3 runtimes found in namespace default" in suite.preflight
+    assert "auth" in suite.gate.capabilities
+
+
+def test_a_refused_token_is_told_so_where_the_target_must_authenticate_too(
+    cube_with_other_tokens: str,
+) -> None:
+    userdata = {"router_url": cube_with_other_tokens, "must_authenticate": "true"}
+    problems = problems_of(userdata, {"AGENTCUBE_API_TOKEN": OTHER_TOKEN})
+    assert [problem.split(" (")[0] for problem in problems] == [
+        "the Router refused the token in AGENTCUBE_API_TOKEN"
+    ]
+
+
+def test_a_router_that_hangs_up_on_a_call_without_a_token_is_one_line(shared_cube) -> None:
+    with FaultProxy(shared_cube.url, "hang-up-without-token") as proxy:
+        problems = problems_of({"router_url": proxy.url}, {"AGENTCUBE_API_TOKEN": KNOWN_TOKEN})
+    assert len(problems) == 1, problems
+    assert problems[0].startswith(f"the Router at {proxy.url} did not answer ("), problems
+    assert problems[0].endswith(") to a call without a token"), problems
+    assert KNOWN_TOKEN not in problems[0]
 
 
 def test_a_token_the_target_ignores_is_told_ignored_not_accepted(shared_cube) -> None:
