@@ -171,7 +171,7 @@ class Preflight:
         token it accepted was checked, not ignored."""
         problems, answer = self._router_refusal("api_token", None)
         if answer is None:
-            raise PreflightFailed(problems)
+            raise PreflightFailed([f"{problem} to a call without a token" for problem in problems])
         return answer.answer.status_code == 401
 
     def _tokens_account(self) -> str:

@@ -624,6 +624,21 @@ class HangUpWithoutToken(Fault):
         return None
 
 
+class TokensCheckedForUnknownRuntimesOnly(Fault):
+    """A gateway in front of a Router without authentication that refuses a call without a
+    token only for a runtime the Router does not serve: the preflight's call, which names
+    none, is refused; the echo agent is served to anyone."""
+
+    async def answer_instead(self, proxy: FaultProxy, request: Request) -> Answer | None:
+        invocation = request.invocation
+        if not invocation or "Authorization" in request.headers:
+            return None
+        listing = (await proxy.upstream_request("GET", "/localcube/v1/runtimes")).json()
+        if any(runtime["name"] == invocation["name"] for runtime in listing["runtimes"]):
+            return None
+        return json_answer(401, {"error": "missing authorization header"})
+
+
 class LossyEcho(Fault):
     """A layer that loses what is not ASCII in the agent's answers (a wrong charset)."""
 
@@ -957,6 +972,7 @@ FAULTS = {
     "deletion-fails": lambda: FakeDeletion(500, {"error": "internal server error"}),
     "starting-router": lambda: NotReadyFor(1.0),
     "hang-up-without-token": HangUpWithoutToken,
+    "tokens-checked-for-unknown-runtimes-only": TokensCheckedForUnknownRuntimesOnly,
     "never-ready": lambda: NotReadyFor(float("inf")),
     "lossy-echo": LossyEcho,
     "refuse-empty-input": RefuseEmptyInput,
