@@ -44,14 +44,14 @@ def timed_run(command: list[str], tree: Path) -> tuple[float, int]:
 
 def commands(processes: int) -> dict[str, list[str]]:
     return {
-        "sequential": [sys.executable, "-m", "behave", "--format=null"],
+        "sequential": [sys.executable, "-m", "acceptance.run.main", "--format=null"],
         f"parallel, {processes} processes": [
             sys.executable,
             "-m",
             "acceptance.run.parallel_run",
             f"--processes={processes}",
         ],
-        "@smoke": [sys.executable, "-m", "behave", "--format=null", "--tags=@smoke"],
+        "@smoke": [sys.executable, "-m", "acceptance.run.main", "--format=null", "--tags=@smoke"],
     }
 
 

@@ -54,10 +54,17 @@ class LocalcubePlatform(Platform):
     capabilities = frozenset({RUNTIME_ADMIN, SANDBOX_OBSERVATION, NEIGHBOUR_NAMESPACE})
 
     def __init__(
-        self, transport: Transport, base_url: str, own: OwnLocalcube | None = None
+        self,
+        transport: Transport,
+        base_url: str,
+        own: OwnLocalcube | None = None,
+        *,
+        is_router: bool = True,
     ) -> None:
+        """`is_router`: localcube serves the Router's API too, no Router of one's own before it."""
         super().__init__(transport, base_url)
         self._own = own
+        self._is_router = is_router
 
     @property
     def _admin(self) -> str:
@@ -126,7 +133,10 @@ class LocalcubePlatform(Platform):
         return self._runtime_entry(runtime) is not None
 
     def router_read_timeout(self) -> float | None:
-        """Its `--read-timeout`; None from a localcube older than that route."""
+        """Its `--read-timeout` where it is the Router; None behind a Router of one's own or
+        from a localcube older than that route."""
+        if not self._is_router:
+            return None
         response = self._transport.request("GET", f"{self._admin}/router", authenticated=False)
         if response.status_code == 404:
             return None
@@ -218,7 +228,12 @@ class LocalcubeTarget(Target):
     platform_name = LocalcubePlatform.name
 
     def platform(self, transport: Transport) -> Platform:
-        return LocalcubePlatform(transport, self.workload_manager_url, self.own)
+        return LocalcubePlatform(
+            transport,
+            self.workload_manager_url,
+            self.own,
+            is_router=self.router_url == self.workload_manager_url,
+        )
 
     def close(self, *, keep: bool) -> Closing:
         """Stop the localcube the suite started (it ends its sandboxes on SIGTERM), or

@@ -234,6 +234,24 @@ def test_a_localcube_tells_its_read_timeout_unless_the_user_set_one(
     assert "as the target tells" not in suite.preflight
 
 
+def test_behind_a_router_of_ones_own_the_read_timeout_is_not_localcubes(
+    start_localcube: StartLocalCube,
+) -> None:
+    """own-router.md: localcube as the WorkloadManager behind another Router, whose read
+    timeout localcube's admin API cannot tell."""
+    cube = start_localcube(extra_arguments=["--read-timeout", "1500ms"])
+    with FaultProxy(cube.url, "ignore-command-timeout") as own_router:
+        userdata = {
+            "router_url": own_router.url,
+            "workload_manager_url": cube.url,
+            "platform": "localcube",
+        }
+        suite = Suite.start(userdata, {})
+        suite.finish()
+    assert suite.settings.router_read_timeout == 30, suite.preflight
+    assert "as the target tells" not in suite.preflight
+
+
 def test_the_websocket_scenario_waits_the_read_timeout_a_localcube_tells(
     start_localcube: StartLocalCube,
 ) -> None:
