@@ -19,7 +19,7 @@ import requests
 from acceptance.core.measurements import Measurements
 from acceptance.core.runtimes import Runtime, RuntimeKind
 from acceptance.core.streams import StreamingClient
-from acceptance.core.transport import Transport
+from acceptance.core.transport import Transport, bearer
 from agentcube_contract.session import SESSION_HEADER
 
 
@@ -61,17 +61,14 @@ class Router:
         finally:
             self._callers_at_once = 1
 
-    def through(self, transport: Transport) -> Router:
-        """The same Router, called through another transport (another caller's token)."""
-        return Router(transport, self._base_url, self._measurements, self._warm_pooled)
-
     def ready(self) -> requests.Response:
+        """Its readiness, asked without a token (pkg/router/server.go:157 at 939abb5)."""
         return self._transport.request("GET", f"{self._base_url}/health/ready")
 
-    def streams(self) -> StreamingClient:
-        """Streams and WebSockets at this Router, presenting this Router's token."""
+    def streams(self, token: str | None) -> StreamingClient:
+        """Streams and WebSockets at this Router, presenting `token` (None: none)."""
         transport = self._transport
-        return StreamingClient(transport.log, transport.authorization(), transport.timeout)
+        return StreamingClient(transport.log, bearer(token), transport.timeout)
 
     def invoke(
         self,
@@ -82,8 +79,9 @@ class Router:
         method: str = "POST",
         **kwargs: Any,
     ) -> requests.Response:
-        """Call a runtime through the Router; without session_id the Router creates one.
-        A successful call records its latency."""
+        """Call a runtime through the Router (`token`, a keyword the transport takes: the
+        caller's); without session_id the Router creates one. A successful call records its
+        latency."""
         headers = dict(kwargs.pop("headers", None) or {})
         if session_id:
             headers[SESSION_HEADER] = session_id
@@ -119,35 +117,33 @@ class Router:
         runtime: Runtime,
         command: list[str],
         *,
-        session_id: str | None,
         fields: Mapping[str, Any] | None = None,
         wait: float | None = None,
+        **call: Any,
     ) -> requests.Response:
         """Run a command; `fields` are PicoD's other fields (timeout, working_dir, env) and
-        `wait` how long to wait for the answer, when longer than the usual request timeout."""
+        `wait` how long to wait for the answer, when longer than the usual request timeout;
+        `call`: the session id and token, as for ``invoke``."""
         body = {"command": command, **(fields or {})}
-        return self.invoke(runtime, "api/execute", session_id=session_id, json=body, timeout=wait)
+        return self.invoke(runtime, "api/execute", json=body, timeout=wait, **call)
 
-    def run_code(self, runtime: Runtime, code: str, *, session_id: str | None) -> requests.Response:
+    def run_code(self, runtime: Runtime, code: str, **call: Any) -> requests.Response:
         """Run code in the session's kernel: a stateful interpreter's POST /api/run_code,
-        shaped after E2B's run_code (a localcube extension; upstream has none yet)."""
-        return self.invoke(runtime, "api/run_code", session_id=session_id, json={"code": code})
+        shaped after E2B's run_code (a localcube extension; upstream has none yet). `call`:
+        the session id and token, as for ``invoke``."""
+        return self.invoke(runtime, "api/run_code", json={"code": code}, **call)
 
     def upload_file(
-        self, runtime: Runtime, path: str, content: bytes, *, session_id: str
+        self, runtime: Runtime, path: str, content: bytes, **call: Any
     ) -> requests.Response:
         body = {"path": path, "content": base64.b64encode(content).decode("ascii")}
-        return self.invoke(runtime, "api/files", session_id=session_id, json=body)
+        return self.invoke(runtime, "api/files", json=body, **call)
 
-    def list_files(self, runtime: Runtime, directory: str, *, session_id: str) -> requests.Response:
-        return self.invoke(
-            runtime, "api/files", session_id=session_id, method="GET", params={"path": directory}
-        )
+    def list_files(self, runtime: Runtime, directory: str, **call: Any) -> requests.Response:
+        return self.invoke(runtime, "api/files", method="GET", params={"path": directory}, **call)
 
-    def download_file(self, runtime: Runtime, path: str, *, session_id: str) -> requests.Response:
-        return self.invoke(
-            runtime, f"api/files/{_literal_path(path)}", session_id=session_id, method="GET"
-        )
+    def download_file(self, runtime: Runtime, path: str, **call: Any) -> requests.Response:
+        return self.invoke(runtime, f"api/files/{_literal_path(path)}", method="GET", **call)
 
 
 class WorkloadManager:
@@ -155,25 +151,26 @@ class WorkloadManager:
         self._transport = transport
         self._base_url = base_url
 
-    def through(self, transport: Transport) -> WorkloadManager:
-        """The same WorkloadManager, called through another transport."""
-        return WorkloadManager(transport, self._base_url)
-
     def healthy(self) -> requests.Response:
+        """Its health, asked without a token (pkg/workloadmanager/server.go:119)."""
         return self._transport.request("GET", f"{self._base_url}/health")
 
-    def create_session(self, runtime: Runtime, *, ttl: int | None = None) -> requests.Response:
-        """Create a session; `ttl` (seconds) asks for a hard lifetime shorter than the
-        runtime's maxSessionDuration (upstream since PR #460)."""
+    def create_session(
+        self, runtime: Runtime, *, token: str | None, ttl: int | None = None
+    ) -> requests.Response:
+        """Create a session presenting `token`; `ttl` (seconds) asks for a hard lifetime
+        shorter than the runtime's maxSessionDuration (upstream since PR #460)."""
         body: dict[str, Any] = {"name": runtime.name, "namespace": runtime.namespace}
         if ttl is not None:
             body["ttl"] = ttl
         return self._transport.request(
-            "POST", f"{self._base_url}/v1/{runtime.kind.wm_segment}", json=body
+            "POST", f"{self._base_url}/v1/{runtime.kind.wm_segment}", json=body, token=token
         )
 
-    def delete_session(self, kind: RuntimeKind, session_id: str) -> requests.Response:
-        return self._transport.request("DELETE", self.session_url(kind, session_id))
+    def delete_session(
+        self, kind: RuntimeKind, session_id: str, *, token: str | None
+    ) -> requests.Response:
+        return self._transport.request("DELETE", self.session_url(kind, session_id), token=token)
 
     def session_url(self, kind: RuntimeKind, session_id: str) -> str:
         return f"{self._base_url}/v1/{kind.wm_segment}/sessions/{quote(session_id)}"

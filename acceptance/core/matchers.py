@@ -11,7 +11,7 @@ import hashlib
 import json
 import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import requests
 from hamcrest import (
@@ -38,6 +38,7 @@ from acceptance.core.runtimes import Runtime
 from agentcube_contract.session import SESSION_HEADER, SESSION_NOT_FOUND
 
 _NO_JSON = object()
+T = TypeVar("T")
 
 
 def _json(response: requests.Response) -> Any:
@@ -431,6 +432,26 @@ def lists_files(names: Sequence[str]) -> Answer:
         status=200,
         body=has_entry("files", has_items(*(has_entry("name", name) for name in names))),
     )
+
+
+class _Meets(BaseMatcher[T]):
+    def __init__(self, expectation: str, test: Callable[[T], bool], shown: Callable[[T], str]):
+        self.expectation, self.test, self.shown = expectation, test, shown
+
+    def _matches(self, item: T) -> bool:
+        return self.test(item)
+
+    def describe_to(self, description: Description) -> None:
+        description.append_text(self.expectation)
+
+    def describe_mismatch(self, item: T, mismatch_description: Description) -> None:
+        mismatch_description.append_text(self.shown(item))
+
+
+def meets(expectation: str, test: Callable[[T], bool], shown: Callable[[T], str]) -> Matcher[T]:
+    """A value `test` holds for, described as `expectation`; a mismatch shows the value as
+    `shown` tells it (for values that are not answers: streams, conversations)."""
+    return _Meets(expectation, test, shown)
 
 
 def all_met(*expectations: Matcher[requests.Response]) -> Matcher[requests.Response]:

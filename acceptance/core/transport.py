@@ -1,5 +1,5 @@
 """HTTP transport: one requests.Session per scenario, a timeout on every call, the bearer
-token on calls that need it, and every exchange recorded as evidence.
+token of the caller a call names, and every exchange recorded as evidence.
 
 The session may be shared by threads (scenarios that open many sessions at once); its
 connection pool is sized for that.
@@ -23,24 +23,27 @@ class NoAnswer(AssertionError):
     """The target did not answer at all (refused, reset, timed out): a contract failure."""
 
 
+def bearer(token: str | None) -> dict[str, str]:
+    """The header that presents this bearer token (none for None)."""
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
 class Transport:
-    def __init__(self, *, timeout: float, token: str | None, log: ExchangeLog) -> None:
+    def __init__(self, *, timeout: float, log: ExchangeLog) -> None:
         self._session = requests.Session()
         for scheme in ("http://", "https://"):
             self._session.mount(scheme, HTTPAdapter(pool_maxsize=POOL_SIZE))
         self._timeout = timeout
-        self._token = token
         self.log = log
 
     def request(
-        self, method: str, url: str, *, authenticated: bool = True, **kwargs: Any
+        self, method: str, url: str, *, token: str | None = None, **kwargs: Any
     ) -> requests.Response:
-        """Send one request; raise NoAnswer when no HTTP answer comes back within the
-        transport's timeout, or within `timeout` (seconds) when the call gives one."""
+        """Send one request presenting `token` (None: none); raise NoAnswer when no HTTP
+        answer comes back within the transport's timeout, or within `timeout` (seconds) when
+        the call gives one."""
         timeout = kwargs.pop("timeout", None) or self._timeout
-        headers = dict(kwargs.pop("headers", None) or {})
-        if authenticated and self._token:
-            headers["Authorization"] = f"Bearer {self._token}"
+        headers = {**bearer(token), **(kwargs.pop("headers", None) or {})}
         try:
             with waiting(f"the answer to {method} {redact(url)}", timeout):
                 response = self._session.request(
@@ -66,10 +69,6 @@ class Transport:
     @property
     def timeout(self) -> float:
         return self._timeout
-
-    def authorization(self) -> dict[str, str]:
-        """The header this transport's calls present: its bearer token, if any."""
-        return {"Authorization": f"Bearer {self._token}"} if self._token else {}
 
     def close(self) -> None:
         self._session.close()

@@ -1,56 +1,87 @@
-"""Who calls and how: a caller as a value (its Router and WorkloadManager clients, the
-token they present), and the calls to one runtime that such a caller makes, in a session
-or opening one, each handed to the World to record."""
+"""Who calls and how: a caller as a value (the Router it calls and the token it presents),
+and the calls to one runtime that such a caller makes, in a session or opening one. Each
+call goes one way: sent (again, while a runtime just applied is not served yet), then
+handed finished to whoever records it (the World)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import requests
+from hamcrest import is_not
 
-from acceptance.core.clients import Router, WorkloadManager
+from acceptance.core import matchers
+from acceptance.core.clients import Router
+from acceptance.core.polling import eventually
 from acceptance.core.runtimes import Runtime, RuntimeKind
+from acceptance.core.settings import Settings
 
-# A call as the World sends it (again, while a runtime just applied is not served yet).
-Send = Callable[[], requests.Response]
 # What `touch` sends to an agent: a call that only keeps its session active.
 TOUCH_TEXT = "still there?"
 
 
 @dataclass(frozen=True)
 class Caller:
-    """Who makes a call, as a value: the Router and WorkloadManager clients presenting one
-    subject's bearer token, and the environment variable a user holds that token in (for
-    the curl lines of a kept session)."""
+    """Who makes a call, as a value: the Router it calls, the bearer token it presents
+    (None: none), and the environment variable a user holds that token in (for the curl
+    lines of a kept session)."""
 
     router: Router
-    workload_manager: WorkloadManager
+    token: str | None
     token_variable: str = "AGENTCUBE_API_TOKEN"
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call through the Router, finished: who made it, where it went, the session it
+    presented, the answer, when it was sent and answered (time.monotonic), and the
+    sessions the scenario knew before it (filled in as it is recorded)."""
+
+    caller: Caller
+    runtime: Runtime
+    sent_session_id: str | None
+    response: requests.Response
+    sent_at: float
+    answered_at: float
+    known_before: tuple[str, ...] = field(default=(), repr=False)
+
+    @property
+    def presented_session_id(self) -> str:
+        """The session id the call presented; a step that needs one fails without it."""
+        if self.sent_session_id is None:
+            raise AssertionError("the last call presented no session id")
+        return self.sent_session_id
 
 
 class Calls:
     """Calls to one runtime by one caller, presenting one session id or none (a call that
-    opens a session); the World records each (`World.calls`, `World.in_session`)."""
+    opens a session), each handed to `record` once answered. A first call to a runtime in
+    `unserved` (applied, not yet served: a WorkloadManager finds runtimes through a cached
+    watch) is sent again while the target answers that the runtime does not exist."""
 
     def __init__(
         self,
-        record: Callable[[Runtime, str | None, Caller, Send], requests.Response],
         runtime: Runtime,
         session_id: str | None,
         caller: Caller,
+        *,
+        record: Callable[[Call], None],
+        unserved: set[Runtime],
+        settings: Settings,
     ) -> None:
-        self._record = record
         self._runtime = runtime
         self._session_id = session_id
         self._caller = caller
+        self._record = record
+        self._unserved = unserved
+        self._settings = settings
 
     def invoke(self, path: str, **options: Any) -> requests.Response:
         """Any call under the runtime's invocations/ path (the Router's invoke options)."""
-        return self._send(
-            lambda router, sid: router.invoke(self._runtime, path, session_id=sid, **options)
-        )
+        return self._send(Router.invoke, path, **options)
 
     def echo(self, text: str) -> requests.Response:
         return self.invoke("echo", json={"input": text})
@@ -63,15 +94,11 @@ class Calls:
         wait: float | None = None,
     ) -> requests.Response:
         """Run a command (PicoD's other `fields`; `wait`: a longer wait for the answer)."""
-        return self._send(
-            lambda router, sid: router.execute(
-                self._runtime, command, session_id=sid, fields=fields, wait=wait
-            )
-        )
+        return self._send(Router.execute, command, fields=fields, wait=wait)
 
     def run_code(self, code: str) -> requests.Response:
         """Run code in the session's kernel (a stateful interpreter)."""
-        return self._send(lambda router, sid: router.run_code(self._runtime, code, session_id=sid))
+        return self._send(Router.run_code, code)
 
     def touch(self) -> requests.Response:
         """A harmless call of the runtime's kind: an echo, or a Python no-op."""
@@ -80,24 +107,55 @@ class Calls:
         return self.execute(["python3", "-c", "pass"])
 
     def upload_file(self, path: str, content: bytes) -> requests.Response:
-        return self._send(
-            lambda router, sid: router.upload_file(self._runtime, path, content, session_id=sid)
-        )
+        return self._send(Router.upload_file, path, content)
 
     def list_files(self, directory: str) -> requests.Response:
-        return self._send(
-            lambda router, sid: router.list_files(self._runtime, directory, session_id=sid)
-        )
+        return self._send(Router.list_files, directory)
 
     def download_file(self, path: str) -> requests.Response:
-        return self._send(
-            lambda router, sid: router.download_file(self._runtime, path, session_id=sid)
-        )
+        return self._send(Router.download_file, path)
 
-    def _send(self, request: Callable[[Router, Any], requests.Response]) -> requests.Response:
-        return self._record(
-            self._runtime,
-            self._session_id,
-            self._caller,
-            lambda: request(self._caller.router, self._session_id),
+    def _send(
+        self, request: Callable[..., requests.Response], /, *args: Any, **options: Any
+    ) -> requests.Response:
+        """Make the Router's `request` as this caller in this session, and record the call."""
+        caller = self._caller
+
+        def send() -> requests.Response:
+            sent.append(time.monotonic())
+            return request(
+                caller.router,
+                self._runtime,
+                *args,
+                session_id=self._session_id,
+                token=caller.token,
+                **options,
+            )
+
+        sent: list[float] = []
+        if self._session_id is None and self._runtime in self._unserved:
+            response = self._send_once_served(send)
+        else:
+            response = send()
+        call = Call(caller, self._runtime, self._session_id, response, sent[-1], time.monotonic())
+        self._record(call)
+        return response
+
+    def _send_once_served(self, send: Callable[[], requests.Response]) -> requests.Response:
+        """`send` again while the target answers that the runtime does not exist, within
+        ready_timeout. Such a refusal opens nothing, and a runtime served once is served
+        from then on."""
+        runtime = self._runtime
+        response = eventually(
+            send,
+            is_not(matchers.refused_because_runtime_not_found(runtime)),
+            timeout=self._settings.ready_timeout,
+            poll=self._settings.poll_interval,
+            waiting_for=(
+                f"{runtime}, just applied, to be served (a WorkloadManager finds runtimes "
+                "through a cached watch, so its first calls may not find one yet; "
+                "ready_timeout / AGENTCUBE_READY_TIMEOUT)"
+            ),
         )
+        self._unserved.discard(runtime)
+        return response

@@ -108,11 +108,7 @@ class SustainedLoad:
         count, rate = self._settings.load_sessions, self._settings.load_rate
         # A Router of its own: loaded latencies must not mix with the run's.
         caller = self._world.caller_through(
-            Router(
-                self._world.transport_with_token(self._target.api_token),
-                self._target.router_url,
-                Measurements(),
-            )
+            Router(self._world.transport, self._target.router_url, Measurements())
         )
         started = time.monotonic()
         with ThreadPoolExecutor(count) as callers:

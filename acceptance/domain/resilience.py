@@ -57,9 +57,8 @@ class Resilience:
                 self._limit = LOCAL_LIMIT
                 platform = self._platform
                 url = stack.enter_context(platform.concurrency_limited_router(LOCAL_LIMIT))
-            transport = self._world.transport_with_token(self._target.api_token)
             # Its calls hold their slot on purpose: their latencies would mislead the run's.
-            self._limited = Router(transport, url, Measurements())
+            self._limited = Router(self._world.transport, url, Measurements())
             yield
 
     def open_session_on_limited_router(self) -> None:
@@ -84,6 +83,7 @@ class Resilience:
                 session_id=session.session_id,
                 json={"seconds": self._settings.overload_hold},
                 timeout=self._settings.overload_hold + self._settings.answer_allowance,
+                token=self._world.caller.token,
             )
             return answer, time.perf_counter() - started
 
@@ -118,10 +118,7 @@ class Resilience:
             )
 
     def expect_served_again(self) -> None:
-        session, router = self._world.session, self._limited_router
-        answer = router.invoke(
-            session.runtime, "echo", session_id=session.session_id, json={"input": TOUCH_TEXT}
-        )
+        answer = self._world.in_session(self._world.session).echo(TOUCH_TEXT)
         assert_that(answer, matchers.echoes(TOUCH_TEXT))
 
     def _burst_summary(self) -> str:

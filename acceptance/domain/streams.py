@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from hamcrest import assert_that
+from hamcrest.core.matcher import Matcher
 
 from acceptance.core import matchers
 from acceptance.core.clients import session_id_of
@@ -74,14 +75,7 @@ class Streams:
         self._answer = _run(self._client(session, CHUNKS * spacing).chunks(url, session.session_id))
 
     def expect_every_event(self) -> None:
-        answer = self._streamed()
-        numbers = [part.data.get("number") for part in answer.parts]
-        expected = list(range(self._count))
-        assert answer.status == 200 and answer.error is None and numbers == expected, (
-            f"Expected: the agent's {self._count} events, numbered {expected[0]} to "
-            f"{expected[-1]}, in order, and the stream's end\n     but: {_shown(answer)}"
-            f" with events {numbers}\n{Timeline.of(answer).table()}"
-        )
+        assert_that(self._streamed(), every_event(self._count))
 
     def expect_events_as_produced(self) -> None:
         """The first event reached the caller at least half the stream's span before the
@@ -91,24 +85,11 @@ class Streams:
             raise AssertionError(
                 f"the stream held {len(timeline.rows)} stamped events: too few to judge"
             )
-        span = timeline.rows[-1][1]
-        first_delay = timeline.rows[0][3]
-        assert first_delay <= span / 2, (
-            f"Expected: the first event to reach the caller at least {span / 2:.2f} s (half "
-            f"the stream's span of {span:.2f} s) before the agent sent the last, as a Router "
-            f"that passes events on as they come does\n     but: it arrived {first_delay:.2f} s "
-            f"later than the quickest event, {span - first_delay:.2f} s before the last was "
-            "sent: the answer was held back (buffered) on its way\n" + timeline.table()
-        )
+        assert_that(timeline, passed_on_as_produced())
 
     def expect_every_chunk(self) -> None:
-        answer = self._streamed()
         expected = [f"chunk {number} of {CHUNKS}: mine" for number in range(CHUNKS)]
-        got = [part.data for part in answer.parts]
-        assert answer.status == 200 and answer.error is None and got == expected, (
-            f"Expected: an answer of unknown length holding {expected!r}, whole and in order, "
-            f"and its end\n     but: {_shown(answer)} with lines {got!r}"
-        )
+        assert_that(self._streamed(), every_chunk(expected))
 
     def expect_session_still_answers(self) -> None:
         expect_served_by_the_same_sandbox(self._world, self._world.session, "after its stream")
@@ -124,26 +105,27 @@ class Streams:
         )
 
     def expect_switched_in_session(self) -> None:
-        conversation = self._conversed()
-        session_id = self._world.session.session_id
-        assert conversation.switched and conversation.session_id == session_id, (
-            f"Expected: the Router to switch the call in {self._world.session} to WebSocket, "
-            f"naming the session in its answer\n     but: {_described(conversation)}"
-        )
+        assert_that(self._conversed(), switched_in(self._world.session))
 
     def expect_echoed_in_order(self) -> None:
-        conversation = self._conversed()
         expected = [_echo(message) for message in MESSAGES]
-        assert conversation.replies == expected, (
-            f"Expected: every message echoed in order, text as text and binary as binary: "
-            f"{expected!r}\n     but: {_described(conversation)}"
+        assert_that(
+            self._conversed(),
+            replied(
+                f"every message echoed in order, text as text and binary as binary: {expected!r}",
+                expected,
+            ),
         )
 
     def expect_clean_close(self) -> None:
-        conversation = self._conversed()
-        assert conversation.error is None and conversation.close_code == _NORMAL_CLOSURE, (
-            f"Expected: the conversation to close cleanly (code {_NORMAL_CLOSURE}) when the "
-            f"caller closed it\n     but: {_described(conversation)}"
+        assert_that(
+            self._conversed(),
+            matchers.meets(
+                f"the conversation to close cleanly (code {_NORMAL_CLOSURE}) when the caller "
+                "closed it",
+                lambda c: c.error is None and c.close_code == _NORMAL_CLOSURE,
+                _described,
+            ),
         )
 
     def expect_served_by_the_session_sandbox(self) -> None:
@@ -151,10 +133,15 @@ class Streams:
         reports = [report for report in self._world.sandbox_reports() if report]
         if not reports:
             raise AssertionError("no call in the session reported its sandbox")
-        own, greeting = _identity(reports[-1]), _identity(_greeting_sandbox(conversation))
-        assert greeting == own, (
-            f"Expected: the conversation served by the sandbox of {self._world.session}, "
-            f"{dict(zip(_IDENTITY, own, strict=True))}\n     but: it was served by {greeting}"
+        own = _identity(reports[-1])
+        assert_that(
+            _identity(_greeting_sandbox(conversation)),
+            matchers.meets(
+                f"the conversation served by the sandbox of {self._world.session}, "
+                f"{dict(zip(_IDENTITY, own, strict=True))}",
+                lambda greeting: greeting == own,
+                lambda greeting: f"it was served by {greeting}",
+            ),
         )
 
     def expect_no_caller_token(self) -> None:
@@ -221,11 +208,7 @@ class Streams:
 
     def expect_each_own_events(self) -> None:
         for number, (session, answer) in enumerate(zip(self._callers, self._results, strict=True)):
-            tags = [part.data.get("tag") for part in answer.parts]
-            assert answer.error is None and tags == [_tag(number)] * EVENTS, (
-                f"Expected: caller {number} to get its {EVENTS} events, each tagged "
-                f"{_tag(number)!r}, in {session}\n     but: {_shown(answer)} with tags {tags}"
-            )
+            assert_that(answer, own_events(number, session))
             for part in answer.parts:
                 self._expect_own_sandbox(number, session, part.data.get("sandbox"))
 
@@ -234,18 +217,25 @@ class Streams:
             zip(self._callers, self._results, strict=True)
         ):
             expected = [_echo(_tag(number)), _tag(number).encode()]
-            assert conversation.replies == expected, (
-                f"Expected: caller {number} to get back its own messages {expected!r} in "
-                f"{session}\n     but: {_described(conversation)}"
+            assert_that(
+                conversation,
+                replied(
+                    f"caller {number} to get back its own messages {expected!r} in {session}",
+                    expected,
+                ),
             )
             self._expect_own_sandbox(number, session, _greeting_sandbox(conversation))
 
     def _expect_own_sandbox(self, number: int, session: Session, report: Any) -> None:
-        own, got = self._identities[session.session_id], _identity(report)
-        assert got == own, (
-            f"Expected: caller {number}'s answer to come from the sandbox of its {session}, "
-            f"{dict(zip(_IDENTITY, own, strict=True))}\n     but: it came from {got}, "
-            + _whose(got, self._identities)
+        own = self._identities[session.session_id]
+        assert_that(
+            _identity(report),
+            matchers.meets(
+                f"caller {number}'s answer to come from the sandbox of its {session}, "
+                f"{dict(zip(_IDENTITY, own, strict=True))}",
+                lambda got: got == own,
+                lambda got: f"it came from {got}, {_whose(got, self._identities)}",
+            ),
         )
 
     # Helpers.
@@ -253,7 +243,9 @@ class Streams:
     def _client(self, session: Session, duration: float) -> StreamingClient:
         """The session's caller's client, waiting `duration` more than a call's timeout."""
         caller = session.caller or self._world.caller
-        return caller.router.streams().longer_by(duration + self._settings.answer_allowance)
+        return caller.router.streams(caller.token).longer_by(
+            duration + self._settings.answer_allowance
+        )
 
     def _url(self, session: Session, path: str, count: int | None = None, tag: str = "") -> str:
         caller = session.caller or self._world.caller
@@ -272,6 +264,92 @@ class Streams:
         if self._conversation is None:
             raise AssertionError("the scenario has held no WebSocket conversation yet")
         return self._conversation
+
+
+# What the streams and conversations are expected to hold.
+
+
+def every_event(count: int) -> Matcher[StreamedAnswer]:
+    return matchers.meets(
+        f"the agent's {count} events, numbered 0 to {count - 1}, in order, and the stream's end",
+        lambda answer: _whole(answer) and _numbers(answer) == list(range(count)),
+        lambda answer: (
+            f"{_shown(answer)} with events {_numbers(answer)}\n" + Timeline.of(answer).table()
+        ),
+    )
+
+
+def passed_on_as_produced() -> Matcher[Timeline]:
+    """The first event reached the caller at least half the stream's span before the agent
+    sent the last one (judged by differences only: see the module's docstring)."""
+
+    def span(timeline: Timeline) -> float:
+        return float(timeline.rows[-1][1])
+
+    def first_delay(timeline: Timeline) -> float:
+        return float(timeline.rows[0][3])
+
+    return matchers.meets(
+        "the first event to reach the caller at least half the stream's span before the agent "
+        "sent the last, as a Router that passes events on as they come does",
+        lambda timeline: first_delay(timeline) <= span(timeline) / 2,
+        lambda timeline: (
+            f"it arrived {first_delay(timeline):.2f} s later than the quickest "
+            f"event, {span(timeline) - first_delay(timeline):.2f} s before the last was sent "
+            f"(span {span(timeline):.2f} s): the answer was held back (buffered) on its way\n"
+            + timeline.table()
+        ),
+    )
+
+
+def every_chunk(expected: list[str]) -> Matcher[StreamedAnswer]:
+    return matchers.meets(
+        f"an answer of unknown length holding {expected!r}, whole and in order, and its end",
+        lambda answer: _whole(answer) and _lines(answer) == expected,
+        lambda answer: f"{_shown(answer)} with lines {_lines(answer)!r}",
+    )
+
+
+def own_events(number: int, session: Session) -> Matcher[StreamedAnswer]:
+    expected = [_tag(number)] * EVENTS
+    return matchers.meets(
+        f"caller {number} to get its {EVENTS} events, each tagged {_tag(number)!r}, in {session}",
+        lambda answer: answer.error is None and _tags(answer) == expected,
+        lambda answer: f"{_shown(answer)} with tags {_tags(answer)}",
+    )
+
+
+def switched_in(session: Session) -> Matcher[Conversation]:
+    return matchers.meets(
+        f"the Router to switch the call in {session} to WebSocket, naming the session in its "
+        "answer",
+        lambda conversation: (
+            conversation.switched and conversation.session_id == session.session_id
+        ),
+        _described,
+    )
+
+
+def replied(expectation: str, expected: list[str | bytes]) -> Matcher[Conversation]:
+    return matchers.meets(
+        expectation, lambda conversation: conversation.replies == expected, _described
+    )
+
+
+def _whole(answer: StreamedAnswer) -> bool:
+    return answer.status == 200 and answer.error is None
+
+
+def _numbers(answer: StreamedAnswer) -> list[Any]:
+    return [part.data.get("number") for part in answer.parts]
+
+
+def _lines(answer: StreamedAnswer) -> list[Any]:
+    return [part.data for part in answer.parts]
+
+
+def _tags(answer: StreamedAnswer) -> list[Any]:
+    return [part.data.get("tag") for part in answer.parts]
 
 
 def _tag(number: int) -> str:

@@ -23,22 +23,21 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 import requests
-from hamcrest import assert_that, has_entries, is_not
+from hamcrest import assert_that, has_entries
 
 from acceptance.core import matchers
 from acceptance.core.clients import Router, WorkloadManager, session_id_of
-from acceptance.core.evidence import ExchangeLog, Table, describe_response, redact
+from acceptance.core.evidence import Table, describe_response, redact
 from acceptance.core.measurements import Measurements
-from acceptance.core.polling import eventually
 from acceptance.core.runtimes import (
     Role,
     Runtime,
     RuntimeKind,
-    configured_runtime,
+    configured_runtimes,
 )
 from acceptance.core.settings import Settings
 from acceptance.core.transport import NoAnswer, Transport
-from acceptance.domain.calls import Caller, Calls, Send
+from acceptance.domain.calls import Call, Caller, Calls
 from acceptance.platforms.base import Platform, Target
 from agentcube_contract.session import SESSION_HEADER
 
@@ -80,25 +79,6 @@ class Activity:
     answered_at: float
 
 
-@dataclass(frozen=True)
-class Call:
-    """One call through the Router: where it went, the session it presented, the answer,
-    the sessions known before it, and when the answer arrived (time.monotonic)."""
-
-    runtime: Runtime
-    sent_session_id: str | None
-    response: requests.Response
-    known_before: tuple[str, ...]
-    answered_at: float
-
-    @property
-    def presented_session_id(self) -> str:
-        """The session id the call presented; a step that needs one fails without it."""
-        if self.sent_session_id is None:
-            raise AssertionError("the last call presented no session id")
-        return self.sent_session_id
-
-
 @dataclass
 class RunLedger:
     """What the scenarios of one run add to, for its end: the sessions they opened, the
@@ -118,36 +98,35 @@ class World:
         settings: Settings,
         target: Target,
         *,
+        transport: Transport,
         router: Router,
         workload_manager: WorkloadManager,
         platform: Platform,
         register_cleanup: RegisterCleanup,
-        log: ExchangeLog,
         ledger: RunLedger,
     ) -> None:
+        """`transport`: the scenario's one transport, which `router`, `workload_manager`
+        and `platform` call through."""
         self._settings = settings
         self._target = target
-        self._log = log
+        self.transport = transport
+        self._log = transport.log
+        self._workload_manager = workload_manager
         self._platform = platform
         self._register_cleanup = register_cleanup
         self._ledger = ledger
         self._calls: list[Call] = []
         self._sessions: list[Session] = []
         self._last_activity: dict[str, Activity] = {}
-        self._applied: dict[Role, Runtime] = {}
+        # The runtimes the settings name, and those the scenario applies or names itself.
+        self._runtimes: dict[Role, Runtime] = configured_runtimes(settings)
         # Runtimes applied for the run or the scenario and not yet served: a WorkloadManager
         # finds runtimes through a cached watch, so its first calls may not find them yet.
         self._unserved: set[Runtime] = set(target.created_runtimes())
         self._parts: dict[type, Any] = {}
         self._kept: list[str] | None = None
         self._closed: set[str] = set()  # session ids the scenario deleted itself
-        # The WorkloadManager's own credential, whoever the caller.
-        self._own_workload_manager = (
-            workload_manager.through(self.transport_with_token(settings.workload_manager_token))
-            if settings.workload_manager_token
-            else None
-        )
-        self._caller = Caller(router, self._own_workload_manager or workload_manager)
+        self._caller = Caller(router, target.api_token)
 
     # What the capability helpers build on.
 
@@ -176,14 +155,8 @@ class World:
         return self._caller
 
     def caller_presenting(self, token: str | None, token_variable: str) -> Caller:
-        """A caller presenting another bearer token (None: none), held by `token_variable`;
-        its WorkloadManager client keeps the WorkloadManager's own token when one is set."""
-        transport = self.transport_with_token(token)
-        return Caller(
-            self._caller.router.through(transport),
-            self._own_workload_manager or self._caller.workload_manager.through(transport),
-            token_variable,
-        )
+        """A caller presenting another bearer token (None: none), held by `token_variable`."""
+        return Caller(self._caller.router, token, token_variable)
 
     def caller_through(self, router: Router) -> Caller:
         """The scenario's caller, calling through another Router (another URL, or latencies
@@ -202,13 +175,6 @@ class World:
     def note_measured(self, what: str) -> None:
         """Tell at the end of the run what a scenario measured, whether it passed or not."""
         self._ledger.measured.append(what)
-
-    def transport_with_token(self, token: str | None) -> Transport:
-        """A transport presenting another bearer token (None: none), logged with the rest
-        of the scenario's exchanges and closed with the scenario."""
-        transport = Transport(timeout=self._settings.request_timeout, token=token, log=self._log)
-        self._register_cleanup(transport.close)
-        return transport
 
     # What the scenario has seen so far.
 
@@ -234,11 +200,11 @@ class World:
         return self._platform.evidence(session.session_id for session in self._sessions)
 
     def runtime(self, role: Role) -> Runtime:
+        if role in self._runtimes:
+            return self._runtimes[role]
         if role.setting is not None:
-            return configured_runtime(role, self._settings)
-        if role not in self._applied:
-            raise AssertionError(f"the scenario has not applied the {role.phrase} yet")
-        return self._applied[role]
+            raise AssertionError(f"no {role.phrase} is configured (setting {role.setting})")
+        raise AssertionError(f"the scenario has not applied the {role.phrase} yet")
 
     @property
     def last_call(self) -> Call:
@@ -281,66 +247,39 @@ class World:
     ) -> Calls:
         """Calls to the runtime presenting this session id (None: calls that open a
         session), by this caller (None: the scenario's own)."""
-        return Calls(self._record, runtime, session_id, caller or self._caller)
+        return Calls(
+            runtime,
+            session_id,
+            caller or self._caller,
+            record=self._record,
+            unserved=self._unserved,
+            settings=self._settings,
+        )
 
     def calls_to(self, role: Role, *, in_session: bool) -> Calls:
         """Calls to the role's runtime in the scenario's session, by the caller that opened
         it, or calls that open a session."""
         runtime = self.runtime(role)
-        if not in_session:
-            return self.calls(runtime)
-        session = self.session
-        return self.calls(runtime, session.session_id, caller=session.caller)
+        session_id, caller = None, None
+        if in_session:
+            session_id, caller = self.session.session_id, self.session.caller
+        return self.calls(runtime, session_id, caller=caller)
 
     def in_session(self, session: Session) -> Calls:
         """Calls in the session, by the caller that opened it."""
         return self.calls(session.runtime, session.session_id, caller=session.caller)
 
-    def _record(
-        self, runtime: Runtime, session_id: str | None, caller: Caller, send: Send
-    ) -> requests.Response:
-        """Make one call with `send`, remember it, and adopt the session it opened, if any,
-        as the caller's."""
+    def _record(self, call: Call) -> None:
+        """Remember a finished call, and adopt the session it opened, if any, as its
+        caller's."""
         known = tuple(session.session_id for session in self._sessions)
-        if session_id is None and runtime in self._unserved:
-            sent_at, response = self._send_once_served(runtime, send)
-        else:
-            sent_at = time.monotonic()
-            response = send()
-        call = Call(runtime, session_id, response, known, time.monotonic())
-        self._calls.append(call)
-        returned = session_id_of(response)
+        self._calls.append(dataclasses.replace(call, known_before=known))
+        returned = session_id_of(call.response)
         if returned and returned not in known:
-            self._adopt(Session(returned, runtime, sent_at, caller))
-        if response.status_code == 200:
-            for active in {sid for sid in (session_id, returned) if sid}:
-                self._last_activity[active] = Activity(sent_at, call.answered_at)
-        return response
-
-    def _send_once_served(self, runtime: Runtime, send: Send) -> tuple[float, requests.Response]:
-        """The first call opening a session of a runtime just applied, sent again while the
-        target answers that the runtime does not exist, within ready_timeout; when it was
-        sent, and its answer. Such a refusal opens nothing, and a runtime served once is
-        served from then on."""
-        sent: list[float] = []
-
-        def attempt() -> requests.Response:
-            sent.append(time.monotonic())
-            return send()
-
-        response = eventually(
-            attempt,
-            is_not(matchers.refused_because_runtime_not_found(runtime)),
-            timeout=self._settings.ready_timeout,
-            poll=self._settings.poll_interval,
-            waiting_for=(
-                f"{runtime}, just applied, to be served (a WorkloadManager finds runtimes "
-                "through a cached watch, so its first calls may not find one yet; "
-                "ready_timeout / AGENTCUBE_READY_TIMEOUT)"
-            ),
-        )
-        self._unserved.discard(runtime)
-        return sent[-1], response
+            self._adopt(Session(returned, call.runtime, call.sent_at, call.caller))
+        if call.response.status_code == 200:
+            for active in {sid for sid in (call.sent_session_id, returned) if sid}:
+                self._last_activity[active] = Activity(call.sent_at, call.answered_at)
 
     # Sessions.
 
@@ -359,7 +298,9 @@ class World:
         )
         runtime = self.runtime(role)
         opened_at = time.monotonic()
-        response = caller.workload_manager.create_session(runtime, ttl=ttl)
+        response = self._workload_manager.create_session(
+            runtime, ttl=ttl, token=self._workload_manager_token(caller)
+        )
         if response.status_code == 401 and not self._settings.workload_manager_token:
             raise AssertionError(_refused_by_the_workload_manager(response))
         assert_that(
@@ -377,15 +318,23 @@ class World:
     def close_session(self, session: Session) -> requests.Response:
         """Delete the session through the WorkloadManager now, as a client ends it; once
         deleted, the scenario's cleanup leaves it alone."""
-        response = self._caller_of(session).workload_manager.delete_session(
-            session.runtime.kind, session.session_id
-        )
+        response = self._delete_at_workload_manager(session)
         if response.status_code == 200:
             self._closed.add(session.session_id)
         return response
 
     def _caller_of(self, session: Session) -> Caller:
         return session.caller or self._caller
+
+    def _workload_manager_token(self, caller: Caller) -> str | None:
+        """The WorkloadManager's own credential (workload_manager_token), else the caller's."""
+        return self._settings.workload_manager_token or caller.token
+
+    def _delete_at_workload_manager(self, session: Session) -> requests.Response:
+        token = self._workload_manager_token(self._caller_of(session))
+        return self._workload_manager.delete_session(
+            session.runtime.kind, session.session_id, token=token
+        )
 
     def _adopt(self, session: Session) -> None:
         self._sessions.append(session)
@@ -405,7 +354,7 @@ class World:
             else ""
         )
         path, body = _EXAMPLE_CALL[session.runtime.kind]
-        delete_url = caller.workload_manager.session_url(session.runtime.kind, session.session_id)
+        delete_url = self._workload_manager.session_url(session.runtime.kind, session.session_id)
         return (
             f"{session}: call it with curl{auth} -H '{SESSION_HEADER}: {session.session_id}' "
             f"-H 'Content-Type: application/json' -d '{body}' "
@@ -421,9 +370,7 @@ class World:
             self._kept.append(self._how_to_reach(session))
             return
         try:
-            response = self._caller_of(session).workload_manager.delete_session(
-                session.runtime.kind, session.session_id
-            )
+            response = self._delete_at_workload_manager(session)
         except NoAnswer as error:
             self._ledger.leaks.append(f"{session}: {error}")
             return
@@ -438,14 +385,14 @@ class World:
         if runtime.kind is not role.kind:
             raise ValueError(f"{runtime} cannot play the {role.phrase}")
         self._register_cleanup(self._delete_runtime, runtime)
-        self._applied[role] = self._platform.apply_runtime(manifest)
-        self._unserved.add(self._applied[role])
-        return self._applied[role]
+        self._runtimes[role] = self._platform.apply_runtime(manifest)
+        self._unserved.add(self._runtimes[role])
+        return self._runtimes[role]
 
     def use_deployed_runtime(self, role: Role, name: str) -> Runtime:
         """Play this role with a runtime already deployed in the namespace (not deleted)."""
-        self._applied[role] = Runtime(role.kind, self._settings.namespace, name)
-        return self._applied[role]
+        self._runtimes[role] = Runtime(role.kind, self._settings.namespace, name)
+        return self._runtimes[role]
 
     def _delete_runtime(self, runtime: Runtime) -> None:
         if self._kept is not None:

@@ -71,22 +71,18 @@ class LocalcubePlatform(Platform):
         return f"{self._base_url}/localcube/v1"
 
     def apply_runtime(self, manifest: dict[str, Any]) -> Runtime:
-        response = self._transport.request(
-            "POST", f"{self._admin}/runtimes", authenticated=False, json=manifest
-        )
+        response = self._transport.request("POST", f"{self._admin}/runtimes", json=manifest)
         assert_that(response, succeeded("localcube to apply the runtime"))
         return Runtime.of_manifest(manifest)
 
     def delete_runtime(self, runtime: Runtime) -> None:
         path = f"{runtime.kind.plural}/{quote(runtime.namespace)}/{quote(runtime.name)}"
-        response = self._transport.request(
-            "DELETE", f"{self._admin}/runtimes/{path}", authenticated=False
-        )
+        response = self._transport.request("DELETE", f"{self._admin}/runtimes/{path}")
         if response.status_code not in (200, 404):
             raise AssertionError(f"could not delete {runtime}: {describe_response(response)}")
 
     def _sandboxes(self) -> list[dict[str, Any]]:
-        response = self._transport.request("GET", f"{self._admin}/sandboxes", authenticated=False)
+        response = self._transport.request("GET", f"{self._admin}/sandboxes")
         assert_that(response, succeeded("localcube to list its sandboxes"))
         sandboxes: list[dict[str, Any]] = response.json()["sandboxes"]
         return sandboxes
@@ -117,7 +113,7 @@ class LocalcubePlatform(Platform):
         return "\n".join(lines)
 
     def _runtime_entry(self, runtime: Runtime) -> dict[str, Any] | None:
-        response = self._transport.request("GET", f"{self._admin}/runtimes", authenticated=False)
+        response = self._transport.request("GET", f"{self._admin}/runtimes")
         assert_that(response, succeeded("localcube to list its runtimes"))
         wanted = (runtime.kind.kind, runtime.namespace, runtime.name)
         return next(
@@ -137,7 +133,7 @@ class LocalcubePlatform(Platform):
         from a localcube older than that route."""
         if not self._is_router:
             return None
-        response = self._transport.request("GET", f"{self._admin}/router", authenticated=False)
+        response = self._transport.request("GET", f"{self._admin}/router")
         if response.status_code == 404:
             return None
         assert_that(response, succeeded("localcube to describe its Router"))

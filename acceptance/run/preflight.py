@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass, replace
 from types import TracebackType
 
@@ -101,7 +102,8 @@ class Preflight:
     def __init__(self, settings: Settings, target: Target) -> None:
         self._settings = settings
         self._target = target
-        self._transport = self._transport_with(target.api_token)
+        timeout = min(settings.request_timeout, settings.ready_timeout)
+        self._transport = Transport(timeout=timeout, log=ExchangeLog())
         self._checked: list[str] = []
         self.release: Release | None = None  # known once check_target has passed
         self.checks_tokens = False  # known once check_target has passed
@@ -283,22 +285,14 @@ class Preflight:
         """`settings` with the short timings fitted to a cold start of the echo agent (see
         acceptance.run.timings); raises PreflightFailed naming a setting the user set that
         does not fit."""
-        target, log = self._target, ExchangeLog()
-        calls = Transport(timeout=settings.request_timeout, token=target.api_token, log=log)
-        ending = Transport(
-            timeout=settings.request_timeout,
-            token=settings.workload_manager_token or target.api_token,
-            log=log,
-        )
-        try:
+        target = self._target
+        with closing(Transport(timeout=settings.request_timeout, log=ExchangeLog())) as transport:
             cold_start = measure_cold_start(
-                Router(calls, target.router_url, Measurements()),
-                WorkloadManager(ending, target.workload_manager_url),
+                Router(transport, target.router_url, Measurements()),
+                WorkloadManager(transport, target.workload_manager_url),
                 configured_runtime(Role.ECHO_AGENT, settings),
+                tokens=(target.api_token, settings.workload_manager_token or target.api_token),
             )
-        finally:
-            calls.close()
-            ending.close()
         if cold_start.seconds is None:
             self._checked.append(
                 f"short timings kept, no cold start measured: {cold_start.why_not}"
@@ -334,10 +328,6 @@ class Preflight:
                 ]
             ) from None
         self._checked.append(f"runtimes can be applied in neighbour namespace {neighbour}")
-
-    def _transport_with(self, token: str | None) -> Transport:
-        timeout = min(self._settings.request_timeout, self._settings.ready_timeout)
-        return Transport(timeout=timeout, token=token, log=ExchangeLog())
 
     def _readiness(
         self,
@@ -380,16 +370,13 @@ class Preflight:
     ) -> tuple[list[str], UnknownSessionAnswer | None]:
         """A problem when the Router refuses a call with this token (or without any), and
         the Router's answer when it gave one."""
-        transport = self._transport_with(token)
         probe = Runtime(RuntimeKind.AGENT_RUNTIME, self._settings.namespace, PROBE_RUNTIME)
         session_id = str(uuid.uuid4())
+        router = Router(self._transport, self._target.router_url, Measurements())
         try:
-            router = Router(transport, self._target.router_url, Measurements())
-            answer = router.invoke(probe, "", session_id=session_id, json={})
+            answer = router.invoke(probe, "", session_id=session_id, json={}, token=token)
         except NoAnswer as error:
             return [f"the Router at {self._target.router_url} {_unanswered(error)}"], None
-        finally:
-            transport.close()
         return (
             _refusal("the Router", answer, setting, token),
             UnknownSessionAnswer(session_id, answer),
@@ -405,15 +392,12 @@ class Preflight:
             if own_token
             else ("api_token", self._target.api_token)
         )
-        transport = self._transport_with(token)
         try:
-            answer = WorkloadManager(transport, url).delete_session(
-                RuntimeKind.AGENT_RUNTIME, str(uuid.uuid4())
+            answer = WorkloadManager(self._transport, url).delete_session(
+                RuntimeKind.AGENT_RUNTIME, str(uuid.uuid4()), token=token
             )
         except NoAnswer as error:
             return [f"the WorkloadManager {_unanswered(error)}"]
-        finally:
-            transport.close()
         problems = _refusal("the WorkloadManager", answer, setting, token)
         if problems and answer.status_code == 401 and not own_token:
             problems[0] += (

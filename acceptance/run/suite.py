@@ -99,11 +99,12 @@ class Suite:
 
     def new_world(self, register_cleanup: RegisterCleanup) -> World:
         """A World with its own HTTP session and exchange log, closed by the last cleanup."""
-        transport = _transport(self.target, self.settings.request_timeout)
+        transport = self._transport()
         register_cleanup(transport.close)
         return World(
             self.settings,
             self.target,
+            transport=transport,
             router=Router(
                 transport,
                 self.target.router_url,
@@ -113,7 +114,6 @@ class Suite:
             workload_manager=WorkloadManager(transport, self.target.workload_manager_url),
             platform=self.target.platform(transport),
             register_cleanup=register_cleanup,
-            log=transport.log,
             ledger=self.ledger,
         )
 
@@ -161,6 +161,9 @@ class Suite:
                 + "; ".join(self.left)
             )
 
+    def _transport(self) -> Transport:
+        return Transport(timeout=self.settings.request_timeout, log=ExchangeLog())
+
     def _sandboxes_left(self) -> list[str]:
         """The run's sessions the platform still shows a sandbox for, once ttl_grace has
         passed; nothing when the platform cannot observe sandboxes or sessions were kept
@@ -171,7 +174,7 @@ class Suite:
             or not self.ledger.sessions
         ):
             return []
-        transport = _transport(self.target, self.settings.request_timeout)
+        transport = self._transport()
         platform = self.target.platform(transport)
 
         def served() -> list[str]:
@@ -208,7 +211,3 @@ def _given(userdata: Mapping[str, str], environ: Mapping[str, str]) -> Given:
         return bool(userdata.get(name) or environ.get(env_of[name]))
 
     return given
-
-
-def _transport(target: Target, timeout: float) -> Transport:
-    return Transport(timeout=timeout, token=target.api_token, log=ExchangeLog())

@@ -57,19 +57,29 @@ class ColdStart:
 
 
 def measure_cold_start(
-    router: Router, workload_manager: WorkloadManager, echo_agent: Runtime
+    router: Router,
+    workload_manager: WorkloadManager,
+    echo_agent: Runtime,
+    *,
+    tokens: tuple[str | None, str | None],
 ) -> ColdStart:
-    """Open a session of the echo agent, time its first answer, and end the session."""
+    """Open a session of the echo agent, time its first answer, and end the session;
+    `tokens`: the Router's and the WorkloadManager's."""
+    router_token, workload_manager_token = tokens
     started = time.monotonic()
     try:
-        answer = router.invoke(echo_agent, "echo", session_id=None, json={"input": "preflight"})
+        answer = router.invoke(
+            echo_agent, "echo", session_id=None, json={"input": "preflight"}, token=router_token
+        )
     except NoAnswer as error:
         return ColdStart(None, f"the first call of {echo_agent.name} was not answered: {error}")
     seconds = time.monotonic() - started
     session_id = session_id_of(answer)
     if session_id:
         with contextlib.suppress(NoAnswer):  # else it ends with its idle timeout
-            workload_manager.delete_session(echo_agent.kind, session_id)
+            workload_manager.delete_session(
+                echo_agent.kind, session_id, token=workload_manager_token
+            )
     if not answer.ok:
         shown = f"{answer.status_code} {excerpt(answer.content, 120)}"
         return ColdStart(None, f"the first call of {echo_agent.name} answered {shown}")

@@ -32,7 +32,7 @@ def test_localcube_counts_the_sessions_it_holds_not_its_warm_sandboxes(
     start_localcube: StartLocalCube,
 ) -> None:
     cube = start_localcube()
-    transport = Transport(timeout=30, token=None, log=ExchangeLog())
+    transport = Transport(timeout=30, log=ExchangeLog())
     platform = LocalcubePlatform(transport, cube.url)
     router = Router(transport, cube.url, Measurements(), warm_pooled=[WARM])
     assert platform.session_count() == 0

@@ -32,7 +32,7 @@ def measurements() -> Measurements:
 
 @pytest.fixture
 def router(shared_cube: embedded.RunningLocalCube, measurements: Measurements) -> Router:
-    transport = Transport(timeout=30, token=None, log=ExchangeLog())
+    transport = Transport(timeout=30, log=ExchangeLog())
     return Router(transport, shared_cube.url, measurements, warm_pooled=[WARM])
 
 

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 import requests
 
-from acceptance.domain.world import Call
+from acceptance.domain.calls import Call
 from tests.suite.stand_in_session import (
     LIFETIME,
     NOT_FOUND,
@@ -42,7 +42,9 @@ def world_collected_after(
         else:
             response = served_then_gone(runtime, session_id)
         world.calls += 1
-        world.last_call = Call(runtime, session_id, response, (), time.monotonic())  # type: ignore[arg-type]
+        world.last_call = Call(
+            None, runtime, session_id, response, time.monotonic(), time.monotonic()
+        )  # type: ignore[arg-type]
         return response
 
     world.touch = touch
@@ -90,7 +92,7 @@ def test_a_call_failed_elsewhere_is_not_waited_on(answer) -> None:
     """Only the first call not served at the end of a lifetime may be followed by the
     refusal; any other 502 is judged as it is, at once."""
     world = world_collected_after(answer, removed_after=None)
-    world.last_call = Call(None, "s-1", answer(*SANDBOX_GONE), (), time.monotonic())  # type: ignore[arg-type]
+    world.last_call = Call(None, None, "s-1", answer(*SANDBOX_GONE), 0, time.monotonic())  # type: ignore[arg-type]
     with pytest.raises(AssertionError, match="the status was 502, not 404"):
         lifetimes_of(world).expect_call_refused_as_not_found()
     assert world.calls == 0

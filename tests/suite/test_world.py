@@ -69,16 +69,16 @@ def scenario() -> Iterator[MakeScenario]:
         target = LocalcubeTarget(url, url, api_token, None, admin_api_token, capabilities, own=own)
         cleanups: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
         ledger = RunLedger()
-        transport = Transport(timeout=30, token=None, log=ExchangeLog())
+        transport = Transport(timeout=30, log=ExchangeLog())
         platform = target.platform(transport)
         world = World(
             settings,
             target,
+            transport=transport,
             router=Router(transport, url, ledger.measurements),
             workload_manager=WorkloadManager(transport, url),
             platform=platform,
             register_cleanup=lambda cleanup, *args: cleanups.append((cleanup, args)),
-            log=transport.log,
             ledger=ledger,
         )
         cleanups.append((transport.close, ()))
