@@ -21,7 +21,7 @@ from hamcrest import assert_that
 from acceptance.core.evidence import describe_response, redact
 from acceptance.core.matchers import succeeded
 from acceptance.core.runtimes import STATEFUL_FIXTURE, Runtime
-from acceptance.core.settings import SETTINGS, ConfigError, Setting, read_setting
+from acceptance.core.settings import SETTINGS, ConfigError, Given, Setting, read_setting
 from acceptance.core.transport import Transport
 from acceptance.platforms.base import (
     NEIGHBOUR_NAMESPACE,
@@ -40,7 +40,7 @@ from acceptance.platforms.base import (
     given_urls,
 )
 from acceptance.platforms.own_localcube import READ_TIMEOUT, OwnLocalcube
-from acceptance.platforms.registry import Adapter, Given, RunSettings
+from acceptance.platforms.registry import Adapter, RunSettings
 from agentcube_contract.picod_command import PicodCommand, PicodCommandError
 
 
@@ -318,9 +318,9 @@ def own_localcube_defaults(given: Given) -> Mapping[str, str]:
     """When the suite starts localcube: the read timeout it gives it, and the fixture's
     stateful interpreter if it runs its own PicoD, which serves it (a PicoD of one's own,
     `picod_command`, has no kernel)."""
-    if given("router_url"):
+    if "router_url" in given:
         return {}
-    if given("picod_command"):
+    if "picod_command" in given:
         return {"router_read_timeout": READ_TIMEOUT}
     return {"router_read_timeout": READ_TIMEOUT, "stateful_interpreter": STATEFUL_FIXTURE}
 

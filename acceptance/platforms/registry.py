@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
-from acceptance.core.settings import ConfigError, Setting, Settings, read_setting
+from acceptance.core.settings import ConfigError, Given, Setting, Settings, read_all
 from acceptance.platforms.base import Target
 
 ENTRY_POINT_GROUP = "acceptance.platforms"
@@ -28,18 +28,18 @@ BUILT_IN = {
     "localcube": "acceptance.platforms.localcube",
     "none": "acceptance.platforms.none",
 }
-# Whether a suite setting was given (-D or its environment variable), by name.
-Given = Callable[[str], bool]
 
 
 @dataclass(frozen=True)
 class RunSettings:
     """A run's settings, each parsed once: the suite's (with the adapter's defaults), the
-    chosen adapter and its own settings as its ``load_settings`` made them."""
+    chosen adapter, its own settings as its ``load_settings`` made them, and which of both
+    the user set."""
 
     suite: Settings
     adapter: Adapter
     adapter_settings: Any = field(repr=False)
+    given: Given = frozenset()
 
 
 def _no_defaults(given: Given) -> Mapping[str, str]:
@@ -83,7 +83,7 @@ class Adapter:
         """Its own settings, parsed; raises ConfigError naming the one to fix."""
         if self.load_settings is not None:
             return self.load_settings(userdata, environ)
-        return {setting.name: read_setting(setting, userdata, environ) for setting in self.settings}
+        return read_all(self.settings, userdata, environ)
 
 
 def names() -> tuple[str, ...]:

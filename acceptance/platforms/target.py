@@ -16,13 +16,15 @@ from acceptance.core.settings import (
     FOREIGN_USERDATA,
     SETTINGS,
     ConfigError,
+    Given,
+    given_names,
     load_settings,
     one_of,
     read_setting,
 )
 from acceptance.platforms import registry
 from acceptance.platforms.base import Target
-from acceptance.platforms.registry import Adapter, Given, RunSettings
+from acceptance.platforms.registry import Adapter, RunSettings
 
 PLATFORM = next(setting for setting in SETTINGS if setting.name == "platform")
 # The platform of a run that names none: the suite starts a localcube when no Router is
@@ -32,20 +34,17 @@ GIVEN_URLS_PLATFORM = "none"
 
 
 def read_settings(userdata: Mapping[str, str], environ: Mapping[str, str]) -> RunSettings:
-    """The run's settings, each parsed once. An adapter's setting given as -D with another
-    platform is refused rather than ignored. Raises ConfigError."""
-    env_of = {setting.name: setting.env for setting in SETTINGS}
-
-    def given(name: str) -> bool:
-        return bool(userdata.get(name) or environ.get(env_of[name]))
-
+    """The run's settings, each parsed once, and which the user set. An adapter's setting
+    given as -D with another platform is refused rather than ignored. Raises ConfigError."""
+    given = given_names(SETTINGS, userdata, environ)
     adapter = chosen_adapter(registry.names(), userdata, environ, given)
-    env_of.update({setting.name: setting.env for setting in adapter.settings})
+    given |= given_names(adapter.settings, userdata, environ)
     own = {setting.name for setting in adapter.settings}
-    left_out = own | _other_platforms_settings(userdata, set(env_of), adapter)
+    known = own | {setting.name for setting in SETTINGS}
+    left_out = own | _other_platforms_settings(userdata, known, adapter)
     suite_userdata = {k: v for k, v in userdata.items() if k not in left_out}
     settings = load_settings(suite_userdata, environ, adapter.defaults(given))
-    return RunSettings(settings, adapter, adapter.own_settings(userdata, environ))
+    return RunSettings(settings, adapter, adapter.own_settings(userdata, environ), given)
 
 
 def chosen_adapter(
@@ -59,7 +58,7 @@ def chosen_adapter(
     choice = dataclasses.replace(PLATFORM, parse=one_of(names))
     name = read_setting(choice, userdata, environ)
     if name is None:
-        name = GIVEN_URLS_PLATFORM if given("router_url") else STARTED_PLATFORM
+        name = GIVEN_URLS_PLATFORM if "router_url" in given else STARTED_PLATFORM
     return registry.adapter(name)
 
 

@@ -47,11 +47,11 @@ from acceptance.core.runtimes import (
     configured_runtime,
     configured_runtimes,
 )
-from acceptance.core.settings import AUTO_RELEASE, SETTINGS, Setting, Settings
+from acceptance.core.settings import AUTO_RELEASE, SETTINGS, Given, Setting, Settings
 from acceptance.core.transport import NoAnswer, Transport
 from acceptance.domain.isolation import neighbour_echo_agent
 from acceptance.platforms.base import NEIGHBOUR_NAMESPACE, Platform, Target
-from acceptance.run.timings import Given, TimingsDoNotFit, fitted, measure_cold_start
+from acceptance.run.timings import TimingsDoNotFit, fitted, measure_cold_start
 from agentcube_contract.session import SESSION_NOT_FOUND
 
 # The name of the runtime the token check calls: none has it, so no sandbox can start.
@@ -273,7 +273,7 @@ class Preflight:
         """`settings` with the Router's read timeout as the target tells it (localcube's
         admin API), unless the user set router_read_timeout: a WebSocket scenario then
         waits the target's own read timeout, not upstream's default."""
-        if given("router_read_timeout"):
+        if "router_read_timeout" in given:
             return settings
         told = self._target.platform(self._transport).router_read_timeout()
         if told is None or told == settings.router_read_timeout:

@@ -15,7 +15,7 @@ from acceptance.core.clients import Router, WorkloadManager
 from acceptance.core.evidence import ExchangeLog
 from acceptance.core.polling import eventually
 from acceptance.core.runtimes import Role, configured_runtime
-from acceptance.core.settings import SETTINGS, Settings
+from acceptance.core.settings import Settings
 from acceptance.core.transport import Transport
 from acceptance.domain.world import RegisterCleanup, RunLedger, World
 from acceptance.platforms.base import (
@@ -29,7 +29,6 @@ from acceptance.platforms.target import read_settings, resolve_target
 from acceptance.run.preflight import Preflight, Release
 from acceptance.run.results import RunResults
 from acceptance.run.tags import ACTIVE_CATEGORIES, ScenarioGate
-from acceptance.run.timings import Given
 
 # The title of the closing note on what keep_on_failure kept.
 KEPT = "Kept for inspection"
@@ -74,10 +73,9 @@ class Suite:
                 suite._hold_to(preflight.release, checks_tokens=preflight.checks_tokens)
                 target.prepare()
                 preflight.check_runtimes()
-                given = _given(userdata, environ)
-                suite.settings = preflight.read_told_settings(suite.settings, given)
+                suite.settings = preflight.read_told_settings(suite.settings, run.given)
                 if timed:
-                    suite.settings = preflight.fit_timings(suite.settings, given)
+                    suite.settings = preflight.fit_timings(suite.settings, run.given)
                 suite.preflight = preflight.account()
         except BaseException:
             suite.stop()
@@ -198,16 +196,3 @@ class Suite:
             return served()
         finally:
             transport.close()
-
-
-def _given(userdata: Mapping[str, str], environ: Mapping[str, str]) -> Given:
-    """Whether the user set a suite setting; a deployed short_timeout_agent fixes the idle
-    timeout, which short_session_timeout then describes."""
-    env_of = {setting.name: setting.env for setting in SETTINGS}
-
-    def given(name: str) -> bool:
-        if name == "short_session_timeout" and given("short_timeout_agent"):
-            return True
-        return bool(userdata.get(name) or environ.get(env_of[name]))
-
-    return given

@@ -89,27 +89,23 @@ def test_a_cold_start_that_cannot_be_measured_changes_nothing(shared_cube) -> No
 
 def test_a_deployed_short_timeout_agent_fixes_the_idle_timeout() -> None:
     settings = load_settings({"short_timeout_agent": "echo-agent-short-ttl"}, {})
-
-    def given(name: str) -> bool:
-        return name == "short_session_timeout"  # as the run's start tells it (suite._given)
-
     with pytest.raises(TimingsDoNotFit, match=r"short_session_timeout / .* is 2 s"):
-        fitted(settings, 1.5, given, names)
+        fitted(settings, 1.5, frozenset({"short_timeout_agent"}), names)
 
 
 def test_timings_that_outlast_the_cold_start_are_kept() -> None:
     settings = load_settings({}, {})
-    kept, told = fitted(settings, 0.2, lambda _: False, names)
+    kept, told = fitted(settings, 0.2, frozenset(), names)
     assert kept == settings and told == "cold start 0.2 s: the short timings fit it"
 
 
 def test_a_timing_the_user_set_is_kept_while_it_lasts_two_cold_starts() -> None:
     """A set 2 s idle timeout, a 0.8 s cold start: tight, but the user's to choose."""
     settings = load_settings({"short_session_timeout": "2s"}, {})
-    kept, told = fitted(settings, 0.8, lambda name: name == "short_session_timeout", names)
+    kept, told = fitted(settings, 0.8, frozenset({"short_session_timeout"}), names)
     assert (kept.short_session_timeout, kept.short_session_lifetime) == (2.0, 3.0), told
     with pytest.raises(TimingsDoNotFit, match="is 2 s, shorter than 2 cold starts"):
-        fitted(settings, 1.1, lambda name: name == "short_session_timeout", names)
+        fitted(settings, 1.1, frozenset({"short_session_timeout"}), names)
 
 
 def test_the_scenarios_that_rely_on_the_short_timings_pass_on_the_slow_target(
