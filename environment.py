@@ -87,6 +87,6 @@ def after_all(context: Context) -> None:
         summary = summarize(results, suite.elapsed())
         add_run_summary(context, summary)
         # Past behave's hook capture: this must be seen whether or not the run failed.
-        sys.__stderr__.write(f"\n{closing_report(results.notes, summary)}\n")
+        (sys.__stderr__ or sys.stderr).write(f"\n{closing_report(results.notes, summary)}\n")
     # A sandbox the run created and left behind fails the run (a hook error in after_all).
     suite.assert_nothing_left()

@@ -1,56 +1,56 @@
 """Steps about credentials and authentication."""
 
 from behave import given, then, when
-from behave.runner import Context
 
 from acceptance.domain.credentials import Authentication, Credentials, UnauthorizedReason
+from acceptance.domain.step_types import StepContext
 
 
 @given("the Router requires a token")
-def step_tokens_required(context: Context) -> None:
+def step_tokens_required(context: StepContext) -> None:
     context.world.part(Authentication).expect_tokens_required()
 
 
 @then("the sandbox received none of the callers' tokens")
-def step_no_caller_token(context: Context) -> None:
+def step_no_caller_token(context: StepContext) -> None:
     context.world.part(Authentication).expect_sandbox_got_no_caller_token()
 
 
 @when("I call the echo agent {credentials:Credentials}")
-def step_call_with_credentials(context: Context, credentials: Credentials) -> None:
+def step_call_with_credentials(context: StepContext, credentials: Credentials) -> None:
     context.world.part(Authentication).call_agent_with(credentials)
 
 
 @then("the call is refused as unauthorized because {reason:UnauthorizedReason}")
-def step_refused_unauthorized(context: Context, reason: UnauthorizedReason) -> None:
+def step_refused_unauthorized(context: StepContext, reason: UnauthorizedReason) -> None:
     context.world.part(Authentication).expect_refused_as_unauthorized(reason)
 
 
 @then("the refusal repeats none of the credentials")
-def step_refusal_repeats_no_credential(context: Context) -> None:
+def step_refusal_repeats_no_credential(context: StepContext) -> None:
     context.world.part(Authentication).expect_refusal_repeats_no_credential()
 
 
 @then("the call is refused as forbidden for want of the required role")
-def step_refused_missing_role(context: Context) -> None:
+def step_refused_missing_role(context: StepContext) -> None:
     context.world.part(Authentication).expect_refused_for_the_missing_role()
 
 
 @when("another subject calls the echo agent in that session")
-def step_other_subject_calls(context: Context) -> None:
+def step_other_subject_calls(context: StepContext) -> None:
     context.world.part(Authentication).call_as_other_subject()
 
 
 @then("the call is refused because the session belongs to another subject")
-def step_refused_not_owner(context: Context) -> None:
+def step_refused_not_owner(context: StepContext) -> None:
     context.world.part(Authentication).expect_refused_as_not_the_owner()
 
 
 @then("the session still serves the subject that opened it")
-def step_owner_still_served(context: Context) -> None:
+def step_owner_still_served(context: StepContext) -> None:
     context.world.part(Authentication).expect_owner_still_served()
 
 
 @when('a subject with the admin role sends "{text}" to the echo agent in that session')
-def step_admin_sends(context: Context, text: str) -> None:
+def step_admin_sends(context: StepContext, text: str) -> None:
     context.world.part(Authentication).send_as_admin(text)

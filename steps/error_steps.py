@@ -1,31 +1,31 @@
 """Steps about the errors a client must tell apart."""
 
 from behave import given, then, when
-from behave.runner import Context
 
 from acceptance.domain.refusals import BadRequest, Refusals
+from acceptance.domain.step_types import StepContext
 
 
 @given("the session has been closed")
-def step_session_closed(context: Context) -> None:
+def step_session_closed(context: StepContext) -> None:
     context.world.part(Refusals).close_session()
 
 
 @when("I ask the echo agent in the session for a path it does not serve")
-def step_ask_missing_path(context: Context) -> None:
+def step_ask_missing_path(context: StepContext) -> None:
     context.world.part(Refusals).ask_agent_for_missing_path()
 
 
 @then('the agent\'s own "not found" comes back in the session, without the session error code')
-def step_agent_not_found_passed_on(context: Context) -> None:
+def step_agent_not_found_passed_on(context: StepContext) -> None:
     context.world.part(Refusals).expect_agent_not_found_passed_on()
 
 
 @when("I send the session {request:BadRequest}")
-def step_send_bad_request(context: Context, request: BadRequest) -> None:
+def step_send_bad_request(context: StepContext, request: BadRequest) -> None:
     context.world.part(Refusals).send(request)
 
 
 @then("the call is refused with an error that says why")
-def step_refused_saying_why(context: Context) -> None:
+def step_refused_saying_why(context: StepContext) -> None:
     context.world.part(Refusals).expect_refused_saying_why()

@@ -2,48 +2,48 @@
 and many callers streaming at once."""
 
 from behave import given, then, when
-from behave.runner import Context
 
+from acceptance.domain.step_types import StepContext
 from acceptance.domain.streams import Streams
 
 
 @when("the agent streams a series of events to me in the session")
-def step_read_events(context: Context) -> None:
+def step_read_events(context: StepContext) -> None:
     context.world.part(Streams).read_events()
 
 
 @when("the agent streams events to me in the session for longer than its idle timeout")
-def step_read_events_past_idle_timeout(context: Context) -> None:
+def step_read_events_past_idle_timeout(context: StepContext) -> None:
     context.world.part(Streams).read_events_past_idle_timeout()
 
 
 @then("every event arrives, in order")
-def step_every_event(context: Context) -> None:
+def step_every_event(context: StepContext) -> None:
     context.world.part(Streams).expect_every_event()
 
 
 @then("the first event reached me well before the agent sent its last one")
-def step_events_as_produced(context: Context) -> None:
+def step_events_as_produced(context: StepContext) -> None:
     context.world.part(Streams).expect_events_as_produced()
 
 
 @when("the agent answers me in the session in chunks, without telling the answer's length")
-def step_read_chunks(context: Context) -> None:
+def step_read_chunks(context: StepContext) -> None:
     context.world.part(Streams).read_chunks()
 
 
 @then("every chunk arrives, whole and in order")
-def step_every_chunk(context: Context) -> None:
+def step_every_chunk(context: StepContext) -> None:
     context.world.part(Streams).expect_every_chunk()
 
 
 @then("the session still answers after the stream, from the same sandbox")
-def step_session_answers_after_stream(context: Context) -> None:
+def step_session_answers_after_stream(context: StepContext) -> None:
     context.world.part(Streams).expect_session_still_answers()
 
 
 @when("I hold a WebSocket conversation with the agent in the session, in text and binary")
-def step_converse(context: Context) -> None:
+def step_converse(context: StepContext) -> None:
     context.world.part(Streams).converse(past_read_timeout=False)
 
 
@@ -51,32 +51,32 @@ def step_converse(context: Context) -> None:
     "I hold a WebSocket conversation with the agent in the session, idle halfway for "
     "longer than the Router's read timeout"
 )
-def step_converse_past_read_timeout(context: Context) -> None:
+def step_converse_past_read_timeout(context: StepContext) -> None:
     context.world.part(Streams).converse(past_read_timeout=True)
 
 
 @then("the Router switched the call to WebSocket in the session")
-def step_switched(context: Context) -> None:
+def step_switched(context: StepContext) -> None:
     context.world.part(Streams).expect_switched_in_session()
 
 
 @then("every message came back in order, text as text and binary as binary")
-def step_echoed_in_order(context: Context) -> None:
+def step_echoed_in_order(context: StepContext) -> None:
     context.world.part(Streams).expect_echoed_in_order()
 
 
 @then("the conversation was served by the session's own sandbox")
-def step_served_by_session_sandbox(context: Context) -> None:
+def step_served_by_session_sandbox(context: StepContext) -> None:
     context.world.part(Streams).expect_served_by_the_session_sandbox()
 
 
 @then("the conversation closed cleanly")
-def step_clean_close(context: Context) -> None:
+def step_clean_close(context: StepContext) -> None:
     context.world.part(Streams).expect_clean_close()
 
 
 @then("the sandbox received none of the callers' tokens over the WebSocket")
-def step_no_token_over_websocket(context: Context) -> None:
+def step_no_token_over_websocket(context: StepContext) -> None:
     context.world.part(Streams).expect_no_caller_token()
 
 
@@ -84,35 +84,35 @@ def step_no_token_over_websocket(context: Context) -> None:
     "as many callers as the concurrency limit allows, up to {most:d}, each with a "
     "session of the echo agent of its own"
 )
-def step_callers_with_sessions(context: Context, most: int) -> None:
+def step_callers_with_sessions(context: StepContext, most: int) -> None:
     context.world.part(Streams).open_sessions_of_callers(most)
 
 
 @when("they all call the agent in their sessions at the same moment")
-def step_all_call(context: Context) -> None:
+def step_all_call(context: StepContext) -> None:
     context.world.part(Streams).all_call()
 
 
 @when("they all read a stream of events in their sessions at the same moment")
-def step_all_read_events(context: Context) -> None:
+def step_all_read_events(context: StepContext) -> None:
     context.world.part(Streams).all_read_events()
 
 
 @when("they all hold a WebSocket conversation in their sessions at the same moment")
-def step_all_converse(context: Context) -> None:
+def step_all_converse(context: StepContext) -> None:
     context.world.part(Streams).all_converse()
 
 
 @then("each caller got exactly its own answer, from its own session's sandbox")
-def step_each_own_answer(context: Context) -> None:
+def step_each_own_answer(context: StepContext) -> None:
     context.world.part(Streams).expect_each_own_answer()
 
 
 @then("each caller got exactly its own events, from its own session's sandbox")
-def step_each_own_events(context: Context) -> None:
+def step_each_own_events(context: StepContext) -> None:
     context.world.part(Streams).expect_each_own_events()
 
 
 @then("each caller got exactly its own messages, from its own session's sandbox")
-def step_each_own_messages(context: Context) -> None:
+def step_each_own_messages(context: StepContext) -> None:
     context.world.part(Streams).expect_each_own_messages()

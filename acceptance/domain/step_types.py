@@ -1,9 +1,10 @@
-"""Parameter types of the step phrases, registered with behave by environment.py."""
+"""What a step is given: the parameter types of the step phrases, registered with behave by
+environment.py, and the context as the steps use it."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from parse_type import TypeBuilder
 
@@ -12,6 +13,15 @@ from acceptance.domain.credentials import Credentials, UnauthorizedReason
 from acceptance.domain.echoes import SampleText
 from acceptance.domain.jail import ABSOLUTE_ATTEMPTS, JailOperation
 from acceptance.domain.refusals import BadRequest
+from acceptance.domain.world import World
+
+
+class StepContext(Protocol):
+    """behave's context as a step sees it: the scenario's World (environment.py's
+    before_scenario) and the step's table, if it has one (behave's, untyped)."""
+
+    world: World
+    table: Any
 
 
 def _phrases(mapping: dict[str, Any]) -> Callable[[str], Any]:
