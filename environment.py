@@ -19,7 +19,7 @@ from behave.runner import Context
 from acceptance.domain.step_types import STEP_TYPES
 from acceptance.run.fixtures import FIXTURES
 from acceptance.run.report_hooks import add_run_summary, attach_table, attach_text
-from acceptance.run.runner import start_suite
+from acceptance.run.start import started_suite
 from acceptance.run.suite import Suite
 from acceptance.run.summary import closing_report, summarize
 
@@ -27,10 +27,11 @@ register_type(**STEP_TYPES)
 
 
 def before_all(context: Context) -> None:
-    # The one start of the run. A tag outside the vocabulary, a bad setting or a failed
-    # preflight stops it: cleanly under the suite's runner (behave.ini), as a hook error
-    # under behave's own (behavex's workers); either way behave runs no scenario.
-    context.suite = start_suite(context.config)
+    # The one start of the run, made before behave's runner under ./dev suite. A tag
+    # outside the vocabulary, a bad setting or a failed preflight stops it: cleanly under
+    # ./dev suite, as a hook error under plain behave and behavex's workers; either way
+    # behave runs no scenario.
+    context.suite = started_suite(context.config)
 
 
 def before_scenario(context: Context, scenario: Scenario) -> None:

@@ -6,12 +6,20 @@ it."""
 from __future__ import annotations
 
 import enum
+import hashlib
 import secrets
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from hamcrest import assert_that
+import requests
+from hamcrest import assert_that, described_as, has_entry, has_item, is_in, is_not
+from hamcrest.core.base_matcher import BaseMatcher
+from hamcrest.core.description import Description
+from hamcrest.core.matcher import Matcher
 
 from acceptance.core import forgeries, matchers
-from acceptance.core.evidence import register_secret
+from acceptance.core.evidence import describe_response, register_secret
+from acceptance.core.matchers import Answer, Refusal
 from acceptance.core.runtimes import Role
 from acceptance.core.settings import Settings
 from acceptance.domain.world import World
@@ -142,10 +150,10 @@ class Authentication:
         self._world.calls(session.runtime, session.session_id, caller=other).echo(text)
 
     def expect_refused_as_unauthorized(self, reason: UnauthorizedReason) -> None:
-        assert_that(self._world.last_answer, matchers.refused_as_unauthorized(reason.words))
+        assert_that(self._world.last_answer, refused_as_unauthorized(reason.words))
 
     def expect_refused_for_the_missing_role(self) -> None:
-        assert_that(self._world.last_answer, matchers.refused_as_missing_role())
+        assert_that(self._world.last_answer, refused_as_missing_role())
 
     def expect_refusal_repeats_no_credential(self) -> None:
         """Neither the token the call presented nor any other of the run's: a refusal that
@@ -153,7 +161,7 @@ class Authentication:
         answer = self._world.last_answer
         presented = answer.request.headers.get("Authorization", "").partition(" ")[2]
         credentials = {"the token presented": presented, **self._run_tokens()}
-        assert_that(answer, matchers.carries_no_credential(credentials))
+        assert_that(answer, carries_no_credential(credentials))
 
     def _run_tokens(self) -> dict[str, str]:
         target = self._target
@@ -169,7 +177,7 @@ class Authentication:
         """The ownership refusal itself, by its words: the Router's 403 for a token without
         its required role says otherwise, and the preflight has stopped the run on such a
         token already."""
-        assert_that(self._world.last_answer, matchers.refused_as_not_the_owner())
+        assert_that(self._world.last_answer, refused_as_not_the_owner())
 
     def expect_owner_still_served(self) -> None:
         session = self._world.session
@@ -188,4 +196,83 @@ class Authentication:
         if not reports:
             raise AssertionError("no call reached the echo agent")
         for report in reports:  # the call that opened the session included
-            assert_that(report, matchers.not_given_credentials(self._target.callers_tokens()))
+            assert_that(report, not_given_credentials(self._target.callers_tokens()))
+
+
+# What its answers are expected to be.
+
+
+def refused_as_unauthorized(reason: str) -> Answer:
+    """The Router's 401, which opens no session (pkg/router/auth.go:44-83)."""
+    return Refusal(
+        f"the Router to refuse the call with 401 because of {reason!r}, opening no session "
+        "(code UNAUTHORIZED)",
+        401,
+        (reason,),
+        code="UNAUTHORIZED",
+        by_the_router=True,
+    )
+
+
+def refused_as_not_the_owner() -> Answer:
+    """The Router's 403 for another subject's session (pkg/router/handlers.go:118-127)."""
+    return Refusal(
+        "the Router to refuse another subject's call in the session with 403 FORBIDDEN "
+        "because the caller does not own it",
+        403,
+        ("you do not own this sandbox",),
+        code="FORBIDDEN",
+        by_the_router=True,
+    )
+
+
+def refused_as_missing_role() -> Answer:
+    """The Router's 403 for a valid token without its required role, before any session is
+    looked up or opened (pkg/router/auth.go:109-118)."""
+    return Refusal(
+        "the Router to refuse the call with 403 FORBIDDEN because the caller lacks the role "
+        "it requires, opening no session",
+        403,
+        ("insufficient permissions", "missing role"),
+        code="FORBIDDEN",
+        by_the_router=True,
+    )
+
+
+class CarriesNoCredential(BaseMatcher[requests.Response]):
+    """An answer none of whose headers or body holds any of these credentials (by name:
+    the values never reach a message)."""
+
+    def __init__(self, credentials: Mapping[str, str]) -> None:
+        self._credentials = {name: value for name, value in credentials.items() if value}
+        self._found: list[str] = []
+
+    def _matches(self, item: requests.Response) -> bool:
+        text = item.text + "".join(f"{k}: {v}\n" for k, v in item.headers.items())
+        self._found = [name for name, value in self._credentials.items() if value in text]
+        return not self._found
+
+    def describe_to(self, description: Description) -> None:
+        description.append_text(
+            "an answer that repeats none of the credentials (" + ", ".join(self._credentials) + ")"
+        )
+
+    def describe_mismatch(self, item: requests.Response, description: Description) -> None:
+        description.append_text(
+            f"it carried {', '.join(self._found)} (masked below): {describe_response(item)}"
+        )
+
+
+def carries_no_credential(credentials: Mapping[str, str]) -> Matcher[requests.Response]:
+    return CarriesNoCredential(credentials)
+
+
+def not_given_credentials(tokens: Mapping[str, str]) -> Matcher[Any]:
+    """The echo agent's sandbox report: no word of any header it received is one of these
+    tokens (by whose they are), which it reports as SHA-256 fingerprints."""
+    fingerprints = [hashlib.sha256(token.encode()).hexdigest() for token in tokens.values()]
+    any_of_words: Matcher[Sequence[str]] = has_item(is_in(fingerprints))
+    return described_as(
+        f"a sandbox that received none of the callers' tokens ({', '.join(tokens)})",
+        has_entry("header_word_sha256s", is_not(any_of_words)),
+    )

@@ -10,6 +10,7 @@ from hamcrest import assert_that
 
 from acceptance.core import matchers
 from acceptance.core.runtimes import Role
+from acceptance.domain.sessions import served_by_one_sandbox
 from acceptance.domain.world import World
 
 
@@ -47,7 +48,7 @@ class Echoes:
 
     def expect_served_by_one_sandbox(self) -> None:
         """Every echo of the scenario so far came from the one sandbox."""
-        assert_that(self._world.sandbox_reports(), matchers.served_by_one_sandbox())
+        assert_that(self._world.sandbox_reports(), served_by_one_sandbox())
 
     def expect_echoed_unchanged(self) -> None:
         if self._sent is None:

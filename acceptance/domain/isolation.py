@@ -5,21 +5,37 @@ runtimes and sessions to themselves."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import requests
-from hamcrest import assert_that, described_as, has_length
+from hamcrest import (
+    all_of,
+    assert_that,
+    described_as,
+    has_entry,
+    has_item,
+    has_length,
+    is_in,
+    is_not,
+)
+from hamcrest.core.base_matcher import BaseMatcher
+from hamcrest.core.description import Description
+from hamcrest.core.matcher import Matcher
 
 from acceptance.core import matchers
 from acceptance.core.clients import session_id_of
+from acceptance.core.matchers import Answer, Refusal, _json, a_uuid4
 from acceptance.core.polling import eventually
 from acceptance.core.runtimes import Role, Runtime, RuntimeKind, fixture_manifest
 from acceptance.core.settings import Settings
+from acceptance.domain.interpreters import exits_with
 from acceptance.domain.lifetimes import ECHO_AGENT_FIXTURE
 from acceptance.domain.load import in_waves, within_the_limit
-from acceptance.domain.sessions import open_session
+from acceptance.domain.sessions import ServedByOneSandbox, open_session
 from acceptance.domain.world import Session, World
 from acceptance.platforms.base import Platform, Sandbox
+from agentcube_contract.session import SESSION_HEADER
 
 # The namespace beside the run's own where neighbour_namespace is unset: only on a platform
 # that serves any namespace (localcube); elsewhere the scenario needs the setting.
@@ -111,7 +127,7 @@ class Isolation:
             raise AssertionError("no echo has shown which sandbox serves the session")
         assert_that(
             call.response,
-            matchers.served_by_its_own_sandbox_or_refused(
+            served_by_its_own_sandbox_or_refused(
                 call.presented_session_id, reports[0], call.runtime
             ),
         )
@@ -134,7 +150,7 @@ class Isolation:
     def expect_ids_never_issued_before(self) -> None:
         assert_that(
             [session.session_id for session in self._series],
-            matchers.new_session_ids(self._issued_before),
+            new_session_ids(self._issued_before),
         )
 
     # Many sessions at once.
@@ -163,9 +179,9 @@ class Isolation:
 
     def expect_each_got_a_session(self) -> None:
         for number, answer in enumerate(self._first_answers):
-            assert_that(answer, matchers.exits_with(0), f"caller {number} was not served")
+            assert_that(answer, exits_with(0), f"caller {number} was not served")
         ids = [session_id_of(answer) or "" for answer in self._first_answers]
-        assert_that(ids, matchers.new_session_ids(()), "the callers did not get sessions apart")
+        assert_that(ids, new_session_ids(()), "the callers did not get sessions apart")
 
     def expect_each_holds_its_file_and_no_others(self) -> None:
         """Files the image put in the workspace (a real image's home directory has some)
@@ -177,7 +193,7 @@ class Isolation:
             others = files[:number] + files[number + 1 :]
             assert_that(
                 listing,
-                matchers.lists_one_and_none_of(files[number], others),
+                lists_one_and_none_of(files[number], others),
                 f"the workspace of caller {number}'s {session} holds files not its own",
             )
 
@@ -216,3 +232,116 @@ class Isolation:
         if None in sessions:
             raise AssertionError("not every first call opened a session")
         return [session for session in sessions if session is not None]
+
+
+# What its answers are expected to be.
+
+
+def lists_one_and_none_of(name: str, others: Sequence[str]) -> Answer:
+    def listed(file_name: str) -> Matcher[Sequence[Mapping[str, str]]]:
+        entry: Matcher[Sequence[Mapping[str, str]]] = has_item(has_entry("name", file_name))
+        return entry
+
+    def unlisted(file_name: str) -> Matcher[Sequence[Mapping[str, str]]]:
+        absent: Matcher[Sequence[Mapping[str, str]]] = is_not(listed(file_name))
+        return absent
+
+    return Answer(
+        f"the workspace listing to hold {name} and none of {', '.join(others)}",
+        status=200,
+        body=has_entry(
+            "files",
+            all_of(listed(name), *(unlisted(other) for other in others)),
+        ),
+    )
+
+
+class _NewSessionIds(BaseMatcher[Sequence[str]]):
+    """Session ids, in the order they were issued: each a UUID v4 that neither an earlier
+    one in the sequence nor any of `earlier` had."""
+
+    def __init__(self, earlier: Collection[str]) -> None:
+        self.earlier = set(earlier)
+
+    def _problem(self, ids: Sequence[str]) -> str | None:
+        seen = set(self.earlier)
+        for position, session_id in enumerate(ids, start=1):
+            if not a_uuid4().matches(session_id):
+                return f"session id {session_id!r} (number {position}) is not a UUID v4"
+            if session_id in seen:
+                return f"session id {session_id} (number {position}) was issued before"
+            seen.add(session_id)
+        return None
+
+    def _matches(self, item: Sequence[str]) -> bool:
+        return self._problem(item) is None
+
+    def describe_to(self, description: Description) -> None:
+        description.append_text(
+            f"every session id a UUID v4 never issued before in this run "
+            f"({len(self.earlier)} issued earlier)"
+        )
+
+    def describe_mismatch(self, item: Sequence[str], mismatch: Description) -> None:
+        mismatch.append_text(f"{self._problem(item)}; the ids were {', '.join(item)}")
+
+
+def new_session_ids(earlier: Collection[str]) -> Matcher[Sequence[str]]:
+    return _NewSessionIds(earlier)
+
+
+class _OwnSandboxOrRefusal(Answer):
+    """The answer to a call in a session through a path that names a runtime the session
+    does not belong to. Upstream's Router looks an existing session up by its id alone and
+    forwards the call to the session's own sandbox; a Router that binds a session to its
+    path refuses it (404, or 409 as upstream's open PR #324 proposes). Either way no other
+    sandbox serves it and no new session is opened: a refusal is the Router's own (see
+    Refusal()), with no session id and no sandbox's report."""
+
+    def __init__(self, session_id: str, sandbox: Mapping[str, Any], runtime: Runtime) -> None:
+        expectation = (
+            f"the call to {runtime} in session {session_id} to be served by the session's own "
+            "sandbox or refused with 404 or 409, never by another sandbox or in a new session"
+        )
+        self.refusals = {
+            status: Refusal(expectation, status, (), by_the_router=True) for status in (404, 409)
+        }
+        super().__init__(
+            expectation,
+            status={200, *self.refusals},
+            headers={SESSION_HEADER: is_in([None, session_id])},
+        )
+        self.identity = _sandbox_identity(sandbox)
+
+    def _problem(self, response: requests.Response) -> str | None:
+        problem = super()._problem(response)
+        if problem is not None:
+            return problem
+        body = _json(response)
+        if response.status_code in self.refusals:
+            problem = self.refusals[response.status_code]._problem(response)
+            if problem is None and "sandbox" in body:
+                return "a sandbox answered the refusal"
+            return problem
+        if not isinstance(body, dict):
+            return "the body is not a JSON object"
+        served_by = _sandbox_identity(body.get("sandbox"))
+        if served_by != self.identity:
+            return f"it was served by sandbox {served_by}, not by the session's {self.identity}"
+        if response.headers.get(SESSION_HEADER) is None:
+            return f"the answer carries no {SESSION_HEADER}"
+        return None
+
+
+def _sandbox_identity(report: Any) -> dict[str, Any] | None:
+    """What tells the echo agent's sandboxes apart in its report of the one that served."""
+    if not isinstance(report, Mapping):
+        return None
+    return {key: report.get(key) for key in ServedByOneSandbox._IDENTITY}
+
+
+def served_by_its_own_sandbox_or_refused(
+    session_id: str, sandbox: Mapping[str, Any], runtime: Runtime
+) -> Answer:
+    """See _OwnSandboxOrRefusal; `sandbox`: the echo agent's report of the session's own."""
+    return _OwnSandboxOrRefusal(session_id, sandbox, runtime)

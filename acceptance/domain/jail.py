@@ -9,10 +9,17 @@ import json
 import os
 import uuid
 
+import requests
 from hamcrest import assert_that, has_entries
+from hamcrest.core.base_matcher import BaseMatcher
+from hamcrest.core.description import Description
+from hamcrest.core.matcher import Matcher
 
 from acceptance.core import matchers
+from acceptance.core.evidence import describe_response
+from acceptance.core.matchers import Answer, Refusal, _json
 from acceptance.domain.calls import Calls
+from acceptance.domain.interpreters import command_result, exits_with
 from acceptance.domain.world import World
 
 SECRET_FILE = "secret.txt"
@@ -73,7 +80,7 @@ class WorkspaceJail:
     def prepare_outside(self) -> None:
         """Have the sandbox make the outside directory, its secret and the symlinks."""
         answer = self._in_session().execute(["python3", "-c", _PREPARE, self._secret])
-        assert_that(answer, matchers.exits_with(0), "the sandbox could not prepare the scene")
+        assert_that(answer, exits_with(0), "the sandbox could not prepare the scene")
         self._outside = answer.json()["stdout"].strip()
 
     def link(self, name: str, *, to_missing_file: bool = False) -> None:
@@ -81,7 +88,7 @@ class WorkspaceJail:
         file there that does not exist."""
         target = os.path.join(self._outside_path, _MISSING_FILE if to_missing_file else "")
         answer = self._in_session().execute(["python3", "-c", _LINK, target.rstrip("/"), name])
-        assert_that(answer, matchers.exits_with(0), f"the sandbox could not make the link {name}")
+        assert_that(answer, exits_with(0), f"the sandbox could not make the link {name}")
 
     def attempt_absolute(self, attempt: AbsoluteAttempt) -> None:
         operation, name = attempt
@@ -118,16 +125,16 @@ class WorkspaceJail:
         )
 
     def expect_refused_as_escaping(self) -> None:
-        assert_that(self._world.last_answer, matchers.refused_as_escaping_the_workspace())
+        assert_that(self._world.last_answer, refused_as_escaping_the_workspace())
 
     def expect_nothing_outside_revealed_or_changed(self) -> None:
         """The answer reveals nothing of the outside directory, which, seen from inside the
         sandbox, still holds its secret and nothing else."""
-        assert_that(self._world.last_answer, matchers.reveals_nothing_of(self._secret, SECRET_FILE))
+        assert_that(self._world.last_answer, reveals_nothing_of(self._secret, SECRET_FILE))
         answer = self._in_session().execute(["python3", "-c", _INSPECT, self._outside_path])
         assert_that(
             answer,
-            matchers.command_result(
+            command_result(
                 f"the outside directory to hold only {SECRET_FILE}, unchanged",
                 exit_code=0,
                 stdout=json.dumps({SECRET_FILE: self._secret}) + "\n",
@@ -142,3 +149,49 @@ class WorkspaceJail:
         if self._outside is None:
             raise AssertionError("the scenario has not prepared the outside directory")
         return self._outside
+
+
+# What its answers are expected to be.
+
+
+def refused_as_escaping_the_workspace() -> Answer:
+    return Refusal(
+        "the call to be refused with 400 because the path escapes the workspace",
+        400,
+        ("access denied", "escapes"),
+    )
+
+
+class _RevealsNothing(BaseMatcher[requests.Response]):
+    """An answer that neither contains the secret nor lists the file that holds it."""
+
+    def __init__(self, secret: str, file_name: str) -> None:
+        self.secret = secret
+        self.file_name = file_name
+
+    def _problem(self, response: requests.Response) -> str | None:
+        if self.secret.encode() in response.content:
+            return "the answer holds the secret"
+        body = _json(response)
+        files = body.get("files") if isinstance(body, dict) else None
+        if isinstance(files, list) and any(
+            isinstance(entry, dict) and entry.get("name") == self.file_name for entry in files
+        ):
+            return f"the answer lists {self.file_name}"
+        return None
+
+    def _matches(self, item: requests.Response) -> bool:
+        return self._problem(item) is None
+
+    def describe_to(self, description: Description) -> None:
+        description.append_text(
+            f"an answer that reveals nothing from outside the workspace "
+            f"(neither the secret nor a listing of {self.file_name})"
+        )
+
+    def describe_mismatch(self, item: requests.Response, mismatch: Description) -> None:
+        mismatch.append_text(f"{self._problem(item)}; the answer was {describe_response(item)}")
+
+
+def reveals_nothing_of(secret: str, file_name: str) -> Matcher[requests.Response]:
+    return _RevealsNothing(secret, file_name)

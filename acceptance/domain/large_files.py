@@ -7,9 +7,14 @@ from __future__ import annotations
 import hashlib
 import random
 
-from hamcrest import assert_that
+import requests
+from hamcrest import assert_that, has_entries, has_entry, has_item
+from hamcrest.core.base_matcher import BaseMatcher
+from hamcrest.core.description import Description
+from hamcrest.core.matcher import Matcher
 
-from acceptance.core import matchers
+from acceptance.core.evidence import describe_response
+from acceptance.core.matchers import Answer
 from acceptance.domain.workspace import store
 from acceptance.domain.world import World
 
@@ -36,7 +41,7 @@ class LargeFiles:
             raise AssertionError("the scenario has not uploaded the large file")
         assert_that(
             self._world.in_session(self._world.session).download_file(LARGE_FILE),
-            matchers.holds_checksum(
+            holds_checksum(
                 f"{LARGE_FILE} to come back byte for byte", LARGE_FILE_SIZE, self._sha256
             ),
         )
@@ -44,5 +49,46 @@ class LargeFiles:
     def expect_listed_with_its_size(self) -> None:
         assert_that(
             self._world.in_session(self._world.session).list_files("."),
-            matchers.lists_file_of_size(LARGE_FILE, LARGE_FILE_SIZE),
+            lists_file_of_size(LARGE_FILE, LARGE_FILE_SIZE),
         )
+
+
+# What its answers are expected to be.
+
+
+class _HoldsChecksum(BaseMatcher[requests.Response]):
+    """A 200 answer whose body has this length and SHA-256 digest: a large download, which
+    a failure shows by its length and digest, never by its bytes."""
+
+    def __init__(self, expectation: str, size: int, sha256: str) -> None:
+        self.expectation = expectation
+        self.size = size
+        self.sha256 = sha256
+
+    def _matches(self, item: requests.Response) -> bool:
+        return item.status_code == 200 and _digest(item.content) == (self.size, self.sha256)
+
+    def describe_to(self, description: Description) -> None:
+        description.append_text(f"{self.expectation} ({self.size} bytes, SHA-256 {self.sha256})")
+
+    def describe_mismatch(self, item: requests.Response, mismatch: Description) -> None:
+        size, sha256 = _digest(item.content)
+        mismatch.append_text(
+            f"the body was {size} bytes, SHA-256 {sha256}; the answer was {describe_response(item)}"
+        )
+
+
+def _digest(content: bytes) -> tuple[int, str]:
+    return len(content), hashlib.sha256(content).hexdigest()
+
+
+def holds_checksum(expectation: str, size: int, sha256: str) -> Matcher[requests.Response]:
+    return _HoldsChecksum(expectation, size, sha256)
+
+
+def lists_file_of_size(name: str, size: int) -> Answer:
+    return Answer(
+        f"the workspace listing to show {name} with its size of {size} bytes",
+        status=200,
+        body=has_entry("files", has_item(has_entries(name=name, size=size))),
+    )

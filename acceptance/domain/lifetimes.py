@@ -17,6 +17,8 @@ from acceptance.core.polling import consistently, eventually, waiting
 from acceptance.core.runtimes import Role, RuntimeKind, derive_manifest, fixture_manifest
 from acceptance.core.settings import Settings
 from acceptance.domain.calls import TOUCH_TEXT
+from acceptance.domain.resilience import failed_because_the_sandbox_died
+from acceptance.domain.sessions import served_by_one_sandbox
 from acceptance.domain.world import Session, World
 from acceptance.platforms.base import SANDBOX_OBSERVATION, Platform, Sandbox, Target
 from agentcube_contract.session import SESSION_NOT_FOUND
@@ -127,7 +129,7 @@ class Lifetimes:
         # Every echo of the scenario, from the call that opened the session on.
         assert_that(
             self._world.sandbox_reports(),
-            matchers.served_by_one_sandbox(),
+            served_by_one_sandbox(),
             f"{session} changed sandbox",
         )
 
@@ -215,7 +217,7 @@ class Lifetimes:
             matchers.refused_because_session_not_found(
                 session.session_id, code_required=self._settings.since_pr_460
             ),
-            matchers.failed_because_the_sandbox_died(),
+            failed_because_the_sandbox_died(),
         )
         if not any(answer_matcher.matches(answer) for answer_matcher in ended):
             problems = StringDescription()

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 
-from hamcrest import assert_that
+from hamcrest import assert_that, contains_string, has_entries
 
-from acceptance.core import matchers
+from acceptance.core.matchers import Answer, holds_json
 from acceptance.core.settings import Settings
 from acceptance.domain.calls import Calls
+from acceptance.domain.interpreters import command_result
 from acceptance.domain.sessions import expect_served_by_the_same_sandbox
 from acceptance.domain.world import World
 
@@ -46,13 +48,13 @@ class LongTasks:
         )
 
     def expect_full_output(self) -> None:
-        assert_that(self._world.last_answer, matchers.completes_with_lines(self._lines))
+        assert_that(self._world.last_answer, completes_with_lines(self._lines))
 
     def run_with_timeout(self, command: list[str], seconds: int) -> None:
         self._in_session().execute(command, fields={"timeout": f"{seconds}s"})
 
     def expect_timed_out_after(self, seconds: int) -> None:
-        assert_that(self._world.last_answer, matchers.timed_out_after(seconds))
+        assert_that(self._world.last_answer, timed_out_after(seconds))
 
     def run_leaving_a_background_process(self, seconds: int) -> None:
         """A command whose shell runs a child that holds the output open well past the
@@ -94,8 +96,32 @@ class LongTasks:
         return self._world.in_session(self._world.session)
 
     def expect_long_call_finished(self) -> None:
-        assert_that(self._world.last_answer, matchers.finished_long_call())
+        assert_that(self._world.last_answer, finished_long_call())
 
     def expect_session_still_answers(self) -> None:
         """A call right after the long one is served in the session, by the same sandbox."""
         expect_served_by_the_same_sandbox(self._world, self._world.session, "after its long call")
+
+
+# What its answers are expected to be.
+
+
+def completes_with_lines(lines: Sequence[str]) -> Answer:
+    return command_result(
+        f"the command to complete with exit code 0 and all {len(lines)} lines it printed",
+        exit_code=0,
+        stdout="".join(f"{line}\n" for line in lines),
+    )
+
+
+def timed_out_after(seconds: int) -> Answer:
+    return command_result(
+        f"the command to be stopped with exit code 124 after its timeout of {seconds} s",
+        exit_code=124,
+        stderr=contains_string(f"Command timed out after {seconds} seconds"),
+    )
+
+
+def finished_long_call() -> Answer:
+    """The echo agent's answer to POST /echo/sleep, once it has slept."""
+    return holds_json("the echo agent to finish its long call", has_entries(output="slept"))

@@ -9,13 +9,15 @@ import uuid
 from collections.abc import Callable
 
 import requests
-from hamcrest import assert_that
+from hamcrest import all_of, assert_that, equal_to, has_entry, is_not
 
 from acceptance.core import matchers
+from acceptance.core.matchers import Answer
 from acceptance.core.runtimes import Runtime, RuntimeKind
 from acceptance.core.settings import Settings
 from acceptance.domain.calls import Calls
 from acceptance.domain.world import World
+from agentcube_contract.session import SESSION_HEADER, SESSION_NOT_FOUND
 
 # PicoD refuses request bodies over 32 MiB (upstream's maxBodySize).
 MAX_BODY_SIZE = 32 << 20
@@ -70,7 +72,7 @@ class Refusals:
 
     def expect_agent_not_found_passed_on(self) -> None:
         call = self._world.last_call
-        assert_that(call.response, matchers.passed_on_from_the_agent(call.presented_session_id))
+        assert_that(call.response, passed_on_from_the_agent(call.presented_session_id))
 
     def send(self, request: BadRequest) -> None:
         self._senders()[request](self._world.in_session(self._world.session))
@@ -121,3 +123,18 @@ def _oversized_upload() -> bytes:
     """A well-formed JSON upload whose base64 content alone exceeds the body limit."""
     content = base64.b64encode(b"\0" * (MAX_BODY_SIZE // 4 * 3 + 3))
     return b'{"path": "big.bin", "content": "' + content + b'"}'
+
+
+# What its answers are expected to be.
+
+
+def passed_on_from_the_agent(session_id: str) -> Answer:
+    """The echo agent's own 404, proxied as it was sent: in the session, without the
+    Router's SESSION_NOT_FOUND code."""
+    return Answer(
+        f"the echo agent's own 404 passed on in session {session_id}, "
+        f"without the Router's code {SESSION_NOT_FOUND}",
+        status=404,
+        headers={SESSION_HEADER: equal_to(session_id)},
+        body=all_of(has_entry("error", "Not found"), is_not(has_entry("code", SESSION_NOT_FOUND))),
+    )

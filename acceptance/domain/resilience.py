@@ -10,16 +10,18 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 
 import requests
-from hamcrest import assert_that, described_as, equal_to
+from hamcrest import assert_that, described_as, equal_to, has_key
 
 from acceptance.core import matchers
 from acceptance.core.clients import Router
+from acceptance.core.matchers import Answer, Refusal, _json
 from acceptance.core.measurements import Measurements
 from acceptance.core.polling import eventually
 from acceptance.core.runtimes import Role
 from acceptance.core.settings import Settings
 from acceptance.core.transport import NoAnswer
 from acceptance.domain.calls import TOUCH_TEXT
+from acceptance.domain.long_tasks import finished_long_call
 from acceptance.domain.sessions import expect_served_by_the_same_sandbox, open_session
 from acceptance.domain.world import Session, World
 from acceptance.platforms.base import Platform, Target
@@ -100,7 +102,7 @@ class Resilience:
             self._burst_summary(),
         )
         for answer in served:
-            assert_that(answer, matchers.finished_long_call())
+            assert_that(answer, finished_long_call())
 
     def expect_extra_refused_at_once(self, extra: int) -> None:
         refused = [
@@ -112,7 +114,7 @@ class Resilience:
             self._burst_summary(),
         )
         for answer, seconds in refused:
-            assert_that(answer, matchers.refused_as_overloaded())
+            assert_that(answer, refused_as_overloaded())
             assert seconds < self._settings.overload_hold, (
                 f"a call over the limit was refused only after {seconds:.2f} s, not at once"
             )
@@ -216,7 +218,58 @@ class Resilience:
                 f"a call in a session whose sandbox died must fail within fail_fast "
                 f"({limit:g} s) with 502, 503 or 504; it hung instead: {problem}"
             )
-        assert_that(answer, matchers.failed_because_the_sandbox_died())
+        assert_that(answer, failed_because_the_sandbox_died())
         assert seconds <= limit, (
             f"the call failed only after {seconds:.2f} s, past fail_fast ({limit:g} s)"
         )
+
+
+# What its answers are expected to be.
+
+# What upstream's Router answers when it cannot reach a session's sandbox, by status
+# (pkg/router/handlers.go:246-257 at 939abb5): a refused connection, a dial or read that
+# timed out (a pod address that stops answering), and any other error.
+SANDBOX_GONE_ERRORS = {
+    502: "sandbox unreachable",
+    503: "sandbox unreachable",
+    504: "sandbox timeout",
+}
+
+
+def refused_as_overloaded() -> Answer:
+    """The Router's 429 past --max-concurrent-requests (pkg/router/server.go:142-148)."""
+    return Refusal(
+        "the Router to refuse the call with 429 because it is overloaded, opening no session "
+        "(code SERVER_OVERLOADED)",
+        429,
+        ("server overloaded",),
+        code="SERVER_OVERLOADED",
+        by_the_router=True,
+    )
+
+
+class _SandboxGone(Answer):
+    """502, 503 or 504, each with the error words upstream gives that status."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the Router to answer 502 or 503 (sandbox unreachable) or 504 (sandbox timeout) "
+            "because the session's sandbox is gone",
+            status=SANDBOX_GONE_ERRORS,
+            body=has_key("error"),
+        )
+
+    def _problem(self, response: requests.Response) -> str | None:
+        problem = super()._problem(response)
+        if problem is not None:
+            return problem
+        words = SANDBOX_GONE_ERRORS[response.status_code]
+        error = _json(response).get("error")
+        if not isinstance(error, str) or words not in error.lower():
+            return f"a {response.status_code} must say {words!r}, but the error was {error!r}"
+        return None
+
+
+def failed_because_the_sandbox_died() -> Answer:
+    """What the Router answers when the session's sandbox is gone."""
+    return _SandboxGone()

@@ -4,14 +4,21 @@ by the one sandbox that served it first."""
 
 from __future__ import annotations
 
+import json
 import uuid
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
 
-from hamcrest import assert_that
+from hamcrest import all_of, assert_that, is_in, is_not
+from hamcrest.core.base_matcher import BaseMatcher
+from hamcrest.core.description import Description
 
 from acceptance.core import matchers
+from acceptance.core.matchers import Answer, a_uuid4
 from acceptance.core.runtimes import Role
 from acceptance.domain.calls import TOUCH_TEXT
 from acceptance.domain.world import Session, World
+from agentcube_contract.session import SESSION_HEADER
 
 
 class Sessions:
@@ -26,7 +33,7 @@ class Sessions:
 
     def expect_new_session_id(self) -> None:
         call = self._world.last_call
-        assert_that(call.response, matchers.carries_new_session_id(call.known_before))
+        assert_that(call.response, carries_new_session_id(call.known_before))
 
     def expect_same_session_id(self) -> None:
         call = self._world.last_call
@@ -43,7 +50,7 @@ def open_session(world: World, role: Role) -> Session:
         answer,
         matchers.all_met(
             matchers.succeeded(f"the Router to open a session of {runtime}"),
-            matchers.carries_new_session_id(known),
+            carries_new_session_id(known),
         ),
     )
     return world.session
@@ -60,6 +67,52 @@ def expect_served_by_the_same_sandbox(world: World, session: Session, since: str
     )
     assert_that(
         world.sandbox_reports(),
-        matchers.served_by_one_sandbox(),
+        served_by_one_sandbox(),
         f"{session} changed sandbox {since}",
     )
+
+
+# What its answers are expected to be.
+
+
+def carries_new_session_id(known: Collection[str]) -> Answer:
+    """A session id that is a UUID v4 and none of the ids the scenario already knew."""
+    return Answer(
+        f"the answer to carry a new session id in {SESSION_HEADER}",
+        headers={SESSION_HEADER: all_of(a_uuid4(), is_not(is_in(list(known))))},
+    )
+
+
+class ServedByOneSandbox(BaseMatcher[Sequence[Mapping[str, Any]]]):
+    """The echo agent's sandbox reports of consecutive calls: one process (same hostname,
+    pid and start time) whose call counter went 1, 2, ... with no call in between."""
+
+    _IDENTITY = ("hostname", "pid", "started_at")
+
+    def _matches(self, item: Sequence[Mapping[str, Any]]) -> bool:
+        if not all(isinstance(report, Mapping) for report in item):
+            return False
+        identities = {tuple(report.get(key) for key in self._IDENTITY) for report in item}
+        counters = [report.get("calls") for report in item]
+        return len(item) > 1 and len(identities) == 1 and counters == list(range(1, len(item) + 1))
+
+    def describe_to(self, description: Description) -> None:
+        description.append_text(
+            "every call served by one sandbox (same hostname, pid and start time), "
+            "its call counter going 1, 2, ... in order"
+        )
+
+    def describe_mismatch(
+        self, item: Sequence[Mapping[str, Any]], mismatch_description: Description
+    ) -> None:
+        shown = [
+            {key: report.get(key) for key in (*self._IDENTITY, "calls")}
+            if isinstance(report, Mapping)
+            else report
+            for report in item
+        ]
+        mismatch_description.append_text("the sandboxes reported " + json.dumps(shown))
+
+
+def served_by_one_sandbox() -> ServedByOneSandbox:
+    return ServedByOneSandbox()

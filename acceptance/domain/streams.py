@@ -24,6 +24,7 @@ from acceptance.core.clients import session_id_of
 from acceptance.core.runtimes import Role
 from acceptance.core.settings import Settings
 from acceptance.core.streams import Conversation, StreamedAnswer, StreamingClient, Timeline
+from acceptance.domain.credentials import not_given_credentials
 from acceptance.domain.load import in_waves, within_the_limit
 from acceptance.domain.sessions import expect_served_by_the_same_sandbox
 from acceptance.domain.world import Session, World, sandbox_report
@@ -146,7 +147,7 @@ class Streams:
 
     def expect_no_caller_token(self) -> None:
         report = _greeting_sandbox(self._conversed())
-        assert_that(report, matchers.not_given_credentials(self._target.callers_tokens()))
+        assert_that(report, not_given_credentials(self._target.callers_tokens()))
 
     # Many callers at once.
 

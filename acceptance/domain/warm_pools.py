@@ -23,6 +23,7 @@ from acceptance.core.polling import eventually
 from acceptance.core.runtimes import Role
 from acceptance.core.settings import Settings
 from acceptance.domain.calls import Calls
+from acceptance.domain.interpreters import prints_line
 from acceptance.domain.sessions import open_session
 from acceptance.domain.world import World
 from acceptance.platforms.base import Platform, Sandbox
@@ -186,7 +187,7 @@ def _timed(calls: Calls, what: str) -> float:
     started = time.perf_counter()
     answer = calls.execute(_PROBE)
     elapsed = time.perf_counter() - started
-    assert_that(answer, matchers.prints_line("2"), f"{what} failed")
+    assert_that(answer, prints_line("2"), f"{what} failed")
     return elapsed
 
 

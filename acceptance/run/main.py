@@ -3,8 +3,9 @@ suite's own, and whose one count is the run summary's.
 
 behave 1.3.3's main prints `USING RUNNER: ...` before every run, unconditionally
 (behave/__main__.py:115; behave issue #1319, open). This command makes the same run
-without that line: behave's configuration (arguments and behave.ini), the runner
-behave.ini names, and behave's words for a configuration it cannot run. What prints
+without that line: behave's configuration (arguments and behave.ini), the suite started
+before behave's runner (acceptance.run.start: a start that fails stops the run cleanly),
+then behave's runner, and behave's words for a configuration it cannot run. What prints
 something else and runs nothing (--version, --tags-help, --lang-list, -f help, ...) is
 left to behave's main, which answers those before that line.
 """
@@ -30,6 +31,8 @@ from behave.parser import ParserError
 from behave.reporter.summary import SummaryReporter
 from behave.runner_plugin import RunnerPlugin
 from behave.runner_util import print_undefined_step_snippets, reset_runtime
+
+from acceptance.run.start import start_before_behave
 
 # What behave's main tells in one line, `Kind: message`, and then fails the run.
 _TOLD = (
@@ -72,6 +75,8 @@ def main(arguments: Sequence[str]) -> int:
             config.reporters = [r for r in config.reporters if not isinstance(r, SummaryReporter)]
         reset_runtime()
         runner = RunnerPlugin().make_runner(config)
+        if not (config.dry_run or start_before_behave(config)):  # a dry run starts nothing
+            return 1
         failed = runner.run()
     except _TOLD as error:
         print(f"{type(error).__name__}: {error}")

@@ -10,6 +10,19 @@ from hamcrest import assert_that
 
 from acceptance.core import matchers
 from acceptance.core.runtimes import Runtime, RuntimeKind
+from acceptance.domain.credentials import (
+    not_given_credentials,
+    refused_as_not_the_owner,
+    refused_as_unauthorized,
+)
+from acceptance.domain.interpreters import exits_with, fails_because_undefined, prints_line
+from acceptance.domain.isolation import new_session_ids, served_by_its_own_sandbox_or_refused
+from acceptance.domain.jail import reveals_nothing_of
+from acceptance.domain.large_files import holds_checksum
+from acceptance.domain.refusals import passed_on_from_the_agent
+from acceptance.domain.resilience import failed_because_the_sandbox_died, refused_as_overloaded
+from acceptance.domain.sessions import carries_new_session_id, served_by_one_sandbox
+from acceptance.domain.workspace import holds_fibonacci, lists_files
 
 SESSION = "0b9a8f4e-3c1d-4e6f-9a2b-1c3d5e7f9a0b"
 ECHO = Runtime(RuntimeKind.AGENT_RUNTIME, "default", "echo-agent")
@@ -70,7 +83,7 @@ def test_session_not_found_refuses_other_404s(answer, body, code_required) -> No
 
 
 def test_the_agents_own_404_carries_the_session_and_never_the_routers_code(answer) -> None:
-    matcher = matchers.passed_on_from_the_agent(SESSION)
+    matcher = passed_on_from_the_agent(SESSION)
     in_session = {"x-agentcube-session-id": SESSION}
     assert_that(answer(404, {"error": "Not found"}, headers=in_session), matcher)
     marked = answer(404, {"error": "Not found", "code": "SESSION_NOT_FOUND"}, headers=in_session)
@@ -84,7 +97,7 @@ def test_the_agents_own_404_carries_the_session_and_never_the_routers_code(answe
 )
 def test_a_dead_sandbox_may_be_any_of_upstreams_answers(answer, status, error) -> None:
     """Upstream: pkg/router/handlers.go:246-257 (refused 502, timeout 504, other 503)."""
-    assert_that(answer(status, {"error": error}), matchers.failed_because_the_sandbox_died())
+    assert_that(answer(status, {"error": error}), failed_because_the_sandbox_died())
 
 
 @pytest.mark.parametrize(
@@ -97,7 +110,7 @@ def test_a_dead_sandbox_may_be_any_of_upstreams_answers(answer, status, error) -
     ],
 )
 def test_a_dead_sandbox_answer_must_say_what_upstream_says(answer, status, body, problem) -> None:
-    assert problem in failure(matchers.failed_because_the_sandbox_died(), answer(status, body))
+    assert problem in failure(failed_because_the_sandbox_died(), answer(status, body))
 
 
 def test_a_refusal_explains_itself_in_any_case(answer) -> None:
@@ -109,7 +122,7 @@ def test_a_refusal_explains_itself_in_any_case(answer) -> None:
 
 
 def test_an_answer_reveals_nothing_of_a_secret_or_its_file(answer) -> None:
-    matcher = matchers.reveals_nothing_of("s3cr3t", "secret.txt")
+    matcher = reveals_nothing_of("s3cr3t", "secret.txt")
     assert_that(answer(400, {"error": "access denied: secret.txt escapes"}), matcher)
     assert "the answer holds the secret" in failure(matcher, answer(200, b"s3cr3t"))
     listing = answer(200, {"files": [{"name": "secret.txt"}]})
@@ -118,14 +131,14 @@ def test_an_answer_reveals_nothing_of_a_secret_or_its_file(answer) -> None:
 
 def test_session_ids_are_new_uuid4s() -> None:
     first, second = "0b9a8f4e-3c1d-4e6f-9a2b-1c3d5e7f9a0b", "1c9a8f4e-3c1d-4e6f-9a2b-1c3d5e7f9a0b"
-    assert_that([first, second], matchers.new_session_ids([]))
-    assert "number 2) was issued before" in failure(matchers.new_session_ids([]), [first, first])
-    assert "number 1) was issued before" in failure(matchers.new_session_ids([first]), [first])
-    assert "is not a UUID v4" in failure(matchers.new_session_ids([]), ["abc"])
+    assert_that([first, second], new_session_ids([]))
+    assert "number 2) was issued before" in failure(new_session_ids([]), [first, first])
+    assert "number 1) was issued before" in failure(new_session_ids([first]), [first])
+    assert "is not a UUID v4" in failure(new_session_ids([]), ["abc"])
 
 
 def test_a_sandbox_report_without_the_callers_tokens() -> None:
-    matcher = matchers.not_given_credentials({"api_token": "the-token"})
+    matcher = not_given_credentials({"api_token": "the-token"})
     fingerprint = hashlib.sha256(b"the-token").hexdigest()
     assert_that({"header_word_sha256s": ["router-jwt", "other"]}, matcher)
     assert_that({"header_word_sha256s": []}, matcher)
@@ -145,37 +158,37 @@ def test_runtime_not_found_names_resource_namespace_and_name(answer) -> None:
 
 def test_a_new_session_id_is_a_uuid4_not_seen_before(answer) -> None:
     with_header = answer(200, {}, headers={"x-agentcube-session-id": SESSION})
-    assert_that(with_header, matchers.carries_new_session_id([]))
-    message = failure(matchers.carries_new_session_id([SESSION]), with_header)
+    assert_that(with_header, carries_new_session_id([]))
+    message = failure(carries_new_session_id([SESSION]), with_header)
     assert "header x-agentcube-session-id should be (a UUID v4 and not one of" in message
     assert f"but it was '{SESSION}'" in message
-    assert "it was missing" in failure(matchers.carries_new_session_id([]), answer(200, {}))
+    assert "it was missing" in failure(carries_new_session_id([]), answer(200, {}))
     not_uuid = answer(200, {}, headers={"x-agentcube-session-id": "abc"})
-    assert "it was 'abc'" in failure(matchers.carries_new_session_id([]), not_uuid)
+    assert "it was 'abc'" in failure(carries_new_session_id([]), not_uuid)
 
 
 def test_command_results(answer) -> None:
     ran = answer(200, {"stdout": "2\n", "stderr": "", "exit_code": 0})
-    assert_that(ran, matchers.prints_line("2"))
-    assert_that(ran, matchers.exits_with(0))
-    message = failure(matchers.prints_line("3"), ran)
+    assert_that(ran, prints_line("2"))
+    assert_that(ran, exits_with(0))
+    message = failure(prints_line("3"), ran)
     assert "Expected: the command to print '3' and nothing else" in message
     undefined = answer(
         200, {"stdout": "", "stderr": "NameError: name 'x' is not defined\n", "exit_code": 1}
     )
-    assert_that(undefined, matchers.fails_because_undefined("x"))
-    assert "because 'x' is not defined" in failure(matchers.fails_because_undefined("x"), ran)
+    assert_that(undefined, fails_because_undefined("x"))
+    assert "because 'x' is not defined" in failure(fails_because_undefined("x"), ran)
 
 
 def test_workspace_listing_and_fibonacci(answer) -> None:
     listing = answer(200, {"files": [{"name": "fibonacci.py"}, {"name": "output.json"}]})
-    assert_that(listing, matchers.lists_files(["output.json", "fibonacci.py"]))
-    message = failure(matchers.lists_files(["missing.txt"]), listing)
+    assert_that(listing, lists_files(["output.json", "fibonacci.py"]))
+    message = failure(lists_files(["missing.txt"]), listing)
     assert "the workspace listing to include missing.txt" in message
     numbers = [0, 1, 1, 2, 3, 5, 8, 13, 21, 34]
-    assert_that(answer(200, {"count": 10, "fibonacci": numbers}), matchers.holds_fibonacci(numbers))
+    assert_that(answer(200, {"count": 10, "fibonacci": numbers}), holds_fibonacci(numbers))
     wrong = answer(200, {"count": 10, "fibonacci": [1, 1, 2, 3, 5, 8, 13, 21, 34, 55]})
-    assert "value for 'fibonacci' was" in failure(matchers.holds_fibonacci(numbers), wrong)
+    assert "value for 'fibonacci' was" in failure(holds_fibonacci(numbers), wrong)
 
 
 def report(pid: int, calls: int) -> dict:
@@ -183,12 +196,12 @@ def report(pid: int, calls: int) -> dict:
 
 
 def test_one_sandbox_counts_the_calls_in_order() -> None:
-    assert_that([report(7, 1), report(7, 2)], matchers.served_by_one_sandbox())
+    assert_that([report(7, 1), report(7, 2)], served_by_one_sandbox())
     for reports in ([report(7, 1), report(8, 1)], [report(7, 1), report(7, 3)], [report(7, 1)]):
-        message = failure(matchers.served_by_one_sandbox(), reports)
+        message = failure(served_by_one_sandbox(), reports)
         assert "every call served by one sandbox" in message
         assert '"pid": 7' in message
-    assert "the sandboxes reported" in failure(matchers.served_by_one_sandbox(), [None, None])
+    assert "the sandboxes reported" in failure(served_by_one_sandbox(), [None, None])
 
 
 def test_a_not_found_refusal_that_opened_a_session_fails(answer) -> None:
@@ -200,12 +213,12 @@ def test_a_not_found_refusal_that_opened_a_session_fails(answer) -> None:
 # Each Router refusal: its matcher, and a body the contract allows for it.
 ROUTER_REFUSALS = {
     "401": (
-        matchers.refused_as_unauthorized("missing authorization header"),
+        refused_as_unauthorized("missing authorization header"),
         401,
         {"error": "missing authorization header", "code": "UNAUTHORIZED"},
     ),
     "403": (
-        matchers.refused_as_not_the_owner(),
+        refused_as_not_the_owner(),
         403,
         {"error": "you do not own this sandbox", "code": "FORBIDDEN"},
     ),
@@ -220,7 +233,7 @@ ROUTER_REFUSALS = {
         {"error": 'agentruntimes.agentcube.volcano.sh "default/echo-agent" not found'},
     ),
     "429": (
-        matchers.refused_as_overloaded(),
+        refused_as_overloaded(),
         429,
         {"error": "server overloaded, please try again later", "code": "SERVER_OVERLOADED"},
     ),
@@ -285,7 +298,7 @@ def _carrying(session: str | None) -> dict[str, str]:
 
 
 def _under_another_path() -> matchers.Answer:
-    return matchers.served_by_its_own_sandbox_or_refused("s-1", OWN_SANDBOX, NEIGHBOUR)
+    return served_by_its_own_sandbox_or_refused("s-1", OWN_SANDBOX, NEIGHBOUR)
 
 
 @pytest.mark.parametrize(
@@ -339,9 +352,7 @@ def test_a_session_under_another_path_served_otherwise_fails(
 
 def test_a_large_download_is_judged_by_its_checksum_and_never_shown(answer) -> None:
     content = bytes(range(256)) * 4096
-    expected = matchers.holds_checksum(
-        "the file", len(content), hashlib.sha256(content).hexdigest()
-    )
+    expected = holds_checksum("the file", len(content), hashlib.sha256(content).hexdigest())
     assert_that(answer(200, content), expected)
     message = failure(expected, answer(200, content[:65536]))
     assert f"the body was 65536 bytes, SHA-256 {hashlib.sha256(content[:65536]).hexdigest()}" in (

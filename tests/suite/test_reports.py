@@ -139,9 +139,9 @@ def reporting_modules_loaded(*imports: str) -> list[str]:
 
 
 def test_a_run_without_a_report_does_not_load_the_reporting() -> None:
-    """What behave loads for a plain run: its hooks, the runner behave.ini names (and the
-    modules they start the run with)."""
-    loaded = reporting_modules_loaded("environment", "acceptance.run.runner")
+    """What a plain run loads: behave's hooks and the run's start (and the modules they
+    start the run with)."""
+    loaded = reporting_modules_loaded("environment", "acceptance.run.start")
     assert loaded == [], f"a run without an HTML report imports {loaded}"
 
 

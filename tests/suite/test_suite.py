@@ -8,7 +8,7 @@ import pytest
 from acceptance.core.settings import ConfigError
 from acceptance.platforms.target import read_settings, resolve_target
 from acceptance.run.suite import Suite
-from tests.suite.commands import run_behave
+from tests.suite.commands import run_behave, run_module
 
 
 def test_a_bad_setting_stops_the_run_before_anything_starts() -> None:
@@ -59,24 +59,21 @@ def test_the_cluster_platform_brings_its_defaults_and_keeps_its_settings_apart()
     assert read_settings({}, {}).suite.short_session_lifetime == 3  # localcube keeps its own
 
 
-def behave_with_a_bad_setting(*runner: str) -> str:
-    """The output of a behave run, under this runner, whose start fails on a bad setting."""
-    status, output = run_behave(
-        *runner, "--tags=@smoke", "-D", "namespace=Bad Namespace", timeout=60
-    )
-    assert status != 0, output
-    assert "setting namespace" in output, output
-    return output
+BAD_SETTING = ("--tags=@smoke", "-D", "namespace=Bad Namespace")
 
 
-def test_a_start_that_fails_under_the_suites_runner_is_a_clean_stop() -> None:
-    output = behave_with_a_bad_setting()
+def test_a_start_that_fails_under_dev_suite_is_a_clean_stop() -> None:
+    """acceptance.run.main starts the suite before behave runs: behave adds nothing."""
+    status, output = run_behave(*BAD_SETTING, timeout=60)
+    assert status == 1 and "setting namespace" in output, output
     assert "The run stopped before any scenario (1 problem to fix):" in output
-    assert "HOOK-ERROR" not in output and "scenarios passed" not in output, output
+    assert "HOOK-ERROR" not in output and "ABORTED" not in output, output
+    assert "scenarios passed" not in output and "USING RUNNER" not in output, output
 
 
-def test_a_start_that_fails_under_behaves_own_runner_is_a_hook_error() -> None:
-    """behavex's workers run behave's own runner: the same start stops them, as a hook
-    error, before any scenario."""
-    output = behave_with_a_bad_setting("--runner=behave.runner:Runner")
+def test_a_start_that_fails_under_plain_behave_is_a_hook_error() -> None:
+    """Plain behave, as behavex's workers run it: the same start stops the run in
+    before_all, as a hook error, before any scenario."""
+    status, output = run_module("behave", "--no-color", *BAD_SETTING, timeout=60)
+    assert status != 0 and "setting namespace" in output, output
     assert "HOOK-ERROR in before_all" in output, output

@@ -1,0 +1,73 @@
+"""The run's start: the tags checked, the suite started (its preflight included) and what
+the preflight found told, before any scenario.
+
+`./dev suite` (acceptance.run.main) starts the suite before behave runs anything, so a
+start that fails is a clean stop: the problems told one line each, last on the console,
+and written into the reports as an error; behave never starts. environment.py's
+before_all then takes the started suite over. Under plain `behave` and behavex's workers,
+before_all starts it itself, and a failed start is a hook error.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from behave.configuration import Configuration
+from behave.formatter._registry import make_formatters
+
+from acceptance.run.early_stop import EarlyStop
+from acceptance.run.report_hooks import show_early_stop
+from acceptance.run.results import count_deselected, run_features, selected_scenarios
+from acceptance.run.suite import Suite
+from acceptance.run.tag_check import check_tags
+from acceptance.run.timings import TIMED_TAG
+
+# The suite started before behave's runner, for before_all to take over (one per process).
+_started: list[Suite] = []
+
+
+def start_suite(config: Configuration) -> Suite:
+    """Check the run's tags, start the suite (its preflight included) and tell what the
+    preflight found. Raises what Suite.start raises, and UnknownTagError."""
+    features = run_features(config)
+    check_tags(
+        features,
+        config.tag_expression,
+        "the tag expression (--tags, or default_tags in behave.ini)",
+    )
+    selected = selected_scenarios(features, config)
+    timed = any(TIMED_TAG in s.effective_tags for s in selected)
+    suite = Suite.start(config.userdata, os.environ, timed=timed)
+    if not suite.settings.results_dir:  # a parallel run's worker: its command does both
+        suite.results.deselected = count_deselected(features, config)  # before the run
+        suite.results.selected = len(selected)
+        (sys.__stderr__ or sys.stderr).write(f"{suite.release.account()}\n{suite.preflight}\n")
+    return suite
+
+
+def start_before_behave(config: Configuration) -> bool:
+    """Start the suite for the run behave is about to make; False when it could not, told
+    on the console and in the run's reports (JUnit, the HTML review report)."""
+    try:
+        _started.append(start_suite(config))
+        return True
+    except (Exception, KeyboardInterrupt) as error:
+        stop = EarlyStop.of(error)
+    # behave's own reports of the run, made as its runner makes them (behave 1.3 has no
+    # public function for it), so that the review report shows why the run stopped.
+    formatters = make_formatters(config, config.outputs)
+    show_early_stop(formatters, stop)
+    for formatter in formatters:
+        formatter.close()
+    if config.junit:
+        stop.write_junit(Path(config.junit_directory))
+    sys.stdout.flush()
+    (sys.__stderr__ or sys.stderr).write(f"\n{stop.console_text()}\n")
+    return False
+
+
+def started_suite(config: Configuration) -> Suite:
+    """The run's suite: the one started before behave's runner, else started now."""
+    return _started.pop() if _started else start_suite(config)
