@@ -3,9 +3,9 @@ proves, and what upstream's own e2e tests and the umbrella issue's items check, 
 scenarios here that cover each. `python -m docgen.coverage` prints docs/coverage.md;
 tests/suite/test_coverage.py keeps the document equal to it and the map equal to features/.
 
-Scenarios are keyed by ids of the map's own: the closed tag vocabulary has no per-scenario
-tags. `ScenarioMap.lookup` is the one place an id becomes a scenario, and
-`ScenarioMap.drift` names every scenario renamed, added or removed in features/.
+Scenarios are keyed by their own `@id.<id>` tag in features/; the map holds what each
+proves, never its title. `ScenarioMap.lookup` is the one place an id becomes a scenario,
+and `ScenarioMap.drift` names every scenario whose id the map and features/ do not share.
 """
 
 from __future__ import annotations
@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from behave.model import Scenario
 from behave.parser import parse_file
 
 MAP_FILE = Path(__file__).with_name("coverage.yaml")
 FEATURES = Path(__file__).resolve().parents[1] / "features"
+ID_TAG = "id."
 
 
 class CoverageMapError(Exception):
@@ -29,9 +31,10 @@ class CoverageMapError(Exception):
 
 @dataclass(frozen=True)
 class MappedScenario:
-    """A scenario by its feature file (under features/) and its title (an outline's title
-    with its <placeholders>); what it proves; what of it no broken target fails yet, and
-    a proof outside tests/suite/test_broken_targets.py's cases, if any."""
+    """A scenario by its id, its feature file (under features/) and its title there (an
+    outline's with its <placeholders>; empty for an id features/ lacks); what it proves;
+    what of it no broken target fails yet, and a proof outside
+    tests/suite/test_broken_targets.py's cases, if any."""
 
     id: str
     feature: str
@@ -64,33 +67,35 @@ class ScenarioMap:
 
     scenarios: tuple[MappedScenario, ...]
 
-    def lookup(self, scenario_id: str) -> MappedScenario:
+    def lookup(self, wanted: str) -> MappedScenario:
         """The scenario of this id; an id the map does not define is an error naming it."""
         for scenario in self.scenarios:
-            if scenario.id == scenario_id:
+            if scenario.id == wanted:
                 return scenario
-        raise CoverageMapError(f"{MAP_FILE.name} names scenario {scenario_id!r}, which it lacks")
+        raise CoverageMapError(f"{MAP_FILE.name} names scenario {wanted!r}, which it lacks")
 
     def of_feature(self, feature: str) -> tuple[MappedScenario, ...]:
         return tuple(scenario for scenario in self.scenarios if scenario.feature == feature)
 
     def drift(self, features: Path = FEATURES) -> list[str]:
-        """What keeps the map from being features/: scenarios it names that are not written
-        there (renamed or removed), and scenarios written there that it lacks."""
+        """What keeps the map from being features/: ids it names that no scenario of that
+        feature carries (removed, or moved), and scenarios written there without an id it
+        has."""
         written = {
-            (path.name, scenario.name)
+            (path.name, scenario_id(scenario)): scenario.name
             for path in sorted(features.glob("*.feature"))
             for scenario in parse_file(str(path)).scenarios
         }
-        mapped = {(scenario.feature, scenario.title) for scenario in self.scenarios}
+        mapped = {(scenario.feature, scenario.id) for scenario in self.scenarios}
         return [
             *(
-                f"not in features/: {title} (`{feature}`)"
-                for feature, title in sorted(mapped - written)
+                f"not in features/: @{ID_TAG}{sid} (`{feature}`)"
+                for feature, sid in sorted(mapped - set(written))
             ),
             *(
-                f"not in {MAP_FILE.name}: {title} (`{feature}`)"
-                for feature, title in sorted(written - mapped)
+                f"not in {MAP_FILE.name}: {written[feature, sid]} (`{feature}`"
+                + (f", @{ID_TAG}{sid})" if sid else ", no @id tag)")
+                for feature, sid in sorted(set(written) - mapped)
             ),
         ]
 
@@ -108,23 +113,39 @@ class CoverageMap:
         return self.upstream_tests + self.umbrella_items
 
 
+def scenario_id(scenario: Scenario) -> str:
+    """The id a scenario carries as its `@id.<id>` tag ("" without one)."""
+    return next((tag[len(ID_TAG) :] for tag in scenario.tags if tag.startswith(ID_TAG)), "")
+
+
+@cache
+def titles(features: Path = FEATURES) -> dict[tuple[str, str], str]:
+    """The title of each scenario of features/ that carries an id, by feature and id."""
+    return {
+        (path.name, scenario_id(scenario)): scenario.name
+        for path in sorted(features.glob("*.feature"))
+        for scenario in parse_file(str(path)).scenarios
+        if scenario_id(scenario)
+    }
+
+
 def parse_map(data: dict[str, Any]) -> CoverageMap:
-    """The map from its data (the YAML file's); an id defined twice or named but not
-    defined is a CoverageMapError."""
+    """The map from its data (the YAML file's), each scenario titled as features/ titles
+    it; an id defined twice or named but not defined is a CoverageMapError."""
     scenarios = tuple(
         MappedScenario(
-            scenario_id,
+            sid,
             feature,
-            entry["title"],
+            titles().get((feature, sid), ""),
             entry["proves"],
             entry.get("not_proven", ""),
             entry.get("other_proof", ""),
         )
         for feature, entries in data["scenarios"].items()
-        for scenario_id, entry in entries.items()
+        for sid, entry in entries.items()
     )
     ids = [scenario.id for scenario in scenarios]
-    if doubled := sorted({scenario_id for scenario_id in ids if ids.count(scenario_id) > 1}):
+    if doubled := sorted({sid for sid in ids if ids.count(sid) > 1}):
         raise CoverageMapError(f"{MAP_FILE.name} defines these scenario ids twice: {doubled}")
     scenario_map = ScenarioMap(scenarios)
 

@@ -18,7 +18,14 @@ import yaml
 from behave.model import Feature, Scenario, ScenarioOutline
 from behave.parser import parse_file
 
-from docgen.coverage import FEATURES, CoverageMap, CoverageMapError, coverage_map
+from docgen.coverage import (
+    FEATURES,
+    ID_TAG,
+    CoverageMap,
+    CoverageMapError,
+    coverage_map,
+    scenario_id,
+)
 
 ROOT = FEATURES.parent
 BROKEN_TARGETS = ROOT / "tests" / "suite" / "broken_targets.yaml"
@@ -70,7 +77,7 @@ def _tags(feature: Feature, scenario: Scenario) -> str:
     tags = [*feature.tags, *scenario.tags]
     if isinstance(scenario, ScenarioOutline):
         tags += [tag for examples in scenario.examples for tag in examples.tags]
-    return " ".join(f"@{tag}" for tag in dict.fromkeys(tags))
+    return " ".join(f"@{tag}" for tag in dict.fromkeys(tags) if not tag.startswith(ID_TAG))
 
 
 def _description(path: Path, feature: Feature) -> list[str]:
@@ -99,7 +106,7 @@ def _feature_section(
 ) -> tuple[list[str], list[str]]:
     """The feature's section, and its scenarios that the map lacks."""
     feature = parse_file(str(path))
-    mapped = {scenario.title: scenario for scenario in coverage.scenarios.of_feature(path.name)}
+    mapped = {scenario.id: scenario for scenario in coverage.scenarios.of_feature(path.name)}
     lines = [f"## {feature.name} (`features/{path.name}`)", "", *_description(path, feature), ""]
     lines += [
         "| scenario | tags | what it proves | broken target that fails it |",
@@ -107,7 +114,7 @@ def _feature_section(
     ]
     missing = []
     for scenario in feature.scenarios:
-        entry = mapped.get(scenario.name)
+        entry = mapped.get(scenario_id(scenario))
         if entry is None:
             missing.append(f"{scenario.name} (`{path.name}`)")
             continue

@@ -7,7 +7,7 @@ Feature: Invoking an agent through the Router
   id is forwarded to the same sandbox, so an agent can keep state from one call to the
   next.
 
-  @smoke
+  @smoke @id.first-call
   Scenario: The first call opens a session and the next call in it reaches the same sandbox
     When I send "hello" to the echo agent without a session
     Then the agent echoes "hello"
@@ -17,6 +17,7 @@ Feature: Invoking an agent through the Router
     And the answer carries the same session id
     And both calls were served by the same sandbox, one after the other
 
+  @id.echo-unchanged
   Scenario Outline: The agent is given <a text> and echoes it back unchanged
     When I send <a text> to the echo agent without a session
     Then the agent echoes that text back unchanged

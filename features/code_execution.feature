@@ -13,7 +13,7 @@ Feature: Running code in a code interpreter
   session ends as if its sandbox had crashed. Targets without a stateful interpreter
   report its scenarios skipped.
 
-  @smoke
+  @smoke @id.first-command
   Scenario Outline: The first command runs in a new session of the <interpreter>
     When I run code that prints the sum of 1 and 1 in the <interpreter> without a session
     Then the command prints "2"
@@ -26,6 +26,7 @@ Feature: Running code in a code interpreter
       | python interpreter    |
       | warm-pool interpreter |
 
+  @id.exit-codes
   Scenario Outline: A command that exits with code <code> is answered with that code
     When I run a command that exits with code <code> in the warm-pool interpreter without a session
     Then the command exits with code <code>
@@ -37,6 +38,7 @@ Feature: Running code in a code interpreter
       | 7    |
       | 42   |
 
+  @id.stateless
   Scenario: A variable defined by one command is undefined in the next
     Given a session of the python interpreter
     And the session has set the variable "x" to 10
@@ -44,7 +46,7 @@ Feature: Running code in a code interpreter
     Then the command fails because "x" is not defined
     And the answer carries the same session id
 
-  @requires.stateful-interpreter
+  @requires.stateful-interpreter @id.stateful
   Scenario: In a stateful interpreter, a variable defined by one run of code is still defined in the next
     Given a session of the stateful interpreter
     And the session has set the variable "x" to 10
@@ -52,7 +54,7 @@ Feature: Running code in a code interpreter
     Then the command prints "10"
     And the answer carries the same session id
 
-  @requires.stateful-interpreter
+  @requires.stateful-interpreter @id.kernel-dies
   Scenario: When a stateful interpreter's kernel dies, its session ends as if its sandbox had crashed
     Given a session of the stateful interpreter
     And the session has set the variable "x" to 10
@@ -61,6 +63,7 @@ Feature: Running code in a code interpreter
     When I call the session again
     Then the call fails fast, with an error saying the sandbox is gone
 
+  @id.file-carries-over
   Scenario: A file written by one command can be read by the next
     Given a session of the python interpreter
     And the session has written "10" to the file "x.txt"

@@ -6,7 +6,7 @@ Feature: Many calls at once
   concurrency limit the Router declares. Past that limit it refuses further calls at once
   as overloaded, and serves the calls within the limit.
 
-  @code-interpreter @slow @serial @requires.sandbox-observation
+  @code-interpreter @slow @serial @requires.sandbox-observation @id.many-sessions-at-once
   Scenario: 20 sessions opened at once within the concurrency limit are each served apart, and all end when closed
     When 20 callers each open a session of the python interpreter, as many at the same moment as the concurrency limit allows, writing a file of their own
     Then every caller got a session of its own
@@ -14,7 +14,7 @@ Feature: Many calls at once
     When all those sessions are closed
     Then no sandbox of theirs is left
 
-  @agent-runtime @serial @requires.overload @fixture.limited-router
+  @agent-runtime @serial @requires.overload @fixture.limited-router @id.overload-refused
   Scenario: Calls beyond the concurrency limit are refused as overloaded, calls within it are served
     Given a session of the echo agent on a Router whose concurrency limit is known
     When as many slow calls as the limit, and 2 more, arrive in the session at the same moment

@@ -12,12 +12,14 @@ Feature: Credentials and authentication
   Background:
     Given the Router requires a token
 
+  @id.token-never-forwarded
   Scenario: The caller's token never reaches the sandbox
     Given a session of the echo agent
     When I send "hello" to the echo agent in that session
     Then the agent echoes "hello"
     And the sandbox received none of the callers' tokens
 
+  @id.unauthorized
   Scenario Outline: A call <credentials> is refused as unauthorized
     When I call the echo agent <credentials>
     Then the call is refused as unauthorized because <reason>
@@ -51,20 +53,20 @@ Feature: Credentials and authentication
       | with a token that is not signed                                     | its token is not valid |
       | with a token signed with the issuer's public key as a shared secret | its token is not valid |
 
-  @requires.no-role-subject
+  @requires.no-role-subject @id.missing-role
   Scenario: A subject without the role the Router requires is forbidden
     When I call the echo agent as a subject without the role the Router requires
     Then the call is refused as forbidden for want of the required role
     And the refusal repeats none of the credentials
 
-  @requires.second-subject
+  @requires.second-subject @id.owner
   Scenario: A session belongs to the subject that opened it
     Given a session of the echo agent
     When another subject calls the echo agent in that session
     Then the call is refused because the session belongs to another subject
     And the session still serves the subject that opened it
 
-  @requires.admin
+  @requires.admin @id.admin
   Scenario: A subject with the admin role may use a session another subject opened
     Given a session of the echo agent
     When a subject with the admin role sends "checking in" to the echo agent in that session

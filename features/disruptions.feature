@@ -8,7 +8,7 @@ Feature: Surviving disruptions
   These scenarios disturb the target for everything else, so the default run leaves them
   out: include them with --tags=@disruptive.
 
-  @requires.router-restart
+  @requires.router-restart @id.router-restart
   Scenario: Sessions opened before a Router restart keep working after it
     Given a session of the echo agent that has answered a call
     And a session of the python interpreter that holds "kept.txt"
@@ -16,7 +16,7 @@ Feature: Surviving disruptions
     Then the session of the echo agent is still served by the same sandbox
     And the session of the python interpreter still holds "kept.txt"
 
-  @code-interpreter @requires.sandbox-observation @requires.sandbox-kill
+  @code-interpreter @requires.sandbox-observation @requires.sandbox-kill @id.sandbox-dies
   Scenario: When a session's sandbox dies, the next call fails fast and a new session works
     Given a session of the python interpreter
     When the sandbox serving the session is killed and the platform shows it gone

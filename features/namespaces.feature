@@ -7,11 +7,12 @@ Feature: Namespaces keep their runtimes to themselves
   refused, or still be served by that same sandbox, but never by the other namespace's
   runtime of the same name, and it never turns into a new session there.
 
+  @id.not-in-namespace
   Scenario: A runtime is not found under a namespace it is not in
     When I call the echo agent under a namespace it is not in
     Then the call is refused because the runtime was not found
 
-  @requires.runtime-admin @requires.neighbour-namespace
+  @requires.runtime-admin @requires.neighbour-namespace @id.other-namespace-session
   Scenario: A session presented under another namespace is never served by that namespace's runtime
     Given a session of the echo agent
     And an echo agent of the same name in another namespace

@@ -6,6 +6,7 @@ Feature: Refusing calls the Router cannot route
   it never issued it or because the session has ended. It never answers such a call by
   opening a new session.
 
+  @id.missing-runtime
   Scenario Outline: A call to <a runtime> that does not exist is refused
     When I call <a runtime> that does not exist
     Then the call is refused because the runtime was not found
@@ -20,6 +21,7 @@ Feature: Refusing calls the Router cannot route
       | a runtime          |
       | a code interpreter |
 
+  @id.never-issued
   Scenario Outline: A call to the <runtime> with a session id it never issued is refused
     When I call the <runtime> with a session id that was never issued
     Then the call is refused because the session was not found

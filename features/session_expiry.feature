@@ -13,10 +13,12 @@ Feature: Ending idle sessions
     Given an echo agent with a short idle timeout
     And a session of the echo agent with a short idle timeout
 
+  @id.kept-alive
   Scenario: Calls keep a session alive past its idle timeout
     When the session is called more often than its idle timeout, for twice that timeout
     Then every call is served in the session, by the same sandbox
 
+  @id.idle-ends
   Scenario: A session left idle past its timeout ends
     When the session is left idle for longer than its idle timeout
     Then calls in the session are refused because the session was not found

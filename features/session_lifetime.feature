@@ -11,6 +11,7 @@ Feature: Hard session lifetime
   lifetime of a few seconds, and call it continuously until it ends, allowing the garbage
   collector a grace period.
 
+  @id.busy-session-lifetime
   Scenario: A busy session ends when its runtime's maximum session duration is up
     Given an echo agent with a short maximum session duration
     And a session of the echo agent with a short maximum session duration
@@ -19,7 +20,7 @@ Feature: Hard session lifetime
     And the call is refused because the session was not found
     And the sandbox that served the session is gone
 
-  @not.with_agentcube_release=pre-460 @requires.workload-manager-sessions
+  @not.with_agentcube_release=pre-460 @requires.workload-manager-sessions @id.busy-session-ttl
   Scenario: A busy session ends when the lifetime it asked for is up
     Given an echo agent with a short idle timeout
     And a session of the echo agent with a short idle timeout that asks for a short lifetime

@@ -11,6 +11,7 @@ Feature: Sustained load
   These scenarios take a while and load the whole target, so the default run leaves them
   out: include them with --tags=@load.
 
+  @id.load
   Scenario Outline: Sessions of the <interpreter> opened at a steady rate are served
     When sessions of the <interpreter> are opened at a steady rate, each running one command
     Then at least the required share of those sessions succeeded

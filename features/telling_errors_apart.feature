@@ -8,20 +8,20 @@ Feature: Telling errors apart
   code. A request a code interpreter cannot accept is refused with an error that explains
   it.
 
-  @agent-runtime
+  @agent-runtime @id.closed-session
   Scenario: A call in a session that has been closed is refused because the session was not found
     Given a session of the echo agent
     And the session has been closed
     When I send "hello" to the echo agent in that session
     Then the call is refused because the session was not found
 
-  @agent-runtime
+  @agent-runtime @id.agent-not-found
   Scenario: The agent's own "not found" is passed on, not mistaken for an unknown session
     Given a session of the echo agent
     When I ask the echo agent in the session for a path it does not serve
     Then the agent's own "not found" comes back in the session, without the session error code
 
-  @code-interpreter
+  @code-interpreter @id.interpreter-refusals
   Scenario Outline: A code interpreter refuses <a request>, saying why
     Given a session of the python interpreter
     When I send the session <a request>

@@ -5,6 +5,7 @@ Feature: Moving files in and out of a session's workspace
   the Router, a caller can upload files into it, list it and download files from it: a
   script goes in, runs, and its result comes back out.
 
+  @id.fibonacci
   Scenario: An uploaded script writes a result that can be downloaded
     Given a session of the python interpreter
     When I upload the script "fibonacci.py" to the workspace
@@ -16,11 +17,13 @@ Feature: Moving files in and out of a session's workspace
       | output.json  |
     And "output.json" downloaded from the workspace holds the Fibonacci numbers 0, 1, 1, 2, 3, 5, 8, 13, 21, 34
 
+  @id.large-file-back
   Scenario: A file of several megabytes comes back byte for byte
     Given a session of the python interpreter
     When I upload a file of several megabytes to the workspace
     Then the file downloaded from the workspace is byte for byte the one uploaded
 
+  @id.large-file-listed
   Scenario: The workspace listing shows a large file's full size
     Given a session of the python interpreter
     When I upload a file of several megabytes to the workspace

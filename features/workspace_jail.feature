@@ -16,6 +16,7 @@ Feature: The workspace jail
     And a link "link" in the workspace to the outside directory
     And a link "dangling" in the workspace to a file of the outside directory that does not exist yet
 
+  @id.escape-refused
   Scenario Outline: <operation> "<path>" is refused
     When I <operation> "<path>"
     Then the call is refused because the path leaves the workspace
@@ -37,6 +38,7 @@ Feature: The workspace jail
       | list the directory             | link                    |
       | run a command in the directory | link                    |
 
+  @id.absolute-inside
   Scenario Outline: An absolute path stays inside the workspace: <attempt>, by its absolute path
     When I <attempt>, by its absolute path
     Then nothing outside the workspace is revealed or changed
@@ -48,6 +50,7 @@ Feature: The workspace jail
       | list the outside directory                      |
       | run a command in the outside directory          |
 
+  @id.absolute-round-trip
   Scenario: A file uploaded to an absolute path is kept in the workspace and comes back unchanged
     When I upload a file to the outside directory, by its absolute path
     Then the upload succeeds

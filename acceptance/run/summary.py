@@ -19,6 +19,7 @@ from acceptance.run.results import (
     RunResults,
     ScenarioResult,
 )
+from acceptance.run.tags import is_id_tag
 
 SLOWEST = 5
 
@@ -98,7 +99,8 @@ def _by_tag(results: RunResults) -> Table:
     outcomes: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(shown, 0))
     seconds: dict[str, float] = defaultdict(float)
     for scenario in results.scenarios:
-        for tag in scenario.tags or ("(no tag)",):
+        grouping = [tag for tag in scenario.tags if not is_id_tag(tag)]  # an id groups none
+        for tag in grouping or ["(no tag)"]:
             outcomes[tag][scenario.outcome] += 1
             seconds[tag] += scenario.duration
     rows = [

@@ -1,14 +1,16 @@
 """The closed tag vocabulary of the features, and the gate that skips scenarios whose
 active tags do not fit the configured target.
 
-Three families, and no other tag is allowed:
+These families, and no other tag is allowed:
 
 - plain tags (``TAGS``): what a scenario covers and how CI selects it;
 - active tags ``@use.with_<setting>=<value>`` / ``@not.with_<setting>=<value>``
   (``ACTIVE_CATEGORIES``, behave's ActiveTagMatcher): run only under that configuration;
 - capability tags ``@requires.<capability>`` (``platforms.CAPABILITIES``): run only when the
   platform adapter can do it;
-- fixture tags ``@fixture.<name>`` (``run.fixtures.FIXTURES``): set-up the scenario is given.
+- fixture tags ``@fixture.<name>`` (``run.fixtures.FIXTURES``): set-up the scenario is given;
+- one id tag per scenario, ``@id.<id>``: its key in the coverage map (docgen/coverage.yaml,
+  which tests/suite/test_coverage.py holds to the features).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ ACTIVE_CATEGORIES: dict[str, tuple[str, ...]] = {
 
 _ACTIVE = re.compile(r"^(use|not)\.with_(?P<category>\w+)=(?P<value>.+)$")
 _REQUIRES = re.compile(r"^requires\.(?P<capability>[\w-]+)$")
+_ID = re.compile(r"^id\.[a-z0-9]+(-[a-z0-9]+)*$")
 
 
 def is_known_tag(tag: str) -> bool:
@@ -58,7 +61,12 @@ def is_known_tag(tag: str) -> bool:
         return active["value"] in ACTIVE_CATEGORIES.get(active["category"], ())
     if requires := _REQUIRES.match(tag):
         return requires["capability"] in CAPABILITIES
-    return tag in FIXTURES
+    return tag in FIXTURES or is_id_tag(tag)
+
+
+def is_id_tag(tag: str) -> bool:
+    """Whether the tag is a scenario's id, which names one scenario and groups none."""
+    return bool(_ID.match(tag))
 
 
 class ScenarioGate:

@@ -1,5 +1,5 @@
 """The coverage map (docgen/coverage.yaml) holds every scenario of features/ under
-its title, names only scenarios it defines, points only inside the repository, and has a
+its @id tag, names only scenarios it defines, points only inside the repository, and has a
 row for every item of the umbrella issue; docs/coverage.md is the table it generates."""
 
 from __future__ import annotations
@@ -24,13 +24,13 @@ ROOT = Path(__file__).resolve().parents[2]
 UMBRELLA_ISSUE = ROOT / "docgen" / "e2e-umbrella-issue.txt"
 
 
-def a_map(scenario_ids: list[str], *defined: tuple[str, str]) -> dict:
-    """The data of a map that defines `defined` (id, title) in a.feature and whose one
+def a_map(scenario_ids: list[str], *defined: str) -> dict:
+    """The data of a map that defines the ids `defined` in a.feature and whose one
     upstream test names `scenario_ids`."""
     return {
         "upstream": "u@1",
         "umbrella_issue": "U",
-        "scenarios": {"a.feature": {sid: {"title": t, "proves": "p"} for sid, t in defined}},
+        "scenarios": {"a.feature": {sid: {"proves": "p"} for sid in defined}},
         "upstream_tests": [
             {
                 "name": "T",
@@ -47,29 +47,31 @@ def a_map(scenario_ids: list[str], *defined: tuple[str, str]) -> dict:
 
 def test_the_map_is_the_scenarios_of_features() -> None:
     assert coverage_map().scenarios.drift() == [], (
-        f"edit {MAP_FILE.relative_to(ROOT)}: each scenario of features/ by its title"
+        f"edit {MAP_FILE.relative_to(ROOT)}: each scenario of features/ by its @id tag"
     )
 
 
-def test_a_renamed_and_an_unmapped_scenario_are_named(tmp_path: Path) -> None:
+def test_a_removed_an_unmapped_and_an_untagged_scenario_are_named(tmp_path: Path) -> None:
     (tmp_path / "a.feature").write_text(
-        "Feature: A\n  Scenario: Kept\n    Given x\n  Scenario: New\n    Given x\n"
+        "Feature: A\n  @id.kept\n  Scenario: Kept\n    Given x\n"
+        "  @id.new\n  Scenario: New\n    Given x\n  Scenario: Bare\n    Given x\n"
     )
-    scenarios = parse_map(a_map(["kept"], ("kept", "Kept"), ("gone", "Gone"))).scenarios
+    scenarios = parse_map(a_map(["kept"], "kept", "gone")).scenarios
     assert scenarios.drift(tmp_path) == [
-        "not in features/: Gone (`a.feature`)",
-        "not in coverage.yaml: New (`a.feature`)",
+        "not in features/: @id.gone (`a.feature`)",
+        "not in coverage.yaml: Bare (`a.feature`, no @id tag)",
+        "not in coverage.yaml: New (`a.feature`, @id.new)",
     ]
 
 
 def test_a_check_naming_an_undefined_scenario_is_refused_naming_it() -> None:
     with pytest.raises(CoverageMapError, match="names scenario 'gone', which it lacks"):
-        parse_map(a_map(["kept", "gone"], ("kept", "Kept")))
+        parse_map(a_map(["kept", "gone"], "kept"))
 
 
 def test_an_id_defined_twice_is_refused_naming_it() -> None:
-    data = a_map(["kept"], ("kept", "Kept"))
-    data["scenarios"]["b.feature"] = {"kept": {"title": "Other", "proves": "p"}}
+    data = a_map(["kept"], "kept")
+    data["scenarios"]["b.feature"] = {"kept": {"proves": "p"}}
     with pytest.raises(CoverageMapError, match=r"defines these scenario ids twice: \['kept'\]"):
         parse_map(data)
 

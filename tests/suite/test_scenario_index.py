@@ -22,7 +22,7 @@ MAPPED_ONLY = parse_map(
     {
         "upstream": "u@1",
         "umbrella_issue": "U",
-        "scenarios": {"a.feature": {"mapped": {"title": "Mapped", "proves": "p"}}},
+        "scenarios": {"a.feature": {"mapped": {"proves": "p"}}},
         "upstream_tests": [],
         "umbrella_items": [],
     }
@@ -50,7 +50,8 @@ def test_every_scenario_has_its_row_under_its_feature() -> None:
 
 def test_a_scenario_the_map_lacks_stops_the_index_naming_it(tmp_path: Path) -> None:
     (tmp_path / "a.feature").write_text(
-        "Feature: A\n  Scenario: Mapped\n    Given x\n  Scenario: Unmapped\n    Given x\n"
+        "Feature: A\n  @id.mapped\n  Scenario: Mapped\n    Given x\n"
+        "  Scenario: Unmapped\n    Given x\n"
     )
     with pytest.raises(CoverageMapError, match=r"lacks these scenarios: Unmapped \(`a.feature`\)"):
         scenario_index(MAPPED_ONLY, [], tmp_path)
@@ -105,7 +106,7 @@ def test_a_map_entry_says_what_its_scenario_proves() -> None:
 def test_a_features_description_keeps_its_paragraphs(tmp_path: Path) -> None:
     (tmp_path / "a.feature").write_text(
         "@smoke\nFeature: A\n\n  First line,\n  and its second.\n\n  Another paragraph.\n\n"
-        "  # a comment\n  @slow\n  Scenario: Mapped\n    Given x\n"
+        "  # a comment\n  @slow @id.mapped\n  Scenario: Mapped\n    Given x\n"
     )
     page = scenario_index(MAPPED_ONLY, [], tmp_path)
     assert "`)\n\nFirst line,\nand its second.\n\nAnother paragraph.\n\n| scenario |" in page

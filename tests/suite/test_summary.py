@@ -22,10 +22,10 @@ def results() -> RunResults:
     measurements.record("session creation (cold)", 1.25)
     run = RunResults(
         scenarios=[
-            scenario("fast", ("smoke", "agent-runtime"), "passed", 0.5),
-            scenario("broken", ("smoke",), "failed", 1.5),
+            scenario("fast", ("smoke", "agent-runtime", "id.fast"), "passed", 0.5),
+            scenario("broken", ("smoke", "id.broken"), "failed", 1.5),
             scenario("elsewhere", ("use.with_agentcube_release=pre-460",), "skipped", 0.0),
-            scenario("untagged", (), "passed", 9.0),
+            scenario("untagged", ("id.untagged",), "passed", 9.0),
         ],
         steps=[StepResult("Feature: s", f"When step {n}", float(n)) for n in range(8)],
     )
@@ -38,6 +38,7 @@ def table(summary, title: str):
 
 
 def test_scenarios_are_counted_and_timed_by_tag() -> None:
+    """A scenario's id names it alone: it groups nothing, and counts as no tag."""
     by_tag = table(summarize(results(), 12.0), "Scenarios by tag")
     assert by_tag.rows == [
         ("(no tag)", "1", "0", "0", "9.00 s"),
