@@ -44,7 +44,7 @@ def test_dev_list_shows_the_selected_scenarios_with_their_tags() -> None:
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert "features/agent_invocation.feature: Invoking an agent through the Router" in lines
-    assert any(line.endswith("  @agent-runtime @smoke") for line in lines)
+    assert any(line.endswith("  @agent-runtime @id.first-call @smoke") for line in lines)
     assert lines[-1].startswith("7 of ") and lines[-1].endswith("(tags: (@smoke))")
 
 
