@@ -1,26 +1,7 @@
 """The Platform interface: what the suite can do beside calling the Router and the
-WorkloadManager, named by capability.
-
-Scenarios ask for capabilities with `@requires.<name>`. A platform adapter may offer:
-
-- ``runtime-admin``: apply and delete runtime resources (a derived echo agent with a short
-  sessionTimeout, for the idle-timeout scenarios);
-- ``sandbox-observation``: see which sandbox serves a session, whether it still runs, and
-  the sandboxes waiting in a warm pool;
-- ``sandbox-kill``: kill the sandbox that serves a session;
-- ``router-restart``: restart the Router, keeping its session store.
-
-Others belong to the target as configured rather than to an adapter (see
-``configured_capabilities``): ``auth`` (a token), ``second-subject`` (tokens of two
-subjects), ``workload-manager-sessions`` (an admin token, or no authentication),
-``short-timeout-agent`` (a runtime applied for the scenario, or one already deployed),
-``overload`` (a Router whose concurrency limit is known), ``admin`` (the token of a subject
-with the admin role, where tokens are required), ``stateful-interpreter`` (a code
-interpreter whose sessions keep their variables), ``neighbour-namespace`` (a second
-namespace runtimes may be applied in: any on localcube, ``neighbour_namespace`` elsewhere),
-and the tokens a Router must refuse (``configured_refused_tokens``): ``no-role-subject``,
-``expired-token``, ``other-audience-token`` and ``other-issuer-token`` (each given), and
-``forged-tokens`` (a caller's token that is a JWT whose issuer's keys the suite can read).
+WorkloadManager, named by capability (``CAPABILITIES``; scenarios ask with
+``@requires.<name>``). An adapter offers some; others come from the target as configured
+(``configured_capabilities``); the Target every module receives.
 """
 
 from __future__ import annotations
@@ -28,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import requests
 
@@ -241,6 +222,20 @@ class Target:
 
     platform_name: ClassVar[str]
 
+    @classmethod
+    def configured(
+        cls, urls: tuple[str, str], settings: Settings, offered: frozenset[str], /, **extra: Any
+    ) -> Self:
+        """The target at these URLs (Router, WorkloadManager) with the tokens of `settings`,
+        and what a platform that `offered` these capabilities can do there."""
+        return cls(
+            *urls,
+            *configured_tokens(settings),
+            configured_capabilities(offered, settings),
+            configured_refused_tokens(settings),
+            **extra,
+        )
+
     def callers_tokens(self) -> dict[str, str]:
         """The tokens the run's callers present, by their setting's name: what no sandbox
         may ever receive."""
@@ -274,16 +269,14 @@ class Target:
         return Closing()
 
 
-def configured_capabilities(
-    offered: frozenset[str], settings: Settings, tokens: tuple[str | None, str | None, str | None]
-) -> frozenset[str]:
+def configured_capabilities(offered: frozenset[str], settings: Settings) -> frozenset[str]:
     """What a platform `offered` can do, with what the target as configured adds: the tokens
-    it was given (api, second, admin), a Router whose concurrency limit is declared, a
-    stateful interpreter, a runtime with a short idle timeout (deployed, or applied for the
-    scenario), and a neighbour namespace named where runtimes may be applied. Sessions
-    opened at the WorkloadManager can be used through the Router by an admin, or by anyone
-    where no token is required; any session by an admin."""
-    api_token, second_api_token, admin_api_token = tokens
+    it was given, a Router whose concurrency limit is declared, a stateful interpreter, a
+    runtime with a short idle timeout (deployed, or applied for the scenario), and a
+    neighbour namespace named where runtimes may be applied. Sessions opened at the
+    WorkloadManager can be used through the Router by an admin, or by anyone where no token
+    is required; any session by an admin."""
+    api_token, second_api_token, admin_api_token = configured_tokens(settings)
     available = set(offered)
     if api_token:
         available.add(AUTH)

@@ -7,6 +7,7 @@ and the port forwards belong to the run's Cluster, which the ClusterTarget holds
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -23,8 +24,6 @@ from acceptance.platforms.base import (
     Platform,
     Sandbox,
     Target,
-    configured_capabilities,
-    configured_refused_tokens,
 )
 from acceptance.platforms.kubernetes.api import KubeError, Resource
 from acceptance.platforms.kubernetes.cluster import Cluster
@@ -214,23 +213,14 @@ class ClusterTarget(Target):
             poll_interval=settings.poll_interval,
         )
         try:
-            router_url, workload_manager_url = cluster.endpoints(
-                settings.router_url, settings.workload_manager_url
-            )
+            urls = cluster.endpoints(settings.router_url, settings.workload_manager_url)
             token = cluster.token(settings.api_token, timeout=settings.request_timeout)
         except BaseException:
             cluster.close()
             raise
-        tokens = (token, settings.second_api_token, settings.admin_api_token)
-        return cls(
-            router_url,
-            workload_manager_url,
-            *tokens,
-            configured_capabilities(KubernetesPlatform.capabilities, settings, tokens),
-            configured_refused_tokens(settings),
-            cluster=cluster,
-            settings=settings,
-        )
+        settings = dataclasses.replace(settings, api_token=token)
+        offered = KubernetesPlatform.capabilities
+        return cls.configured(urls, settings, offered, cluster=cluster, settings=settings)
 
     def platform(self, transport: Transport) -> Platform:
         assert self.cluster is not None, "the cluster target is closed"
