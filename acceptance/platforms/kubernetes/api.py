@@ -126,21 +126,23 @@ class KubeApi:
 
     # Objects, by Resource.
 
+    def _on_objects(
+        self, what: str, verb: str, resource: Resource, namespace: str, *rest: Any, **kwargs: Any
+    ) -> Any:
+        """A call on a kind's objects: the core API's for pods, the custom objects' else."""
+        if resource is Resource.POD:
+            method = getattr(self._core, f"{'read' if verb == 'get' else verb}_namespaced_pod")
+            return self._call(what, method, *rest, namespace, **kwargs)
+        method = getattr(self._custom, f"{verb}_namespaced_custom_object")
+        version = self.version(resource)
+        arguments = (resource.group, version, namespace, resource.plural, *rest)
+        return self._call(what, method, *arguments, **kwargs)
+
     def get(self, resource: Resource, namespace: str, name: str) -> JSON | None:
         """The object, or None when it does not exist."""
         what = f"get {resource.qualified} {namespace}/{name}"
         try:
-            if resource is Resource.POD:
-                return self._call(what, self._core.read_namespaced_pod, name, namespace)
-            return self._call(
-                what,
-                self._custom.get_namespaced_custom_object,
-                resource.group,
-                self.version(resource),
-                namespace,
-                resource.plural,
-                name,
-            )
+            return self._on_objects(what, "get", resource, namespace, name)
         except KubeError as error:
             if error.status == 404:
                 return None
@@ -152,37 +154,19 @@ class KubeApi:
             f" with labels {label_selector}" if label_selector else ""
         )
         selected = {"label_selector": label_selector} if label_selector else {}
-        if resource is Resource.POD:
-            answer = self._call(what, self._core.list_namespaced_pod, namespace, **selected)
-        else:
-            answer = self._call(
-                what,
-                self._custom.list_namespaced_custom_object,
-                resource.group,
-                self.version(resource),
-                namespace,
-                resource.plural,
-                **selected,
-            )
+        answer = self._on_objects(what, "list", resource, namespace, **selected)
         return list(answer.get("items") or [])
 
     def create(
         self, resource: Resource, namespace: str, body: JSON, *, dry_run: bool = False
     ) -> JSON:
         """Create a custom object; a KubeError with status 409 when it exists already.
-        `dry_run`: the server checks the create as it would do it (permission, namespace,
-        admission) and stores nothing."""
-        return self._call(
-            f"{'dry-run ' if dry_run else ''}create {resource.qualified} "
-            f"{namespace}/{body['metadata']['name']}",
-            self._custom.create_namespaced_custom_object,
-            resource.group,
-            self.version(resource),
-            namespace,
-            resource.plural,
-            body,
-            **({"dry_run": "All"} if dry_run else {}),
-        )
+        `dry_run`: the server checks the create (permission, namespace, admission) and stores
+        nothing."""
+        what = f"{'dry-run ' if dry_run else ''}create {resource.qualified} "
+        what += f"{namespace}/{body['metadata']['name']}"
+        dry = {"dry_run": "All"} if dry_run else {}
+        return self._on_objects(what, "create", resource, namespace, body, **dry)
 
     def delete(
         self,
@@ -205,19 +189,7 @@ class KubeApi:
         )
         what = f"delete {resource.qualified} {namespace}/{name} (uid {uid})"
         try:
-            if resource is Resource.POD:
-                self._call(what, self._core.delete_namespaced_pod, name, namespace, body=options)
-            else:
-                self._call(
-                    what,
-                    self._custom.delete_namespaced_custom_object,
-                    resource.group,
-                    self.version(resource),
-                    namespace,
-                    resource.plural,
-                    name,
-                    body=options,
-                )
+            self._on_objects(what, "delete", resource, namespace, name, body=options)
         except KubeError as error:
             if error.status == 404:
                 return False
