@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from acceptance.core.settings import ConfigError, Settings
-from acceptance.platforms.kubernetes.api import KubeApi
 from acceptance.platforms.kubernetes.connection import connect
 from acceptance.platforms.kubernetes.fixtures import FIXTURE_OF_ROLE, Fixtures
 from acceptance.platforms.kubernetes.observation import Observer
@@ -23,9 +22,16 @@ from acceptance.platforms.kubernetes.tokens import client_credentials_token, ser
 
 class Cluster:
     def __init__(
-        self, api: KubeApi, settings: KubernetesSettings, *, namespace: str, poll_interval: float
+        self,
+        settings: KubernetesSettings,
+        environ: Mapping[str, str],
+        *,
+        namespace: str,
+        poll_interval: float,
     ) -> None:
-        self.api = api
+        """Connect and check the cluster; ConfigError (ClusterUnreachable) when it cannot
+        serve the suite."""
+        self.api = api = connect(settings, environ)
         self.settings = settings
         self.namespace = namespace
         self.poll_interval = poll_interval
@@ -37,21 +43,6 @@ class Cluster:
 
     def __repr__(self) -> str:
         return f"Cluster({self.api.host}, namespace {self.namespace})"
-
-    @classmethod
-    def connect(
-        cls,
-        settings: KubernetesSettings,
-        environ: Mapping[str, str],
-        *,
-        namespace: str,
-        poll_interval: float,
-    ) -> Cluster:
-        """Connect and check the cluster; ConfigError (ClusterUnreachable) when it cannot
-        serve the suite."""
-        return cls(
-            connect(settings, environ), settings, namespace=namespace, poll_interval=poll_interval
-        )
 
     def endpoints(
         self, router_url: str | None, workload_manager_url: str | None

@@ -18,7 +18,7 @@ from acceptance.core.polling import eventually
 from acceptance.core.runtimes import Role, Runtime, RuntimeKind, fixture_manifest
 from acceptance.core.settings import ConfigError
 from acceptance.platforms.kubernetes.api import JSON, KubeApi, KubeError, Resource
-from acceptance.platforms.kubernetes.objects import ObjectRef, pod_ready
+from acceptance.platforms.kubernetes.objects import ObjectRef
 from acceptance.platforms.kubernetes.observation import Observer
 from acceptance.platforms.kubernetes.settings import KubernetesSettings
 
@@ -162,10 +162,7 @@ class Fixtures:
             )
         if size == 0:
             return None
-        ready = sum(
-            waiting.pod is not None and pod_ready(waiting.pod)
-            for waiting in self._observer.warm_pool(runtime.name)
-        )
+        ready = sum(waiting.ready for waiting in self._observer.warm_pool(runtime.name))
         return f"{runtime}: {ready} of {size} warm-pool pods ready" if ready < size else None
 
     def delete(self, runtime: Runtime) -> None:

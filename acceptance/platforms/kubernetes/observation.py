@@ -9,11 +9,10 @@ SandboxClaim -> Sandbox -> Pod (test/e2e/e2e_test.go upstream walks the same cha
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from acceptance.platforms.kubernetes.api import JSON, KubeApi, Resource
 from acceptance.platforms.kubernetes.objects import (
     ObjectRef,
+    SessionObjects,
     label_selector,
     owned_by,
     owned_objects,
@@ -25,32 +24,6 @@ WARM_POOL_KIND = "SandboxWarmPool"
 # The Sandbox a SandboxClaim adopted: an annotation on the claim since agent-sandbox's
 # v1beta1 (extensions/api/v1beta1/sandboxclaim_types.go), a label of the same key before.
 ASSIGNED_SANDBOX = "agents.x-k8s.io/sandbox-name"
-
-
-@dataclass(frozen=True)
-class SessionObjects:
-    """What the cluster holds for one session; each part None when absent."""
-
-    claim: JSON | None = None
-    sandbox: JSON | None = None
-    pod: JSON | None = None
-
-    def present(self) -> list[tuple[ObjectRef, JSON]]:
-        """The objects found, claim first, each with its identity."""
-        parts = (
-            (Resource.SANDBOX_CLAIM, self.claim),
-            (Resource.SANDBOX, self.sandbox),
-            (Resource.POD, self.pod),
-        )
-        return [(ObjectRef.of(resource, obj), obj) for resource, obj in parts if obj is not None]
-
-    def refs(self) -> tuple[ObjectRef, ...]:
-        return tuple(ref for ref, _ in self.present())
-
-    @property
-    def serving(self) -> bool:
-        """A pod exists and nothing in the chain is being deleted."""
-        return self.pod is not None and not any(terminating(obj) for _, obj in self.present())
 
 
 class Observer:
