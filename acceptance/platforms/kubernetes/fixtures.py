@@ -1,9 +1,6 @@
-"""Preconditions: the runtime resources the features rely on, in the namespace under test.
-
-The suite creates only the ones missing, waits until each is usable, and at the end deletes
-only what it created, by uid, so that an object someone re-created under the same name in the
-meantime is left alone. An existing resource is never modified: a cluster's own
-``echo-agent`` is used as it is.
+"""The runtime resources the features rely on, in the namespace under test: only the missing
+ones are created, and at the end only what the run created is deleted, by uid (an object
+re-created under the same name meanwhile is left alone). An existing one is never modified.
 """
 
 from __future__ import annotations
@@ -116,23 +113,19 @@ class Fixtures:
         self.wait_usable(runtime)
         return runtime
 
-    def _create(self, manifest: Mapping[str, Any]) -> Runtime:
+    def check_create(self, manifest: Mapping[str, Any]) -> None:
+        """A dry run: the API server checks the create and stores nothing; a KubeError says
+        what it refused."""
+        self._create(manifest, dry_run=True)
+
+    def _create(self, manifest: Mapping[str, Any], *, dry_run: bool = False) -> Runtime:
         runtime = Runtime.of_manifest(manifest)
         resource = RESOURCE_OF_KIND[runtime.kind]
-        created = self._api.create(resource, runtime.namespace, render(manifest, self._settings))
-        self._created[runtime] = ObjectRef.of(resource, created)
+        body = render(manifest, self._settings)
+        created = self._api.create(resource, runtime.namespace, body, dry_run=dry_run)
+        if not dry_run:
+            self._created[runtime] = ObjectRef.of(resource, created)
         return runtime
-
-    def check_create(self, manifest: Mapping[str, Any]) -> None:
-        """Have the API server check the create of this runtime without storing it (a dry
-        run); a KubeError says what it refused."""
-        runtime = Runtime.of_manifest(manifest)
-        self._api.create(
-            RESOURCE_OF_KIND[runtime.kind],
-            runtime.namespace,
-            render(manifest, self._settings),
-            dry_run=True,
-        )
 
     def wait_usable(self, runtime: Runtime) -> None:
         """Until the API shows the runtime usable. The WorkloadManager finds runtimes through
