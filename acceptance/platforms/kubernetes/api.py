@@ -1,9 +1,5 @@
-"""The Kubernetes API as the adapter uses it: the few calls it makes, each with a timeout,
-answers as plain JSON-shaped dicts, and failures as one-line KubeErrors.
-
-Everything the adapter asks of a cluster goes through ``KubeApi``; the tests put a stand-in
-API server behind it and check the exact requests.
-"""
+"""The Kubernetes API as the adapter uses it (``KubeApi``, all it asks of a cluster): the few
+calls it makes, each with a timeout, answers as JSON-shaped dicts, failures as KubeErrors."""
 
 from __future__ import annotations
 
@@ -31,6 +27,7 @@ _HANDSHAKE_STATUS = re.compile(r"Handshake status (\d{3})")
 # only v1 is used and named rather than reported as agent-sandbox missing. The adapter reads
 # only metadata, labels and owner references, the same in each.
 AGENT_SANDBOX_VERSIONS = ("v1beta1", "v1alpha1", "v1")
+_AGENTCUBE = "runtime.agentcube.volcano.sh"
 
 
 class Resource(enum.Enum):
@@ -39,13 +36,8 @@ class Resource(enum.Enum):
     until found, v1alpha1, which v0.4.6 (as AgentCube 939abb5 installs it) serves."""
 
     POD = ("", "v1", "pods", "Pod")
-    AGENT_RUNTIME = ("runtime.agentcube.volcano.sh", "v1alpha1", "agentruntimes", "AgentRuntime")
-    CODE_INTERPRETER = (
-        "runtime.agentcube.volcano.sh",
-        "v1alpha1",
-        "codeinterpreters",
-        "CodeInterpreter",
-    )
+    AGENT_RUNTIME = (_AGENTCUBE, "v1alpha1", "agentruntimes", "AgentRuntime")
+    CODE_INTERPRETER = (_AGENTCUBE, "v1alpha1", "codeinterpreters", "CodeInterpreter")
     SANDBOX = ("agents.x-k8s.io", "v1alpha1", "sandboxes", "Sandbox")
     SANDBOX_CLAIM = ("extensions.agents.x-k8s.io", "v1alpha1", "sandboxclaims", "SandboxClaim")
 
@@ -72,12 +64,12 @@ class KubeError(AssertionError):
         super().__init__(redact(f"the Kubernetes API {answer} to {what}: {detail}"))
 
 
-def _status_message(error: ApiException) -> str:
-    """The message of the Status object the API sends with an error, else the reason."""
+def _status_message(body: str | None) -> str | None:
+    """The message of the Status object the API sends with an error, if it is one."""
     try:
-        return str(json.loads(error.body or "")["message"])
+        return str(json.loads(body or "")["message"])
     except (ValueError, KeyError, TypeError):
-        return str(error.reason or "no details")
+        return None
 
 
 class KubeApi:
@@ -97,7 +89,6 @@ class KubeApi:
         self._served[group] = version
 
     def version(self, resource: Resource) -> str:
-        """The API version the resource is read and written in."""
         return self._served.get(resource.group, resource.version)
 
     @property
@@ -111,7 +102,8 @@ class KubeApi:
         try:
             result = method(*args, _request_timeout=self._timeout, **kwargs)
         except ApiException as error:
-            raise KubeError(what, error.status or 0, _status_message(error)) from None
+            detail = _status_message(error.body) or str(error.reason or "no details")
+            raise KubeError(what, error.status or 0, detail) from None
         except urllib3.exceptions.HTTPError as error:
             cause = getattr(error, "reason", None) or error  # past urllib3's retry wrapper
             raise KubeError(what, 0, f"{type(cause).__name__}: {cause}") from None
@@ -225,23 +217,14 @@ class KubeApi:
         )
 
     def deployment(self, namespace: str, name: str) -> JSON:
-        return self._call(
-            f"get Deployment {namespace}/{name}",
-            self._apps.read_namespaced_deployment,
-            name,
-            namespace,
-        )
+        what = f"get Deployment {namespace}/{name}"
+        return self._call(what, self._apps.read_namespaced_deployment, name, namespace)
 
     def restart_deployment(self, namespace: str, name: str) -> JSON:
         """What `kubectl rollout restart` does: stamp the pod template with the time."""
         stamp = datetime.now(UTC).isoformat(timespec="seconds")
-        patch = {
-            "spec": {
-                "template": {
-                    "metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": stamp}}
-                }
-            }
-        }
+        annotations = {"kubectl.kubernetes.io/restartedAt": stamp}
+        patch = {"spec": {"template": {"metadata": {"annotations": annotations}}}}
         return self._call(
             f"restart Deployment {namespace}/{name}",
             self._apps.patch_namespaced_deployment,
@@ -298,8 +281,5 @@ def _handshake_refusal(reason: str) -> tuple[int, str]:
     if handshake is None:
         return 0, reason
     body = exchange.rpartition(" -+-+- ")[2].strip()
-    try:
-        return int(handshake[1]), str(json.loads(body)["message"])
-    except (ValueError, KeyError, TypeError):
-        words = excerpt(body, 200) if body and body != "None" else status_line
-        return int(handshake[1]), words
+    words = excerpt(body, 200) if body and body != "None" else status_line
+    return int(handshake[1]), _status_message(body) or words
