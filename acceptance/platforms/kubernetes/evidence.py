@@ -45,12 +45,15 @@ def _describe_session(api: KubeApi, observer: Observer, session_id: str) -> str:
     lines += _pod_status(pod)
     lines += _readable("events", lambda: _events(api.pod_events(namespace, name)))
     for container in pod["spec"]["containers"]:
-        container_name: str = container["name"]
-        lines += _readable(
-            f"last {LOG_LINES} log lines of container {container_name}",
-            lambda container=container_name: api.pod_log(namespace, name, container, LOG_LINES),
-        )
+        lines += _log(api, namespace, name, container["name"])
     return "\n".join(lines)
+
+
+def _log(api: KubeApi, namespace: str, pod: str, container: str) -> list[str]:
+    return _readable(
+        f"last {LOG_LINES} log lines of container {container}",
+        lambda: api.pod_log(namespace, pod, container, LOG_LINES),
+    )
 
 
 def _pod_status(pod: JSON) -> list[str]:
