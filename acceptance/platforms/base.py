@@ -43,6 +43,8 @@ REFUSED_TOKEN_SETTINGS = {
     "other_audience_api_token": OTHER_AUDIENCE_TOKEN,
     "other_issuer_api_token": OTHER_ISSUER_TOKEN,
 }
+# The callers' tokens, by setting: api, second, admin.
+CALLERS = ("api_token", "second_api_token", "admin_api_token")
 CAPABILITIES = {
     RUNTIME_ADMIN: "apply and delete runtime resources",
     SANDBOX_OBSERVATION: "observe the sandbox that serves a session and the warm pools",
@@ -121,9 +123,8 @@ class Platform:
         raise self._missing(RUNTIME_ADMIN)
 
     def check_can_apply(self, manifest: dict[str, Any]) -> None:
-        """Raise AssertionError saying why applying this runtime would fail (a namespace that
-        does not exist, no permission there, a runtime of its name already there), creating
-        nothing; by default there is nothing the platform could refuse."""
+        """Raise AssertionError saying why applying this runtime would fail (no namespace, no
+        permission, a runtime of its name there), creating nothing."""
 
     def has_runtime(self, runtime: Runtime) -> bool | None:
         """Whether the target serves this runtime; None when the platform cannot tell
@@ -131,8 +132,7 @@ class Platform:
         return None
 
     def router_read_timeout(self) -> float | None:
-        """The Router's read timeout in seconds, where the platform can read it (else None:
-        the setting router_read_timeout holds)."""
+        """In seconds, where the platform can read it (else the setting holds)."""
         return None
 
     def sandbox_of(self, session_id: str) -> Sandbox | None:
@@ -140,13 +140,9 @@ class Platform:
         raise self._missing(SANDBOX_OBSERVATION)
 
     def sandboxes_of(self, session_ids: Iterable[str]) -> dict[str, Sandbox]:
-        """The sandboxes serving these sessions, by session id (sessions the platform knows
-        no sandbox for are left out). An adapter that can list them at once overrides it."""
-        found = {}
-        for session_id in session_ids:
-            if (sandbox := self.sandbox_of(session_id)) is not None:
-                found[session_id] = sandbox
-        return found
+        """By session id, those without a sandbox left out."""
+        found = {session_id: self.sandbox_of(session_id) for session_id in session_ids}
+        return {session_id: sandbox for session_id, sandbox in found.items() if sandbox is not None}
 
     def session_count(self) -> int | None:
         """How many sessions the target holds in every namespace (upstream's collector
@@ -172,8 +168,7 @@ class Platform:
 
     def is_killed(self, sandbox: Sandbox) -> bool:
         """Whether the sandbox `kill_sandbox` killed is dead as far as the platform can
-        show: by default once it no longer exists in any form. An adapter whose platform
-        replaces a killed sandbox's parts (a cluster) tells by the part it killed."""
+        show: by default once it no longer exists in any form."""
         return not self.is_running(sandbox)
 
     def restart_router(self) -> None:
@@ -190,14 +185,12 @@ class Platform:
 
 
 class TargetStartError(Exception):
-    """A target the suite starts itself (a localcube) did not come up; the message says why,
-    with the tail of its log."""
+    """A target the suite starts itself did not come up; the message says why."""
 
 
 @dataclass(frozen=True)
 class Closing:
-    """What letting go of a target met: problems to report, and what it kept for a person
-    to inspect (with how to reach it)."""
+    """What letting go of a target met: problems, and what it kept for a person to inspect."""
 
     problems: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
@@ -205,11 +198,9 @@ class Closing:
 
 @dataclass
 class Target:
-    """The target of the run, resolved once at its start (``acceptance.platforms.target``):
-    where the Router and the WorkloadManager answer, the tokens to present, the platform and
-    what the run can do with it (its adapter's capabilities with ``configured_capabilities``,
-    fixed as it is built). Each platform subclasses it with its adapter and its way to let
-    go; nothing rewrites these values afterwards."""
+    """The target of the run, resolved once at its start (``acceptance.platforms.target``) and
+    never rewritten: where the Router and the WorkloadManager answer, the tokens, the platform
+    and what the run can do with it. Each platform subclasses it."""
 
     router_url: str
     workload_manager_url: str
@@ -237,30 +228,23 @@ class Target:
         )
 
     def callers_tokens(self) -> dict[str, str]:
-        """The tokens the run's callers present, by their setting's name: what no sandbox
-        may ever receive."""
-        tokens = {
-            "api_token": self.api_token,
-            "second_api_token": self.second_api_token,
-            "admin_api_token": self.admin_api_token,
-        }
-        return {whose: token for whose, token in tokens.items() if token}
+        """By their setting's name: what no sandbox may ever receive."""
+        tokens = (self.api_token, self.second_api_token, self.admin_api_token)
+        return {whose: token for whose, token in zip(CALLERS, tokens, strict=True) if token}
 
     def platform(self, transport: Transport) -> Platform:
         """The scenario's adapter, making its calls with `transport`."""
         raise NotImplementedError
 
     def prepare(self) -> None:
-        """Once the target answers ready: make what the features need (fixtures on a
-        cluster). Nothing by default."""
+        """Once the target answers ready: make what the features need."""
 
     def account(self) -> list[str]:
-        """What the run's first lines tell of the target beside the preflight's checks
-        (a cluster: the agent-sandbox API it serves). Nothing by default."""
+        """What the run's first lines tell of the target beside the preflight's checks."""
         return []
 
     def created_runtimes(self) -> frozenset[Runtime]:
-        """The runtimes `prepare` created for the run, rather than found. None by default."""
+        """The runtimes `prepare` created for the run, rather than found."""
         return frozenset()
 
     def close(self, *, keep: bool) -> Closing:
@@ -346,7 +330,6 @@ def fetch_json(url: str, timeout: float) -> Any:
 
 
 def configured_tokens(settings: Settings) -> tuple[str | None, str | None, str | None]:
-    """The tokens as configured: api, second, admin."""
     return (settings.api_token, settings.second_api_token, settings.admin_api_token)
 
 

@@ -4,6 +4,7 @@ concurrency limit)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import ipaddress
 import json
@@ -193,9 +194,8 @@ def _process_running(pid: int) -> bool:
 
 
 def capabilities_of(url: str, *, own: bool) -> frozenset[str]:
-    """What a localcube at `url` offers: its admin API always; killing sandboxes when it runs
-    on this machine (its pids are ours to signal); a restart and a limited sibling when the
-    suite started it."""
+    """Killing sandboxes when it runs on this machine (its pids are ours to signal); a restart
+    and a limited sibling when the suite started it."""
     available = set(LocalcubePlatform.capabilities)
     if _on_this_machine(url):
         available.add(SANDBOX_KILL)
@@ -206,12 +206,9 @@ def capabilities_of(url: str, *, own: bool) -> frozenset[str]:
 
 def _on_this_machine(url: str) -> bool:
     host = urlsplit(url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
+    with contextlib.suppress(ValueError):
         return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return host == "localhost"
 
 
 @dataclass
@@ -246,11 +243,8 @@ class LocalcubeTarget(Target):
                 ]
             )
         code = own.stop()
-        if code != 0:
-            return Closing(
-                [f"localcube exited with code {code} on SIGTERM; its log: {own.log_path}"]
-            )
-        return Closing()
+        problem = f"localcube exited with code {code} on SIGTERM; its log: {own.log_path}"
+        return Closing([problem] if code else [])
 
 
 def open_localcube(run: RunSettings, environ: Mapping[str, str]) -> LocalcubeTarget:
@@ -290,7 +284,6 @@ ROUTER_URL = next(setting for setting in SETTINGS if setting.name == "router_url
 def load_localcube_settings(
     userdata: Mapping[str, str], environ: Mapping[str, str]
 ) -> dict[str, Any]:
-    """Its one setting, `picod_command`, which only a localcube the suite starts can use."""
     command = read_setting(PICOD_COMMAND, userdata, environ)
     if command and read_setting(ROUTER_URL, userdata, environ):
         raise ConfigError(
@@ -302,8 +295,8 @@ def load_localcube_settings(
 
 def own_localcube_defaults(given: Given) -> Mapping[str, str]:
     """When the suite starts localcube: the read timeout it gives it, and the fixture's
-    stateful interpreter if it runs its own PicoD, which serves it (a PicoD of one's own,
-    `picod_command`, has no kernel)."""
+    stateful interpreter unless `picod_command` is given (a PicoD of one's own has no
+    kernel)."""
     if given("router_url"):
         return {}
     if given("picod_command"):

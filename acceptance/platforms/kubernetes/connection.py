@@ -1,6 +1,6 @@
-"""Connecting to the cluster: kubeconfig (file and context settable) or in-cluster config,
-then one probe that tells an unreachable cluster, rejected credentials and a cluster
-without AgentCube apart, each in one line naming the setting to fix."""
+"""Connecting to the cluster (kubeconfig or in-cluster config), then one probe that tells an
+unreachable cluster, rejected credentials and one without AgentCube apart, each in one line
+naming the setting to fix."""
 
 from __future__ import annotations
 
@@ -38,8 +38,7 @@ class ClusterUnreachable(ConfigError):
 
 
 def connect(settings: KubernetesSettings, environ: Mapping[str, str]) -> KubeApi:
-    """An API connection to the configured cluster, checked to answer and to serve the API
-    groups AgentCube needs. Raises ConfigError (ClusterUnreachable when nothing answers)."""
+    """Raises ConfigError (ClusterUnreachable when nothing answers)."""
     configuration = client.Configuration()
     source = _load(configuration, settings, environ)
     # A blackholed address fails after three connect timeouts rather than the default four.
@@ -58,7 +57,7 @@ def _load(
     settings: KubernetesSettings,
     environ: Mapping[str, str],
 ) -> str:
-    """Fill the configuration in; return how it was found, for messages."""
+    """Fill the configuration in; say how it was found."""
     if (
         settings.kubeconfig is None
         and not settings.kube_context
@@ -105,7 +104,6 @@ def _probe(api: KubeApi, source: str) -> None:
 
 
 def served_agent_sandbox(api: KubeApi) -> str:
-    """The agent-sandbox API versions the connection uses, for the run's first lines."""
     return "agent-sandbox API " + ", ".join(
         f"{resource.group}/{api.version(resource)}"
         for resource in (Resource.SANDBOX, Resource.SANDBOX_CLAIM)

@@ -1,10 +1,7 @@
-"""Observing sandboxes on the cluster: the objects that serve a session, whether one object
-instance still exists, and the pods of a warm pool.
-
-A session's sandbox is found by the label ``runtime.agentcube.io/session-id`` that the
-WorkloadManager puts on its Sandbox, SandboxClaim and pod. A pod taken from a warm pool was
-started before the session, so it lacks the label: it is found through owner references,
-SandboxClaim -> Sandbox -> Pod (test/e2e/e2e_test.go upstream walks the same chain).
+"""Observing sandboxes on the cluster. A session's are found by the label SESSION_LABEL the
+WorkloadManager puts on its Sandbox, SandboxClaim and pod; a pod taken from a warm pool lacks
+it, and is found through owner references, SandboxClaim -> Sandbox -> Pod (as upstream's
+test/e2e/e2e_test.go walks the chain).
 """
 
 from __future__ import annotations
@@ -27,7 +24,7 @@ ASSIGNED_SANDBOX = "agents.x-k8s.io/sandbox-name"
 
 
 class Observer:
-    """Reads sandboxes in the namespace of the runtimes under test."""
+    """In the namespace of the runtimes under test."""
 
     def __init__(self, api: KubeApi, namespace: str) -> None:
         self._api = api
@@ -79,7 +76,7 @@ class Observer:
         )
 
     def exists(self, ref: ObjectRef) -> bool:
-        """Whether this very instance still exists, deleting or not."""
+        """Whether this very instance (uid) still exists, deleting or not."""
         obj = self._api.get(ref.resource, ref.namespace, ref.name)
         return obj is not None and obj["metadata"].get("uid") == ref.uid
 
