@@ -252,7 +252,7 @@ def open_localcube(run: RunSettings, environ: Mapping[str, str]) -> LocalcubeTar
     if run.suite.router_url is not None:
         urls = given_urls(run.suite, LocalcubePlatform.name)
         return LocalcubeTarget.configured(urls, run.suite, capabilities_of(urls[0], own=False))
-    own = OwnLocalcube.start(run.suite, run.adapter_settings[PICOD_COMMAND.name])
+    own = OwnLocalcube(run.suite, run.adapter_settings[PICOD_COMMAND.name])
     issued: dict[str, Any] = dict(own.tokens)  # its issuer's tokens, for the run
     settings = dataclasses.replace(run.suite, **issued)
     offered = capabilities_of(own.url, own=True)

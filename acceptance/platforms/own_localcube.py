@@ -40,29 +40,7 @@ TOKEN_LIFETIME = 12 * 3600.0
 
 
 class OwnLocalcube:
-    def __init__(
-        self,
-        issuer: IssuerServer,
-        state_dir: Path,
-        log_path: Path,
-        ready_timeout: float,
-        picod_command: str | None = None,
-    ) -> None:
-        self._issuer = issuer
-        self.tokens = run_tokens(issuer.issuer, POLICY, TOKEN_LIFETIME)
-        for token in self.tokens.values():
-            register_secret(token)
-        # For a person reaching sessions kept for inspection; gone with the state otherwise.
-        self.token_dir = state_dir / "tokens"
-        write_tokens(self.tokens, self.token_dir)
-        self.log_path = log_path
-        self.state_dir = state_dir
-        self._ready_timeout = ready_timeout
-        self._picod = ["--picod-command", picod_command] if picod_command else []
-        self._process = self._serve(log_path, port=0, state_dir=state_dir)
-
-    @classmethod
-    def start(cls, settings: Settings, picod_command: str | None = None) -> OwnLocalcube:
+    def __init__(self, settings: Settings, picod_command: str | None = None) -> None:
         """Start it, logging to <reports_dir>/localcube.log, its code interpreters run with
         `picod_command` when given; raises TargetStartError."""
         given = [name for name in TOKEN_FILE_SETTINGS if getattr(settings, name)]
@@ -72,15 +50,23 @@ class OwnLocalcube:
                 "tokens of its own issuer only: unset the token settings (and token_dir), "
                 "or give router_url for a target of your own"
             )
-        log_path = Path(settings.reports_dir) / "localcube.log"
-        log_path.unlink(missing_ok=True)
-        state_dir = Path(tempfile.mkdtemp(prefix="acceptance-localcube-"))
-        issuer = IssuerServer().start()
+        self.log_path = Path(settings.reports_dir) / "localcube.log"
+        self.log_path.unlink(missing_ok=True)
+        self.state_dir = Path(tempfile.mkdtemp(prefix="acceptance-localcube-"))
+        self._issuer = IssuerServer().start()
+        self.tokens = run_tokens(self._issuer.issuer, POLICY, TOKEN_LIFETIME)
+        for token in self.tokens.values():
+            register_secret(token)
+        # For a person reaching sessions kept for inspection; gone with the state otherwise.
+        self.token_dir = self.state_dir / "tokens"
+        write_tokens(self.tokens, self.token_dir)
+        self._ready_timeout = settings.ready_timeout
+        self._picod = ["--picod-command", picod_command] if picod_command else []
         try:
-            return cls(issuer, state_dir, log_path, settings.ready_timeout, picod_command)
+            self._process = self._serve(self.log_path, port=0, state_dir=self.state_dir)
         except TargetStartError:
-            issuer.close()
-            shutil.rmtree(state_dir, ignore_errors=True)
+            self._issuer.close()
+            shutil.rmtree(self.state_dir, ignore_errors=True)
             raise
 
     @property

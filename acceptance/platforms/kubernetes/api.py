@@ -112,9 +112,8 @@ class KubeApi:
     # Discovery.
 
     def api_resources(self, group: str, version: str) -> JSON:
-        return self._call(
-            f"discover {group}/{version}", self._custom.get_api_resources, group, version
-        )
+        what = f"discover {group}/{version}"
+        return self._call(what, self._custom.get_api_resources, group, version)
 
     # Objects, by Resource.
 
@@ -191,30 +190,23 @@ class KubeApi:
     # Core objects by name.
 
     def service(self, namespace: str, name: str) -> JSON:
-        return self._call(
-            f"get Service {namespace}/{name}", self._core.read_namespaced_service, name, namespace
-        )
+        what = f"get Service {namespace}/{name}"
+        return self._call(what, self._core.read_namespaced_service, name, namespace)
 
     def pod_events(self, namespace: str, pod: str) -> list[JSON]:
+        what, about = f"list the events of Pod {namespace}/{pod}", f"involvedObject.name={pod}"
+        selector = f"involvedObject.kind=Pod,{about}"
         answer = self._call(
-            f"list the events of Pod {namespace}/{pod}",
-            self._core.list_namespaced_event,
-            namespace,
-            field_selector=f"involvedObject.kind=Pod,involvedObject.name={pod}",
+            what, self._core.list_namespaced_event, namespace, field_selector=selector
         )
         return list(answer.get("items") or [])
 
     def pod_log(self, namespace: str, pod: str, container: str, lines: int) -> str | None:
         """The last lines of the container's log; None while the pod is on no node, for
         which the API has no log yet (it answers 204 No Content)."""
-        return self._call(
-            f"read the log of container {container} of Pod {namespace}/{pod}",
-            self._core.read_namespaced_pod_log,
-            pod,
-            namespace,
-            container=container,
-            tail_lines=lines,
-        )
+        what = f"read the log of container {container} of Pod {namespace}/{pod}"
+        read = self._core.read_namespaced_pod_log
+        return self._call(what, read, pod, namespace, container=container, tail_lines=lines)
 
     def deployment(self, namespace: str, name: str) -> JSON:
         what = f"get Deployment {namespace}/{name}"
@@ -225,28 +217,21 @@ class KubeApi:
         stamp = datetime.now(UTC).isoformat(timespec="seconds")
         annotations = {"kubectl.kubernetes.io/restartedAt": stamp}
         patch = {"spec": {"template": {"metadata": {"annotations": annotations}}}}
-        return self._call(
+        what, merge = (
             f"restart Deployment {namespace}/{name}",
-            self._apps.patch_namespaced_deployment,
-            name,
-            namespace,
-            patch,
-            _content_type="application/strategic-merge-patch+json",
+            "application/strategic-merge-patch+json",
         )
+        patch_deployment = self._apps.patch_namespaced_deployment
+        return self._call(what, patch_deployment, name, namespace, patch, _content_type=merge)
 
     def service_account_token(self, namespace: str, name: str, seconds: int) -> str:
         """A token for the service account from the TokenRequest API (`kubectl create token`)."""
         request = client.AuthenticationV1TokenRequest(
             spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=seconds)
         )
-        answer = self._call(
-            f"create a token for ServiceAccount {namespace}/{name}",
-            self._core.create_namespaced_service_account_token,
-            name,
-            namespace,
-            request,
-        )
-        return str(answer["status"]["token"])
+        what = f"create a token for ServiceAccount {namespace}/{name}"
+        create = self._core.create_namespaced_service_account_token
+        return str(self._call(what, create, name, namespace, request)["status"]["token"])
 
     def open_port_forward(self, namespace: str, pod: str, port: int) -> PortForward:
         """A port-forward stream to the pod (a websocket to its portforward subresource)."""
