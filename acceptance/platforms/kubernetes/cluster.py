@@ -109,10 +109,9 @@ class Cluster:
 
     def ensure_fixtures(self, suite_settings: Settings) -> None:
         """Create the missing runtimes the features use, named as the suite settings say,
-        and wait until all are usable."""
-        self.fixtures.ensure(
-            {role: getattr(suite_settings, str(role.setting)) for role in FIXTURE_OF_ROLE}
-        )
+        and wait until all are usable (AssertionError naming cluster_timeout)."""
+        names = {role: getattr(suite_settings, str(role.setting)) for role in FIXTURE_OF_ROLE}
+        self.fixtures.ensure(names)
 
     def _forward(
         self, namespace: str, service: ServiceRef, setting: str, service_named_by: str
@@ -123,9 +122,8 @@ class Cluster:
         return forward
 
     def kept_notes(self) -> list[str]:
-        """For a person looking at what the run kept: the runtimes it created, and how to
-        reopen the port forwards that the kept sessions' URLs go through, since ``close``
-        closes them."""
+        """The runtimes the run created, and how to reopen the port forwards that kept
+        sessions' URLs go through, since ``close`` closes them."""
         return self.fixtures.leftovers() + [
             f"{forward.url} was {forward}, closed at the end of the run; reopen it with: "
             f"{forward.kubectl}"
@@ -133,10 +131,9 @@ class Cluster:
         ]
 
     def close(self, *, keep_created: bool = False) -> list[str]:
-        """Delete what the run created (unless kept, for a person to look at a failure: a
-        CodeInterpreter's deletion would take its kept sessions along), close the forwards
-        and the connection. Returns the problems met, and those the forwards met during the
-        run, for the run's report; ``kept_notes()`` tells what was kept."""
+        """Delete what the run created (unless kept: a CodeInterpreter's deletion would take
+        its kept sessions along), close the forwards and the connection; the problems met,
+        the forwards' during the run among them."""
         problems = [] if keep_created else self.fixtures.delete_created()
         for forward in self._forwards:
             forward.close()

@@ -104,5 +104,4 @@ class Observer:
 
 def _first(objects: list[JSON]) -> JSON | None:
     """The one object expected; a live one first when a deleted one lingers beside it."""
-    ordered = sorted(objects, key=terminating)
-    return ordered[0] if ordered else None
+    return min(objects, key=terminating, default=None)

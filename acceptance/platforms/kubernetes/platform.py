@@ -226,8 +226,6 @@ class ClusterTarget(Target):
         return KubernetesPlatform(transport, self.workload_manager_url, self._cluster())
 
     def prepare(self) -> None:
-        """Create the missing fixture runtimes and wait until they are usable; raises
-        AssertionError naming cluster_timeout when they never are."""
         assert self.settings is not None
         self._cluster().ensure_fixtures(self.settings)
 
