@@ -254,12 +254,9 @@ class Target:
 
 
 def configured_capabilities(offered: frozenset[str], settings: Settings) -> frozenset[str]:
-    """What a platform `offered` can do, with what the target as configured adds: the tokens
-    it was given, a Router whose concurrency limit is declared, a stateful interpreter, a
-    runtime with a short idle timeout (deployed, or applied for the scenario), and a
-    neighbour namespace named where runtimes may be applied. Sessions opened at the
-    WorkloadManager can be used through the Router by an admin, or by anyone where no token
-    is required; any session by an admin."""
+    """What a platform `offered` can do, with what the target as configured adds. Sessions
+    opened at the WorkloadManager can be used through the Router by an admin, or by anyone
+    where no token is required."""
     api_token, second_api_token, admin_api_token = configured_tokens(settings)
     available = set(offered)
     if api_token:
@@ -279,9 +276,7 @@ def configured_capabilities(offered: frozenset[str], settings: Settings) -> froz
     if settings.neighbour_namespace and RUNTIME_ADMIN in offered:
         available.add(NEIGHBOUR_NAMESPACE)
     if api_token:
-        available.update(
-            REFUSED_TOKEN_SETTINGS[name] for name in configured_refused_tokens(settings)
-        )
+        available.update(REFUSED_TOKEN_SETTINGS[n] for n in configured_refused_tokens(settings))
         if _forgeable(api_token, settings.request_timeout):
             available.add(FORGED_TOKENS)
     return frozenset(available)
@@ -307,9 +302,8 @@ def without_token_checks(capabilities: frozenset[str]) -> frozenset[str]:
 
 def configured_refused_tokens(settings: Settings) -> dict[str, str]:
     """The tokens a Router must refuse that the run was given, by setting name."""
-    return {
-        name: getattr(settings, name) for name in REFUSED_TOKEN_SETTINGS if getattr(settings, name)
-    }
+    given = {name: getattr(settings, name) for name in REFUSED_TOKEN_SETTINGS}
+    return {name: token for name, token in given.items() if token}
 
 
 def _forgeable(api_token: str, timeout: float) -> bool:
