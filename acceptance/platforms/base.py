@@ -108,10 +108,6 @@ class Platform:
     name: ClassVar[str]
     capabilities: ClassVar[frozenset[str]]
 
-    def __init__(self, transport: Transport, base_url: str) -> None:
-        self._transport = transport
-        self._base_url = base_url
-
     def _missing(self, capability: str) -> AssertionError:
         return AssertionError(f"platform {self.name!r} cannot {CAPABILITIES[capability]}")
 

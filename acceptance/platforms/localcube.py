@@ -59,7 +59,7 @@ class LocalcubePlatform(Platform):
         is_router: bool = True,
     ) -> None:
         """`is_router`: localcube serves the Router's API too, no Router of one's own before it."""
-        super().__init__(transport, base_url)
+        self._transport = transport
         self._admin = f"{base_url}/localcube/v1"
         self._own = own
         self._is_router = is_router

@@ -22,7 +22,7 @@ class HttpOnlyTarget(Target):
     platform_name = NoPlatform.name
 
     def platform(self, transport: Transport) -> Platform:
-        return NoPlatform(transport, self.workload_manager_url)
+        return NoPlatform()
 
 
 def open_http_only(run: RunSettings, environ: Mapping[str, str]) -> HttpOnlyTarget:

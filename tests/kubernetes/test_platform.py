@@ -27,7 +27,7 @@ USER_TOKEN = "user-token-61f0"
 
 
 def platform_of(cluster: Cluster) -> KubernetesPlatform:
-    return KubernetesPlatform(None, "http://unused", cluster)  # type: ignore[arg-type]
+    return KubernetesPlatform(cluster)
 
 
 def test_applies_and_deletes_a_runtime_as_the_world_does(

@@ -39,7 +39,7 @@ class ThrowawayTarget(Target):
     platform_name = "throwaway"
 
     def platform(self, transport):
-        return ThrowawayPlatform(transport, self.workload_manager_url)
+        return ThrowawayPlatform()
 
 
 def open_throwaway(run, environ):

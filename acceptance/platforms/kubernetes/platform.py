@@ -61,8 +61,7 @@ class KubernetesPlatform(Platform):
     name = "kubernetes"
     capabilities = frozenset({RUNTIME_ADMIN, SANDBOX_OBSERVATION, SANDBOX_KILL, ROUTER_RESTART})
 
-    def __init__(self, transport: Transport, base_url: str, cluster: Cluster) -> None:
-        super().__init__(transport, base_url)
+    def __init__(self, cluster: Cluster) -> None:
         self._cluster = cluster
 
     def apply_runtime(self, manifest: dict[str, Any]) -> Runtime:
@@ -223,7 +222,7 @@ class ClusterTarget(Target):
         return self.cluster
 
     def platform(self, transport: Transport) -> Platform:
-        return KubernetesPlatform(transport, self.workload_manager_url, self._cluster())
+        return KubernetesPlatform(self._cluster())
 
     def prepare(self) -> None:
         assert self.settings is not None
