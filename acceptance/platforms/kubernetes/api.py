@@ -109,13 +109,9 @@ class KubeApi:
             raise KubeError(what, 0, f"{type(cause).__name__}: {cause}") from None
         return self._client.sanitize_for_serialization(result)
 
-    # Discovery.
-
     def api_resources(self, group: str, version: str) -> JSON:
         what = f"discover {group}/{version}"
         return self._call(what, self._custom.get_api_resources, group, version)
-
-    # Objects, by Resource.
 
     def _on_objects(
         self, what: str, verb: str, resource: Resource, namespace: str, *rest: Any, **kwargs: Any
@@ -169,10 +165,8 @@ class KubeApi:
         grace_seconds: int | None = None,
     ) -> bool:
         """Delete the object with this uid, its dependents in the background; False when it
-        is gone. A KubeError with status 409 when the name now belongs to another object.
-        A pod with ``grace_seconds`` other than 0 stays Terminating until its kubelet has
-        stopped its containers; ``grace_seconds=0`` force-deletes it: the object goes at
-        once, whether or not its containers still run."""
+        is gone, a KubeError 409 when the name now belongs to another. A pod deleted with
+        ``grace_seconds=0`` goes at once, whether or not its containers still run."""
         options = client.V1DeleteOptions(
             preconditions=client.V1Preconditions(uid=uid),
             propagation_policy="Background",
@@ -186,8 +180,6 @@ class KubeApi:
                 return False
             raise
         return True
-
-    # Core objects by name.
 
     def service(self, namespace: str, name: str) -> JSON:
         what = f"get Service {namespace}/{name}"

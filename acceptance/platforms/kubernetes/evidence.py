@@ -1,9 +1,6 @@
-"""Evidence from the cluster for a failed scenario: for each of its sessions, the objects that
-serve it and its pod's status, events and last log lines, redacted like the HTTP evidence.
-
-Collected when a step fails, before the scenario's cleanup deletes the sessions. Collecting
-never raises: what cannot be read is said in place.
-"""
+"""Evidence from the cluster for a failed scenario, collected before its cleanup: for each
+session, the objects that serve it and its pod's status, events and last log lines, redacted.
+Collecting never raises: what cannot be read is said in place."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Settings of the Kubernetes platform adapter, declared and read as the suite's own: ``-D
-name`` first, then the environment variable, then the default.
-
-They live beside the suite's (``acceptance.core.settings.Settings``) rather than among them
-because they mean something only with ``platform=kubernetes`` (the adapter declares them:
-``acceptance.platforms.kubernetes.ADAPTER``), and ``CLUSTER_DEFAULTS`` are the suite-wide
-settings whose sensible value on a cluster differs from the one for localcube.
-"""
+"""Settings of the Kubernetes platform adapter, declared and read as the suite's own but
+meaning something only with ``platform=kubernetes``; and the suite settings whose sensible
+value on a cluster differs (``CLUSTER_DEFAULTS``)."""
 
 from __future__ import annotations
 
@@ -112,8 +107,7 @@ def _service(text: str) -> ServiceRef:
 
 @dataclass(frozen=True)
 class KubernetesSettings:
-    """The adapter's settings, declared as the suite's (``acceptance.core.settings``);
-    durations in seconds."""
+    """Durations in seconds."""
 
     # The cluster.
     kubeconfig: Path | None = setting(
