@@ -36,9 +36,7 @@ class Cluster:
         self.namespace = namespace
         self.poll_interval = poll_interval
         self.observer = Observer(api, namespace)
-        self.fixtures = Fixtures(
-            api, self.observer, settings, namespace=namespace, poll_interval=poll_interval
-        )
+        self.fixtures = Fixtures(self.observer, settings, poll_interval)
         self._forwards: list[ServiceForward] = []
 
     def __repr__(self) -> str:

@@ -14,7 +14,7 @@ from hamcrest import described_as, none
 from acceptance.core.polling import eventually
 from acceptance.core.runtimes import Role, Runtime, RuntimeKind, fixture_manifest
 from acceptance.core.settings import ConfigError
-from acceptance.platforms.kubernetes.api import JSON, KubeApi, KubeError, Resource
+from acceptance.platforms.kubernetes.api import JSON, KubeError, Resource
 from acceptance.platforms.kubernetes.objects import ObjectRef
 from acceptance.platforms.kubernetes.observation import Observer
 from acceptance.platforms.kubernetes.settings import KubernetesSettings
@@ -59,20 +59,12 @@ def render(manifest: Mapping[str, Any], settings: KubernetesSettings) -> JSON:
 class Fixtures:
     """The runtime resources of this run: found or created, and the created ones by uid."""
 
-    def __init__(
-        self,
-        api: KubeApi,
-        observer: Observer,
-        settings: KubernetesSettings,
-        *,
-        namespace: str,
-        poll_interval: float,
-    ) -> None:
-        self._api = api
+    def __init__(self, observer: Observer, settings: KubernetesSettings, poll: float) -> None:
+        """In the observer's namespace, through its API connection."""
+        self._api, self._namespace = observer.api, observer.namespace
         self._observer = observer
         self._settings = settings
-        self._namespace = namespace
-        self._poll = poll_interval
+        self._poll = poll
         self._created: dict[Runtime, ObjectRef] = {}
 
     @property
@@ -85,11 +77,7 @@ class Fixtures:
         runtimes = []
         for role, name in names.items():
             manifest = fixture_manifest(role.kind, FIXTURE_OF_ROLE[role])
-            manifest["metadata"] = {
-                **manifest["metadata"],
-                "name": name,
-                "namespace": self._namespace,
-            }
+            manifest["metadata"] |= {"name": name, "namespace": self._namespace}
             runtime = Runtime.of_manifest(manifest)
             try:
                 if self._api.get(RESOURCE_OF_KIND[role.kind], self._namespace, name) is None:

@@ -27,22 +27,22 @@ class Observer:
     """In the namespace of the runtimes under test."""
 
     def __init__(self, api: KubeApi, namespace: str) -> None:
-        self._api = api
-        self._namespace = namespace
+        self.api = api
+        self.namespace = namespace
 
     def session_objects(self, session_id: str) -> SessionObjects:
         selector = label_selector({SESSION_LABEL: session_id})
-        claim = _first(self._api.objects(Resource.SANDBOX_CLAIM, self._namespace, selector))
-        sandboxes = self._api.objects(Resource.SANDBOX, self._namespace, selector)
+        claim = _first(self.api.objects(Resource.SANDBOX_CLAIM, self.namespace, selector))
+        sandboxes = self.api.objects(Resource.SANDBOX, self.namespace, selector)
         if claim is not None and not owned_objects(
             sandboxes, "SandboxClaim", claim["metadata"]["uid"]
         ):
             sandboxes = self._adopted(claim)
         sandbox = _first(sandboxes)
-        pods = self._api.objects(Resource.POD, self._namespace, selector)
+        pods = self.api.objects(Resource.POD, self.namespace, selector)
         if not pods and sandbox is not None:
             pods = owned_objects(
-                self._api.objects(Resource.POD, self._namespace),
+                self.api.objects(Resource.POD, self.namespace),
                 "Sandbox",
                 sandbox["metadata"]["uid"],
             )
@@ -55,7 +55,7 @@ class Observer:
         return {
             session_id
             for resource in (Resource.SANDBOX_CLAIM, Resource.SANDBOX)
-            for obj in self._api.objects(resource, self._namespace)
+            for obj in self.api.objects(resource, self.namespace)
             if not terminating(obj)
             and (session_id := (obj["metadata"].get("labels") or {}).get(SESSION_LABEL))
         }
@@ -68,16 +68,16 @@ class Observer:
             metadata.get("labels") or {}
         ).get(ASSIGNED_SANDBOX)
         if named:
-            sandbox = self._api.get(Resource.SANDBOX, self._namespace, named)
+            sandbox = self.api.get(Resource.SANDBOX, self.namespace, named)
             if sandbox is not None and owned_by(sandbox, "SandboxClaim", uid=metadata["uid"]):
                 return [sandbox]
         return owned_objects(
-            self._api.objects(Resource.SANDBOX, self._namespace), "SandboxClaim", metadata["uid"]
+            self.api.objects(Resource.SANDBOX, self.namespace), "SandboxClaim", metadata["uid"]
         )
 
     def exists(self, ref: ObjectRef) -> bool:
         """Whether this very instance (uid) still exists, deleting or not."""
-        obj = self._api.get(ref.resource, ref.namespace, ref.name)
+        obj = self.api.get(ref.resource, ref.namespace, ref.name)
         return obj is not None and obj["metadata"].get("uid") == ref.uid
 
     def warm_pool(self, pool: str) -> list[SessionObjects]:
@@ -87,11 +87,11 @@ class Observer:
         left out."""
         sandboxes = [
             sandbox
-            for sandbox in self._api.objects(Resource.SANDBOX, self._namespace)
+            for sandbox in self.api.objects(Resource.SANDBOX, self.namespace)
             if owned_by(sandbox, WARM_POOL_KIND, name=pool) and not terminating(sandbox)
         ]
         waiting = []
-        for pod in self._api.objects(Resource.POD, self._namespace):
+        for pod in self.api.objects(Resource.POD, self.namespace):
             if terminating(pod):
                 continue
             owner = next(

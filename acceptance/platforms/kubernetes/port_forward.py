@@ -123,11 +123,11 @@ class ServiceForward:
 
     def _pick_pod(self) -> tuple[str, int]:
         pods = self._api.objects(Resource.POD, self._namespace, self._selector)
-        ready = sorted((pod for pod in pods if pod_ready(pod)), key=_created_at, reverse=True)
+        ready = [pod for pod in pods if pod_ready(pod)]
         if not ready:
             raise ConfigError(f"{self}: no ready pod matches {self._selector}")
-        pod = ready[0]
-        return pod["metadata"]["name"], _container_port(pod, self._target)
+        newest = max(ready, key=lambda pod: str(pod["metadata"].get("creationTimestamp") or ""))
+        return newest["metadata"]["name"], _container_port(newest, self._target)
 
 
 def in_cluster_service(url: str) -> tuple[ServiceRef, str] | None:
@@ -164,10 +164,6 @@ def _container_port(pod: JSON, target: int | str) -> int:
             if port.get("name") == target:
                 return int(port["containerPort"])
     raise ConfigError(f"pod {pod['metadata']['name']} has no container port named {target}")
-
-
-def _created_at(pod: JSON) -> str:
-    return str(pod["metadata"].get("creationTimestamp") or "")
 
 
 def _pump(local: socket.socket, remote: socket.socket) -> None:
