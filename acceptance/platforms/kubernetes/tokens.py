@@ -32,12 +32,7 @@ def service_account_token(api: KubeApi, namespace: str, service_account: str) ->
 
 
 def client_credentials_token(
-    token_url: str,
-    client_id: str,
-    client_secret: str,
-    *,
-    host: str | None,
-    timeout: float,
+    token_url: str, client_id: str, client_secret: str, *, host: str | None, timeout: float
 ) -> str:
     """``host`` overrides the Host header, for an endpoint reached through a port forward:
     Keycloak names its tokens' issuer after it."""
