@@ -11,7 +11,6 @@ import json
 import os
 import signal
 from collections.abc import Iterable, Mapping
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -162,7 +161,7 @@ class LocalcubePlatform(Platform):
             raise self._missing(ROUTER_RESTART)
         self._own.restart()
 
-    def concurrency_limited_router(self, limit: int) -> AbstractContextManager[str]:
+    def concurrency_limited_router(self, limit: int) -> contextlib.AbstractContextManager[str]:
         if self._own is None:
             raise self._missing(OVERLOAD)
         return self._own.limited(limit)
