@@ -1,26 +1,7 @@
 """The Platform interface: what the suite can do beside calling the Router and the
-WorkloadManager, named by capability.
-
-Scenarios ask for capabilities with `@requires.<name>`. A platform adapter may offer:
-
-- ``runtime-admin``: apply and delete runtime resources (a derived echo agent with a short
-  sessionTimeout, for the idle-timeout scenarios);
-- ``sandbox-observation``: see which sandbox serves a session, whether it still runs, and
-  the sandboxes waiting in a warm pool;
-- ``sandbox-kill``: kill the sandbox that serves a session;
-- ``router-restart``: restart the Router, keeping its session store.
-
-Others belong to the target as configured rather than to an adapter (see
-``configured_capabilities``): ``auth`` (a token), ``second-subject`` (tokens of two
-subjects), ``workload-manager-sessions`` (an admin token, or no authentication),
-``short-timeout-agent`` (a runtime applied for the scenario, or one already deployed),
-``overload`` (a Router whose concurrency limit is known), ``admin`` (the token of a subject
-with the admin role, where tokens are required), ``stateful-interpreter`` (a code
-interpreter whose sessions keep their variables), ``neighbour-namespace`` (a second
-namespace runtimes may be applied in: any on localcube, ``neighbour_namespace`` elsewhere),
-and the tokens a Router must refuse (``configured_refused_tokens``): ``no-role-subject``,
-``expired-token``, ``other-audience-token`` and ``other-issuer-token`` (each given), and
-``forged-tokens`` (a caller's token that is a JWT whose issuer's keys the suite can read).
+WorkloadManager, named by capability (``CAPABILITIES``; scenarios ask with
+``@requires.<name>``). An adapter offers some; others come from the target as configured
+(``configured_capabilities``); the Target every module receives.
 """
 
 from __future__ import annotations
@@ -28,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import requests
 
@@ -62,6 +43,8 @@ REFUSED_TOKEN_SETTINGS = {
     "other_audience_api_token": OTHER_AUDIENCE_TOKEN,
     "other_issuer_api_token": OTHER_ISSUER_TOKEN,
 }
+# The callers' tokens, by setting: api, second, admin.
+CALLERS = ("api_token", "second_api_token", "admin_api_token")
 CAPABILITIES = {
     RUNTIME_ADMIN: "apply and delete runtime resources",
     SANDBOX_OBSERVATION: "observe the sandbox that serves a session and the warm pools",
@@ -125,10 +108,6 @@ class Platform:
     name: ClassVar[str]
     capabilities: ClassVar[frozenset[str]]
 
-    def __init__(self, transport: Transport, base_url: str) -> None:
-        self._transport = transport
-        self._base_url = base_url
-
     def _missing(self, capability: str) -> AssertionError:
         return AssertionError(f"platform {self.name!r} cannot {CAPABILITIES[capability]}")
 
@@ -140,9 +119,8 @@ class Platform:
         raise self._missing(RUNTIME_ADMIN)
 
     def check_can_apply(self, manifest: dict[str, Any]) -> None:
-        """Raise AssertionError saying why applying this runtime would fail (a namespace that
-        does not exist, no permission there, a runtime of its name already there), creating
-        nothing; by default there is nothing the platform could refuse."""
+        """Raise AssertionError saying why applying this runtime would fail (no namespace, no
+        permission, a runtime of its name there), creating nothing."""
 
     def has_runtime(self, runtime: Runtime) -> bool | None:
         """Whether the target serves this runtime; None when the platform cannot tell
@@ -150,8 +128,7 @@ class Platform:
         return None
 
     def router_read_timeout(self) -> float | None:
-        """The Router's read timeout in seconds, where the platform can read it (else None:
-        the setting router_read_timeout holds)."""
+        """In seconds, where the platform can read it (else the setting holds)."""
         return None
 
     def sandbox_of(self, session_id: str) -> Sandbox | None:
@@ -159,13 +136,9 @@ class Platform:
         raise self._missing(SANDBOX_OBSERVATION)
 
     def sandboxes_of(self, session_ids: Iterable[str]) -> dict[str, Sandbox]:
-        """The sandboxes serving these sessions, by session id (sessions the platform knows
-        no sandbox for are left out). An adapter that can list them at once overrides it."""
-        found = {}
-        for session_id in session_ids:
-            if (sandbox := self.sandbox_of(session_id)) is not None:
-                found[session_id] = sandbox
-        return found
+        """By session id, those without a sandbox left out."""
+        found = {session_id: self.sandbox_of(session_id) for session_id in session_ids}
+        return {session_id: sandbox for session_id, sandbox in found.items() if sandbox is not None}
 
     def session_count(self) -> int | None:
         """How many sessions the target holds in every namespace (upstream's collector
@@ -191,8 +164,7 @@ class Platform:
 
     def is_killed(self, sandbox: Sandbox) -> bool:
         """Whether the sandbox `kill_sandbox` killed is dead as far as the platform can
-        show: by default once it no longer exists in any form. An adapter whose platform
-        replaces a killed sandbox's parts (a cluster) tells by the part it killed."""
+        show: by default once it no longer exists in any form."""
         return not self.is_running(sandbox)
 
     def restart_router(self) -> None:
@@ -209,14 +181,12 @@ class Platform:
 
 
 class TargetStartError(Exception):
-    """A target the suite starts itself (a localcube) did not come up; the message says why,
-    with the tail of its log."""
+    """A target the suite starts itself did not come up; the message says why."""
 
 
 @dataclass(frozen=True)
 class Closing:
-    """What letting go of a target met: problems to report, and what it kept for a person
-    to inspect (with how to reach it)."""
+    """What letting go of a target met: problems, and what it kept for a person to inspect."""
 
     problems: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
@@ -224,11 +194,9 @@ class Closing:
 
 @dataclass
 class Target:
-    """The target of the run, resolved once at its start (``acceptance.platforms.target``):
-    where the Router and the WorkloadManager answer, the tokens to present, the platform and
-    what the run can do with it (its adapter's capabilities with ``configured_capabilities``,
-    fixed as it is built). Each platform subclasses it with its adapter and its way to let
-    go; nothing rewrites these values afterwards."""
+    """The target of the run, resolved once at its start (``acceptance.platforms.target``) and
+    never rewritten: where the Router and the WorkloadManager answer, the tokens, the platform
+    and what the run can do with it. Each platform subclasses it."""
 
     router_url: str
     workload_manager_url: str
@@ -241,31 +209,38 @@ class Target:
 
     platform_name: ClassVar[str]
 
+    @classmethod
+    def configured(
+        cls, urls: tuple[str, str], settings: Settings, offered: frozenset[str], /, **extra: Any
+    ) -> Self:
+        """The target at these URLs (Router, WorkloadManager) with the tokens of `settings`,
+        and what a platform that `offered` these capabilities can do there."""
+        return cls(
+            *urls,
+            *configured_tokens(settings),
+            configured_capabilities(offered, settings),
+            configured_refused_tokens(settings),
+            **extra,
+        )
+
     def callers_tokens(self) -> dict[str, str]:
-        """The tokens the run's callers present, by their setting's name: what no sandbox
-        may ever receive."""
-        tokens = {
-            "api_token": self.api_token,
-            "second_api_token": self.second_api_token,
-            "admin_api_token": self.admin_api_token,
-        }
-        return {whose: token for whose, token in tokens.items() if token}
+        """By their setting's name: what no sandbox may ever receive."""
+        tokens = (self.api_token, self.second_api_token, self.admin_api_token)
+        return {whose: token for whose, token in zip(CALLERS, tokens, strict=True) if token}
 
     def platform(self, transport: Transport) -> Platform:
         """The scenario's adapter, making its calls with `transport`."""
         raise NotImplementedError
 
     def prepare(self) -> None:
-        """Once the target answers ready: make what the features need (fixtures on a
-        cluster). Nothing by default."""
+        """Once the target answers ready: make what the features need."""
 
     def account(self) -> list[str]:
-        """What the run's first lines tell of the target beside the preflight's checks
-        (a cluster: the agent-sandbox API it serves). Nothing by default."""
+        """What the run's first lines tell of the target beside the preflight's checks."""
         return []
 
     def created_runtimes(self) -> frozenset[Runtime]:
-        """The runtimes `prepare` created for the run, rather than found. None by default."""
+        """The runtimes `prepare` created for the run, rather than found."""
         return frozenset()
 
     def close(self, *, keep: bool) -> Closing:
@@ -274,16 +249,11 @@ class Target:
         return Closing()
 
 
-def configured_capabilities(
-    offered: frozenset[str], settings: Settings, tokens: tuple[str | None, str | None, str | None]
-) -> frozenset[str]:
-    """What a platform `offered` can do, with what the target as configured adds: the tokens
-    it was given (api, second, admin), a Router whose concurrency limit is declared, a
-    stateful interpreter, a runtime with a short idle timeout (deployed, or applied for the
-    scenario), and a neighbour namespace named where runtimes may be applied. Sessions
+def configured_capabilities(offered: frozenset[str], settings: Settings) -> frozenset[str]:
+    """What a platform `offered` can do, with what the target as configured adds. Sessions
     opened at the WorkloadManager can be used through the Router by an admin, or by anyone
-    where no token is required; any session by an admin."""
-    api_token, second_api_token, admin_api_token = tokens
+    where no token is required."""
+    api_token, second_api_token, admin_api_token = configured_tokens(settings)
     available = set(offered)
     if api_token:
         available.add(AUTH)
@@ -302,9 +272,7 @@ def configured_capabilities(
     if settings.neighbour_namespace and RUNTIME_ADMIN in offered:
         available.add(NEIGHBOUR_NAMESPACE)
     if api_token:
-        available.update(
-            REFUSED_TOKEN_SETTINGS[name] for name in configured_refused_tokens(settings)
-        )
+        available.update(REFUSED_TOKEN_SETTINGS[n] for n in configured_refused_tokens(settings))
         if _forgeable(api_token, settings.request_timeout):
             available.add(FORGED_TOKENS)
     return frozenset(available)
@@ -330,9 +298,8 @@ def without_token_checks(capabilities: frozenset[str]) -> frozenset[str]:
 
 def configured_refused_tokens(settings: Settings) -> dict[str, str]:
     """The tokens a Router must refuse that the run was given, by setting name."""
-    return {
-        name: getattr(settings, name) for name in REFUSED_TOKEN_SETTINGS if getattr(settings, name)
-    }
+    given = {name: getattr(settings, name) for name in REFUSED_TOKEN_SETTINGS}
+    return {name: token for name, token in given.items() if token}
 
 
 def _forgeable(api_token: str, timeout: float) -> bool:
@@ -353,7 +320,6 @@ def fetch_json(url: str, timeout: float) -> Any:
 
 
 def configured_tokens(settings: Settings) -> tuple[str | None, str | None, str | None]:
-    """The tokens as configured: api, second, admin."""
     return (settings.api_token, settings.second_api_token, settings.admin_api_token)
 
 

@@ -4,18 +4,19 @@ concurrency limit)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import ipaddress
 import json
 import os
 import signal
 from collections.abc import Iterable, Mapping
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+import requests
 from hamcrest import assert_that
 
 from acceptance.core.evidence import describe_response, redact
@@ -34,9 +35,6 @@ from acceptance.platforms.base import (
     Platform,
     Sandbox,
     Target,
-    configured_capabilities,
-    configured_refused_tokens,
-    configured_tokens,
     given_urls,
 )
 from acceptance.platforms.own_localcube import READ_TIMEOUT, OwnLocalcube
@@ -48,9 +46,7 @@ class LocalcubePlatform(Platform):
     """localcube's admin API (/localcube/v1/...), on the port that serves everything."""
 
     name = "localcube"
-    # Killing a sandbox signals the pid localcube reports: `capabilities_of` adds
-    # SANDBOX_KILL only for a localcube on this machine (a loopback URL). Every namespace
-    # exists in localcube, so runtimes may be applied beside the one under test.
+    # Every namespace exists in localcube; `capabilities_of` adds the rest.
     capabilities = frozenset({RUNTIME_ADMIN, SANDBOX_OBSERVATION, NEIGHBOUR_NAMESPACE})
 
     def __init__(
@@ -62,30 +58,30 @@ class LocalcubePlatform(Platform):
         is_router: bool = True,
     ) -> None:
         """`is_router`: localcube serves the Router's API too, no Router of one's own before it."""
-        super().__init__(transport, base_url)
+        self._transport = transport
+        self._admin = f"{base_url}/localcube/v1"
         self._own = own
         self._is_router = is_router
 
-    @property
-    def _admin(self) -> str:
-        return f"{self._base_url}/localcube/v1"
+    def _request(self, method: str, path: str, **kwargs: Any) -> requests.Response:
+        return self._transport.request(method, f"{self._admin}/{path}", **kwargs)
+
+    def _listed(self, what: str) -> list[dict[str, Any]]:
+        response = self._request("GET", what)
+        assert_that(response, succeeded(f"localcube to list its {what}"))
+        entries: list[dict[str, Any]] = response.json()[what]
+        return entries
 
     def apply_runtime(self, manifest: dict[str, Any]) -> Runtime:
-        response = self._transport.request("POST", f"{self._admin}/runtimes", json=manifest)
+        response = self._request("POST", "runtimes", json=manifest)
         assert_that(response, succeeded("localcube to apply the runtime"))
         return Runtime.of_manifest(manifest)
 
     def delete_runtime(self, runtime: Runtime) -> None:
         path = f"{runtime.kind.plural}/{quote(runtime.namespace)}/{quote(runtime.name)}"
-        response = self._transport.request("DELETE", f"{self._admin}/runtimes/{path}")
+        response = self._request("DELETE", f"runtimes/{path}")
         if response.status_code not in (200, 404):
             raise AssertionError(f"could not delete {runtime}: {describe_response(response)}")
-
-    def _sandboxes(self) -> list[dict[str, Any]]:
-        response = self._transport.request("GET", f"{self._admin}/sandboxes")
-        assert_that(response, succeeded("localcube to list its sandboxes"))
-        sandboxes: list[dict[str, Any]] = response.json()["sandboxes"]
-        return sandboxes
 
     def sandbox_of(self, session_id: str) -> Sandbox | None:
         return self.sandboxes_of([session_id]).get(session_id)
@@ -93,19 +89,19 @@ class LocalcubePlatform(Platform):
     def sandboxes_of(self, session_ids: Iterable[str]) -> dict[str, Sandbox]:
         wanted = set(session_ids)
         return {
-            entry["sessionId"]: Sandbox(entry["sandboxId"], entry.get("pid"))
-            for entry in self._sandboxes()
+            entry["sessionId"]: _sandbox(entry)
+            for entry in self._listed("sandboxes")
             if entry.get("sessionId") in wanted
         }
 
     def session_count(self) -> int:
-        return sum(1 for entry in self._sandboxes() if entry.get("sessionId") is not None)
+        return sum(entry.get("sessionId") is not None for entry in self._listed("sandboxes"))
 
     def evidence(self, session_ids: Iterable[str]) -> str:
         """localcube's account of the sessions' sandboxes (process, state, times, workspace)."""
         wanted = set(session_ids)
         try:
-            entries = [entry for entry in self._sandboxes() if entry.get("sessionId") in wanted]
+            entries = [e for e in self._listed("sandboxes") if e.get("sessionId") in wanted]
         except AssertionError as error:
             return f"localcube sandboxes could not be read: {redact(str(error))}"
         lines = [f"localcube sandboxes of the scenario's sessions ({len(entries)}):"]
@@ -113,14 +109,12 @@ class LocalcubePlatform(Platform):
         return "\n".join(lines)
 
     def _runtime_entry(self, runtime: Runtime) -> dict[str, Any] | None:
-        response = self._transport.request("GET", f"{self._admin}/runtimes")
-        assert_that(response, succeeded("localcube to list its runtimes"))
         wanted = (runtime.kind.kind, runtime.namespace, runtime.name)
         return next(
             (
-                entry
-                for entry in response.json()["runtimes"]
-                if (entry["kind"], entry["namespace"], entry["name"]) == wanted
+                e
+                for e in self._listed("runtimes")
+                if (e["kind"], e["namespace"], e["name"]) == wanted
             ),
             None,
         )
@@ -133,7 +127,7 @@ class LocalcubePlatform(Platform):
         from a localcube older than that route."""
         if not self._is_router:
             return None
-        response = self._transport.request("GET", f"{self._admin}/router")
+        response = self._request("GET", "router")
         if response.status_code == 404:
             return None
         assert_that(response, succeeded("localcube to describe its Router"))
@@ -146,13 +140,13 @@ class LocalcubePlatform(Platform):
         return int(entry["warmPoolSize"])
 
     def warm_sandboxes(self, runtime: Runtime) -> frozenset[Sandbox]:
+        wanted = (runtime.kind.kind, runtime.namespace, runtime.name)
         return frozenset(
-            Sandbox(entry["sandboxId"], entry.get("pid"))
-            for entry in self._sandboxes()
-            if entry.get("state") == "warm"
-            and entry.get("alive")
-            and (entry.get("kind"), entry.get("namespace"), entry.get("runtime"))
-            == (runtime.kind.kind, runtime.namespace, runtime.name)
+            _sandbox(e)
+            for e in self._listed("sandboxes")
+            if e.get("state") == "warm"
+            and e.get("alive")
+            and (e.get("kind"), e.get("namespace"), e.get("runtime")) == wanted
         )
 
     def kill_sandbox(self, sandbox: Sandbox) -> None:
@@ -165,17 +159,21 @@ class LocalcubePlatform(Platform):
             raise self._missing(ROUTER_RESTART)
         self._own.restart()
 
-    def concurrency_limited_router(self, limit: int) -> AbstractContextManager[str]:
+    def concurrency_limited_router(self, limit: int) -> contextlib.AbstractContextManager[str]:
         if self._own is None:
             raise self._missing(OVERLOAD)
         return self._own.limited(limit)
 
     def is_running(self, sandbox: Sandbox) -> bool:
         listed = any(
-            entry.get("sandboxId") == sandbox.sandbox_id and entry.get("alive")
-            for entry in self._sandboxes()
+            e.get("sandboxId") == sandbox.sandbox_id and e.get("alive")
+            for e in self._listed("sandboxes")
         )
         return listed or (sandbox.pid is not None and _process_running(sandbox.pid))
+
+
+def _sandbox(entry: dict[str, Any]) -> Sandbox:
+    return Sandbox(entry["sandboxId"], entry.get("pid"))
 
 
 def _process_running(pid: int) -> bool:
@@ -186,17 +184,15 @@ def _process_running(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    status = Path(f"/proc/{pid}/status")
     try:
-        return "\nState:\tZ" not in status.read_text()
+        return "\nState:\tZ" not in Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return True
 
 
 def capabilities_of(url: str, *, own: bool) -> frozenset[str]:
-    """What a localcube at `url` offers: its admin API always; killing sandboxes when it runs
-    on this machine (its pids are ours to signal); a restart and a limited sibling when the
-    suite started it."""
+    """Killing sandboxes when it runs on this machine (its pids are ours to signal); a restart
+    and a limited sibling when the suite started it."""
     available = set(LocalcubePlatform.capabilities)
     if _on_this_machine(url):
         available.add(SANDBOX_KILL)
@@ -207,12 +203,9 @@ def capabilities_of(url: str, *, own: bool) -> frozenset[str]:
 
 def _on_this_machine(url: str) -> bool:
     host = urlsplit(url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
+    with contextlib.suppress(ValueError):
         return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return host == "localhost"
 
 
 @dataclass
@@ -247,36 +240,20 @@ class LocalcubeTarget(Target):
                 ]
             )
         code = own.stop()
-        if code != 0:
-            return Closing(
-                [f"localcube exited with code {code} on SIGTERM; its log: {own.log_path}"]
-            )
-        return Closing()
+        problem = f"localcube exited with code {code} on SIGTERM; its log: {own.log_path}"
+        return Closing([problem] if code else [])
 
 
 def open_localcube(run: RunSettings, environ: Mapping[str, str]) -> LocalcubeTarget:
     """The localcube at the URLs given, else one the suite starts (raises TargetStartError)."""
-    settings = run.suite
-    if settings.router_url is None:
-        own = OwnLocalcube.start(settings, run.adapter_settings[PICOD_COMMAND.name])
-        issued: dict[str, Any] = dict(own.tokens)  # its issuer's tokens, for the run
-        settings = dataclasses.replace(settings, **issued)
-        url = own.url
-        offered = capabilities_of(url, own=True)
-    else:
-        own = None
-        url, workload_manager_url = given_urls(settings, LocalcubePlatform.name)
-        offered = capabilities_of(url, own=False)
-    tokens = configured_tokens(settings)
-    capabilities = configured_capabilities(offered, settings, tokens)
-    return LocalcubeTarget(
-        url,
-        url if own else workload_manager_url,
-        *tokens,
-        capabilities,
-        configured_refused_tokens(settings),
-        own=own,
-    )
+    if run.suite.router_url is not None:
+        urls = given_urls(run.suite, LocalcubePlatform.name)
+        return LocalcubeTarget.configured(urls, run.suite, capabilities_of(urls[0], own=False))
+    own = OwnLocalcube(run.suite, run.adapter_settings[PICOD_COMMAND.name])
+    issued: dict[str, Any] = dict(own.tokens)  # its issuer's tokens, for the run
+    settings = dataclasses.replace(run.suite, **issued)
+    offered = capabilities_of(own.url, own=True)
+    return LocalcubeTarget.configured((own.url, own.url), settings, offered, own=own)
 
 
 def parse_picod_command(text: str) -> str:
@@ -304,7 +281,6 @@ ROUTER_URL = next(setting for setting in SETTINGS if setting.name == "router_url
 def load_localcube_settings(
     userdata: Mapping[str, str], environ: Mapping[str, str]
 ) -> dict[str, Any]:
-    """Its one setting, `picod_command`, which only a localcube the suite starts can use."""
     command = read_setting(PICOD_COMMAND, userdata, environ)
     if command and read_setting(ROUTER_URL, userdata, environ):
         raise ConfigError(
@@ -316,8 +292,8 @@ def load_localcube_settings(
 
 def own_localcube_defaults(given: Given) -> Mapping[str, str]:
     """When the suite starts localcube: the read timeout it gives it, and the fixture's
-    stateful interpreter if it runs its own PicoD, which serves it (a PicoD of one's own,
-    `picod_command`, has no kernel)."""
+    stateful interpreter unless `picod_command` is given (a PicoD of one's own has no
+    kernel)."""
     if "router_url" in given:
         return {}
     if "picod_command" in given:

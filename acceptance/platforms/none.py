@@ -5,14 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from acceptance.core.transport import Transport
-from acceptance.platforms.base import (
-    Platform,
-    Target,
-    configured_capabilities,
-    configured_refused_tokens,
-    configured_tokens,
-    given_urls,
-)
+from acceptance.platforms.base import Platform, Target, given_urls
 from acceptance.platforms.registry import Adapter, RunSettings
 
 
@@ -29,19 +22,13 @@ class HttpOnlyTarget(Target):
     platform_name = NoPlatform.name
 
     def platform(self, transport: Transport) -> Platform:
-        return NoPlatform(transport, self.workload_manager_url)
+        return NoPlatform()
 
 
 def open_http_only(run: RunSettings, environ: Mapping[str, str]) -> HttpOnlyTarget:
     """The URLs given, and the tokens; raises ConfigError without a Router."""
-    tokens = configured_tokens(run.suite)
-    capabilities = configured_capabilities(NoPlatform.capabilities, run.suite, tokens)
-    return HttpOnlyTarget(
-        *given_urls(run.suite, NoPlatform.name),
-        *tokens,
-        capabilities,
-        configured_refused_tokens(run.suite),
-    )
+    urls = given_urls(run.suite, NoPlatform.name)
+    return HttpOnlyTarget.configured(urls, run.suite, NoPlatform.capabilities)
 
 
 ADAPTER = Adapter(NoPlatform.name, open_http_only)

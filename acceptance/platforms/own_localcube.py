@@ -1,13 +1,9 @@
 """The localcube the suite starts when no Router is configured.
 
-Its Router authenticates as upstream's does, by OIDC (upstream's `--jwt-*` flags), against
-an issuer the suite serves from a thread of its own for the run (oidc_issuer): it outlives
-a restart of localcube, and its tokens, minted for the run's subjects (two ordinary ones,
-one with the admin role, one without the required role) and the bad tokens only its key
-can make, never leave this process but as the bearer of a call. Its code interpreters run
-picod_command when given (else localcube's own daemon). Its state directory is the
-suite's, so that the Router can be restarted with its sessions; and a second localcube with
-a low concurrency limit can be started beside it for the overload scenario.
+Its Router authenticates by OIDC, as upstream's does (its `--jwt-*` flags), against an issuer
+the suite serves from a thread for the run (oidc_issuer): it outlives a restart of
+localcube, and its tokens never leave this process but as the bearer of a call. Its state
+directory is the suite's, so that the Router can be restarted with its sessions.
 """
 
 from __future__ import annotations
@@ -44,32 +40,9 @@ TOKEN_LIFETIME = 12 * 3600.0
 
 
 class OwnLocalcube:
-    def __init__(
-        self,
-        issuer: IssuerServer,
-        state_dir: Path,
-        log_path: Path,
-        ready_timeout: float,
-        picod_command: str | None = None,
-    ) -> None:
-        self._issuer = issuer
-        self.tokens = run_tokens(issuer.issuer, POLICY, TOKEN_LIFETIME)
-        for token in self.tokens.values():
-            register_secret(token)
-        # For a person reaching sessions kept for inspection; gone with the state otherwise.
-        self.token_dir = state_dir / "tokens"
-        write_tokens(self.tokens, self.token_dir)
-        self.log_path = log_path
-        self._state_dir = state_dir
-        self._ready_timeout = ready_timeout
-        self._picod_command = picod_command
-        self._process = self._serve(log_path, port=0, state_dir=state_dir)
-
-    @classmethod
-    def start(cls, settings: Settings, picod_command: str | None = None) -> OwnLocalcube:
+    def __init__(self, settings: Settings, picod_command: str | None = None) -> None:
         """Start it, logging to <reports_dir>/localcube.log, its code interpreters run with
-        `picod_command` (the localcube adapter's setting) when given; raises
-        TargetStartError."""
+        `picod_command` when given; raises TargetStartError."""
         given = [name for name in TOKEN_FILE_SETTINGS if getattr(settings, name)]
         if given:
             raise TargetStartError(
@@ -77,15 +50,23 @@ class OwnLocalcube:
                 "tokens of its own issuer only: unset the token settings (and token_dir), "
                 "or give router_url for a target of your own"
             )
-        log_path = Path(settings.reports_dir) / "localcube.log"
-        log_path.unlink(missing_ok=True)
-        state_dir = Path(tempfile.mkdtemp(prefix="acceptance-localcube-"))
-        issuer = IssuerServer().start()
+        self.log_path = Path(settings.reports_dir) / "localcube.log"
+        self.log_path.unlink(missing_ok=True)
+        self.state_dir = Path(tempfile.mkdtemp(prefix="acceptance-localcube-"))
+        self._issuer = IssuerServer().start()
+        self.tokens = run_tokens(self._issuer.issuer, POLICY, TOKEN_LIFETIME)
+        for token in self.tokens.values():
+            register_secret(token)
+        # For a person reaching sessions kept for inspection; gone with the state otherwise.
+        self.token_dir = self.state_dir / "tokens"
+        write_tokens(self.tokens, self.token_dir)
+        self._ready_timeout = settings.ready_timeout
+        self._picod = ["--picod-command", picod_command] if picod_command else []
         try:
-            return cls(issuer, state_dir, log_path, settings.ready_timeout, picod_command)
+            self._process = self._serve(self.log_path, port=0, state_dir=self.state_dir)
         except TargetStartError:
-            issuer.close()
-            shutil.rmtree(state_dir, ignore_errors=True)
+            self._issuer.close()
+            shutil.rmtree(self.state_dir, ignore_errors=True)
             raise
 
     @property
@@ -101,17 +82,13 @@ class OwnLocalcube:
         """Its command line, as any local user sees it with ps."""
         return self._process.arguments
 
-    @property
-    def state_dir(self) -> Path:
-        return self._state_dir
-
     def restart(self) -> None:
         """Kill the server as a crash would (its sandboxes live on) and start it again on the
         same port with the same state; return once it serves."""
         port = urlsplit(self.url).port
         assert port is not None
         self._process.crash()
-        self._process = self._serve(self.log_path, port=port, state_dir=self._state_dir)
+        self._process = self._serve(self.log_path, port=port, state_dir=self.state_dir)
 
     @contextmanager
     def limited(self, limit: int) -> Iterator[str]:
@@ -134,12 +111,8 @@ class OwnLocalcube:
         """Stop it gracefully (it ends its sandboxes) and remove its state; the exit code."""
         code = self._process.stop()
         self._issuer.close()
-        shutil.rmtree(self._state_dir, ignore_errors=True)
+        shutil.rmtree(self.state_dir, ignore_errors=True)
         return code
-
-    def _picod(self) -> list[str]:
-        """The code-interpreter daemon: picod_command's, else localcube's own."""
-        return ["--picod-command", self._picod_command] if self._picod_command else []
 
     def _serve(
         self,
@@ -150,18 +123,10 @@ class OwnLocalcube:
         manifests: tuple[Path, ...] = (FIXTURE_RUNTIMES,),
         extra: tuple[str, ...] = (),
     ) -> embedded.RunningLocalCube:
-        """Start a localcube process; raises TargetStartError, the suite's own, so that the
-        run knows it without knowing localcube."""
-        oidc = [
-            "--jwt-issuer-url",
-            self._issuer.url,
-            "--jwt-audience",
-            POLICY.audience,
-            "--jwt-role-claim",
-            POLICY.role_claim,
-            "--jwt-required-role",
-            POLICY.required_role,
-        ]
+        """Start a localcube process; raises TargetStartError, so that the run knows it
+        without knowing localcube."""
+        oidc = ["--jwt-issuer-url", self._issuer.url, "--jwt-audience", POLICY.audience]
+        oidc += ["--jwt-role-claim", POLICY.role_claim, "--jwt-required-role", POLICY.required_role]
         try:
             return embedded.start(
                 list(manifests),
@@ -169,7 +134,7 @@ class OwnLocalcube:
                 port=port,
                 state_dir=state_dir,
                 gc_interval=GC_INTERVAL,
-                extra_arguments=[*oidc, "--read-timeout", READ_TIMEOUT, *self._picod(), *extra],
+                extra_arguments=[*oidc, "--read-timeout", READ_TIMEOUT, *self._picod, *extra],
                 ready_timeout=self._ready_timeout,
             )
         except embedded.LocalCubeStartError as error:

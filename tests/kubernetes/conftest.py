@@ -85,7 +85,7 @@ def make_cluster(settings: KubernetesSettings, fake: FakeKubernetes) -> Iterator
     made: list[Cluster] = []
 
     def make(**changes: Any) -> Cluster:
-        connected = Cluster.connect(
+        connected = Cluster(
             dataclasses.replace(settings, **changes), {}, namespace=NS, poll_interval=0.02
         )
         fake.requests.clear()  # the connection probe is tested on its own

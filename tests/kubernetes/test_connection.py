@@ -16,7 +16,7 @@ from tests.kubernetes.fake_api import TOKEN, FakeKubernetes
 
 
 def connect(settings: KubernetesSettings, environ: dict[str, str] | None = None) -> Cluster:
-    return Cluster.connect(settings, environ or {}, namespace=NS, poll_interval=0.01)
+    return Cluster(settings, environ or {}, namespace=NS, poll_interval=0.01)
 
 
 def test_uses_the_configured_context_and_probes_the_groups_agentcube_needs(

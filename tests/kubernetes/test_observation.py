@@ -49,7 +49,7 @@ POOL_OWNER = [
 @pytest.fixture
 def platform(cluster: Cluster) -> KubernetesPlatform:
     # The platform uses no HTTP transport of its own: everything goes through the Cluster.
-    return KubernetesPlatform(None, "http://unused", cluster)  # type: ignore[arg-type]
+    return KubernetesPlatform(cluster)
 
 
 def plain_sandbox(fake: FakeKubernetes) -> tuple[dict, dict]:

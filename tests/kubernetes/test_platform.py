@@ -7,8 +7,7 @@ import pytest
 from acceptance.core.evidence import register_secret
 from acceptance.core.runtimes import Runtime, RuntimeKind, derive_manifest, fixture_manifest
 from acceptance.platforms.kubernetes.cluster import Cluster
-from acceptance.platforms.kubernetes.platform import KubernetesPlatform
-from acceptance.platforms.kubernetes.rollout import rollout_pending
+from acceptance.platforms.kubernetes.platform import KubernetesPlatform, rollout_pending
 from tests.kubernetes.conftest import (
     AGENT_RUNTIMES,
     DEPLOYMENTS,
@@ -28,7 +27,7 @@ USER_TOKEN = "user-token-61f0"
 
 
 def platform_of(cluster: Cluster) -> KubernetesPlatform:
-    return KubernetesPlatform(None, "http://unused", cluster)  # type: ignore[arg-type]
+    return KubernetesPlatform(cluster)
 
 
 def test_applies_and_deletes_a_runtime_as_the_world_does(

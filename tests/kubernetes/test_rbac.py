@@ -50,7 +50,6 @@ NEEDS: dict[str, list[Rule]] = {
 DECLARED: dict[tuple[str, str, str], frozenset[Resource]] = {
     ("fixtures.py", "Fixtures.ensure", "get"): RUNTIMES,  # RESOURCE_OF_KIND[role.kind]
     ("fixtures.py", "Fixtures._create", "create"): RUNTIMES,
-    ("fixtures.py", "Fixtures.check_create", "create"): RUNTIMES,  # a dry run
     ("fixtures.py", "Fixtures._unusable", "get"): RUNTIMES,
     ("fixtures.py", "Fixtures.delete", "delete"): RUNTIMES,  # what the run created
     # A session's claim, Sandbox and pod (SessionObjects.present).

@@ -30,7 +30,7 @@ KILLED_POD = f"{PODS}/{NAME}"
 def kill(cluster: Cluster, **userdata: str) -> None:
     """The step that kills the session's sandbox, as a scenario runs it."""
     settings = load_settings({"poll_interval": "20ms", **userdata}, {})
-    platform = KubernetesPlatform(None, "http://unused", cluster)  # type: ignore[arg-type]
+    platform = KubernetesPlatform(cluster)
     world = SimpleNamespace(session=SimpleNamespace(session_id=SESSION))
     Resilience(world, settings, platform, None).kill_sandbox()  # type: ignore[arg-type]
 

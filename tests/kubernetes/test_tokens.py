@@ -71,7 +71,7 @@ def oidc_cluster(
         },
         {"AGENTCUBE_OIDC_CLIENT_SECRET": secret},
     )
-    return Cluster.connect(settings, {}, namespace=NS, poll_interval=0.02)
+    return Cluster(settings, {}, namespace=NS, poll_interval=0.02)
 
 
 def test_a_static_token_is_used_as_given(make_cluster: MakeCluster, fake: FakeKubernetes) -> None:

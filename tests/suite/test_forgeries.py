@@ -99,8 +99,7 @@ def test_an_issuer_whose_keys_cannot_be_read_is_named() -> None:
 
 def _capabilities(environ: dict[str, str]) -> frozenset[str]:
     settings = load_settings({"router_url": "http://router.test"}, environ)
-    tokens = (settings.api_token, settings.second_api_token, settings.admin_api_token)
-    return configured_capabilities(frozenset(), settings, tokens) & CREDENTIAL_CAPABILITIES
+    return configured_capabilities(frozenset(), settings) & CREDENTIAL_CAPABILITIES
 
 
 def test_an_oidc_caller_s_token_and_the_issuer_s_bad_tokens_bring_every_capability(

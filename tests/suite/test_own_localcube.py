@@ -20,7 +20,7 @@ def test_it_requires_either_token_restarts_with_its_sessions_and_cleans_up(
     tmp_path: Path,
 ) -> None:
     settings = load_settings({"reports_dir": str(tmp_path)}, {})
-    cube = OwnLocalcube.start(settings)
+    cube = OwnLocalcube(settings)
     state = cube.state_dir
     try:
         tokens = cube.tokens
@@ -67,7 +67,7 @@ def test_a_localcube_that_does_not_come_up_is_the_suites_own_start_error_naming_
     """The run wing knows TargetStartError, never localcube's own error."""
     settings = load_settings({"reports_dir": str(tmp_path), "ready_timeout": "1ms"}, {})
     with pytest.raises(TargetStartError, match="localcube did not start"):
-        OwnLocalcube.start(settings)
+        OwnLocalcube(settings)
 
 
 def test_a_token_setting_given_for_the_localcube_the_suite_starts_is_refused(
@@ -80,4 +80,4 @@ def test_a_token_setting_given_for_the_localcube_the_suite_starts_is_refused(
     with pytest.raises(
         TargetStartError, match="setting second_api_token is set, but the localcube"
     ):
-        OwnLocalcube.start(settings)
+        OwnLocalcube(settings)

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 THROWAWAY = """
 from acceptance.core.settings import Setting, parse_flag
 from acceptance.platforms.base import (
-    SANDBOX_KILL, Platform, Target, configured_capabilities, configured_tokens, given_urls,
+    SANDBOX_KILL, Platform, Target, given_urls,
 )
 from acceptance.platforms.registry import Adapter
 
@@ -39,13 +39,12 @@ class ThrowawayTarget(Target):
     platform_name = "throwaway"
 
     def platform(self, transport):
-        return ThrowawayPlatform(transport, self.workload_manager_url)
+        return ThrowawayPlatform()
 
 
 def open_throwaway(run, environ):
-    tokens = configured_tokens(run.suite)
-    capabilities = configured_capabilities(ThrowawayPlatform.capabilities, run.suite, tokens)
-    return ThrowawayTarget(*given_urls(run.suite, "throwaway"), *tokens, capabilities)
+    urls = given_urls(run.suite, "throwaway")
+    return ThrowawayTarget.configured(urls, run.suite, ThrowawayPlatform.capabilities)
 
 
 ADAPTER = Adapter(

@@ -1,9 +1,5 @@
-"""The Kubernetes API as the adapter uses it: the few calls it makes, each with a timeout,
-answers as plain JSON-shaped dicts, and failures as one-line KubeErrors.
-
-Everything the adapter asks of a cluster goes through ``KubeApi``; the tests put a stand-in
-API server behind it and check the exact requests.
-"""
+"""The Kubernetes API as the adapter uses it (``KubeApi``, all it asks of a cluster): the few
+calls it makes, each with a timeout, answers as JSON-shaped dicts, failures as KubeErrors."""
 
 from __future__ import annotations
 
@@ -31,6 +27,7 @@ _HANDSHAKE_STATUS = re.compile(r"Handshake status (\d{3})")
 # only v1 is used and named rather than reported as agent-sandbox missing. The adapter reads
 # only metadata, labels and owner references, the same in each.
 AGENT_SANDBOX_VERSIONS = ("v1beta1", "v1alpha1", "v1")
+_AGENTCUBE = "runtime.agentcube.volcano.sh"
 
 
 class Resource(enum.Enum):
@@ -39,13 +36,8 @@ class Resource(enum.Enum):
     until found, v1alpha1, which v0.4.6 (as AgentCube 939abb5 installs it) serves."""
 
     POD = ("", "v1", "pods", "Pod")
-    AGENT_RUNTIME = ("runtime.agentcube.volcano.sh", "v1alpha1", "agentruntimes", "AgentRuntime")
-    CODE_INTERPRETER = (
-        "runtime.agentcube.volcano.sh",
-        "v1alpha1",
-        "codeinterpreters",
-        "CodeInterpreter",
-    )
+    AGENT_RUNTIME = (_AGENTCUBE, "v1alpha1", "agentruntimes", "AgentRuntime")
+    CODE_INTERPRETER = (_AGENTCUBE, "v1alpha1", "codeinterpreters", "CodeInterpreter")
     SANDBOX = ("agents.x-k8s.io", "v1alpha1", "sandboxes", "Sandbox")
     SANDBOX_CLAIM = ("extensions.agents.x-k8s.io", "v1alpha1", "sandboxclaims", "SandboxClaim")
 
@@ -72,12 +64,12 @@ class KubeError(AssertionError):
         super().__init__(redact(f"the Kubernetes API {answer} to {what}: {detail}"))
 
 
-def _status_message(error: ApiException) -> str:
-    """The message of the Status object the API sends with an error, else the reason."""
+def _status_message(body: str | None) -> str | None:
+    """The message of the Status object the API sends with an error, if it is one."""
     try:
-        return str(json.loads(error.body or "")["message"])
+        return str(json.loads(body or "")["message"])
     except (ValueError, KeyError, TypeError):
-        return str(error.reason or "no details")
+        return None
 
 
 class KubeApi:
@@ -97,7 +89,6 @@ class KubeApi:
         self._served[group] = version
 
     def version(self, resource: Resource) -> str:
-        """The API version the resource is read and written in."""
         return self._served.get(resource.group, resource.version)
 
     @property
@@ -111,36 +102,34 @@ class KubeApi:
         try:
             result = method(*args, _request_timeout=self._timeout, **kwargs)
         except ApiException as error:
-            raise KubeError(what, error.status or 0, _status_message(error)) from None
+            detail = _status_message(error.body) or str(error.reason or "no details")
+            raise KubeError(what, error.status or 0, detail) from None
         except urllib3.exceptions.HTTPError as error:
             cause = getattr(error, "reason", None) or error  # past urllib3's retry wrapper
             raise KubeError(what, 0, f"{type(cause).__name__}: {cause}") from None
         return self._client.sanitize_for_serialization(result)
 
-    # Discovery.
-
     def api_resources(self, group: str, version: str) -> JSON:
-        return self._call(
-            f"discover {group}/{version}", self._custom.get_api_resources, group, version
-        )
+        what = f"discover {group}/{version}"
+        return self._call(what, self._custom.get_api_resources, group, version)
 
-    # Objects, by Resource.
+    def _on_objects(
+        self, what: str, verb: str, resource: Resource, namespace: str, *rest: Any, **kwargs: Any
+    ) -> Any:
+        """A call on a kind's objects: the core API's for pods, the custom objects' else."""
+        if resource is Resource.POD:
+            method = getattr(self._core, f"{'read' if verb == 'get' else verb}_namespaced_pod")
+            return self._call(what, method, *rest, namespace, **kwargs)
+        method = getattr(self._custom, f"{verb}_namespaced_custom_object")
+        version = self.version(resource)
+        arguments = (resource.group, version, namespace, resource.plural, *rest)
+        return self._call(what, method, *arguments, **kwargs)
 
     def get(self, resource: Resource, namespace: str, name: str) -> JSON | None:
         """The object, or None when it does not exist."""
         what = f"get {resource.qualified} {namespace}/{name}"
         try:
-            if resource is Resource.POD:
-                return self._call(what, self._core.read_namespaced_pod, name, namespace)
-            return self._call(
-                what,
-                self._custom.get_namespaced_custom_object,
-                resource.group,
-                self.version(resource),
-                namespace,
-                resource.plural,
-                name,
-            )
+            return self._on_objects(what, "get", resource, namespace, name)
         except KubeError as error:
             if error.status == 404:
                 return None
@@ -152,37 +141,19 @@ class KubeApi:
             f" with labels {label_selector}" if label_selector else ""
         )
         selected = {"label_selector": label_selector} if label_selector else {}
-        if resource is Resource.POD:
-            answer = self._call(what, self._core.list_namespaced_pod, namespace, **selected)
-        else:
-            answer = self._call(
-                what,
-                self._custom.list_namespaced_custom_object,
-                resource.group,
-                self.version(resource),
-                namespace,
-                resource.plural,
-                **selected,
-            )
+        answer = self._on_objects(what, "list", resource, namespace, **selected)
         return list(answer.get("items") or [])
 
     def create(
         self, resource: Resource, namespace: str, body: JSON, *, dry_run: bool = False
     ) -> JSON:
         """Create a custom object; a KubeError with status 409 when it exists already.
-        `dry_run`: the server checks the create as it would do it (permission, namespace,
-        admission) and stores nothing."""
-        return self._call(
-            f"{'dry-run ' if dry_run else ''}create {resource.qualified} "
-            f"{namespace}/{body['metadata']['name']}",
-            self._custom.create_namespaced_custom_object,
-            resource.group,
-            self.version(resource),
-            namespace,
-            resource.plural,
-            body,
-            **({"dry_run": "All"} if dry_run else {}),
-        )
+        `dry_run`: the server checks the create (permission, namespace, admission) and stores
+        nothing."""
+        what = f"{'dry-run ' if dry_run else ''}create {resource.qualified} "
+        what += f"{namespace}/{body['metadata']['name']}"
+        dry = {"dry_run": "All"} if dry_run else {}
+        return self._on_objects(what, "create", resource, namespace, body, **dry)
 
     def delete(
         self,
@@ -194,10 +165,8 @@ class KubeApi:
         grace_seconds: int | None = None,
     ) -> bool:
         """Delete the object with this uid, its dependents in the background; False when it
-        is gone. A KubeError with status 409 when the name now belongs to another object.
-        A pod with ``grace_seconds`` other than 0 stays Terminating until its kubelet has
-        stopped its containers; ``grace_seconds=0`` force-deletes it: the object goes at
-        once, whether or not its containers still run."""
+        is gone, a KubeError 409 when the name now belongs to another. A pod deleted with
+        ``grace_seconds=0`` goes at once, whether or not its containers still run."""
         options = client.V1DeleteOptions(
             preconditions=client.V1Preconditions(uid=uid),
             propagation_policy="Background",
@@ -205,93 +174,56 @@ class KubeApi:
         )
         what = f"delete {resource.qualified} {namespace}/{name} (uid {uid})"
         try:
-            if resource is Resource.POD:
-                self._call(what, self._core.delete_namespaced_pod, name, namespace, body=options)
-            else:
-                self._call(
-                    what,
-                    self._custom.delete_namespaced_custom_object,
-                    resource.group,
-                    self.version(resource),
-                    namespace,
-                    resource.plural,
-                    name,
-                    body=options,
-                )
+            self._on_objects(what, "delete", resource, namespace, name, body=options)
         except KubeError as error:
             if error.status == 404:
                 return False
             raise
         return True
 
-    # Core objects by name.
-
     def service(self, namespace: str, name: str) -> JSON:
-        return self._call(
-            f"get Service {namespace}/{name}", self._core.read_namespaced_service, name, namespace
-        )
+        what = f"get Service {namespace}/{name}"
+        return self._call(what, self._core.read_namespaced_service, name, namespace)
 
     def pod_events(self, namespace: str, pod: str) -> list[JSON]:
+        what, about = f"list the events of Pod {namespace}/{pod}", f"involvedObject.name={pod}"
+        selector = f"involvedObject.kind=Pod,{about}"
         answer = self._call(
-            f"list the events of Pod {namespace}/{pod}",
-            self._core.list_namespaced_event,
-            namespace,
-            field_selector=f"involvedObject.kind=Pod,involvedObject.name={pod}",
+            what, self._core.list_namespaced_event, namespace, field_selector=selector
         )
         return list(answer.get("items") or [])
 
     def pod_log(self, namespace: str, pod: str, container: str, lines: int) -> str | None:
         """The last lines of the container's log; None while the pod is on no node, for
         which the API has no log yet (it answers 204 No Content)."""
-        return self._call(
-            f"read the log of container {container} of Pod {namespace}/{pod}",
-            self._core.read_namespaced_pod_log,
-            pod,
-            namespace,
-            container=container,
-            tail_lines=lines,
-        )
+        what = f"read the log of container {container} of Pod {namespace}/{pod}"
+        read = self._core.read_namespaced_pod_log
+        return self._call(what, read, pod, namespace, container=container, tail_lines=lines)
 
     def deployment(self, namespace: str, name: str) -> JSON:
-        return self._call(
-            f"get Deployment {namespace}/{name}",
-            self._apps.read_namespaced_deployment,
-            name,
-            namespace,
-        )
+        what = f"get Deployment {namespace}/{name}"
+        return self._call(what, self._apps.read_namespaced_deployment, name, namespace)
 
     def restart_deployment(self, namespace: str, name: str) -> JSON:
         """What `kubectl rollout restart` does: stamp the pod template with the time."""
         stamp = datetime.now(UTC).isoformat(timespec="seconds")
-        patch = {
-            "spec": {
-                "template": {
-                    "metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": stamp}}
-                }
-            }
-        }
-        return self._call(
+        annotations = {"kubectl.kubernetes.io/restartedAt": stamp}
+        patch = {"spec": {"template": {"metadata": {"annotations": annotations}}}}
+        what, merge = (
             f"restart Deployment {namespace}/{name}",
-            self._apps.patch_namespaced_deployment,
-            name,
-            namespace,
-            patch,
-            _content_type="application/strategic-merge-patch+json",
+            "application/strategic-merge-patch+json",
         )
+        patch_deployment = self._apps.patch_namespaced_deployment
+        return self._call(what, patch_deployment, name, namespace, patch, _content_type=merge)
 
     def service_account_token(self, namespace: str, name: str, seconds: int) -> str:
         """A token for the service account from the TokenRequest API (`kubectl create token`)."""
         request = client.AuthenticationV1TokenRequest(
             spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=seconds)
         )
-        answer = self._call(
-            f"create a token for ServiceAccount {namespace}/{name}",
-            self._core.create_namespaced_service_account_token,
-            name,
-            namespace,
-            request,
-        )
-        return str(answer["status"]["token"])
+        what = f"create a token for ServiceAccount {namespace}/{name}"
+        create = self._core.create_namespaced_service_account_token
+        return str(self._call(what, create, name, namespace, request)["status"]["token"])
 
     def open_port_forward(self, namespace: str, pod: str, port: int) -> PortForward:
         """A port-forward stream to the pod (a websocket to its portforward subresource)."""
@@ -326,8 +258,5 @@ def _handshake_refusal(reason: str) -> tuple[int, str]:
     if handshake is None:
         return 0, reason
     body = exchange.rpartition(" -+-+- ")[2].strip()
-    try:
-        return int(handshake[1]), str(json.loads(body)["message"])
-    except (ValueError, KeyError, TypeError):
-        words = excerpt(body, 200) if body and body != "None" else status_line
-        return int(handshake[1]), words
+    words = excerpt(body, 200) if body and body != "None" else status_line
+    return int(handshake[1]), _status_message(body) or words

@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from acceptance.core.settings import ConfigError, Settings
-from acceptance.platforms.kubernetes.api import KubeApi
 from acceptance.platforms.kubernetes.connection import connect
 from acceptance.platforms.kubernetes.fixtures import FIXTURE_OF_ROLE, Fixtures
 from acceptance.platforms.kubernetes.observation import Observer
@@ -23,35 +22,25 @@ from acceptance.platforms.kubernetes.tokens import client_credentials_token, ser
 
 class Cluster:
     def __init__(
-        self, api: KubeApi, settings: KubernetesSettings, *, namespace: str, poll_interval: float
-    ) -> None:
-        self.api = api
-        self.settings = settings
-        self.namespace = namespace
-        self.poll_interval = poll_interval
-        self.observer = Observer(api, namespace)
-        self.fixtures = Fixtures(
-            api, self.observer, settings, namespace=namespace, poll_interval=poll_interval
-        )
-        self._forwards: list[ServiceForward] = []
-
-    def __repr__(self) -> str:
-        return f"Cluster({self.api.host}, namespace {self.namespace})"
-
-    @classmethod
-    def connect(
-        cls,
+        self,
         settings: KubernetesSettings,
         environ: Mapping[str, str],
         *,
         namespace: str,
         poll_interval: float,
-    ) -> Cluster:
+    ) -> None:
         """Connect and check the cluster; ConfigError (ClusterUnreachable) when it cannot
         serve the suite."""
-        return cls(
-            connect(settings, environ), settings, namespace=namespace, poll_interval=poll_interval
-        )
+        self.api = api = connect(settings, environ)
+        self.settings = settings
+        self.namespace = namespace
+        self.poll_interval = poll_interval
+        self.observer = Observer(api, namespace)
+        self.fixtures = Fixtures(self.observer, settings, poll_interval)
+        self._forwards: list[ServiceForward] = []
+
+    def __repr__(self) -> str:
+        return f"Cluster({self.api.host}, namespace {self.namespace})"
 
     def endpoints(
         self, router_url: str | None, workload_manager_url: str | None
@@ -118,10 +107,9 @@ class Cluster:
 
     def ensure_fixtures(self, suite_settings: Settings) -> None:
         """Create the missing runtimes the features use, named as the suite settings say,
-        and wait until all are usable."""
-        self.fixtures.ensure(
-            {role: getattr(suite_settings, str(role.setting)) for role in FIXTURE_OF_ROLE}
-        )
+        and wait until all are usable (AssertionError naming cluster_timeout)."""
+        names = {role: getattr(suite_settings, str(role.setting)) for role in FIXTURE_OF_ROLE}
+        self.fixtures.ensure(names)
 
     def _forward(
         self, namespace: str, service: ServiceRef, setting: str, service_named_by: str
@@ -132,9 +120,8 @@ class Cluster:
         return forward
 
     def kept_notes(self) -> list[str]:
-        """For a person looking at what the run kept: the runtimes it created, and how to
-        reopen the port forwards that the kept sessions' URLs go through, since ``close``
-        closes them."""
+        """The runtimes the run created, and how to reopen the port forwards that kept
+        sessions' URLs go through, since ``close`` closes them."""
         return self.fixtures.leftovers() + [
             f"{forward.url} was {forward}, closed at the end of the run; reopen it with: "
             f"{forward.kubectl}"
@@ -142,10 +129,9 @@ class Cluster:
         ]
 
     def close(self, *, keep_created: bool = False) -> list[str]:
-        """Delete what the run created (unless kept, for a person to look at a failure: a
-        CodeInterpreter's deletion would take its kept sessions along), close the forwards
-        and the connection. Returns the problems met, and those the forwards met during the
-        run, for the run's report; ``kept_notes()`` tells what was kept."""
+        """Delete what the run created (unless kept: a CodeInterpreter's deletion would take
+        its kept sessions along), close the forwards and the connection; the problems met,
+        the forwards' during the run among them."""
         problems = [] if keep_created else self.fixtures.delete_created()
         for forward in self._forwards:
             forward.close()

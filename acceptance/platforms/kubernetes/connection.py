@@ -1,6 +1,6 @@
-"""Connecting to the cluster: kubeconfig (file and context settable) or in-cluster config,
-then one probe that tells an unreachable cluster, rejected credentials and a cluster
-without AgentCube apart, each in one line naming the setting to fix."""
+"""Connecting to the cluster (kubeconfig or in-cluster config), then one probe that tells an
+unreachable cluster, rejected credentials and one without AgentCube apart, each in one line
+naming the setting to fix."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from kubernetes.config.incluster_config import SERVICE_HOST_ENV_NAME
 
 from acceptance.core.settings import ConfigError
 from acceptance.platforms.kubernetes.api import AGENT_SANDBOX_VERSIONS, KubeApi, KubeError, Resource
-from acceptance.platforms.kubernetes.settings import KubernetesSettings
+from acceptance.platforms.kubernetes.settings import KubernetesSettings, named_by
 
 DEFAULT_KUBECONFIG = "~/.kube/config"
 # The API groups the adapter needs, the versions it can use (the first served is used), and
@@ -28,9 +28,7 @@ REQUIRED_GROUPS = {
         "agent-sandbox's extensions (its extensions.yaml)",
     ),
 }
-_FIX_CONNECTION = (
-    "check kubeconfig / AGENTCUBE_KUBECONFIG and kube_context / AGENTCUBE_KUBE_CONTEXT"
-)
+_FIX_CONNECTION = f"check {named_by('kubeconfig', 'kube_context')}"
 
 
 class ClusterUnreachable(ConfigError):
@@ -38,15 +36,14 @@ class ClusterUnreachable(ConfigError):
 
 
 def connect(settings: KubernetesSettings, environ: Mapping[str, str]) -> KubeApi:
-    """An API connection to the configured cluster, checked to answer and to serve the API
-    groups AgentCube needs. Raises ConfigError (ClusterUnreachable when nothing answers)."""
+    """Raises ConfigError (ClusterUnreachable when nothing answers)."""
     configuration = client.Configuration()
     source = _load(configuration, settings, environ)
     # A blackholed address fails after three connect timeouts rather than the default four.
     configuration.retries = 2
     api = KubeApi(configuration, settings.api_timeout)
     try:
-        _probe(api, source)
+        _probe(api, f"the Kubernetes API at {api.host} ({source})")
     except BaseException:
         api.close()
         raise
@@ -58,12 +55,9 @@ def _load(
     settings: KubernetesSettings,
     environ: Mapping[str, str],
 ) -> str:
-    """Fill the configuration in; return how it was found, for messages."""
-    if (
-        settings.kubeconfig is None
-        and not settings.kube_context
-        and environ.get(SERVICE_HOST_ENV_NAME)
-    ):
+    """Fill the configuration in; say how it was found."""
+    in_cluster = environ.get(SERVICE_HOST_ENV_NAME) and settings.kubeconfig is None
+    if in_cluster and not settings.kube_context:
         try:
             config.load_incluster_config(client_configuration=configuration)
         except ConfigException as error:
@@ -85,7 +79,7 @@ def _load(
     return source
 
 
-def _probe(api: KubeApi, source: str) -> None:
+def _probe(api: KubeApi, where: str) -> None:
     """Find the version of each required group the cluster serves, and use it."""
     for group, (versions, installed_by) in REQUIRED_GROUPS.items():
         for version in versions:
@@ -94,30 +88,22 @@ def _probe(api: KubeApi, source: str) -> None:
             except KubeError as error:
                 if error.status == 404:
                     continue
-                raise _probe_error(api, source, error) from None
+                raise _probe_error(where, error) from None
             api.serve(group, version)
             break
         else:
             looked_for = ", ".join(f"{group}/{version}" for version in versions)
-            raise ConfigError(
-                f"{_where(api, source)} serves none of {looked_for}: install {installed_by}"
-            )
+            raise ConfigError(f"{where} serves none of {looked_for}: install {installed_by}")
 
 
 def served_agent_sandbox(api: KubeApi) -> str:
-    """The agent-sandbox API versions the connection uses, for the run's first lines."""
     return "agent-sandbox API " + ", ".join(
         f"{resource.group}/{api.version(resource)}"
         for resource in (Resource.SANDBOX, Resource.SANDBOX_CLAIM)
     )
 
 
-def _where(api: KubeApi, source: str) -> str:
-    return f"the Kubernetes API at {api.host} ({source})"
-
-
-def _probe_error(api: KubeApi, source: str, error: KubeError) -> ConfigError:
-    where = _where(api, source)
+def _probe_error(where: str, error: KubeError) -> ConfigError:
     if error.status == 0:
         return ClusterUnreachable(f"{where} is unreachable: {error.detail}; {_FIX_CONNECTION}")
     if error.status == 401:

@@ -1,14 +1,10 @@
-"""Evidence from the cluster for a failed scenario: for each of its sessions, the objects that
-serve it and its pod's status, events and last log lines, redacted like the HTTP evidence.
-
-Collected when a step fails, before the scenario's cleanup deletes the sessions. Collecting
-never raises: what cannot be read is said in place.
-"""
+"""Evidence from the cluster for a failed scenario, collected before its cleanup: for each
+session, the objects that serve it and its pod's status, events and last log lines, redacted.
+Collecting never raises: what cannot be read is said in place."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from functools import partial
 
 from acceptance.core.evidence import redact
 from acceptance.platforms.kubernetes.api import JSON, KubeApi, KubeError
@@ -20,20 +16,16 @@ NO_LOG_YET = "none yet: the pod is not scheduled on a node"
 
 
 def describe_sessions(api: KubeApi, observer: Observer, session_ids: Iterable[str]) -> str:
-    sections = [_safely_described(api, observer, session_id) for session_id in session_ids]
+    sections = []
+    for session_id in session_ids:
+        try:
+            sections.append(_describe_session(api, observer, session_id))
+        except Exception as error:  # evidence must not replace the failure it documents
+            why = f"{type(error).__name__}: {error}"
+            sections.append(f"Cluster objects of session {session_id}: could not be read: {why}")
     if not sections:
         return "Cluster evidence: the scenario opened no session"
     return redact("\n".join(sections))
-
-
-def _safely_described(api: KubeApi, observer: Observer, session_id: str) -> str:
-    try:
-        return _describe_session(api, observer, session_id)
-    except Exception as error:  # evidence must not replace the failure it documents
-        return (
-            f"Cluster objects of session {session_id}: could not be read: "
-            f"{type(error).__name__}: {error}"
-        )
 
 
 def _describe_session(api: KubeApi, observer: Observer, session_id: str) -> str:
@@ -50,22 +42,15 @@ def _describe_session(api: KubeApi, observer: Observer, session_id: str) -> str:
     lines += _pod_status(pod)
     lines += _readable("events", lambda: _events(api.pod_events(namespace, name)))
     for container in pod["spec"]["containers"]:
-        container_name: str = container["name"]
-        lines += _readable(
-            f"last {LOG_LINES} log lines of container {container_name}",
-            partial(_container_log, api, namespace, name, container_name),
-        )
+        lines += _log(api, namespace, name, container["name"])
     return "\n".join(lines)
 
 
-def _container_log(api: KubeApi, namespace: str, pod: str, container: str) -> list[str] | str:
-    return _log_lines(api.pod_log(namespace, pod, container, LOG_LINES))
-
-
-def _log_lines(log: str | None) -> list[str] | str:
-    """The log's lines; for a pod on no node, which has no log yet (the API answers 204 No
-    Content), a note that says so."""
-    return NO_LOG_YET if log is None else log.splitlines()
+def _log(api: KubeApi, namespace: str, pod: str, container: str) -> list[str]:
+    return _readable(
+        f"last {LOG_LINES} log lines of container {container}",
+        lambda: api.pod_log(namespace, pod, container, LOG_LINES),
+    )
 
 
 def _pod_status(pod: JSON) -> list[str]:
@@ -98,13 +83,15 @@ def _events(events: list[JSON]) -> list[str]:
     ]
 
 
-def _readable(title: str, read: Callable[[], list[str] | str]) -> list[str]:
-    """The title and the lines `read` gives, or the note it gives instead of lines, or what
-    kept them from being read."""
+def _readable(title: str, read: Callable[[], list[str] | str | None]) -> list[str]:
+    """The title and the lines `read` gives (a text: its lines), or what kept them from being
+    read; None is a pod's log while it is on no node (the API answers 204 No Content)."""
     try:
         content = read()
     except KubeError as error:
         return [f"  {title}: could not be read: {error}"]
+    if content is None:
+        return [f"  {title}: {NO_LOG_YET}"]
     if isinstance(content, str):
-        return [f"  {title}: {content}"]
+        content = content.splitlines()
     return [f"  {title}:" + ("" if content else " none"), *(f"    {line}" for line in content)]

@@ -1,9 +1,6 @@
-"""Preconditions: the runtime resources the features rely on, in the namespace under test.
-
-The suite creates only the ones missing, waits until each is usable, and at the end deletes
-only what it created, by uid, so that an object someone re-created under the same name in the
-meantime is left alone. An existing resource is never modified: a cluster's own
-``echo-agent`` is used as it is.
+"""The runtime resources the features rely on, in the namespace under test: only the missing
+ones are created, and at the end only what the run created is deleted, by uid (an object
+re-created under the same name meanwhile is left alone). An existing one is never modified.
 """
 
 from __future__ import annotations
@@ -17,8 +14,8 @@ from hamcrest import described_as, none
 from acceptance.core.polling import eventually
 from acceptance.core.runtimes import Role, Runtime, RuntimeKind, fixture_manifest
 from acceptance.core.settings import ConfigError
-from acceptance.platforms.kubernetes.api import JSON, KubeApi, KubeError, Resource
-from acceptance.platforms.kubernetes.objects import ObjectRef, pod_ready
+from acceptance.platforms.kubernetes.api import JSON, KubeError, Resource
+from acceptance.platforms.kubernetes.objects import ObjectRef
 from acceptance.platforms.kubernetes.observation import Observer
 from acceptance.platforms.kubernetes.settings import KubernetesSettings
 
@@ -62,20 +59,12 @@ def render(manifest: Mapping[str, Any], settings: KubernetesSettings) -> JSON:
 class Fixtures:
     """The runtime resources of this run: found or created, and the created ones by uid."""
 
-    def __init__(
-        self,
-        api: KubeApi,
-        observer: Observer,
-        settings: KubernetesSettings,
-        *,
-        namespace: str,
-        poll_interval: float,
-    ) -> None:
-        self._api = api
+    def __init__(self, observer: Observer, settings: KubernetesSettings, poll: float) -> None:
+        """In the observer's namespace, through its API connection."""
+        self._api, self._namespace = observer.api, observer.namespace
         self._observer = observer
         self._settings = settings
-        self._namespace = namespace
-        self._poll = poll_interval
+        self._poll = poll
         self._created: dict[Runtime, ObjectRef] = {}
 
     @property
@@ -88,11 +77,7 @@ class Fixtures:
         runtimes = []
         for role, name in names.items():
             manifest = fixture_manifest(role.kind, FIXTURE_OF_ROLE[role])
-            manifest["metadata"] = {
-                **manifest["metadata"],
-                "name": name,
-                "namespace": self._namespace,
-            }
+            manifest["metadata"] |= {"name": name, "namespace": self._namespace}
             runtime = Runtime.of_manifest(manifest)
             try:
                 if self._api.get(RESOURCE_OF_KIND[role.kind], self._namespace, name) is None:
@@ -116,23 +101,19 @@ class Fixtures:
         self.wait_usable(runtime)
         return runtime
 
-    def _create(self, manifest: Mapping[str, Any]) -> Runtime:
+    def check_create(self, manifest: Mapping[str, Any]) -> None:
+        """A dry run: the API server checks the create and stores nothing; a KubeError says
+        what it refused."""
+        self._create(manifest, dry_run=True)
+
+    def _create(self, manifest: Mapping[str, Any], *, dry_run: bool = False) -> Runtime:
         runtime = Runtime.of_manifest(manifest)
         resource = RESOURCE_OF_KIND[runtime.kind]
-        created = self._api.create(resource, runtime.namespace, render(manifest, self._settings))
-        self._created[runtime] = ObjectRef.of(resource, created)
+        body = render(manifest, self._settings)
+        created = self._api.create(resource, runtime.namespace, body, dry_run=dry_run)
+        if not dry_run:
+            self._created[runtime] = ObjectRef.of(resource, created)
         return runtime
-
-    def check_create(self, manifest: Mapping[str, Any]) -> None:
-        """Have the API server check the create of this runtime without storing it (a dry
-        run); a KubeError says what it refused."""
-        runtime = Runtime.of_manifest(manifest)
-        self._api.create(
-            RESOURCE_OF_KIND[runtime.kind],
-            runtime.namespace,
-            render(manifest, self._settings),
-            dry_run=True,
-        )
 
     def wait_usable(self, runtime: Runtime) -> None:
         """Until the API shows the runtime usable. The WorkloadManager finds runtimes through
@@ -162,10 +143,7 @@ class Fixtures:
             )
         if size == 0:
             return None
-        ready = sum(
-            waiting.pod is not None and pod_ready(waiting.pod)
-            for waiting in self._observer.warm_pool(runtime.name)
-        )
+        ready = sum(waiting.ready for waiting in self._observer.warm_pool(runtime.name))
         return f"{runtime}: {ready} of {size} warm-pool pods ready" if ready < size else None
 
     def delete(self, runtime: Runtime) -> None:

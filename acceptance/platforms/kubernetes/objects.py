@@ -1,5 +1,5 @@
 """Reading Kubernetes objects as the API returns them (JSON-shaped dicts): identity, owner
-references, deletion and readiness. No API calls here."""
+references, deletion, readiness, and what serves a session. No API calls here."""
 
 from __future__ import annotations
 
@@ -59,3 +59,33 @@ def pod_ready(pod: JSON) -> bool:
         for condition in status.get("conditions") or ()
     )
     return ready and status.get("phase") == "Running" and not terminating(pod)
+
+
+@dataclass(frozen=True)
+class SessionObjects:
+    """What the cluster holds for one session; each part None when absent."""
+
+    claim: JSON | None = None
+    sandbox: JSON | None = None
+    pod: JSON | None = None
+
+    def present(self) -> list[tuple[ObjectRef, JSON]]:
+        """The objects found, claim first, each with its identity."""
+        parts = (
+            (Resource.SANDBOX_CLAIM, self.claim),
+            (Resource.SANDBOX, self.sandbox),
+            (Resource.POD, self.pod),
+        )
+        return [(ObjectRef.of(resource, obj), obj) for resource, obj in parts if obj is not None]
+
+    def refs(self) -> tuple[ObjectRef, ...]:
+        return tuple(ref for ref, _ in self.present())
+
+    @property
+    def ready(self) -> bool:
+        return self.pod is not None and pod_ready(self.pod)
+
+    @property
+    def serving(self) -> bool:
+        """A pod exists and nothing in the chain is being deleted."""
+        return self.pod is not None and not any(terminating(obj) for _, obj in self.present())

@@ -1,19 +1,15 @@
-"""Observing sandboxes on the cluster: the objects that serve a session, whether one object
-instance still exists, and the pods of a warm pool.
-
-A session's sandbox is found by the label ``runtime.agentcube.io/session-id`` that the
-WorkloadManager puts on its Sandbox, SandboxClaim and pod. A pod taken from a warm pool was
-started before the session, so it lacks the label: it is found through owner references,
-SandboxClaim -> Sandbox -> Pod (test/e2e/e2e_test.go upstream walks the same chain).
+"""Observing sandboxes on the cluster. A session's are found by the label SESSION_LABEL the
+WorkloadManager puts on its Sandbox, SandboxClaim and pod; a pod taken from a warm pool lacks
+it, and is found through owner references, SandboxClaim -> Sandbox -> Pod (as upstream's
+test/e2e/e2e_test.go walks the chain).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from acceptance.platforms.kubernetes.api import JSON, KubeApi, Resource
 from acceptance.platforms.kubernetes.objects import (
     ObjectRef,
+    SessionObjects,
     label_selector,
     owned_by,
     owned_objects,
@@ -27,52 +23,26 @@ WARM_POOL_KIND = "SandboxWarmPool"
 ASSIGNED_SANDBOX = "agents.x-k8s.io/sandbox-name"
 
 
-@dataclass(frozen=True)
-class SessionObjects:
-    """What the cluster holds for one session; each part None when absent."""
-
-    claim: JSON | None = None
-    sandbox: JSON | None = None
-    pod: JSON | None = None
-
-    def present(self) -> list[tuple[ObjectRef, JSON]]:
-        """The objects found, claim first, each with its identity."""
-        parts = (
-            (Resource.SANDBOX_CLAIM, self.claim),
-            (Resource.SANDBOX, self.sandbox),
-            (Resource.POD, self.pod),
-        )
-        return [(ObjectRef.of(resource, obj), obj) for resource, obj in parts if obj is not None]
-
-    def refs(self) -> tuple[ObjectRef, ...]:
-        return tuple(ref for ref, _ in self.present())
-
-    @property
-    def serving(self) -> bool:
-        """A pod exists and nothing in the chain is being deleted."""
-        return self.pod is not None and not any(terminating(obj) for _, obj in self.present())
-
-
 class Observer:
-    """Reads sandboxes in the namespace of the runtimes under test."""
+    """In the namespace of the runtimes under test."""
 
     def __init__(self, api: KubeApi, namespace: str) -> None:
-        self._api = api
-        self._namespace = namespace
+        self.api = api
+        self.namespace = namespace
 
     def session_objects(self, session_id: str) -> SessionObjects:
         selector = label_selector({SESSION_LABEL: session_id})
-        claim = _first(self._api.objects(Resource.SANDBOX_CLAIM, self._namespace, selector))
-        sandboxes = self._api.objects(Resource.SANDBOX, self._namespace, selector)
+        claim = _first(self.api.objects(Resource.SANDBOX_CLAIM, self.namespace, selector))
+        sandboxes = self.api.objects(Resource.SANDBOX, self.namespace, selector)
         if claim is not None and not owned_objects(
             sandboxes, "SandboxClaim", claim["metadata"]["uid"]
         ):
             sandboxes = self._adopted(claim)
         sandbox = _first(sandboxes)
-        pods = self._api.objects(Resource.POD, self._namespace, selector)
+        pods = self.api.objects(Resource.POD, self.namespace, selector)
         if not pods and sandbox is not None:
             pods = owned_objects(
-                self._api.objects(Resource.POD, self._namespace),
+                self.api.objects(Resource.POD, self.namespace),
                 "Sandbox",
                 sandbox["metadata"]["uid"],
             )
@@ -85,7 +55,7 @@ class Observer:
         return {
             session_id
             for resource in (Resource.SANDBOX_CLAIM, Resource.SANDBOX)
-            for obj in self._api.objects(resource, self._namespace)
+            for obj in self.api.objects(resource, self.namespace)
             if not terminating(obj)
             and (session_id := (obj["metadata"].get("labels") or {}).get(SESSION_LABEL))
         }
@@ -98,16 +68,16 @@ class Observer:
             metadata.get("labels") or {}
         ).get(ASSIGNED_SANDBOX)
         if named:
-            sandbox = self._api.get(Resource.SANDBOX, self._namespace, named)
+            sandbox = self.api.get(Resource.SANDBOX, self.namespace, named)
             if sandbox is not None and owned_by(sandbox, "SandboxClaim", uid=metadata["uid"]):
                 return [sandbox]
         return owned_objects(
-            self._api.objects(Resource.SANDBOX, self._namespace), "SandboxClaim", metadata["uid"]
+            self.api.objects(Resource.SANDBOX, self.namespace), "SandboxClaim", metadata["uid"]
         )
 
     def exists(self, ref: ObjectRef) -> bool:
-        """Whether this very instance still exists, deleting or not."""
-        obj = self._api.get(ref.resource, ref.namespace, ref.name)
+        """Whether this very instance (uid) still exists, deleting or not."""
+        obj = self.api.get(ref.resource, ref.namespace, ref.name)
         return obj is not None and obj["metadata"].get("uid") == ref.uid
 
     def warm_pool(self, pool: str) -> list[SessionObjects]:
@@ -117,11 +87,11 @@ class Observer:
         left out."""
         sandboxes = [
             sandbox
-            for sandbox in self._api.objects(Resource.SANDBOX, self._namespace)
+            for sandbox in self.api.objects(Resource.SANDBOX, self.namespace)
             if owned_by(sandbox, WARM_POOL_KIND, name=pool) and not terminating(sandbox)
         ]
         waiting = []
-        for pod in self._api.objects(Resource.POD, self._namespace):
+        for pod in self.api.objects(Resource.POD, self.namespace):
             if terminating(pod):
                 continue
             owner = next(
@@ -134,5 +104,4 @@ class Observer:
 
 def _first(objects: list[JSON]) -> JSON | None:
     """The one object expected; a live one first when a deleted one lingers beside it."""
-    ordered = sorted(objects, key=terminating)
-    return ordered[0] if ordered else None
+    return min(objects, key=terminating, default=None)

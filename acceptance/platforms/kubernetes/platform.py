@@ -1,16 +1,16 @@
-"""The ``kubernetes`` platform: the Platform interface on a real AgentCube cluster, and the
-run's target there.
-
-One KubernetesPlatform per scenario, like the other adapters; the connection, the fixtures
-and the port forwards belong to the run's Cluster, which the ClusterTarget holds.
-"""
+"""The ``kubernetes`` platform: the Platform interface on a real AgentCube cluster (one
+KubernetesPlatform per scenario), and the run's target there, which holds the run's Cluster."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hamcrest import described_as, none
+
+from acceptance.core.polling import eventually
 from acceptance.core.runtimes import Runtime, RuntimeKind
 from acceptance.core.settings import Settings
 from acceptance.core.transport import Transport
@@ -23,24 +23,18 @@ from acceptance.platforms.base import (
     Platform,
     Sandbox,
     Target,
-    configured_capabilities,
-    configured_refused_tokens,
 )
-from acceptance.platforms.kubernetes.api import KubeError, Resource
+from acceptance.platforms.kubernetes.api import JSON, KubeError, Resource
 from acceptance.platforms.kubernetes.cluster import Cluster
 from acceptance.platforms.kubernetes.connection import served_agent_sandbox
 from acceptance.platforms.kubernetes.evidence import describe_sessions
 from acceptance.platforms.kubernetes.fixtures import RESOURCE_OF_KIND
-from acceptance.platforms.kubernetes.objects import ObjectRef, pod_ready
-from acceptance.platforms.kubernetes.observation import SessionObjects
-from acceptance.platforms.kubernetes.rollout import restart_deployment
+from acceptance.platforms.kubernetes.objects import ObjectRef, SessionObjects
 from acceptance.platforms.kubernetes.settings import KubernetesSettings, named_by
 
-# The grace period of a kill. Not 0: a grace-0 delete is a force delete, which removes the
-# pod object at once while its kubelet may still be stopping the containers, so "gone" would
-# prove nothing about the process. With a grace period the API keeps the pod Terminating
-# until its kubelet reports the containers stopped; one second is the immediate shutdown of
-# `kubectl delete --now`. A pod on no node goes at once either way.
+# Not 0: a grace-0 delete is a force delete, which removes the pod object at once while its
+# kubelet may still be stopping the containers, so "gone" would prove nothing about the
+# process. One second is the immediate shutdown of `kubectl delete --now`.
 KILL_GRACE_SECONDS = 1
 
 
@@ -56,8 +50,7 @@ class KubernetesSandbox(Sandbox):
         return next((ref for ref in self.objects if ref.resource is Resource.POD), None)
 
     def __str__(self) -> str:
-        pod = self.pod
-        return f"sandbox {self.sandbox_id}" + (f" (pod {pod.name})" if pod else "")
+        return f"sandbox {self.sandbox_id}" + (f" (pod {self.pod.name})" if self.pod else "")
 
 
 class KubernetesPlatform(Platform):
@@ -68,26 +61,21 @@ class KubernetesPlatform(Platform):
     name = "kubernetes"
     capabilities = frozenset({RUNTIME_ADMIN, SANDBOX_OBSERVATION, SANDBOX_KILL, ROUTER_RESTART})
 
-    def __init__(self, transport: Transport, base_url: str, cluster: Cluster) -> None:
-        super().__init__(transport, base_url)
+    def __init__(self, cluster: Cluster) -> None:
         self._cluster = cluster
 
     def apply_runtime(self, manifest: dict[str, Any]) -> Runtime:
-        """Create the runtime (it must not exist: the suite never replaces a cluster's own
-        resource) and return it once usable."""
+        """Create the runtime: it must not exist, the suite never replaces a cluster's own."""
         return self._cluster.fixtures.apply(manifest)
 
     def delete_runtime(self, runtime: Runtime) -> None:
         self._cluster.fixtures.delete(runtime)
 
     def check_can_apply(self, manifest: dict[str, Any]) -> None:
-        """A dry-run create, which the API server checks as a create (permission, namespace,
-        name) and does not store."""
         self._cluster.fixtures.check_create(manifest)
 
     def sandbox_of(self, session_id: str) -> KubernetesSandbox | None:
-        """The sandbox serving the session; None once its deletion has begun. A sandbox taken
-        from a warm pool keeps the sandbox_id `warm_sandboxes` gave it."""
+        """None once its deletion has begun."""
         objects = self._cluster.observer.session_objects(session_id)
         return _sandbox(objects) if objects.serving else None
 
@@ -97,23 +85,17 @@ class KubernetesPlatform(Platform):
         return len(self._cluster.observer.session_ids())
 
     def is_running(self, sandbox: Sandbox) -> bool:
-        """Whether any of its pod, Sandbox and SandboxClaim still exists, deleting or not."""
         return any(self._cluster.observer.exists(ref) for ref in _observed(sandbox).objects)
 
     def warm_sandboxes(self, runtime: Runtime) -> frozenset[Sandbox]:
-        """The sandboxes waiting in the CodeInterpreter's warm pool now, ready to serve: a
-        pod still starting is not waiting yet (as localcube lists only live ones)."""
-        waiting = self._cluster.observer.warm_pool(runtime.name)
-        return frozenset(
-            _sandbox(objects)
-            for objects in waiting
-            if objects.pod is not None and pod_ready(objects.pod)
-        )
+        """A pod still starting is not waiting yet (as localcube lists only live ones)."""
+        pool = self._cluster.observer.warm_pool(runtime.name)
+        return frozenset(_sandbox(objects) for objects in pool if objects.ready)
 
     def kill_sandbox(self, sandbox: Sandbox) -> None:
         """Delete its pod with KILL_GRACE_SECONDS: the pod stays, Terminating, until its
-        kubelet has stopped its containers (SIGKILL after that second) and removes it; its
-        Sandbox may then start a new pod under the same name."""
+        kubelet has stopped its containers; its Sandbox may then start a new pod under the
+        same name."""
         pod = self._killable_pod(sandbox)
         if not self._cluster.api.delete(
             pod.resource, pod.namespace, pod.name, pod.uid, grace_seconds=KILL_GRACE_SECONDS
@@ -121,10 +103,9 @@ class KubernetesPlatform(Platform):
             raise AssertionError(f"{sandbox} has no pod left to kill")
 
     def is_killed(self, sandbox: Sandbox) -> bool:
-        """Whether the pod it was seen with, by uid, is gone, which after a graceful delete
-        means its kubelet has stopped its containers: a pod agent-sandbox recreated under
-        the same name is another, and the Sandbox and its claim stay until the
-        WorkloadManager's collector removes the session."""
+        """Whether the pod it was seen with, by uid, is gone (after a graceful delete: its
+        containers stopped); the Sandbox and its claim stay until the WorkloadManager's
+        collector removes the session."""
         return not self._cluster.observer.exists(self._killable_pod(sandbox))
 
     @staticmethod
@@ -139,7 +120,6 @@ class KubernetesPlatform(Platform):
         return self._cluster.api.get(resource, runtime.namespace, runtime.name) is not None
 
     def warm_pool_size(self, runtime: Runtime) -> int:
-        """The CodeInterpreter's spec.warmPoolSize (0 without a pool)."""
         if runtime.kind is not RuntimeKind.CODE_INTERPRETER:
             return 0
         obj = self._cluster.api.get(Resource.CODE_INTERPRETER, runtime.namespace, runtime.name)
@@ -148,17 +128,12 @@ class KubernetesPlatform(Platform):
         return int(obj["spec"].get("warmPoolSize") or 0)
 
     def restart_router(self) -> None:
-        """Restart the Router's Deployment and wait until its new pods are available; a
-        Router that is no Deployment by that name fails naming the setting."""
-        settings = self._cluster.settings
+        """As `kubectl rollout restart` and `kubectl rollout status` do; a Router that is no
+        Deployment by that name fails naming the setting."""
+        api, settings = self._cluster.api, self._cluster.settings
+        namespace, name = settings.system_namespace, settings.router_deployment
         try:
-            restart_deployment(
-                self._cluster.api,
-                settings.system_namespace,
-                settings.router_deployment,
-                timeout=settings.cluster_timeout,
-                poll=self._cluster.poll_interval,
-            )
+            api.restart_deployment(namespace, name)
         except KubeError as error:
             if error.status != 404:
                 raise
@@ -167,15 +142,38 @@ class KubernetesPlatform(Platform):
                 f"{named_by('router_deployment', 'system_namespace')} name; give the Router's "
                 "Deployment there, or leave the Router restart out (it needs a Deployment)"
             ) from None
+        eventually(
+            lambda: rollout_pending(api.deployment(namespace, name)),
+            described_as("the rollout complete", none()),
+            timeout=settings.cluster_timeout,
+            poll=self._cluster.poll_interval,
+            waiting_for=f"Deployment {namespace}/{name} to roll out (cluster_timeout)",
+        )
 
     def evidence(self, session_ids: Iterable[str]) -> str:
         """Pod status, events and last log lines of each session, redacted."""
         return describe_sessions(self._cluster.api, self._cluster.observer, session_ids)
 
 
+def rollout_pending(deployment: JSON) -> str | None:
+    """What the rollout still waits for, or None once complete (kubectl's criteria)."""
+    metadata, spec = deployment["metadata"], deployment.get("spec") or {}
+    status = deployment.get("status") or {}
+    wanted = spec.get("replicas", 1)
+    updated = status.get("updatedReplicas", 0)
+    if status.get("observedGeneration", 0) < metadata.get("generation", 0):
+        return "the controller has not observed the restart yet"
+    if updated < wanted:
+        return f"{updated} of {wanted} replicas updated"
+    if status.get("replicas", 0) > updated:
+        return f"{status['replicas'] - updated} old replicas still terminating"
+    if status.get("availableReplicas", 0) < updated:
+        return f"{status.get('availableReplicas', 0)} of {updated} updated replicas available"
+    return None
+
+
 def _sandbox(objects: SessionObjects) -> KubernetesSandbox:
-    """The sandbox as the suite names it: its Sandbox's name (a warm-pool Sandbox keeps its
-    name when claimed), else its pod's."""
+    """Named by its Sandbox (a warm-pool Sandbox keeps its name when claimed), else its pod."""
     named = objects.sandbox or objects.pod
     assert named is not None, "a sandbox is seen through its Sandbox or its pod"
     return KubernetesSandbox(sandbox_id=named["metadata"]["name"], objects=objects.refs())
@@ -199,60 +197,44 @@ class ClusterTarget(Target):
 
     @classmethod
     def open(
-        cls,
-        settings: Settings,
-        cluster_settings: KubernetesSettings,
-        environ: Mapping[str, str],
+        cls, settings: Settings, cluster_settings: KubernetesSettings, environ: Mapping[str, str]
     ) -> ClusterTarget:
-        """Connect with the adapter's settings, open the endpoints and get the token. What
-        it opened is closed again when it fails. Raises ConfigError (ClusterUnreachable
-        among them)."""
-        cluster = Cluster.connect(
+        """Connect, open the endpoints and get the token, closing what it opened when it
+        fails. Raises ConfigError (ClusterUnreachable among them)."""
+        cluster = Cluster(
             cluster_settings,
             environ,
             namespace=settings.namespace,
             poll_interval=settings.poll_interval,
         )
         try:
-            router_url, workload_manager_url = cluster.endpoints(
-                settings.router_url, settings.workload_manager_url
-            )
+            urls = cluster.endpoints(settings.router_url, settings.workload_manager_url)
             token = cluster.token(settings.api_token, timeout=settings.request_timeout)
         except BaseException:
             cluster.close()
             raise
-        tokens = (token, settings.second_api_token, settings.admin_api_token)
-        return cls(
-            router_url,
-            workload_manager_url,
-            *tokens,
-            configured_capabilities(KubernetesPlatform.capabilities, settings, tokens),
-            configured_refused_tokens(settings),
-            cluster=cluster,
-            settings=settings,
-        )
+        settings = dataclasses.replace(settings, api_token=token)
+        offered = KubernetesPlatform.capabilities
+        return cls.configured(urls, settings, offered, cluster=cluster, settings=settings)
+
+    def _cluster(self) -> Cluster:
+        assert self.cluster is not None, "the cluster target is closed"
+        return self.cluster
 
     def platform(self, transport: Transport) -> Platform:
-        assert self.cluster is not None, "the cluster target is closed"
-        return KubernetesPlatform(transport, self.workload_manager_url, self.cluster)
+        return KubernetesPlatform(self._cluster())
 
     def prepare(self) -> None:
-        """Create the missing fixture runtimes and wait until they are usable; raises
-        AssertionError naming cluster_timeout when they never are."""
-        assert self.cluster is not None and self.settings is not None
-        self.cluster.ensure_fixtures(self.settings)
+        assert self.settings is not None
+        self._cluster().ensure_fixtures(self.settings)
 
     def account(self) -> list[str]:
-        assert self.cluster is not None, "the cluster target is closed"
-        return [served_agent_sandbox(self.cluster.api)]
+        return [served_agent_sandbox(self._cluster().api)]
 
     def created_runtimes(self) -> frozenset[Runtime]:
-        assert self.cluster is not None, "the cluster target is closed"
-        return frozenset(self.cluster.fixtures.created)
+        return frozenset(self._cluster().fixtures.created)
 
     def close(self, *, keep: bool) -> Closing:
-        """Delete what the run created (unless kept: a CodeInterpreter's deletion would take
-        its kept sessions along), close the forwards and the connection."""
         if self.cluster is None:
             return Closing()
         cluster, self.cluster = self.cluster, None

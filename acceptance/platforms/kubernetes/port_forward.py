@@ -1,11 +1,7 @@
-"""Port forwards opened through the Kubernetes API (the pods/portforward subresource, as
-kubectl does it, without a kubectl process).
-
-A ``ServiceForward`` listens on 127.0.0.1 and sends each connection it accepts to a ready pod
-behind the Service, chosen when the connection arrives. Unlike ``kubectl port-forward
-svc/...``, which binds one pod for good, it keeps working across a rollout restart of the
-pods behind the Service, which the ``@disruptive`` Router-restart scenario needs.
-"""
+"""Port forwards through the Kubernetes API (the pods/portforward subresource, as kubectl
+does it). Each connection goes to a ready pod behind the Service chosen as it arrives: unlike
+``kubectl port-forward svc/...``, which binds one pod for good, it survives the rollout
+restart of the ``@disruptive`` Router-restart scenario."""
 
 from __future__ import annotations
 
@@ -29,8 +25,8 @@ _IN_CLUSTER_HOST = re.compile(
 
 
 class PortForwardFailed(ConfigError):
-    """A port forward could not be opened: which Service, pod and port, the API's own
-    error, and how to forward without the suite (kubectl, then -D router_url=...)."""
+    """A port forward could not be opened: the API's error, and how to forward without the
+    suite."""
 
     def __init__(self, forward: ServiceForward, error: KubeError, setting: str) -> None:
         self.status = error.status
@@ -41,8 +37,8 @@ class PortForwardFailed(ConfigError):
 
 
 class ServiceForward:
-    """A local port forwarding to a Service's pods; ``url`` is where to reach it.
-    `named_by`: the settings that name the Service, for a person to fix when it is missing."""
+    """A port on 127.0.0.1 (``url``) forwarding to a Service's pods; `named_by`: the settings
+    that name the Service."""
 
     def __init__(self, api: KubeApi, namespace: str, service: ServiceRef, *, named_by: str) -> None:
         self._api = api
@@ -89,7 +85,6 @@ class ServiceForward:
             raise PortForwardFailed(self, error, setting) from None
 
     def close(self) -> None:
-        """Stop accepting, end the open connections, wait for the threads."""
         _shut(self._listener)  # shutdown wakes the acceptor; close alone would not
         with self._lock:
             connections = list(self._connections)
@@ -127,13 +122,12 @@ class ServiceForward:
                 self._connections.discard(connection)
 
     def _pick_pod(self) -> tuple[str, int]:
-        """A ready pod behind the Service and the port to reach on it."""
         pods = self._api.objects(Resource.POD, self._namespace, self._selector)
-        ready = sorted((pod for pod in pods if pod_ready(pod)), key=_created_at, reverse=True)
+        ready = [pod for pod in pods if pod_ready(pod)]
         if not ready:
             raise ConfigError(f"{self}: no ready pod matches {self._selector}")
-        pod = ready[0]
-        return pod["metadata"]["name"], _container_port(pod, self._target)
+        newest = max(ready, key=lambda pod: str(pod["metadata"].get("creationTimestamp") or ""))
+        return newest["metadata"]["name"], _container_port(newest, self._target)
 
 
 def in_cluster_service(url: str) -> tuple[ServiceRef, str] | None:
@@ -148,7 +142,6 @@ def in_cluster_service(url: str) -> tuple[ServiceRef, str] | None:
 
 
 def local_url(url: str, forward: ServiceForward) -> str:
-    """The URL with its scheme, host and port replaced by the forward's."""
     parts = urlsplit(url)
     return urlunsplit((*urlsplit(forward.url)[:2], parts.path, parts.query, parts.fragment))
 
@@ -163,7 +156,7 @@ def _service_port(spec: JSON, service: ServiceRef) -> JSON:
 
 
 def _container_port(pod: JSON, target: int | str) -> int:
-    """The target port as a number; a named target port is looked up in the pod."""
+    """A named target port is looked up in the pod."""
     if isinstance(target, int) or str(target).isdigit():
         return int(target)
     for container in pod["spec"]["containers"]:
@@ -173,12 +166,7 @@ def _container_port(pod: JSON, target: int | str) -> int:
     raise ConfigError(f"pod {pod['metadata']['name']} has no container port named {target}")
 
 
-def _created_at(pod: JSON) -> str:
-    return str(pod["metadata"].get("creationTimestamp") or "")
-
-
 def _pump(local: socket.socket, remote: socket.socket) -> None:
-    """Copy bytes both ways until either side closes."""
     while True:
         try:
             readable, _, _ = select.select([local, remote], [], [])

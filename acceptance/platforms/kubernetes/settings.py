@@ -1,11 +1,6 @@
-"""Settings of the Kubernetes platform adapter, declared and read as the suite's own: ``-D
-name`` first, then the environment variable, then the default.
-
-They live beside the suite's (``acceptance.core.settings.Settings``) rather than among them
-because they mean something only with ``platform=kubernetes`` (the adapter declares them:
-``acceptance.platforms.kubernetes.ADAPTER``), and ``CLUSTER_DEFAULTS`` are the suite-wide
-settings whose sensible value on a cluster differs from the one for localcube.
-"""
+"""Settings of the Kubernetes platform adapter, declared and read as the suite's own but
+meaning something only with ``platform=kubernetes``; and the suite settings whose sensible
+value on a cluster differs (``CLUSTER_DEFAULTS``)."""
 
 from __future__ import annotations
 
@@ -21,6 +16,7 @@ from acceptance.core.settings import (
     one_of,
     parse_flag,
     parse_seconds,
+    parse_token,
     parse_url,
     read_all,
     resource_name,
@@ -109,30 +105,19 @@ def _service(text: str) -> ServiceRef:
     return ServiceRef(name, int(port) if separator else None)
 
 
-def _word(text: str) -> str:
-    if not text or any(character.isspace() for character in text):
-        raise ValueError("must be one word without whitespace")
-    return text
-
-
-def _path(text: str) -> Path:
-    return Path(text).expanduser()
-
-
 @dataclass(frozen=True)
 class KubernetesSettings:
-    """The adapter's settings, declared as the suite's (``acceptance.core.settings``);
-    durations in seconds."""
+    """Durations in seconds."""
 
     # The cluster.
     kubeconfig: Path | None = setting(
-        _path,
+        lambda text: Path(text).expanduser(),
         None,
         "Kubeconfig file of the cluster under test.",
         shown="in-cluster config inside a pod, else `$KUBECONFIG` or `~/.kube/config`",
     )
     kube_context: str | None = setting(
-        _word,
+        parse_token,
         None,
         "Kubeconfig context to use (`kind-agentcube-e2e` for upstream's Kind setup).",
         shown="the kubeconfig's current context",
@@ -185,23 +170,23 @@ class KubernetesSettings:
         "forward when `port_forward=true`.",
     )
     oidc_client_id: str | None = setting(
-        _word,
+        parse_token,
         None,
         "OIDC client id for `token_source=oidc` (`agentcube-app` in upstream's Keycloak addon).",
     )
     oidc_client_secret: str | None = setting(
-        _word, None, "OIDC client secret; environment only, never printed.", secret=True
+        parse_token, None, "OIDC client secret; environment only, never printed.", secret=True
     )
 
     # Runtimes the suite creates.
     agent_image: str | None = setting(
-        _word,
+        parse_token,
         None,
         "Image of the echo agent's container in the AgentRuntimes the suite creates.",
         shown="the fixture's (`python:3.12-slim`)",
     )
     interpreter_image: str | None = setting(
-        _word,
+        parse_token,
         None,
         "Image of the CodeInterpreters the suite creates (PicoD).",
         shown="the fixture's (`picod:latest`, as upstream's Kind setup builds it)",
@@ -239,13 +224,8 @@ def load_kubernetes_settings(
     values = read_all(KUBERNETES_SETTINGS, userdata, environ)
     settings = KubernetesSettings(**values)
     register_secret(settings.oidc_client_secret)
-    if settings.token_source == "oidc":
-        missing = [
-            setting
-            for setting in KUBERNETES_SETTINGS
-            if setting.name.startswith("oidc_") and values[setting.name] is None
-        ]
-        if missing:
-            names = ", ".join(f"{setting.name} ({setting.env})" for setting in missing)
-            raise ConfigError(f"setting token_source=oidc needs {names}")
+    oidc = [s for s in KUBERNETES_SETTINGS if s.name.startswith("oidc_")]
+    missing = [f"{s.name} ({s.env})" for s in oidc if values[s.name] is None]
+    if settings.token_source == "oidc" and missing:
+        raise ConfigError(f"setting token_source=oidc needs {', '.join(missing)}")
     return settings

@@ -1,9 +1,6 @@
-"""Bearer tokens obtained the way AgentCube users obtain them: for a service account through
-the TokenRequest API (upstream's e2e runs `kubectl create token e2e-test`), or from an OIDC
-provider with the client-credentials grant (upstream's Keycloak addon).
-
-Every token is registered as a secret the moment it exists, so that no evidence, log or
-error message of the suite can show it.
+"""Bearer tokens as AgentCube users obtain them: a service account's from the TokenRequest API
+(upstream's e2e runs `kubectl create token e2e-test`), or an OIDC provider's by the
+client-credentials grant (upstream's Keycloak addon); each a registered secret at once.
 """
 
 from __future__ import annotations
@@ -19,7 +16,7 @@ TOKEN_LIFETIME_SECONDS = 2 * 3600
 
 
 def service_account_token(api: KubeApi, namespace: str, service_account: str) -> str:
-    """A token for the service account; ConfigError saying what to create or grant."""
+    """Raises ConfigError saying what to create or grant."""
     try:
         token = api.service_account_token(namespace, service_account, TOKEN_LIFETIME_SECONDS)
     except KubeError as error:
@@ -35,15 +32,10 @@ def service_account_token(api: KubeApi, namespace: str, service_account: str) ->
 
 
 def client_credentials_token(
-    token_url: str,
-    client_id: str,
-    client_secret: str,
-    *,
-    host: str | None,
-    timeout: float,
+    token_url: str, client_id: str, client_secret: str, *, host: str | None, timeout: float
 ) -> str:
-    """An access token from the OIDC token endpoint. ``host`` overrides the Host header, for
-    an endpoint reached through a port forward: Keycloak names its tokens' issuer after it."""
+    """``host`` overrides the Host header, for an endpoint reached through a port forward:
+    Keycloak names its tokens' issuer after it."""
     try:
         response = requests.post(
             token_url,
