@@ -63,6 +63,7 @@ class Options:
     state_dir: Path
     sources: dict[str, Path | None]
     images: tuple[str, ...] = ()
+    dockerfile_images: tuple[tuple[str, str], ...] = ()  # (name, Dockerfile in the checkout)
     forwards: tuple[service_forwards.ServiceForward, ...] = ()
     ready_timeout: float = 120.0
     ports: parts.Ports = field(default_factory=parts.Ports)
@@ -112,7 +113,7 @@ def launch(options: Options) -> int:
         try:
             checkout = options.sources["--agentcube-src"]
             assert checkout is not None  # crd_files refused a launch without it
-            images = real_node.make_images(cluster, checkout)
+            images = real_node.make_images(cluster, checkout, options.dockerfile_images)
         except real_node.NodeFailed as error:
             print(f"onemachine cluster: {error}", file=sys.stderr)
             return 1

@@ -119,11 +119,15 @@ PYTHON_IMAGES = ("docker.io/library/python:3.12-slim", "docker.io/library/python
 
 
 def make_images(
-    cluster: Cluster, agentcube_src: Path, cache: ImageCache | None = None
+    cluster: Cluster,
+    agentcube_src: Path,
+    dockerfiles: Sequence[tuple[str, str]] = (),
+    cache: ImageCache | None = None,
 ) -> list[Path]:
     """The docker-archives of every image the cluster's pods name: the pause image, the
     agents' Python images, PicoD's, the WorkloadManager's and the Router's, each from the
-    checkout's Dockerfile and the user's build.
+    checkout's Dockerfile and the user's build, and each (name, Dockerfile) of
+    `dockerfiles` (the e2e's MCP server) from the checkout alone.
     Made before the launcher leaves the machine's network (debootstrap reaches Debian's
     archive the first time), then cached; NodeFailed naming the image that failed."""
     cache = cache or ImageCache()
@@ -141,6 +145,10 @@ def make_images(
                     agentcube_src,
                 )
                 for dockerfile, built, name in PART_IMAGES
+            ),
+            *(
+                dockerfile_image(cache, agentcube_src / dockerfile, name, {}, agentcube_src)
+                for name, dockerfile in dockerfiles
             ),
         ]
     except (ImageBuildFailed, ValueError, OSError) as error:
