@@ -36,6 +36,7 @@ from onemachine.cluster.binaries import MissingBinaries, choose_node, locate
 from onemachine.cluster.credentials import (
     ADMIN,
     CONTROLLER_MANAGER,
+    KUBE_PROXY,
     KUBELET,
     SCHEDULER,
     SUITE_USER,
@@ -197,6 +198,7 @@ def _write_credentials(cluster: parts.Cluster) -> str:
     for file_name, user in (
         ("kube-controller-manager", CONTROLLER_MANAGER),
         ("kube-scheduler", SCHEDULER),
+        ("kube-proxy", KUBE_PROXY),
         ("kubelet", KUBELET),
     ):
         write_kubeconfig(
@@ -240,6 +242,8 @@ def _start(
         bootstrap.kubelet_api_access(api)
         supervisor.start_ready(real_node.scheduler(cluster), timeout)
         real_node.start(cluster, supervisor, node_stack, timeout, images)
+        for part in real_node.service_network(cluster):
+            supervisor.start_ready(part, timeout)
     supervisor.start_ready(parts.redis(cluster), timeout)
     supervisor.start_ready(parts.agent_sandbox(cluster), timeout)
     if cluster.real_node:
