@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from onemachine.cluster.layout import LOOPBACK, NODE_ADDRESS, NODE_NAME, StateDir
+from onemachine.cluster.layout import LOOPBACK, NODE_ADDRESS, NODE_NAME, SERVICE_CIDR, StateDir
 from onemachine.cluster.part_pods import PART_IMAGES
 from onemachine.cluster.parts import Cluster, Part
 from onemachine.cluster.readiness import HttpProbe, node_is_ready
@@ -197,6 +197,10 @@ def start(
         ["ip", "link", "add", cni.BRIDGE, "type", "bridge"],
         ["ip", "addr", "add", gateway, "dev", cni.BRIDGE],
         ["ip", "link", "set", cni.BRIDGE, "up"],
+        # The namespace has no default route: without this one, the launcher's own
+        # connections to a ClusterIP (the e2e's Service forwards) are unreachable before
+        # kube-proxy's DNAT is ever reached. A pod's go through its gateway, the bridge.
+        ["ip", "route", "add", SERVICE_CIDR, "dev", cni.BRIDGE, "src", NODE_ADDRESS],
         *(["mount", "--bind", str(source), str(target)] for source, target in _mounts(node)),
     ):
         _inside(runtime, command)

@@ -136,10 +136,11 @@ def add_e2e_command(commands: argparse._SubParsersAction[argparse.ArgumentParser
     e2e.add_argument(
         "--node",
         choices=NODE_KINDS,
-        default="process",
-        help="the cluster's node (python -m onemachine cluster --node): process (default) "
-        "runs the pods as local processes; real runs them as containers through your "
-        "kubelet and containerd (docs/upstream-e2e.md says what runs there)",
+        default="auto",
+        help="the cluster's node (python -m onemachine cluster --node): real runs the pods "
+        "as containers through your kubelet and containerd (needs root); process runs them "
+        "as local processes (runs without root); auto (default): real where its programs "
+        "are found and this is root, else process (docs/upstream-e2e.md)",
     )
     e2e.add_argument(
         "--rollout-timeout",
