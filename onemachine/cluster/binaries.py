@@ -75,6 +75,15 @@ REAL_NODE_BINARIES: tuple[Binary, ...] = (
         "_output/bin/kube-scheduler",
     ),
 )
+# The Services' network on the real node, used where found (real_node.py): a pod reaches a
+# Service by its name (cluster DNS) and ClusterIP (kube-proxy), as upstream's MCP server does.
+SERVICE_NETWORK_BINARIES: tuple[Binary, ...] = (
+    Binary(
+        "kube-proxy",
+        "`make WHAT=cmd/kube-proxy` in the kubernetes checkout kube-apiserver came from",
+    ),
+    Binary("coredns", "`go install github.com/coredns/coredns@VERSION` (CoreDNS's own go.mod)"),
+)
 CONTAINERD = Binary(
     "containerd",
     "containerd in --bin-dir or on PATH (Debian: `apt-get install containerd runc "
@@ -124,8 +133,8 @@ def choose_node(
 
 
 def locate(bin_dir: Path, path: str | None = None, real_node: bool = False) -> dict[str, Path]:
-    """Every program by name (with the real node's when `real_node`), or MissingBinaries
-    naming all that are missing."""
+    """Every program by name (with the real node's when `real_node`, and its Services'
+    network where found), or MissingBinaries naming all that are missing."""
     found, missing = _find(bin_dir, BINARIES)
     redis = shutil.which(REDIS.name, path=path)
     if redis is None:
@@ -136,6 +145,7 @@ def locate(bin_dir: Path, path: str | None = None, real_node: bool = False) -> d
         node_found, node_missing = _find_real_node(bin_dir, path)
         found.update(node_found)
         missing.update(node_missing)
+        found.update(_find(bin_dir, SERVICE_NETWORK_BINARIES)[0])  # only where found
     if missing:
         raise MissingBinaries(
             "missing programs (the launcher builds nothing; nothing was started):\n"

@@ -57,6 +57,15 @@ def add_cluster_command(commands: argparse._SubParsersAction[argparse.ArgumentPa
         "and 'python:*=python3'",
     )
     cluster.add_argument(
+        "--dockerfile-image",
+        action="append",
+        default=[],
+        type=dockerfile_image_entry,
+        metavar="NAME=DOCKERFILE",
+        help="on the real node, one more image made under NAME as DOCKERFILE (a path in "
+        "--agentcube-src) lays it out (repeatable)",
+    )
+    cluster.add_argument(
         "--oidc-clients",
         type=Path,
         metavar="FILE",
@@ -99,6 +108,14 @@ def add_cluster_command(commands: argparse._SubParsersAction[argparse.ArgumentPa
     )
 
 
+def dockerfile_image_entry(text: str) -> tuple[str, str]:
+    """`NAME=DOCKERFILE` as (name, path); argparse's error for anything else."""
+    name, equals, dockerfile = text.partition("=")
+    if not equals or not name or not dockerfile:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=DOCKERFILE")
+    return name, dockerfile
+
+
 def run_cluster(arguments: argparse.Namespace) -> int:
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s"
@@ -112,6 +129,7 @@ def run_cluster(arguments: argparse.Namespace) -> int:
             "--agent-sandbox-src": arguments.agent_sandbox_src,
         },
         images=tuple(arguments.image),
+        dockerfile_images=tuple(arguments.dockerfile_image),
         forwards=tuple(dict.fromkeys(arguments.forward_service)),
         ready_timeout=arguments.ready_timeout,
         oidc_clients=arguments.oidc_clients.resolve() if arguments.oidc_clients else None,

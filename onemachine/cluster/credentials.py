@@ -33,12 +33,14 @@ ADMIN = "admin"
 SUITE_USER = "acceptance"
 CONTROLLER_MANAGER = "system:kube-controller-manager"
 SCHEDULER = "system:kube-scheduler"
+KUBE_PROXY = "system:kube-proxy"  # bound to system:node-proxier by the bootstrap policy
 KUBELET = f"system:node:{NODE_NAME}"
 _GROUPS = {
     ADMIN: ("system:masters",),
     SUITE_USER: ("ci",),
     CONTROLLER_MANAGER: (),
     SCHEDULER: (),
+    KUBE_PROXY: (),
     KUBELET: ("system:nodes",),
 }
 

@@ -36,6 +36,7 @@ from onemachine.cluster.binaries import MissingBinaries, choose_node, locate
 from onemachine.cluster.credentials import (
     ADMIN,
     CONTROLLER_MANAGER,
+    KUBE_PROXY,
     KUBELET,
     SCHEDULER,
     SUITE_USER,
@@ -63,6 +64,7 @@ class Options:
     state_dir: Path
     sources: dict[str, Path | None]
     images: tuple[str, ...] = ()
+    dockerfile_images: tuple[tuple[str, str], ...] = ()  # (name, Dockerfile in the checkout)
     forwards: tuple[service_forwards.ServiceForward, ...] = ()
     ready_timeout: float = 120.0
     ports: parts.Ports = field(default_factory=parts.Ports)
@@ -112,7 +114,7 @@ def launch(options: Options) -> int:
         try:
             checkout = options.sources["--agentcube-src"]
             assert checkout is not None  # crd_files refused a launch without it
-            images = real_node.make_images(cluster, checkout)
+            images = real_node.make_images(cluster, checkout, options.dockerfile_images)
         except real_node.NodeFailed as error:
             print(f"onemachine cluster: {error}", file=sys.stderr)
             return 1
@@ -196,6 +198,7 @@ def _write_credentials(cluster: parts.Cluster) -> str:
     for file_name, user in (
         ("kube-controller-manager", CONTROLLER_MANAGER),
         ("kube-scheduler", SCHEDULER),
+        ("kube-proxy", KUBE_PROXY),
         ("kubelet", KUBELET),
     ):
         write_kubeconfig(
@@ -239,6 +242,8 @@ def _start(
         bootstrap.kubelet_api_access(api)
         supervisor.start_ready(real_node.scheduler(cluster), timeout)
         real_node.start(cluster, supervisor, node_stack, timeout, images)
+        for part in real_node.service_network(cluster):
+            supervisor.start_ready(part, timeout)
     supervisor.start_ready(parts.redis(cluster), timeout)
     supervisor.start_ready(parts.agent_sandbox(cluster), timeout)
     if cluster.real_node:

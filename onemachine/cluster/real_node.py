@@ -8,6 +8,11 @@ settings left alone (three /proc/sys files it would rewrite are bind-mounted ove
 node's mount namespace: `sysctl_overrides`), no registry to pull an image back from (image
 garbage collection off), a serving certificate from the cluster's CA, and the API server
 authenticated by that CA and authorized by a SubjectAccessReview, as kubeadm sets it up.
+
+Where the bin-dir holds kube-proxy and CoreDNS (binaries.SERVICE_NETWORK_BINARIES), the
+pods reach Services as on any cluster: kube-proxy (iptables mode) gives ClusterIPs in the
+private namespace, CoreDNS answers `cluster.local` names at the node's address (the
+kubelet's clusterDNS) and nothing else (no upstream name server: nothing leaves the namespace).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from onemachine.cluster.layout import LOOPBACK, NODE_ADDRESS, NODE_NAME, StateDir
+from onemachine.cluster.layout import LOOPBACK, NODE_ADDRESS, NODE_NAME, SERVICE_CIDR, StateDir
 from onemachine.cluster.part_pods import PART_IMAGES
 from onemachine.cluster.parts import Cluster, Part
 from onemachine.cluster.readiness import HttpProbe, node_is_ready
@@ -41,6 +46,10 @@ from onemachine.containers.runtime import PAUSE_IMAGE, ContainerRuntime, Runtime
 KUBELET_PORT = 10250  # the kubelet API, where the API server reaches logs, exec, port-forward
 KUBELET_HEALTHZ_PORT = 10248
 SCHEDULER_PORT = 10259
+KUBE_PROXY_HEALTHZ_PORT = 10256
+KUBE_PROXY_METRICS_PORT = 10249
+DNS_READY_PORT = 8181
+CLUSTER_DOMAIN = "cluster.local"
 
 # What the kubelet writes to these /proc/sys files at start unless they already hold it
 # (pkg/kubelet/cm/container_manager_linux.go, setupKernelTunables): the node's mount
@@ -86,7 +95,8 @@ def kubelet_configuration(
         "authorization": {"mode": "Webhook"},
         "podLogsDir": str(node.pod_logs),
         "resolvConf": str(node.resolv_conf),
-        "clusterDomain": "cluster.local",
+        "clusterDomain": CLUSTER_DOMAIN,
+        **({"clusterDNS": [NODE_ADDRESS]} if "coredns" in cluster.binaries else {}),
         # No registry: an image imported here could never be pulled back.
         "imageGCHighThresholdPercent": 100,
         "imageGCLowThresholdPercent": 99,
@@ -119,11 +129,15 @@ PYTHON_IMAGES = ("docker.io/library/python:3.12-slim", "docker.io/library/python
 
 
 def make_images(
-    cluster: Cluster, agentcube_src: Path, cache: ImageCache | None = None
+    cluster: Cluster,
+    agentcube_src: Path,
+    dockerfiles: Sequence[tuple[str, str]] = (),
+    cache: ImageCache | None = None,
 ) -> list[Path]:
     """The docker-archives of every image the cluster's pods name: the pause image, the
     agents' Python images, PicoD's, the WorkloadManager's and the Router's, each from the
-    checkout's Dockerfile and the user's build.
+    checkout's Dockerfile and the user's build, and each (name, Dockerfile) of
+    `dockerfiles` (the e2e's MCP server) from the checkout alone.
     Made before the launcher leaves the machine's network (debootstrap reaches Debian's
     archive the first time), then cached; NodeFailed naming the image that failed."""
     cache = cache or ImageCache()
@@ -141,6 +155,10 @@ def make_images(
                     agentcube_src,
                 )
                 for dockerfile, built, name in PART_IMAGES
+            ),
+            *(
+                dockerfile_image(cache, agentcube_src / dockerfile, name, {}, agentcube_src)
+                for name, dockerfile in dockerfiles
             ),
         ]
     except (ImageBuildFailed, ValueError, OSError) as error:
@@ -179,6 +197,10 @@ def start(
         ["ip", "link", "add", cni.BRIDGE, "type", "bridge"],
         ["ip", "addr", "add", gateway, "dev", cni.BRIDGE],
         ["ip", "link", "set", cni.BRIDGE, "up"],
+        # The namespace has no default route: without this one, the launcher's own
+        # connections to a ClusterIP (the e2e's Service forwards) are unreachable before
+        # kube-proxy's DNAT is ever reached. A pod's go through its gateway, the bridge.
+        ["ip", "route", "add", SERVICE_CIDR, "dev", cni.BRIDGE, "src", NODE_ADDRESS],
         *(["mount", "--bind", str(source), str(target)] for source, target in _mounts(node)),
     ):
         _inside(runtime, command)
@@ -233,8 +255,9 @@ class NodeFiles:
         return self.root / "sysctl"
 
 
-# No cluster DNS: a pod's lookups of other names fail at once (the namespace has no route
-# to a name server), as on the process node.
+# The node's own name servers: none. A pod's lookups of names outside the cluster fail at
+# once (nothing outside the namespace is asked); with CoreDNS (clusterDNS) the kubelet puts
+# it first in the pods' resolv.conf, for the cluster's names.
 RESOLV_CONF = "# onemachine: no cluster DNS and no name server\noptions timeout:1 attempts:1\n"
 
 
@@ -300,4 +323,65 @@ def scheduler(cluster: Cluster) -> Part:
             "--leader-elect=false",
         ),
         HttpProbe(f"https://{LOOPBACK}:{SCHEDULER_PORT}/readyz", verify=False),
+    )
+
+
+def service_network(cluster: Cluster) -> list[Part]:
+    """kube-proxy and CoreDNS where the bin-dir holds them, to start after the kubelet (the
+    pod bridge holds the node's address CoreDNS listens on)."""
+    return [
+        part(cluster)
+        for name, part in (("kube-proxy", kube_proxy), ("coredns", cluster_dns))
+        if name in cluster.binaries
+    ]
+
+
+def kube_proxy(cluster: Cluster) -> Part:
+    """The user's kube-proxy as system:kube-proxy, in iptables mode in the private
+    namespace, NodePorts on the node's address only, the machine's conntrack settings left
+    alone (zero leaves each as it is)."""
+    return Part(
+        "kube-proxy",
+        (
+            str(cluster.binaries["kube-proxy"]),
+            f"--kubeconfig={cluster.kubeconfig('kube-proxy')}",
+            f"--hostname-override={NODE_NAME}",
+            "--proxy-mode=iptables",
+            f"--cluster-cidr={cni.POD_SUBNET}",
+            f"--nodeport-addresses={NODE_ADDRESS}/32",
+            f"--healthz-bind-address={LOOPBACK}:{KUBE_PROXY_HEALTHZ_PORT}",
+            f"--metrics-bind-address={LOOPBACK}:{KUBE_PROXY_METRICS_PORT}",
+            "--conntrack-max-per-core=0",
+            "--conntrack-tcp-timeout-established=0",
+            "--conntrack-tcp-timeout-close-wait=0",
+        ),
+        HttpProbe(f"http://{LOOPBACK}:{KUBE_PROXY_HEALTHZ_PORT}/healthz"),
+    )
+
+
+def corefile(kubeconfig: str) -> str:
+    """CoreDNS's configuration: the cluster's names at the node's address, nothing
+    forwarded anywhere, ready on loopback."""
+    return (
+        ".:53 {\n"
+        f"    bind {NODE_ADDRESS}\n"
+        "    errors\n"
+        f"    ready {LOOPBACK}:{DNS_READY_PORT}\n"
+        f"    kubernetes {CLUSTER_DOMAIN} in-addr.arpa ip6.arpa {{\n"
+        f"        kubeconfig {kubeconfig} localcube\n"
+        "        pods insecure\n"
+        "    }\n"
+        "}\n"
+    )
+
+
+def cluster_dns(cluster: Cluster) -> Part:
+    """CoreDNS reading Services through the admin's kubeconfig (no role of the bootstrap
+    policy covers what it lists: Services, EndpointSlices, Namespaces)."""
+    config = cluster.state.root / "Corefile"
+    config.write_text(corefile(cluster.kubeconfig("admin")), encoding="utf-8")
+    return Part(
+        "coredns",
+        (str(cluster.binaries["coredns"]), "-conf", str(config)),
+        HttpProbe(f"http://{LOOPBACK}:{DNS_READY_PORT}/ready"),
     )

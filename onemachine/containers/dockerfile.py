@@ -6,11 +6,14 @@ stage (`docker/Dockerfile.picod`: `FROM ubuntu`, `apt-get install python3`, `WOR
 user's checkout at run time (nothing of it is copied here) and makes the same layout: the
 base is a Debian root file system with the packages the stage installs (whatever
 distribution it names: there is no registry to pull it from), the user's build where the
-stage copies a built file, and the stage's working directory, environment, user, entrypoint
-and command. A stage that runs anything else is refused, naming the instruction.
+stage copies a built file, the Python projects it `pip install`s (a layer of their
+installation, image_builds.pip_layer), and the stage's working directory, environment, user,
+entrypoint and command. A stage that runs anything else is refused, naming the instruction.
 
 Understood in the final stage: FROM, RUN of `apt-get update`, `apt-get install`,
-`apk add`, `adduser -D -u UID NAME` and `rm -rf` of package lists (joined by `&&` or `;`),
+`apk add`, `adduser -D -u UID NAME`, `pip install [--no-cache-dir] DIRECTORY` of a copied
+directory and `rm -rf` (a copy under a removed path is left out: it was a build input)
+(joined by `&&` or `;`),
 COPY (`--from=STAGE` of a built file, or a file of the build context), WORKDIR, ENV, USER,
 ENTRYPOINT and CMD; ARG, LABEL, EXPOSE and HEALTHCHECK change nothing here.
 """
@@ -58,6 +61,8 @@ class FinalStage:
     packages: list[str] = field(default_factory=list)
     users: list[tuple[str, int]] = field(default_factory=list)
     copies: list[Copy] = field(default_factory=list)
+    pip_installs: list[str] = field(default_factory=list)  # image paths of copied projects
+    removed: list[str] = field(default_factory=list)  # `rm -rf` paths
     working_dir: str = ""
     env: dict[str, str] = field(default_factory=dict)
     user: str = ""
@@ -101,9 +106,13 @@ def _run(stage: FinalStage, line: str) -> None:
         words = shlex.split(command)
         if not words:
             continue
-        if words[:2] == ["apt-get", "update"] or words[:2] == ["rm", "-rf"]:
+        if words[:2] == ["apt-get", "update"]:
             continue
-        if words[:2] == ["apt-get", "install"]:
+        if words[:2] == ["rm", "-rf"]:
+            stage.removed += words[2:]
+        elif words[:2] == ["pip", "install"] and words[2:]:
+            stage.pip_installs += [word for word in words[2:] if word != "--no-cache-dir"]
+        elif words[:2] == ["apt-get", "install"]:
             stage.packages += [word for word in words[2:] if not word.startswith("-")]
         elif words[0] == "apk" and "add" in words:
             after = words[words.index("add") + 1 :]
@@ -114,7 +123,7 @@ def _run(stage: FinalStage, line: str) -> None:
         else:
             raise UnsupportedDockerfile(
                 f"RUN {command.strip()}: onemachine lays out images from Debian packages, "
-                "added users and copied files only; it cannot run this"
+                "added users, copied files and pip-installed copies only; it cannot run this"
             )
 
 
@@ -188,6 +197,39 @@ def _users_entries(stage: FinalStage, base: Layer) -> list[Entry]:
     return entries
 
 
+def _under(path: str, directory: str) -> bool:
+    return PurePosixPath(path).is_relative_to(PurePosixPath(directory))
+
+
+def kept_copies(stage: FinalStage) -> list[Copy]:
+    """The copies still in the image: none under a path the stage removes."""
+    return [
+        copy
+        for copy in stage.copies
+        if not any(_under(copy.destination, removed) for removed in stage.removed)
+    ]
+
+
+def pip_projects(stage: FinalStage, context: Path) -> list[Path]:
+    """The directories of `context` the stage pip-installs, in order; UnsupportedDockerfile
+    for a path that is not a copied directory of the context."""
+    projects = []
+    for path in stage.pip_installs:
+        target = PurePosixPath(stage.working_dir or "/") / path
+        sources = [
+            copy.source
+            for copy in stage.copies
+            if copy.stage is None and PurePosixPath(copy.destination) == target
+        ]
+        source = context / sources[-1] if sources else None
+        if source is None or not source.is_dir():
+            raise UnsupportedDockerfile(
+                f"RUN pip install {path}: not a directory the stage copies from {context}"
+            )
+        projects.append(source)
+    return projects
+
+
 def image_from_stage(
     stage: FinalStage,
     name: str,
@@ -195,13 +237,22 @@ def image_from_stage(
     context: Path,
     base: Callable[[Sequence[str]], Layer],
     layer_path: Path,
+    installed: Callable[[Layer, Sequence[Path]], Layer] | None = None,
 ) -> ImageSpec:
-    """The image `name` of `stage`: `base(packages)`, then one layer of its users and
-    copies (a copy from another stage is `builds[file name]`, the user's build of that
-    file; any other is a file of `context`), written at `layer_path`."""
+    """The image `name` of `stage`: `base(packages)`, then `installed(base, projects)`
+    when the stage pip-installs copied projects (directories of `context`), then one layer
+    of its users and remaining copies (a copy from another stage is `builds[file name]`,
+    the user's build of that file; any other is a file of `context`), written at
+    `layer_path`."""
     root = base(stage.packages)
+    layers = [root]
+    projects = pip_projects(stage, context)
+    if projects:
+        if installed is None:
+            raise UnsupportedDockerfile("RUN pip install: no way to install Python projects")
+        layers.append(installed(root, projects))
     entries = _users_entries(stage, root)
-    for copy in stage.copies:
+    for copy in kept_copies(stage):
         file_name = PurePosixPath(copy.source).name
         if copy.stage is not None:
             if file_name not in builds:
@@ -219,7 +270,8 @@ def image_from_stage(
             entries.append(Entry(copy.destination, source=source, mode=mode))
     if stage.working_dir and not contains(root, stage.working_dir):
         entries.append(Entry(stage.working_dir))
-    layers = [root, layer_of_entries(entries, layer_path, over=root)] if entries else [root]
+    if entries:
+        layers.append(layer_of_entries(entries, layer_path, over=root))
     return ImageSpec(
         name,
         layers,

@@ -126,6 +126,11 @@ def _members(layer: Layer) -> dict[str, tarfile.TarInfo]:
         return {member.name.strip("/"): member for member in archive.getmembers()}
 
 
+def layer_names(layer: Layer) -> list[str]:
+    """The image paths `layer` holds, without their leading slash."""
+    return list(_members(layer))
+
+
 def contains(layer: Layer, path: str) -> bool:
     """Whether `layer` holds an entry at image path `path`."""
     return path.strip("/") in _members(layer)

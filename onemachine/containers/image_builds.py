@@ -8,7 +8,9 @@
 - An image as a Dockerfile's final stage lays it out (dockerfile.py), read from the
   user's checkout: PicoD's from `docker/Dockerfile.picod` with the user's `picod` build,
   named `picod:latest` as upstream's Makefile names it (`PICOD_IMAGE`); the kubelet's
-  WorkloadManager, Router and MCP server images the same way (`dockerfile_image`).
+  WorkloadManager, Router and MCP server images the same way (`dockerfile_image`); a stage
+  that pip-installs projects gets a layer of them, installed for the base's Python from
+  wheels (`pip_layer`).
 - The agents' base image under the name manifests use, `python:3.12-slim`: that root file
   system with Debian's `python3` and `python-is-python3`. It is Debian bookworm's Python
   3.11, not the Python 3.12 of the image it is named after: there is no registry to pull
@@ -19,16 +21,20 @@ Each is built once and kept by the content of its inputs (image_cache.py).
 
 from __future__ import annotations
 
+import hashlib
+import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from onemachine.containers.dockerfile import final_stage, image_from_stage
+from onemachine.containers.dockerfile import final_stage, image_from_stage, pip_projects
 from onemachine.containers.image_archive import (
     Entry,
     ImageSpec,
     Layer,
+    layer_names,
     layer_of_entries,
     layer_of_tree,
     write_docker_archive,
@@ -140,6 +146,52 @@ def python_image(cache: ImageCache, name: str = PYTHON_IMAGE) -> Path:
     return cache.get(f"image-{name}", inputs, lambda out: write_docker_archive(spec, out))
 
 
+def tree_digest(root: Path) -> str:
+    """A digest of a directory's files (paths and contents), compiled caches left out."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            digest.update(f"{path.relative_to(root)}\0{file_digest(path)}\0".encode())
+    return digest.hexdigest()
+
+
+_PYTHON_BINARY = re.compile(r"^usr/bin/python(3\.\d+)$")
+
+
+def python_version_of(base: Layer) -> str:
+    """The `3.N` of the Python in `base` (its /usr/bin/python3.N)."""
+    versions = sorted(
+        match.group(1) for name in layer_names(base) if (match := _PYTHON_BINARY.match(name))
+    )
+    if not versions:
+        raise ImageBuildFailed("RUN pip install: the base image has no /usr/bin/python3.N")
+    return versions[-1]
+
+
+def pip_layer(cache: ImageCache, base: Layer, projects: Sequence[Path]) -> Layer:
+    """A layer of `projects` and their dependencies installed where the base's Python
+    finds them (/usr/local/lib/python3.N/dist-packages, Debian's place for them): the
+    projects made into wheels, then pip of this Python installs those wheels and their
+    dependencies' wheels from PyPI for the base's Python version and the manylinux
+    platform, so nothing is compiled for the wrong interpreter."""
+    version = python_version_of(base)
+
+    def build(out: Path) -> None:
+        wheels, root = out.with_name("wheels"), out.with_name("root")
+        target = root / f"usr/local/lib/python{version}/dist-packages"
+        pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input"]
+        doing = "a pip-install layer"
+        _run([*pip, "wheel", "--no-deps", "-w", str(wheels), *map(str, projects)], doing)
+        platform = ["--platform", "manylinux2014_x86_64", "--platform", "manylinux_2_28_x86_64"]
+        install = [*pip, "install", "--no-cache-dir", "--target", str(target)]
+        install += ["--python-version", version, "--only-binary=:all:", *platform]
+        _run([*install, *map(str, sorted(wheels.iterdir()))], doing)
+        layer_of_tree(root, out)
+
+    inputs = [version, base.digest, [tree_digest(project) for project in projects]]
+    return Layer.of(cache.get("pip-layer", inputs, build))
+
+
 def dockerfile_image(
     cache: ImageCache,
     dockerfile: Path,
@@ -152,6 +204,7 @@ def dockerfile_image(
     it, `context` is the checkout the Dockerfile's other COPYs read from."""
     text = dockerfile.read_text()
     stage = final_stage(text)
+    packages = PYTHON_PACKAGES if stage.base.startswith("python:") else ()
     inputs = [
         name,
         text,
@@ -161,6 +214,7 @@ def dockerfile_image(
             for copy in stage.copies
             if copy.stage is None and (context / copy.source).is_file()
         },
+        [tree_digest(project) for project in pip_projects(stage, context)],
     ]
 
     def build(out: Path) -> None:
@@ -169,8 +223,9 @@ def dockerfile_image(
             name,
             builds,
             context,
-            lambda packages: debian_root(cache, packages),
+            lambda stage_packages: debian_root(cache, [*packages, *stage_packages]),
             out.with_name("layer.tar"),
+            lambda base, projects: pip_layer(cache, base, projects),
         )
         write_docker_archive(spec, out)
 

@@ -34,7 +34,7 @@ from onemachine.cluster.binaries import NODE_KINDS
 from onemachine.cluster.layout import SYSTEM_NAMESPACE
 from onemachine.e2e import deploy, evidence, oidc, plan, runners, venv
 from onemachine.e2e.checkout import MCP_DEPLOYMENT as MCP_MANIFEST
-from onemachine.e2e.checkout import Checkout, CheckoutError, mcp_image_mapping
+from onemachine.e2e.checkout import MCP_DOCKERFILE, Checkout, CheckoutError, mcp_image_mapping
 from onemachine.e2e.cluster_run import ClusterEndpoints, ClusterError, ClusterRun
 from onemachine.e2e.outcomes import Outcome, Report
 from plumbing.arguments import positive_duration
@@ -136,10 +136,11 @@ def add_e2e_command(commands: argparse._SubParsersAction[argparse.ArgumentParser
     e2e.add_argument(
         "--node",
         choices=NODE_KINDS,
-        default="process",
-        help="the cluster's node (python -m onemachine cluster --node): process (default) "
-        "runs the pods as local processes; real runs them as containers through your "
-        "kubelet and containerd (docs/upstream-e2e.md says what runs there)",
+        default="auto",
+        help="the cluster's node (python -m onemachine cluster --node): real runs the pods "
+        "as containers through your kubelet and containerd (needs root); process runs them "
+        "as local processes (runs without root); auto (default): real where its programs "
+        "are found and this is root, else process (docs/upstream-e2e.md)",
     )
     e2e.add_argument(
         "--rollout-timeout",
@@ -216,7 +217,8 @@ class _Run:
         self.logs = state / "logs"
         self.venv_python = venv.python_of(arguments.venv)
         self.mcp = mcp
-        self.image = image  # the node's --image entry for the MCP image
+        self.image = image  # the process node's --image entry for the MCP image
+        self.mcp_image = _container_image(mcp)  # made by the real node (--dockerfile-image)
         self.report = Report()
         self.stages: dict[str, float] = {}
         self.clusters: dict[_Configuration, ClusterRun] = {}
@@ -328,6 +330,8 @@ class _Run:
             str(self.arguments.agent_sandbox_src),
             "--image",
             self.image,
+            "--dockerfile-image",
+            f"{self.mcp_image}={MCP_DOCKERFILE}",
             "--ready-timeout",
             f"{self.arguments.ready_timeout:g}s",
             "--node",

@@ -225,6 +225,18 @@ def test_a_ready_timeout_that_is_not_a_positive_duration_is_refused(
     )
 
 
+@pytest.mark.parametrize("value", ["mcp:latest", "=integrations/Dockerfile", "mcp:latest="])
+def test_a_dockerfile_image_that_is_not_a_name_and_a_dockerfile_is_refused(
+    tmp_path: Path, run_launcher, value: str
+) -> None:
+    result = run_launcher(stand_ins.bin_dir(tmp_path / "bin"), "--dockerfile-image", value)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        "python -m onemachine cluster: error: argument --dockerfile-image: "
+        f"{value!r} is not NAME=DOCKERFILE"
+    )
+
+
 def test_an_oidc_clients_file_others_may_read_is_refused_before_anything_starts(
     tmp_path: Path, run_launcher
 ) -> None:

@@ -16,6 +16,7 @@ from onemachine.cluster import part_pods, parts, real_node
 from onemachine.cluster.binaries import (
     BINARIES,
     REAL_NODE_BINARIES,
+    SERVICE_NETWORK_BINARIES,
     MissingBinaries,
     choose_node,
     locate,
@@ -128,6 +129,55 @@ CLUSTER = parts.Cluster(
     pki=Pki(STATE.pki),
     real_node=True,
 )
+
+
+def test_locate_takes_the_services_network_where_found_and_runs_without_it(
+    real_bin_dir: Path, tmp_path: Path
+) -> None:
+    found = locate(real_bin_dir, path=_path_with_redis(tmp_path), real_node=True)
+    assert not {"kube-proxy", "coredns"} & set(found)
+    for binary in SERVICE_NETWORK_BINARIES:
+        _program(real_bin_dir, binary.name)
+    found = locate(real_bin_dir, path=_path_with_redis(tmp_path), real_node=True)
+    assert {"kube-proxy", "coredns"} <= set(found)
+    assert "coredns" not in locate(real_bin_dir, path=_path_with_redis(tmp_path))
+
+
+WITH_SERVICES = replace(
+    CLUSTER,
+    binaries=CLUSTER.binaries
+    | {b.name: Path("/opt/bin") / b.name for b in SERVICE_NETWORK_BINARIES},
+)
+
+
+def test_without_coredns_the_pods_get_no_cluster_dns_and_no_service_network_starts() -> None:
+    assert "clusterDNS" not in real_node.kubelet_configuration(CLUSTER, SOCKET, "/pods")
+    assert real_node.service_network(CLUSTER) == []
+
+
+def test_with_coredns_the_pods_ask_it_at_the_nodes_address(tmp_path: Path) -> None:
+    config = real_node.kubelet_configuration(WITH_SERVICES, SOCKET, "/pods")
+    assert (config["clusterDNS"], config["clusterDomain"]) == (["198.18.0.1"], "cluster.local")
+    state = StateDir(tmp_path / "state")
+    state.root.mkdir(parents=True)
+    cluster = replace(WITH_SERVICES, state=state)
+    assert [part.name for part in real_node.service_network(cluster)] == ["kube-proxy", "coredns"]
+    corefile = (state.root / "Corefile").read_text()
+    assert "bind 198.18.0.1" in corefile
+    assert f"kubeconfig {state.kubeconfig('admin')} localcube" in corefile
+    assert "forward" not in corefile, "no name server outside the namespace is asked"
+
+
+def test_kube_proxy_runs_as_the_bootstrap_policys_user_leaving_conntrack_alone() -> None:
+    part = real_node.kube_proxy(WITH_SERVICES)
+    given = _flags(part)
+    assert part.argv[0] == "/opt/bin/kube-proxy"
+    assert given["kubeconfig"] == "/state/kubeconfigs/kube-proxy.yaml"
+    assert given["proxy-mode"] == "iptables"
+    assert given["nodeport-addresses"] == "198.18.0.1/32"
+    assert given["healthz-bind-address"].startswith("127.0.0.1:")
+    assert given["conntrack-max-per-core"] == "0"
+    assert given["conntrack-tcp-timeout-established"] == "0"
 
 
 def test_the_kubelet_configuration_is_what_this_kind_of_machine_needs() -> None:

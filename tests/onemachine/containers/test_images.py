@@ -16,6 +16,7 @@ from onemachine.containers.dockerfile import (
     UnsupportedDockerfile,
     final_stage,
     image_from_stage,
+    kept_copies,
 )
 from onemachine.containers.image_archive import (
     Entry,
@@ -26,6 +27,7 @@ from onemachine.containers.image_archive import (
     read_file,
     write_docker_archive,
 )
+from onemachine.containers.image_builds import ImageBuildFailed, python_version_of, tree_digest
 from onemachine.containers.image_cache import ImageCache
 
 TWO_STAGES = """\
@@ -153,9 +155,9 @@ def test_an_alpine_stage_gets_its_packages_and_user_from_debian() -> None:
     ("dockerfile", "message"),
     [
         (
-            "FROM ubuntu\nRUN pip install something\n",
-            "RUN pip install something: onemachine lays out images from Debian packages, "
-            "added users and copied files only; it cannot run this",
+            "FROM ubuntu\nRUN make install\n",
+            "RUN make install: onemachine lays out images from Debian packages, "
+            "added users, copied files and pip-installed copies only; it cannot run this",
         ),
         ("FROM ubuntu\nVOLUME /data\n", "VOLUME /data: not understood here"),
         ("RUN apt-get install -y python3\n", "no FROM: this is not a Dockerfile"),
@@ -222,3 +224,80 @@ def test_a_copy_from_a_build_stage_needs_the_users_build(tmp_path: Path) -> None
             lambda packages: _base_with_passwd(tmp_path),
             tmp_path / "top.tar",
         )
+
+
+PIP_STAGE = """\
+FROM python:3.12-slim
+WORKDIR /app
+COPY client /build/client
+COPY server /build/server
+RUN pip install --no-cache-dir /build/client && pip install /build/server && rm -rf /build
+ENTRYPOINT ["python", "-m", "server"]
+"""
+
+
+def test_a_pip_installed_copy_becomes_a_layer_of_its_installation(tmp_path: Path) -> None:
+    context = tmp_path / "checkout"
+    for project in ("client", "server"):
+        (context / project).mkdir(parents=True)
+    stage = final_stage(PIP_STAGE)
+    assert stage.pip_installs == ["/build/client", "/build/server"]
+    assert kept_copies(stage) == [], "what rm -rf removes is not in the image"
+    installed_with: list[tuple[Layer, list[Path]]] = []
+
+    def installed(base: Layer, projects: Sequence[Path]) -> Layer:
+        installed_with.append((base, list(projects)))
+        return layer_of_entries([Entry("/usr/local/lib/x")], tmp_path / "pip.tar")
+
+    base = _base_with_passwd(tmp_path)
+    spec = image_from_stage(
+        stage, "server:latest", {}, context, lambda packages: base, tmp_path / "top.tar", installed
+    )
+    assert installed_with == [(base, [context / "client", context / "server"])]
+    assert [layer.path.name for layer in spec.layers] == ["base.tar", "pip.tar", "top.tar"]
+    assert read_file(spec.layers[2], "/build/client/x") is None
+
+
+@pytest.mark.parametrize(
+    ("dockerfile", "message"),
+    [
+        (
+            "FROM python:3.12-slim\nRUN pip install /build/absent\n",
+            "RUN pip install /build/absent: not a directory the stage copies from",
+        ),
+        (
+            "FROM python:3.12-slim\nCOPY client /build/client\nRUN pip install /build/client\n",
+            "RUN pip install: no way to install Python projects",
+        ),
+    ],
+)
+def test_a_pip_install_onemachine_cannot_lay_out_is_refused(
+    tmp_path: Path, dockerfile: str, message: str
+) -> None:
+    (tmp_path / "client").mkdir()
+    with pytest.raises(UnsupportedDockerfile, match=message):
+        image_from_stage(
+            final_stage(dockerfile),
+            "client:latest",
+            {},
+            tmp_path,
+            lambda packages: _base_with_passwd(tmp_path),
+            tmp_path / "top.tar",
+        )
+
+
+def test_the_python_a_pip_layer_is_made_for_is_the_bases(tmp_path: Path) -> None:
+    entries = [Entry("/usr/bin/python3", content=b"link"), Entry("/usr/bin/python3.11")]
+    assert python_version_of(layer_of_entries(entries, tmp_path / "python.tar")) == "3.11"
+    with pytest.raises(ImageBuildFailed, match=r"the base image has no /usr/bin/python3\.N"):
+        python_version_of(_base_with_passwd(tmp_path))
+
+
+def test_a_projects_digest_follows_its_files_not_its_compiled_caches(tmp_path: Path) -> None:
+    (tmp_path / "module.py").write_text("A = 1\n")
+    before = tree_digest(tmp_path)
+    (tmp_path / "__pycache__").mkdir()
+    (tmp_path / "__pycache__" / "module.pyc").write_bytes(b"compiled")
+    assert tree_digest(tmp_path) == before
+    (tmp_path / "module.py").write_text("A = 2\n")
+    assert tree_digest(tmp_path) != before

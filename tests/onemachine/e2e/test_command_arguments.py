@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from onemachine.cli import build_parser
 from tests.onemachine.e2e import checkouts
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -72,3 +73,9 @@ def test_a_node_kind_the_cluster_does_not_know_is_refused(tmp_path: Path) -> Non
     answer = e2e(*required(tmp_path, checkout), "--node", "vm")
     assert answer.returncode == 2
     assert "argument --node: invalid choice: 'vm'" in answer.stderr
+
+
+def test_the_node_is_chosen_as_the_clusters_auto_unless_given(tmp_path: Path) -> None:
+    given = required(tmp_path, tmp_path)
+    assert build_parser().parse_args(["e2e", *given]).node == "auto"
+    assert build_parser().parse_args(["e2e", *given, "--node", "process"]).node == "process"
