@@ -92,19 +92,15 @@ class Answer(BaseMatcher[requests.Response]):
         mismatch.append_text(f"{self._problem(item)}; the answer was {describe_response(item)}")
 
 
-class _Uuid4(BaseMatcher[Any]):
-    def _matches(self, item: Any) -> bool:
-        try:
-            return isinstance(item, str) and uuid.UUID(item).version == 4
-        except ValueError:
-            return False
-
-    def describe_to(self, description: Description) -> None:
-        description.append_text("a UUID v4")
+def _is_uuid4(item: Any) -> bool:
+    try:
+        return isinstance(item, str) and uuid.UUID(item).version == 4
+    except ValueError:
+        return False
 
 
 def a_uuid4() -> Matcher[Any]:
-    return _Uuid4()
+    return meets("a UUID v4", _is_uuid4, lambda item: f"was {item!r}")
 
 
 def echoes(text: str) -> Answer:
@@ -238,24 +234,13 @@ def holds_json(expectation: str, body: Matcher[Any]) -> Answer:
     return Answer(expectation, status=200, body=body)
 
 
-class _HoldsBytes(BaseMatcher[requests.Response]):
-    def __init__(self, expectation: str, content: bytes) -> None:
-        self.expectation = expectation
-        self.content = content
-
-    def _matches(self, item: requests.Response) -> bool:
-        return item.status_code == 200 and item.content == self.content
-
-    def describe_to(self, description: Description) -> None:
-        description.append_text(self.expectation)
-
-    def describe_mismatch(self, item: requests.Response, mismatch: Description) -> None:
-        mismatch.append_text(f"the answer was {describe_response(item)}")
-
-
 def holds_bytes(expectation: str, content: bytes) -> Matcher[requests.Response]:
     """A 200 answer whose body is exactly `content` (a downloaded file)."""
-    return _HoldsBytes(expectation, content)
+    return meets(
+        expectation,
+        lambda answer: answer.status_code == 200 and answer.content == content,
+        lambda answer: f"the answer was {describe_response(answer)}",
+    )
 
 
 def succeeded(expectation: str) -> Answer:

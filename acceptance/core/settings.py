@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import Any
 from urllib.parse import urlsplit
 
 from agentcube_contract import names
@@ -124,7 +124,6 @@ def parse_directory(text: str) -> str:
 resource_name = satisfying(is_dns_subdomain, "Kubernetes resource name", names.DNS_SUBDOMAIN_RULE)
 namespace_name = satisfying(is_dns_label, "Kubernetes namespace", names.DNS_LABEL_RULE)
 
-T = TypeVar("T")
 # Where a field of a settings dataclass keeps its Setting.
 SETTING = "setting"
 
@@ -147,26 +146,6 @@ class Setting:
         return self.shown or (f"`{self.default}`" if self.default is not None else "unset")
 
 
-@overload
-def setting(
-    parse: Callable[[str], T],
-    default: str,
-    meaning: str,
-    *,
-    shown: str = "",
-    secret: bool = False,
-    env: str = "",
-) -> T: ...
-@overload
-def setting(
-    parse: Callable[[str], T],
-    default: None,
-    meaning: str,
-    *,
-    shown: str = "",
-    secret: bool = False,
-    env: str = "",
-) -> T | None: ...
 def setting(
     parse: Callable[[str], Any],
     default: str | None,
