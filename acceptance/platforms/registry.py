@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
-from acceptance.core.settings import ConfigError, Given, Setting, Settings, read_all
+from acceptance.core.settings import ConfigError, Given, Setting, Settings
 from acceptance.platforms.base import Target
 
 ENTRY_POINT_GROUP = "acceptance.platforms"
@@ -71,19 +71,6 @@ class Adapter:
     given_defaults: Callable[[Given], Mapping[str, str]] = _no_defaults
     worker_settings: Mapping[str, str] = field(default_factory=dict)
     docs: str = ""
-
-    def defaults(self, given: Given) -> dict[str, str]:
-        """The suite settings' defaults under this platform, by name."""
-        return {
-            **{name: value for name, (value, _) in self.suite_defaults.items()},
-            **self.given_defaults(given),
-        }
-
-    def own_settings(self, userdata: Mapping[str, str], environ: Mapping[str, str]) -> Any:
-        """Its own settings, parsed; raises ConfigError naming the one to fix."""
-        if self.load_settings is not None:
-            return self.load_settings(userdata, environ)
-        return read_all(self.settings, userdata, environ)
 
 
 def names() -> tuple[str, ...]:

@@ -25,7 +25,7 @@ from acceptance.platforms.base import (
     Target,
     without_token_checks,
 )
-from acceptance.platforms.target import read_settings, resolve_target
+from acceptance.platforms.target import open_target
 from acceptance.run.preflight import Preflight, Release
 from acceptance.run.results import RunResults
 from acceptance.run.tags import ACTIVE_CATEGORIES, ScenarioGate
@@ -60,8 +60,7 @@ class Suite:
         the preflight then fits to a cold start. Raises ConfigError (ClusterUnreachable
         among them), TargetStartError, PreflightFailed or, for fixtures never usable,
         AssertionError."""
-        run = read_settings(userdata, environ)
-        target = resolve_target(run, environ)
+        run, target = open_target(userdata, environ)
         settings = run.suite
         suite = cls(settings, target)
         # behave may never reach after_all (a broken pipe, an internal error): stop anyway.

@@ -16,7 +16,7 @@ import pytest
 from acceptance.core.settings import ConfigError
 from acceptance.platforms.base import SANDBOX_KILL, WORKLOAD_MANAGER_SESSIONS
 from acceptance.platforms.registry import ENTRY_POINT_GROUP, adapters
-from acceptance.platforms.target import read_settings, resolve_target
+from acceptance.platforms.target import open_target, read_settings
 from acceptance.run.parallel_run import _shared_target
 from docgen.configuration_table import adapter_settings_rows, settings_table
 
@@ -89,7 +89,7 @@ def test_a_throwaway_adapter_is_chosen_and_opens_its_target() -> None:
     assert run.adapter.name == "throwaway", f"the adapter -D platform names, not {run.adapter}"
     assert run.adapter_settings == {"throwaway_mode": True}
     assert run.suite.ttl_grace == 7, "its default of ttl_grace applies where none is given"
-    target = resolve_target(run, {})
+    _, target = open_target(userdata, {})
     assert (type(target).__name__, target.platform_name) == ("ThrowawayTarget", "throwaway")
     assert target.capabilities == {SANDBOX_KILL, WORKLOAD_MANAGER_SESSIONS}, (
         "its own capability and the target's as configured (no token)"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from acceptance.core.settings import ConfigError
-from acceptance.platforms.target import read_settings, resolve_target
+from acceptance.platforms.target import open_target, read_settings
 from acceptance.run.suite import Suite
 from tests.suite.commands import run_behave, run_module
 
@@ -20,11 +20,11 @@ def test_urls_given_make_an_http_only_target_unless_the_platform_is_named() -> N
     """The Target is resolved once: URLs never None, the WorkloadManager's defaulting to the
     Router's, the platform named or none."""
     userdata = {"router_url": "http://router.test"}
-    target = resolve_target(read_settings(userdata, {}), {})
+    target = open_target(userdata, {})[1]
     assert (target.router_url, target.workload_manager_url) == ("http://router.test",) * 2
     assert target.platform_name == "none"
     userdata = {**userdata, "platform": "localcube", "workload_manager_url": "http://wm.test"}
-    target = resolve_target(read_settings(userdata, {}), {})
+    target = open_target(userdata, {})[1]
     assert (target.workload_manager_url, target.platform_name) == ("http://wm.test", "localcube")
 
 
@@ -36,7 +36,7 @@ def test_only_the_localcube_platform_starts_a_localcube() -> None:
 def test_a_target_keeps_its_tokens_out_of_its_repr() -> None:
     environ = {"AGENTCUBE_API_TOKEN": "hunter2", "AGENTCUBE_SECOND_API_TOKEN": "hunter3"}
     userdata = {"router_url": "http://router.test"}
-    target = resolve_target(read_settings(userdata, environ), environ)
+    target = open_target(userdata, environ)[1]
     assert (target.api_token, target.second_api_token) == ("hunter2", "hunter3")
     assert "hunter2" not in repr(target) and "hunter3" not in repr(target)
 

@@ -18,7 +18,7 @@ from acceptance.platforms.base import (
     WORKLOAD_MANAGER_SESSIONS,
 )
 from acceptance.platforms.localcube import LocalcubePlatform, capabilities_of
-from acceptance.platforms.target import read_settings, resolve_target
+from acceptance.platforms.target import open_target
 from acceptance.run.fixtures import FIXTURES
 from acceptance.run.tags import ScenarioGate, is_known_tag
 
@@ -141,7 +141,7 @@ def test_the_target_as_configured_adds_what_its_tokens_and_limit_allow() -> None
     userdata = {"platform": "none", "router_url": "http://router.test"}
 
     def capabilities(**environ: str) -> frozenset[str]:
-        return resolve_target(read_settings(userdata, environ), environ).capabilities
+        return open_target(userdata, environ)[1].capabilities
 
     # No token: the Router checks none, so sessions opened at the WorkloadManager are usable.
     assert capabilities() == {WORKLOAD_MANAGER_SESSIONS}
