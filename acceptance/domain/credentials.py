@@ -13,8 +13,6 @@ from typing import Any
 
 import requests
 from hamcrest import assert_that, described_as, has_entry, has_item, is_in, is_not
-from hamcrest.core.base_matcher import BaseMatcher
-from hamcrest.core.description import Description
 from hamcrest.core.matcher import Matcher
 
 from acceptance.core import forgeries, matchers
@@ -239,32 +237,24 @@ def refused_as_missing_role() -> Answer:
     )
 
 
-class CarriesNoCredential(BaseMatcher[requests.Response]):
+def carries_no_credential(credentials: Mapping[str, str]) -> Matcher[requests.Response]:
     """An answer none of whose headers or body holds any of these credentials (by name:
     the values never reach a message)."""
 
-    def __init__(self, credentials: Mapping[str, str]) -> None:
-        self._credentials = {name: value for name, value in credentials.items() if value}
-        self._found: list[str] = []
+    def carried(response: requests.Response) -> list[str]:
+        text = response.text + "".join(f"{k}: {v}\n" for k, v in response.headers.items())
+        return [name for name, value in credentials.items() if value and value in text]
 
-    def _matches(self, item: requests.Response) -> bool:
-        text = item.text + "".join(f"{k}: {v}\n" for k, v in item.headers.items())
-        self._found = [name for name, value in self._credentials.items() if value in text]
-        return not self._found
-
-    def describe_to(self, description: Description) -> None:
-        description.append_text(
-            "an answer that repeats none of the credentials (" + ", ".join(self._credentials) + ")"
-        )
-
-    def describe_mismatch(self, item: requests.Response, description: Description) -> None:
-        description.append_text(
-            f"it carried {', '.join(self._found)} (masked below): {describe_response(item)}"
-        )
-
-
-def carries_no_credential(credentials: Mapping[str, str]) -> Matcher[requests.Response]:
-    return CarriesNoCredential(credentials)
+    return matchers.meets(
+        "an answer that repeats none of the credentials ("
+        + ", ".join(name for name, value in credentials.items() if value)
+        + ")",
+        lambda response: not carried(response),
+        lambda response: (
+            f"it carried {', '.join(carried(response))} (masked below): "
+            f"{describe_response(response)}"
+        ),
+    )
 
 
 def not_given_credentials(tokens: Mapping[str, str]) -> Matcher[Any]:

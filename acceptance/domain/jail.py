@@ -11,8 +11,6 @@ import uuid
 
 import requests
 from hamcrest import assert_that, has_entries
-from hamcrest.core.base_matcher import BaseMatcher
-from hamcrest.core.description import Description
 from hamcrest.core.matcher import Matcher
 
 from acceptance.core import matchers
@@ -162,36 +160,23 @@ def refused_as_escaping_the_workspace() -> Answer:
     )
 
 
-class _RevealsNothing(BaseMatcher[requests.Response]):
+def reveals_nothing_of(secret: str, file_name: str) -> Matcher[requests.Response]:
     """An answer that neither contains the secret nor lists the file that holds it."""
 
-    def __init__(self, secret: str, file_name: str) -> None:
-        self.secret = secret
-        self.file_name = file_name
-
-    def _problem(self, response: requests.Response) -> str | None:
-        if self.secret.encode() in response.content:
+    def problem(response: requests.Response) -> str | None:
+        if secret.encode() in response.content:
             return "the answer holds the secret"
         body = _json(response)
         files = body.get("files") if isinstance(body, dict) else None
         if isinstance(files, list) and any(
-            isinstance(entry, dict) and entry.get("name") == self.file_name for entry in files
+            isinstance(entry, dict) and entry.get("name") == file_name for entry in files
         ):
-            return f"the answer lists {self.file_name}"
+            return f"the answer lists {file_name}"
         return None
 
-    def _matches(self, item: requests.Response) -> bool:
-        return self._problem(item) is None
-
-    def describe_to(self, description: Description) -> None:
-        description.append_text(
-            f"an answer that reveals nothing from outside the workspace "
-            f"(neither the secret nor a listing of {self.file_name})"
-        )
-
-    def describe_mismatch(self, item: requests.Response, mismatch: Description) -> None:
-        mismatch.append_text(f"{self._problem(item)}; the answer was {describe_response(item)}")
-
-
-def reveals_nothing_of(secret: str, file_name: str) -> Matcher[requests.Response]:
-    return _RevealsNothing(secret, file_name)
+    return matchers.meets(
+        "an answer that reveals nothing from outside the workspace "
+        f"(neither the secret nor a listing of {file_name})",
+        lambda response: problem(response) is None,
+        lambda response: f"{problem(response)}; the answer was {describe_response(response)}",
+    )

@@ -9,10 +9,9 @@ import random
 
 import requests
 from hamcrest import assert_that, has_entries, has_entry, has_item
-from hamcrest.core.base_matcher import BaseMatcher
-from hamcrest.core.description import Description
 from hamcrest.core.matcher import Matcher
 
+from acceptance.core import matchers
 from acceptance.core.evidence import describe_response
 from acceptance.core.matchers import Answer
 from acceptance.domain.workspace import store
@@ -56,34 +55,20 @@ class LargeFiles:
 # What its answers are expected to be.
 
 
-class _HoldsChecksum(BaseMatcher[requests.Response]):
+def holds_checksum(expectation: str, size: int, sha256: str) -> Matcher[requests.Response]:
     """A 200 answer whose body has this length and SHA-256 digest: a large download, which
     a failure shows by its length and digest, never by its bytes."""
 
-    def __init__(self, expectation: str, size: int, sha256: str) -> None:
-        self.expectation = expectation
-        self.size = size
-        self.sha256 = sha256
+    def digest(response: requests.Response) -> tuple[int, str]:
+        return len(response.content), hashlib.sha256(response.content).hexdigest()
 
-    def _matches(self, item: requests.Response) -> bool:
-        return item.status_code == 200 and _digest(item.content) == (self.size, self.sha256)
-
-    def describe_to(self, description: Description) -> None:
-        description.append_text(f"{self.expectation} ({self.size} bytes, SHA-256 {self.sha256})")
-
-    def describe_mismatch(self, item: requests.Response, mismatch: Description) -> None:
-        size, sha256 = _digest(item.content)
-        mismatch.append_text(
-            f"the body was {size} bytes, SHA-256 {sha256}; the answer was {describe_response(item)}"
-        )
-
-
-def _digest(content: bytes) -> tuple[int, str]:
-    return len(content), hashlib.sha256(content).hexdigest()
-
-
-def holds_checksum(expectation: str, size: int, sha256: str) -> Matcher[requests.Response]:
-    return _HoldsChecksum(expectation, size, sha256)
+    return matchers.meets(
+        f"{expectation} ({size} bytes, SHA-256 {sha256})",
+        lambda response: response.status_code == 200 and digest(response) == (size, sha256),
+        lambda response: "the body was {} bytes, SHA-256 {}; the answer was {}".format(
+            *digest(response), describe_response(response)
+        ),
+    )
 
 
 def lists_file_of_size(name: str, size: int) -> Answer:

@@ -6,18 +6,17 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from hamcrest import all_of, assert_that, is_in, is_not
-from hamcrest.core.base_matcher import BaseMatcher
-from hamcrest.core.description import Description
+from hamcrest.core.matcher import Matcher
 
 from acceptance.core import matchers
 from acceptance.core.matchers import Answer, a_uuid4
 from acceptance.core.runtimes import Role
 from acceptance.domain.calls import TOUCH_TEXT
-from acceptance.domain.world import Session, World
+from acceptance.domain.world import Session, World, sandbox_identity
 from agentcube_contract.session import SESSION_HEADER
 
 
@@ -83,36 +82,34 @@ def carries_new_session_id(known: Collection[str]) -> Answer:
     )
 
 
-class ServedByOneSandbox(BaseMatcher[Sequence[Mapping[str, Any]]]):
+def served_by_one_sandbox() -> Matcher[Sequence[Any]]:
     """The echo agent's sandbox reports of consecutive calls: one process (same hostname,
     pid and start time) whose call counter went 1, 2, ... with no call in between."""
 
-    _IDENTITY = ("hostname", "pid", "started_at")
-
-    def _matches(self, item: Sequence[Mapping[str, Any]]) -> bool:
-        if not all(isinstance(report, Mapping) for report in item):
+    def one(reports: Sequence[Any]) -> bool:
+        if not all(isinstance(report, dict) for report in reports):
             return False
-        identities = {tuple(report.get(key) for key in self._IDENTITY) for report in item}
-        counters = [report.get("calls") for report in item]
-        return len(item) > 1 and len(identities) == 1 and counters == list(range(1, len(item) + 1))
-
-    def describe_to(self, description: Description) -> None:
-        description.append_text(
-            "every call served by one sandbox (same hostname, pid and start time), "
-            "its call counter going 1, 2, ... in order"
+        identities = {tuple(sandbox_identity(report).values()) for report in reports}
+        counters = [report.get("calls") for report in reports]
+        return (
+            len(reports) > 1
+            and len(identities) == 1
+            and counters == list(range(1, len(reports) + 1))
         )
 
-    def describe_mismatch(
-        self, item: Sequence[Mapping[str, Any]], mismatch_description: Description
-    ) -> None:
-        shown = [
-            {key: report.get(key) for key in (*self._IDENTITY, "calls")}
-            if isinstance(report, Mapping)
-            else report
-            for report in item
-        ]
-        mismatch_description.append_text("the sandboxes reported " + json.dumps(shown))
+    def shown(reports: Sequence[Any]) -> str:
+        return "the sandboxes reported " + json.dumps(
+            [
+                {**sandbox_identity(report), "calls": report.get("calls")}
+                if isinstance(report, dict)
+                else report
+                for report in reports
+            ]
+        )
 
-
-def served_by_one_sandbox() -> ServedByOneSandbox:
-    return ServedByOneSandbox()
+    return matchers.meets(
+        "every call served by one sandbox (same hostname, pid and start time), "
+        "its call counter going 1, 2, ... in order",
+        one,
+        shown,
+    )
