@@ -20,6 +20,7 @@ from acceptance.core.evidence import describe_response, register_secret
 from acceptance.core.matchers import Answer, Refusal
 from acceptance.core.runtimes import Role
 from acceptance.core.settings import Settings
+from acceptance.domain.sessions import echoed_in
 from acceptance.domain.world import World
 from acceptance.platforms.base import Target, fetch_json
 
@@ -178,14 +179,8 @@ class Authentication:
         assert_that(self._world.last_answer, refused_as_not_the_owner())
 
     def expect_owner_still_served(self) -> None:
-        session = self._world.session
-        answer = self._world.in_session(session).echo("still mine")
-        assert_that(
-            answer,
-            matchers.all_met(
-                matchers.echoes("still mine"), matchers.carries_session_id(session.session_id)
-            ),
-        )
+        answer = self._world.in_session().echo("still mine")
+        assert_that(answer, echoed_in(self._world.session, "still mine"))
 
     def expect_sandbox_got_no_caller_token(self) -> None:
         """The echo agent reports a fingerprint of every word of every header it received:

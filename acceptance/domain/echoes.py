@@ -11,7 +11,7 @@ from hamcrest import assert_that
 from acceptance.core import matchers
 from acceptance.core.runtimes import Role
 from acceptance.domain.sessions import served_by_one_sandbox
-from acceptance.domain.world import World
+from acceptance.domain.world import World, required
 
 
 class SampleText(enum.Enum):
@@ -51,6 +51,5 @@ class Echoes:
         assert_that(self._world.sandbox_reports(), served_by_one_sandbox())
 
     def expect_echoed_unchanged(self) -> None:
-        if self._sent is None:
-            raise AssertionError("the scenario has sent no sample text yet")
-        assert_that(self._world.last_answer, matchers.echoes(self._sent.text))
+        sent = required(self._sent, "the scenario has sent no sample text yet")
+        assert_that(self._world.last_answer, matchers.echoes(sent.text))

@@ -32,7 +32,7 @@ class Interpreters:
         self._world.calls_to(role, in_session=in_session).execute(command)
 
     def run_command_in_session(self, command: list[str]) -> None:
-        self._world.in_session(self._world.session).execute(command)
+        self._world.in_session().execute(command)
 
     def prepare_session_with_python(self, code: str) -> None:
         """Run code that sets the scenario up; it must succeed."""

@@ -16,9 +16,8 @@ from hamcrest.core.matcher import Matcher
 from acceptance.core import matchers
 from acceptance.core.evidence import describe_response
 from acceptance.core.matchers import Answer, Refusal, _json
-from acceptance.domain.calls import Calls
 from acceptance.domain.interpreters import command_result, exits_with
-from acceptance.domain.world import World
+from acceptance.domain.world import World, required
 
 SECRET_FILE = "secret.txt"
 # What an upload carries: a newline and non-ASCII, so that a lossy round trip shows.
@@ -77,7 +76,7 @@ class WorkspaceJail:
 
     def prepare_outside(self) -> None:
         """Have the sandbox make the outside directory, its secret and the symlinks."""
-        answer = self._in_session().execute(["python3", "-c", _PREPARE, self._secret])
+        answer = self._world.in_session().execute(["python3", "-c", _PREPARE, self._secret])
         assert_that(answer, exits_with(0), "the sandbox could not prepare the scene")
         self._outside = answer.json()["stdout"].strip()
 
@@ -85,7 +84,9 @@ class WorkspaceJail:
         """Have the sandbox make a symlink in its workspace to the outside directory, or to a
         file there that does not exist."""
         target = os.path.join(self._outside_path, _MISSING_FILE if to_missing_file else "")
-        answer = self._in_session().execute(["python3", "-c", _LINK, target.rstrip("/"), name])
+        answer = self._world.in_session().execute(
+            ["python3", "-c", _LINK, target.rstrip("/"), name]
+        )
         assert_that(answer, exits_with(0), f"the sandbox could not make the link {name}")
 
     def attempt_absolute(self, attempt: AbsoluteAttempt) -> None:
@@ -94,7 +95,7 @@ class WorkspaceJail:
 
     def attempt(self, operation: JailOperation, path: str) -> None:
         self._last_path = path
-        calls = self._in_session()
+        calls = self._world.in_session()
         if operation is JailOperation.RUN_IN:
             calls.execute(["python3", "-c", _PLANT], fields={"working_dir": path})
         elif operation is JailOperation.UPLOAD:
@@ -114,10 +115,8 @@ class WorkspaceJail:
         )
 
     def expect_download_holds_upload(self) -> None:
-        path = self._last_path
-        if path is None:
-            raise AssertionError("the scenario has not uploaded a file yet")
-        answer = self._in_session().download_file(path)
+        path = required(self._last_path, "the scenario has not uploaded a file yet")
+        answer = self._world.in_session().download_file(path)
         assert_that(
             answer, matchers.holds_bytes(f"{path} to download as the bytes uploaded", UPLOADED)
         )
@@ -129,7 +128,7 @@ class WorkspaceJail:
         """The answer reveals nothing of the outside directory, which, seen from inside the
         sandbox, still holds its secret and nothing else."""
         assert_that(self._world.last_answer, reveals_nothing_of(self._secret, SECRET_FILE))
-        answer = self._in_session().execute(["python3", "-c", _INSPECT, self._outside_path])
+        answer = self._world.in_session().execute(["python3", "-c", _INSPECT, self._outside_path])
         assert_that(
             answer,
             command_result(
@@ -139,14 +138,9 @@ class WorkspaceJail:
             ),
         )
 
-    def _in_session(self) -> Calls:
-        return self._world.in_session(self._world.session)
-
     @property
     def _outside_path(self) -> str:
-        if self._outside is None:
-            raise AssertionError("the scenario has not prepared the outside directory")
-        return self._outside
+        return required(self._outside, "the scenario has not prepared the outside directory")
 
 
 # What its answers are expected to be.

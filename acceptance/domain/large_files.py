@@ -15,7 +15,7 @@ from acceptance.core import matchers
 from acceptance.core.evidence import describe_response
 from acceptance.core.matchers import Answer
 from acceptance.domain.workspace import store
-from acceptance.domain.world import World
+from acceptance.domain.world import World, required
 
 LARGE_FILE = "large.bin"
 # Several MiB, across many 64 KiB buffers and not a whole number of them, so that a cut at
@@ -36,18 +36,15 @@ class LargeFiles:
         store(self._world, LARGE_FILE, content)
 
     def expect_downloaded_unchanged(self) -> None:
-        if self._sha256 is None:
-            raise AssertionError("the scenario has not uploaded the large file")
+        sha256 = required(self._sha256, "the scenario has not uploaded the large file")
         assert_that(
-            self._world.in_session(self._world.session).download_file(LARGE_FILE),
-            holds_checksum(
-                f"{LARGE_FILE} to come back byte for byte", LARGE_FILE_SIZE, self._sha256
-            ),
+            self._world.in_session().download_file(LARGE_FILE),
+            holds_checksum(f"{LARGE_FILE} to come back byte for byte", LARGE_FILE_SIZE, sha256),
         )
 
     def expect_listed_with_its_size(self) -> None:
         assert_that(
-            self._world.in_session(self._world.session).list_files("."),
+            self._world.in_session().list_files("."),
             lists_file_of_size(LARGE_FILE, LARGE_FILE_SIZE),
         )
 

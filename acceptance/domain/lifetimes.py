@@ -18,8 +18,8 @@ from acceptance.core.runtimes import Role, RuntimeKind, derive_manifest, fixture
 from acceptance.core.settings import Settings
 from acceptance.domain.calls import TOUCH_TEXT
 from acceptance.domain.resilience import failed_because_the_sandbox_died
-from acceptance.domain.sessions import served_by_one_sandbox
-from acceptance.domain.world import Session, World
+from acceptance.domain.sessions import echoed_in, served_by_one_sandbox
+from acceptance.domain.world import Session, World, required, sandbox_serving
 from acceptance.platforms.base import SANDBOX_OBSERVATION, Platform, Sandbox, Target
 from agentcube_contract.session import SESSION_NOT_FOUND
 
@@ -107,9 +107,7 @@ class Lifetimes:
         session = self._world.session
         self._kept_alive = consistently(
             self._world.in_session(session).touch,
-            matchers.all_met(
-                matchers.echoes(TOUCH_TEXT), matchers.carries_session_id(session.session_id)
-            ),
+            echoed_in(session),
             duration=2 * timeout,
             poll=timeout / 3,
             holding=f"session {session.session_id} is served while called every {timeout / 3:g} s",
@@ -119,13 +117,10 @@ class Lifetimes:
     def expect_served_throughout(self) -> None:
         """Every call was served in the session, by the sandbox that served its first."""
         session = self._world.session
-        served = matchers.all_met(
-            matchers.echoes(TOUCH_TEXT), matchers.carries_session_id(session.session_id)
-        )
         if not self._kept_alive:
             raise AssertionError("the scenario has not called the session to keep it alive")
         for answer in self._kept_alive:
-            assert_that(answer, served, f"{session} was not kept alive by calls")
+            assert_that(answer, echoed_in(session), f"{session} was not kept alive by calls")
         # Every echo of the scenario, from the call that opened the session on.
         assert_that(
             self._world.sandbox_reports(),
@@ -151,7 +146,7 @@ class Lifetimes:
             with waiting(f"{timeout + grace:g} s of idleness to pass", self._deadline):
                 time.sleep(max(self._deadline - time.monotonic(), 0.0))
             return
-        self._ending = self._sandbox_serving(session)
+        self._ending = sandbox_serving(self._platform, session)
         try:
             eventually(
                 lambda: self._platform.sandbox_of(session.session_id),
@@ -198,7 +193,7 @@ class Lifetimes:
         ended, its sandbox gone (upstream: 503 once its pod is deleted under the call)."""
         session = self._world.session
         lifetime, grace = self._lifetime(session), self._settings.ttl_grace
-        self._ending = self._sandbox_serving(session)
+        self._ending = sandbox_serving(self._platform, session)
         self._deadline = session.opened_at + lifetime + grace
         answer = eventually(
             self._world.in_session(session).touch,
@@ -268,9 +263,8 @@ class Lifetimes:
         (less the clock allowance) means it ended early. Counted from the opening call's
         answer instead, a slow cold start, which upstream counts in the lifetime, would
         make a healthy session look short."""
-        session, lasted = self._world.session, self._lasted
-        if lasted is None:
-            raise AssertionError("the scenario has not kept the session busy until it ended")
+        session = self._world.session
+        lasted = required(self._lasted, "the scenario has not kept the session busy until it ended")
         lifetime = self._lifetime(session)
         assert lasted >= lifetime - self._settings.clock_allowance, (
             f"{session} was no longer served {lasted:.2f} s after it was opened, "
@@ -288,9 +282,7 @@ class Lifetimes:
         noted it) and the Router's refusal stands alone."""
         if SANDBOX_OBSERVATION not in self._target.capabilities:
             return
-        sandbox = self._ending
-        if sandbox is None:
-            raise AssertionError("no sandbox was observed before the session ended")
+        sandbox = required(self._ending, "no sandbox was observed before the session ended")
         eventually(
             lambda: self._platform.is_running(sandbox),
             described_as("the sandbox neither listed nor running", equal_to(False)),
@@ -299,12 +291,6 @@ class Lifetimes:
             waiting_for=f"{sandbox} of the ended session {self._world.session.session_id} to go",
         )
 
-    def _sandbox_serving(self, session: Session) -> Sandbox:
-        sandbox = self._platform.sandbox_of(session.session_id)
-        if sandbox is None:
-            raise AssertionError(f"the platform shows no sandbox serving the live {session}")
-        return sandbox
-
     def _remaining(self) -> float:
-        assert self._deadline is not None
-        return max(self._deadline - time.monotonic(), self._settings.poll_interval)
+        deadline = required(self._deadline, "the scenario has not waited for the session's end")
+        return max(deadline - time.monotonic(), self._settings.poll_interval)

@@ -16,7 +16,7 @@ from acceptance.core.matchers import Answer
 from acceptance.core.runtimes import Runtime, RuntimeKind
 from acceptance.core.settings import Settings
 from acceptance.domain.calls import Calls
-from acceptance.domain.world import World
+from acceptance.domain.world import World, required
 from agentcube_contract.session import SESSION_HEADER, SESSION_NOT_FOUND
 
 # PicoD refuses request bodies over 32 MiB (upstream's maxBodySize).
@@ -68,24 +68,20 @@ class Refusals:
         assert_that(call.response, matchers.refused_because_runtime_not_found(call.runtime))
 
     def ask_agent_for_missing_path(self) -> None:
-        self._world.in_session(self._world.session).invoke("no/such/path", method="GET")
+        self._world.in_session().invoke("no/such/path", method="GET")
 
     def expect_agent_not_found_passed_on(self) -> None:
         call = self._world.last_call
         assert_that(call.response, passed_on_from_the_agent(call.presented_session_id))
 
     def send(self, request: BadRequest) -> None:
-        self._senders()[request](self._world.in_session(self._world.session))
+        self._senders()[request](self._world.in_session())
         self._sent = request
 
     def expect_refused_saying_why(self) -> None:
         """The refusal the last request calls for: its status, and an error in its words."""
-        if self._sent is None:
-            raise AssertionError("the scenario has not sent a request to be refused")
-        assert_that(
-            self._world.last_answer,
-            matchers.refused_with(self._sent.status, self._sent.explanation),
-        )
+        sent = required(self._sent, "the scenario has not sent a request to be refused")
+        assert_that(self._world.last_answer, matchers.refused_with(sent.status, sent.explanation))
 
     @staticmethod
     def _senders() -> dict[BadRequest, Callable[[Calls], requests.Response]]:

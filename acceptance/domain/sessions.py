@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Collection, Sequence
 from typing import Any
 
+import requests
 from hamcrest import all_of, assert_that, is_in, is_not
 from hamcrest.core.matcher import Matcher
 
@@ -57,13 +58,7 @@ def open_session(world: World, role: Role) -> Session:
 
 def expect_served_by_the_same_sandbox(world: World, session: Session, since: str) -> None:
     """A harmless call is served in the session by the sandbox that served it so far."""
-    answer = world.in_session(session).touch()
-    assert_that(
-        answer,
-        matchers.all_met(
-            matchers.echoes(TOUCH_TEXT), matchers.carries_session_id(session.session_id)
-        ),
-    )
+    assert_that(world.in_session(session).touch(), echoed_in(session))
     assert_that(
         world.sandbox_reports(),
         served_by_one_sandbox(),
@@ -72,6 +67,11 @@ def expect_served_by_the_same_sandbox(world: World, session: Session, since: str
 
 
 # What its answers are expected to be.
+
+
+def echoed_in(session: Session, text: str = TOUCH_TEXT) -> Matcher[requests.Response]:
+    """The echo agent's echo of `text` (a touch's, unless given), in the session."""
+    return matchers.all_met(matchers.echoes(text), matchers.carries_session_id(session.session_id))
 
 
 def carries_new_session_id(known: Collection[str]) -> Answer:

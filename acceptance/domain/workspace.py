@@ -10,7 +10,6 @@ from hamcrest import assert_that, has_entries, has_entry, has_items
 from acceptance.core import matchers
 from acceptance.core.matchers import Answer, holds_json
 from acceptance.core.runtimes import FIXTURE_SCRIPTS
-from acceptance.domain.calls import Calls
 from acceptance.domain.world import World
 
 
@@ -18,17 +17,14 @@ class Workspace:
     def __init__(self, world: World) -> None:
         self._world = world
 
-    def _in_session(self) -> Calls:
-        return self._world.in_session(self._world.session)
-
     def upload_script(self, name: str) -> None:
         store(self._world, name, (FIXTURE_SCRIPTS / name).read_bytes())
 
     def expect_lists(self, names: list[str]) -> None:
-        assert_that(self._in_session().list_files("."), lists_files(names))
+        assert_that(self._world.in_session().list_files("."), lists_files(names))
 
     def expect_holds_fibonacci(self, path: str, numbers: list[int]) -> None:
-        assert_that(self._in_session().download_file(path), holds_fibonacci(numbers))
+        assert_that(self._world.in_session().download_file(path), holds_fibonacci(numbers))
 
 
 def store(world: World, path: str, content: bytes) -> None:
