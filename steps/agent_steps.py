@@ -2,6 +2,7 @@
 
 from behave import then, when
 
+from acceptance.core import matchers
 from acceptance.core.runtimes import Role
 from acceptance.domain.echoes import Echoes, SampleText
 from acceptance.domain.step_types import StepContext
@@ -19,7 +20,7 @@ def step_send_in_session(context: StepContext, text: str, runtime: Role) -> None
 
 @then('the agent echoes "{text}"')
 def step_agent_echoes(context: StepContext, text: str) -> None:
-    context.world.part(Echoes).expect_echoes(text)
+    context.world.expect_last_answer(matchers.echoes(text))
 
 
 @then("both calls were served by the same sandbox, one after the other")

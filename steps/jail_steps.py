@@ -2,7 +2,12 @@
 
 from behave import given, then, when
 
-from acceptance.domain.jail import AbsoluteAttempt, JailOperation, WorkspaceJail
+from acceptance.domain.jail import (
+    AbsoluteAttempt,
+    JailOperation,
+    WorkspaceJail,
+    refused_as_escaping_the_workspace,
+)
 from acceptance.domain.step_types import StepContext
 
 
@@ -30,7 +35,7 @@ def step_attempt(context: StepContext, operation: JailOperation, path: str) -> N
 
 @then("the call is refused because the path leaves the workspace")
 def step_refused_as_escaping(context: StepContext) -> None:
-    context.world.part(WorkspaceJail).expect_refused_as_escaping()
+    context.world.expect_last_answer(refused_as_escaping_the_workspace())
 
 
 @then("nothing outside the workspace is revealed or changed")

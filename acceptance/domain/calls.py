@@ -72,7 +72,7 @@ class Calls:
         unserved: set[Runtime],
         settings: Settings,
     ) -> None:
-        self._runtime = runtime
+        self.runtime = runtime
         self._session_id = session_id
         self._caller = caller
         self._record = record
@@ -102,7 +102,7 @@ class Calls:
 
     def touch(self) -> requests.Response:
         """A harmless call of the runtime's kind: an echo, or a Python no-op."""
-        if self._runtime.kind is RuntimeKind.AGENT_RUNTIME:
+        if self.runtime.kind is RuntimeKind.AGENT_RUNTIME:
             return self.echo(TOUCH_TEXT)
         return self.execute(["python3", "-c", "pass"])
 
@@ -125,7 +125,7 @@ class Calls:
             sent.append(time.monotonic())
             return request(
                 caller.router,
-                self._runtime,
+                self.runtime,
                 *args,
                 session_id=self._session_id,
                 token=caller.token,
@@ -133,11 +133,11 @@ class Calls:
             )
 
         sent: list[float] = []
-        if self._session_id is None and self._runtime in self._unserved:
+        if self._session_id is None and self.runtime in self._unserved:
             response = self._send_once_served(send)
         else:
             response = send()
-        call = Call(caller, self._runtime, self._session_id, response, sent[-1], time.monotonic())
+        call = Call(caller, self.runtime, self._session_id, response, sent[-1], time.monotonic())
         self._record(call)
         return response
 
@@ -145,7 +145,7 @@ class Calls:
         """`send` again while the target answers that the runtime does not exist, within
         ready_timeout. Such a refusal opens nothing, and a runtime served once is served
         from then on."""
-        runtime = self._runtime
+        runtime = self.runtime
         response = eventually(
             send,
             is_not(matchers.refused_because_runtime_not_found(runtime)),

@@ -21,7 +21,7 @@ from acceptance.core.matchers import Answer, Refusal
 from acceptance.core.runtimes import Role
 from acceptance.core.settings import Settings
 from acceptance.domain.sessions import echoed_in
-from acceptance.domain.world import World
+from acceptance.domain.world import World, required
 from acceptance.platforms.base import Target, fetch_json
 
 
@@ -107,17 +107,13 @@ class Authentication:
         return f"Bearer {token}"
 
     def _forged(self, name: str) -> str:
-        caller = self._target.api_token
-        if caller is None:
-            raise AssertionError("the run was given no api_token to forge a token from")
+        caller = required(self._target.api_token, "the run was given no api_token to forge from")
         if name == "unsigned":
             return forgeries.unsigned(caller)
         if name == "unpublished-key":
             return forgeries.signed_by_unpublished_key(caller)
         timeout = self._settings.request_timeout
-        public_key = forgeries.published_public_key_pem(
-            caller, lambda url: fetch_json(url, timeout)
-        )
+        public_key = forgeries.published_public_key_pem(caller, lambda u: fetch_json(u, timeout))
         return forgeries.hmac_signed_with_public_key(caller, public_key)
 
     def expect_tokens_required(self) -> None:
@@ -148,35 +144,19 @@ class Authentication:
         other = self._world.caller_presenting(token, token_variable)
         self._world.calls(session.runtime, session.session_id, caller=other).echo(text)
 
-    def expect_refused_as_unauthorized(self, reason: UnauthorizedReason) -> None:
-        assert_that(self._world.last_answer, refused_as_unauthorized(reason.words))
-
-    def expect_refused_for_the_missing_role(self) -> None:
-        assert_that(self._world.last_answer, refused_as_missing_role())
-
     def expect_refusal_repeats_no_credential(self) -> None:
         """Neither the token the call presented nor any other of the run's: a refusal that
         echoes its credential hands it to every log and proxy on the way."""
-        answer = self._world.last_answer
+        answer, target = self._world.last_answer, self._target
         presented = answer.request.headers.get("Authorization", "").partition(" ")[2]
-        credentials = {"the token presented": presented, **self._run_tokens()}
-        assert_that(answer, carries_no_credential(credentials))
-
-    def _run_tokens(self) -> dict[str, str]:
-        target = self._target
-        given = {
+        credentials = {
+            "the token presented": presented,
             "api_token": target.api_token,
             "second_api_token": target.second_api_token,
             "admin_api_token": target.admin_api_token,
             **target.refused_tokens,
         }
-        return {name: token for name, token in given.items() if token}
-
-    def expect_refused_as_not_the_owner(self) -> None:
-        """The ownership refusal itself, by its words: the Router's 403 for a token without
-        its required role says otherwise, and the preflight has stopped the run on such a
-        token already."""
-        assert_that(self._world.last_answer, refused_as_not_the_owner())
+        assert_that(answer, carries_no_credential(credentials))
 
     def expect_owner_still_served(self) -> None:
         answer = self._world.in_session().echo("still mine")
@@ -232,18 +212,17 @@ def refused_as_missing_role() -> Answer:
     )
 
 
-def carries_no_credential(credentials: Mapping[str, str]) -> Matcher[requests.Response]:
+def carries_no_credential(credentials: Mapping[str, str | None]) -> Matcher[requests.Response]:
     """An answer none of whose headers or body holds any of these credentials (by name:
-    the values never reach a message)."""
+    the values never reach a message; those None or empty are left out)."""
+    given = {name: value for name, value in credentials.items() if value}
 
     def carried(response: requests.Response) -> list[str]:
         text = response.text + "".join(f"{k}: {v}\n" for k, v in response.headers.items())
-        return [name for name, value in credentials.items() if value and value in text]
+        return [name for name, value in given.items() if value in text]
 
     return matchers.meets(
-        "an answer that repeats none of the credentials ("
-        + ", ".join(name for name, value in credentials.items() if value)
-        + ")",
+        f"an answer that repeats none of the credentials ({', '.join(given)})",
         lambda response: not carried(response),
         lambda response: (
             f"it carried {', '.join(carried(response))} (masked below): "

@@ -43,9 +43,6 @@ class Echoes:
         self._sent = sample
         self.send_text(role, sample.text, in_session=False)
 
-    def expect_echoes(self, text: str) -> None:
-        assert_that(self._world.last_answer, matchers.echoes(text))
-
     def expect_served_by_one_sandbox(self) -> None:
         """Every echo of the scenario so far came from the one sandbox."""
         assert_that(self._world.sandbox_reports(), served_by_one_sandbox())

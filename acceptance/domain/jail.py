@@ -121,9 +121,6 @@ class WorkspaceJail:
             answer, matchers.holds_bytes(f"{path} to download as the bytes uploaded", UPLOADED)
         )
 
-    def expect_refused_as_escaping(self) -> None:
-        assert_that(self._world.last_answer, refused_as_escaping_the_workspace())
-
     def expect_nothing_outside_revealed_or_changed(self) -> None:
         """The answer reveals nothing of the outside directory, which, seen from inside the
         sandbox, still holds its secret and nothing else."""

@@ -52,9 +52,6 @@ class LongTasks:
     def run_with_timeout(self, command: list[str], seconds: int) -> None:
         self._world.in_session().execute(command, fields={"timeout": f"{seconds}s"})
 
-    def expect_timed_out_after(self, seconds: int) -> None:
-        assert_that(self._world.last_answer, timed_out_after(seconds))
-
     def run_leaving_a_background_process(self, seconds: int) -> None:
         """A command whose shell runs a child that holds the output open well past the
         command's timeout: stopping the shell alone leaves the child (and the answer)
@@ -89,9 +86,6 @@ class LongTasks:
             json={"seconds": seconds},
             timeout=seconds + self._settings.answer_allowance,
         )
-
-    def expect_long_call_finished(self) -> None:
-        assert_that(self._world.last_answer, finished_long_call())
 
     def expect_session_still_answers(self) -> None:
         """A call right after the long one is served in the session, by the same sandbox."""

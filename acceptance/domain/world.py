@@ -16,17 +16,13 @@ from typing import Any, TypeVar, cast
 
 import requests
 from hamcrest import assert_that, has_entries
+from hamcrest.core.matcher import Matcher
 
 from acceptance.core import matchers
 from acceptance.core.clients import Router, WorkloadManager, session_id_of
 from acceptance.core.evidence import Table, describe_response, redact
 from acceptance.core.measurements import Measurements
-from acceptance.core.runtimes import (
-    Role,
-    Runtime,
-    RuntimeKind,
-    configured_runtimes,
-)
+from acceptance.core.runtimes import Role, Runtime, RuntimeKind, configured_runtimes
 from acceptance.core.settings import Settings
 from acceptance.core.transport import NoAnswer, Transport
 from acceptance.domain.calls import Call, Caller, Calls
@@ -200,6 +196,10 @@ class World:
     @property
     def last_answer(self) -> requests.Response:
         return self.last_call.response
+
+    def expect_last_answer(self, expected: Matcher[requests.Response]) -> None:
+        """For the Then steps that judge the last answer alone."""
+        assert_that(self.last_answer, expected)
 
     @property
     def session(self) -> Session:
