@@ -29,7 +29,7 @@ from acceptance.core.runtimes import Role, Runtime, RuntimeKind, fixture_manifes
 from acceptance.core.settings import Settings
 from acceptance.domain.interpreters import exits_with
 from acceptance.domain.lifetimes import ECHO_AGENT_FIXTURE
-from acceptance.domain.load import in_waves, within_the_limit
+from acceptance.domain.load import all_at_once, within_the_limit
 from acceptance.domain.sessions import open_session
 from acceptance.domain.world import Session, World, sandbox_identity
 from acceptance.platforms.base import Platform, Sandbox
@@ -158,11 +158,9 @@ class Isolation:
         as the Router's declared concurrency limit allows (all of them when none is
         declared), wave after wave; the call writes a file named after the caller."""
         runtime = self._world.runtime(role)
-        settings = self._settings
-        at_once = within_the_limit(settings, count)
-        limit = settings.max_concurrent_requests
+        limit = self._settings.max_concurrent_requests
         print(
-            f"{count} sessions opened {at_once} at a time"
+            f"{count} sessions opened {within_the_limit(self._settings, count)} at a time"
             + (f": the declared max_concurrent_requests is {limit}" if limit else "")
         )
 
@@ -170,10 +168,7 @@ class Isolation:
             code = f"open('mine-{number}.txt', 'w').write('{number}')"
             return self._world.calls(runtime).execute(["python3", "-c", code])
 
-        with self._world.caller.router.at_once(at_once):
-            self._first_answers = in_waves(
-                count, at_once, first_call, gather_timeout=settings.burst_gather_timeout
-            )
+        self._first_answers = all_at_once(self._world, count, first_call)
 
     def expect_each_got_a_session(self) -> None:
         for number, answer in enumerate(self._first_answers):
@@ -225,11 +220,7 @@ class Isolation:
 
     def _sessions_of_first_answers(self) -> list[Session]:
         """The session each first call opened, in the callers' order."""
-        by_id = {session.session_id: session for session in self._world.sessions}
-        sessions = [by_id.get(session_id_of(answer) or "") for answer in self._first_answers]
-        if None in sessions:
-            raise AssertionError("not every first call opened a session")
-        return [session for session in sessions if session is not None]
+        return [self._world.opened_by(answer) for answer in self._first_answers]
 
 
 # What its answers are expected to be.

@@ -51,6 +51,14 @@ def in_waves(
     return results
 
 
+def all_at_once(world: World, count: int, call: Callable[[int], T]) -> list[T]:
+    """`call(0)` to `call(count - 1)` through the scenario's Router, as many at the same
+    moment as its declared limit allows, their latencies kept apart from the run's."""
+    settings, at_once = world.settings, within_the_limit(world.settings, count)
+    with world.caller.router.at_once(at_once):
+        return in_waves(count, at_once, call, gather_timeout=settings.burst_gather_timeout)
+
+
 def _at_the_same_moment(
     numbers: Sequence[int], call: Callable[[int], T], gather_timeout: float
 ) -> list[T]:

@@ -90,26 +90,12 @@ class Resilience:
         self._burst = in_waves(count, count, slow_call, gather_timeout=gather_timeout)
 
     def expect_limit_served(self) -> None:
-        served = [answer for answer, _ in self._burst if answer.status_code != 429]
-        assert_that(
-            len(served),
-            described_as(
-                f"{self._limit} calls served, as many as the limit", equal_to(self._limit)
-            ),
-            self._burst_summary(),
-        )
-        for answer in served:
+        served = self._burst_part(False, f"{self._limit} calls served, as many as the limit")
+        for answer, _ in served:
             assert_that(answer, finished_long_call())
 
     def expect_extra_refused_at_once(self, extra: int) -> None:
-        refused = [
-            (answer, seconds) for answer, seconds in self._burst if answer.status_code == 429
-        ]
-        assert_that(
-            len(refused),
-            described_as(f"{extra} calls over the limit refused", equal_to(extra)),
-            self._burst_summary(),
-        )
+        refused = self._burst_part(True, f"{extra} calls over the limit refused", extra)
         for answer, seconds in refused:
             assert_that(answer, refused_as_overloaded())
             assert seconds < self._settings.overload_hold, (
@@ -120,9 +106,19 @@ class Resilience:
         answer = self._world.in_session().echo(TOUCH_TEXT)
         assert_that(answer, matchers.echoes(TOUCH_TEXT))
 
-    def _burst_summary(self) -> str:
+    def _burst_part(
+        self, refused: bool, expectation: str, count: int | None = None
+    ) -> list[tuple[requests.Response, float]]:
+        """The burst's calls refused as overloaded (429), or the others: `count` of them
+        (None: as many as the limit)."""
+        part = [(answer, s) for answer, s in self._burst if (answer.status_code == 429) == refused]
         statuses = sorted(answer.status_code for answer, _ in self._burst)
-        return f"with a limit of {self._limit}, the burst's statuses were {statuses}"
+        assert_that(
+            len(part),
+            described_as(expectation, equal_to(self._limit if count is None else count)),
+            f"with a limit of {self._limit}, the burst's statuses were {statuses}",
+        )
+        return part
 
     @property
     def _limited_router(self) -> Router:

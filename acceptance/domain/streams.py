@@ -20,12 +20,11 @@ from hamcrest import assert_that
 from hamcrest.core.matcher import Matcher
 
 from acceptance.core import matchers
-from acceptance.core.clients import session_id_of
 from acceptance.core.runtimes import Role
 from acceptance.core.settings import Settings
 from acceptance.core.streams import Conversation, StreamedAnswer, StreamingClient, Timeline
 from acceptance.domain.credentials import not_given_credentials
-from acceptance.domain.load import in_waves, within_the_limit
+from acceptance.domain.load import all_at_once, within_the_limit
 from acceptance.domain.sessions import expect_served_by_the_same_sandbox
 from acceptance.domain.world import Session, World, required, sandbox_identity, sandbox_report
 from acceptance.platforms.base import Target
@@ -154,31 +153,23 @@ class Streams:
         session of the echo agent of its own with a first call, all at the same moment."""
         count = within_the_limit(self._settings, most)
         runtime = self._world.runtime(Role.ECHO_AGENT)
-        with self._world.caller.router.at_once(count):  # latencies of a loaded start, apart
-            answers = in_waves(
-                count,
-                count,
-                lambda number: self._world.calls(runtime).echo(f"caller {number}"),
-                gather_timeout=self._settings.burst_gather_timeout,
-            )
-        by_id = {session.session_id: session for session in self._world.sessions}
+        answers = all_at_once(
+            self._world, count, lambda number: self._world.calls(runtime).echo(f"caller {number}")
+        )
         for number, answer in enumerate(answers):
             assert_that(
                 answer, matchers.echoes(f"caller {number}"), f"caller {number} got no session"
             )
-            session = by_id[session_id_of(answer) or ""]
+            session = self._world.opened_by(answer)
             self._callers.append(session)
             self._identities[session.session_id] = sandbox_identity(sandbox_report(answer))
 
     def all_call(self) -> None:
-        count = len(self._callers)
-        with self._world.caller.router.at_once(count):
-            self._results = in_waves(
-                count,
-                count,
-                lambda number: self._world.in_session(self._callers[number]).echo(_tag(number)),
-                gather_timeout=self._settings.burst_gather_timeout,
-            )
+        self._results = all_at_once(
+            self._world,
+            len(self._callers),
+            lambda number: self._world.in_session(self._callers[number]).echo(_tag(number)),
+        )
 
     def all_read_events(self) -> None:
         spacing = self._settings.stream_event_spacing

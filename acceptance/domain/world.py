@@ -94,7 +94,7 @@ class World:
         ledger: RunLedger,
     ) -> None:
         """`transport`: the scenario's one, which the others call through."""
-        self._settings = settings
+        self._settings = self.settings = settings
         self._target = target
         self.transport = transport
         self._log = transport.log
@@ -212,6 +212,13 @@ class World:
     def sessions(self) -> list[Session]:
         """The scenario's sessions, in the order they were opened."""
         return list(self._sessions)
+
+    def opened_by(self, answer: requests.Response) -> Session:
+        """The session a first call's answer opened."""
+        for session in self._sessions:
+            if session.session_id == session_id_of(answer):
+                return session
+        raise AssertionError(f"the call opened no session: {describe_response(answer)}")
 
     def last_activity(self, session: Session) -> Activity:
         """The session's last call that it answered successfully."""
