@@ -2,7 +2,6 @@
 
 from behave import then, when
 
-from acceptance.domain import programs
 from acceptance.domain.long_tasks import LongTasks, finished_long_call, timed_out_after
 from acceptance.domain.step_types import StepContext
 
@@ -22,7 +21,7 @@ def step_long_command_complete(context: StepContext) -> None:
     "with a timeout of {seconds:d} second"
 )
 def step_run_with_timeout(context: StepContext, sleep: int, seconds: int) -> None:
-    context.world.part(LongTasks).run_with_timeout(programs.sleep_for(sleep), seconds)
+    context.world.part(LongTasks).run_with_timeout(["sleep", str(sleep)], seconds)
 
 
 @then("the command is stopped because it timed out after {seconds:d} second")

@@ -10,13 +10,14 @@ import os
 import uuid
 
 import requests
-from hamcrest import assert_that, has_entries
+from hamcrest import assert_that
 from hamcrest.core.matcher import Matcher
 
 from acceptance.core import matchers
 from acceptance.core.evidence import describe_response
 from acceptance.core.matchers import Answer, Refusal, _json
 from acceptance.domain.interpreters import command_result, exits_with
+from acceptance.domain.workspace import stored
 from acceptance.domain.world import World, required
 
 SECRET_FILE = "secret.txt"
@@ -76,7 +77,7 @@ class WorkspaceJail:
 
     def prepare_outside(self) -> None:
         """Have the sandbox make the outside directory, its secret and the symlinks."""
-        answer = self._world.in_session().execute(["python3", "-c", _PREPARE, self._secret])
+        answer = self._python(_PREPARE, self._secret)
         assert_that(answer, exits_with(0), "the sandbox could not prepare the scene")
         self._outside = answer.json()["stdout"].strip()
 
@@ -84,9 +85,7 @@ class WorkspaceJail:
         """Have the sandbox make a symlink in its workspace to the outside directory, or to a
         file there that does not exist."""
         target = os.path.join(self._outside_path, _MISSING_FILE if to_missing_file else "")
-        answer = self._world.in_session().execute(
-            ["python3", "-c", _LINK, target.rstrip("/"), name]
-        )
+        answer = self._python(_LINK, target.rstrip("/"), name)
         assert_that(answer, exits_with(0), f"the sandbox could not make the link {name}")
 
     def attempt_absolute(self, attempt: AbsoluteAttempt) -> None:
@@ -106,13 +105,7 @@ class WorkspaceJail:
             calls.list_files(path)
 
     def expect_upload_succeeded(self) -> None:
-        assert_that(
-            self._world.last_answer,
-            matchers.holds_json(
-                f"PicoD to store the upload ({len(UPLOADED)} bytes) in the workspace",
-                has_entries(size=len(UPLOADED)),
-            ),
-        )
+        assert_that(self._world.last_answer, stored("the upload", UPLOADED))
 
     def expect_download_holds_upload(self) -> None:
         path = required(self._last_path, "the scenario has not uploaded a file yet")
@@ -125,7 +118,7 @@ class WorkspaceJail:
         """The answer reveals nothing of the outside directory, which, seen from inside the
         sandbox, still holds its secret and nothing else."""
         assert_that(self._world.last_answer, reveals_nothing_of(self._secret, SECRET_FILE))
-        answer = self._world.in_session().execute(["python3", "-c", _INSPECT, self._outside_path])
+        answer = self._python(_INSPECT, self._outside_path)
         assert_that(
             answer,
             command_result(
@@ -134,6 +127,9 @@ class WorkspaceJail:
                 stdout=json.dumps({SECRET_FILE: self._secret}) + "\n",
             ),
         )
+
+    def _python(self, script: str, *arguments: str) -> requests.Response:
+        return self._world.in_session().execute(["python3", "-c", script, *arguments])
 
     @property
     def _outside_path(self) -> str:

@@ -13,6 +13,7 @@ from hamcrest import assert_that, described_as, equal_to, is_not, none
 from hamcrest.core.string_description import StringDescription
 
 from acceptance.core import matchers
+from acceptance.core.matchers import Answer
 from acceptance.core.polling import consistently, eventually, waiting
 from acceptance.core.runtimes import Role, RuntimeKind, derive_manifest, fixture_manifest
 from acceptance.core.settings import Settings
@@ -77,11 +78,8 @@ class Lifetimes:
     def apply_short_lifetime_agent(self) -> None:
         """A copy of the echo agent whose maxSessionDuration is short (and longer than its
         short sessionTimeout)."""
-        self._apply(
-            Role.SHORT_LIFETIME_AGENT,
-            "lifetime",
-            max_session_duration=self._settings.short_session_lifetime,
-        )
+        lifetime = self._settings.short_session_lifetime
+        self._apply(Role.SHORT_LIFETIME_AGENT, "lifetime", max_session_duration=lifetime)
 
     def _apply(self, role: Role, purpose: str, *, max_session_duration: float | None) -> None:
         manifest = derive_manifest(
@@ -176,9 +174,7 @@ class Lifetimes:
         session = self._world.session
         eventually(
             self._world.in_session(session).touch,
-            matchers.refused_because_session_not_found(
-                session.session_id, code_required=self._settings.since_pr_460
-            ),
+            self._refused_as_not_found(session.session_id),
             timeout=self._remaining(),
             poll=self._settings.poll_interval,
             waiting_for=f"the Router to refuse the ended session {session.session_id}",
@@ -208,12 +204,7 @@ class Lifetimes:
             ),
         )
         self._lasted = time.monotonic() - session.opened_at
-        ended = (
-            matchers.refused_because_session_not_found(
-                session.session_id, code_required=self._settings.since_pr_460
-            ),
-            failed_because_the_sandbox_died(),
-        )
+        ended = (self._refused_as_not_found(session.session_id), failed_because_the_sandbox_died())
         if not any(answer_matcher.matches(answer) for answer_matcher in ended):
             problems = StringDescription()
             ended[0].describe_mismatch(answer, problems)
@@ -228,17 +219,13 @@ class Lifetimes:
     def expect_call_refused_as_not_found(self) -> None:
         """The last call was refused because its session was not found; when it was the
         first call a session did not serve at the end of its hard lifetime and it met the
-        sandbox gone, the refusal must follow within gc_interval (and clock_allowance) of
-        that answer. Upstream's agent-sandbox deletes the pod at the Sandbox's shutdownTime
-        (pkg/workloadmanager/workload_builder.go:164,203; agent-sandbox v0.4.6
-        controllers/sandbox_controller.go:207), the WorkloadManager's collector removes the
-        session on its next pass (pkg/workloadmanager/garbage_collection.go:122-133, every
-        15 s: server.go:161), and in between the Router answers 502. A session never
-        refused still fails."""
+        sandbox gone, the refusal must follow within gc_interval (and clock_allowance).
+        Upstream's agent-sandbox deletes the pod at the Sandbox's shutdownTime, the
+        WorkloadManager's collector removes the session on its next pass
+        (pkg/workloadmanager/garbage_collection.go:122-133, every 15 s), and in between
+        the Router answers 502."""
         call = self._world.last_call
-        refused = matchers.refused_because_session_not_found(
-            call.presented_session_id, code_required=self._settings.since_pr_460
-        )
+        refused = self._refused_as_not_found(call.presented_session_id)
         if self._gone_before_removed is None or call.response is not self._gone_before_removed:
             assert_that(call.response, refused)
             return
@@ -269,6 +256,11 @@ class Lifetimes:
         assert lasted >= lifetime - self._settings.clock_allowance, (
             f"{session} was no longer served {lasted:.2f} s after it was opened, "
             f"before its hard lifetime of {lifetime:g} s"
+        )
+
+    def _refused_as_not_found(self, session_id: str) -> Answer:
+        return matchers.refused_because_session_not_found(
+            session_id, code_required=self._settings.since_pr_460
         )
 
     def _lifetime(self, session: Session) -> float:

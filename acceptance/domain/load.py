@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
@@ -45,9 +45,15 @@ def in_waves(
     (each wave's callers wait for each other up to gather_timeout); the results in order."""
     results: list[T] = []
     for first in range(0, count, at_once):
-        results += _at_the_same_moment(
-            range(first, min(first + at_once, count)), call, gather_timeout
-        )
+        wave = range(first, min(first + at_once, count))
+        gate = threading.Barrier(len(wave), timeout=gather_timeout)
+
+        def gathered(number: int, gate: threading.Barrier = gate) -> T:
+            gate.wait()
+            return call(number)
+
+        with ThreadPoolExecutor(len(wave)) as callers:
+            results += callers.map(gathered, wave)
     return results
 
 
@@ -57,19 +63,6 @@ def all_at_once(world: World, count: int, call: Callable[[int], T]) -> list[T]:
     settings, at_once = world.settings, within_the_limit(world.settings, count)
     with world.caller.router.at_once(at_once):
         return in_waves(count, at_once, call, gather_timeout=settings.burst_gather_timeout)
-
-
-def _at_the_same_moment(
-    numbers: Sequence[int], call: Callable[[int], T], gather_timeout: float
-) -> list[T]:
-    gate = threading.Barrier(len(numbers), timeout=gather_timeout)
-
-    def gathered(number: int) -> T:
-        gate.wait()
-        return call(number)
-
-    with ThreadPoolExecutor(len(numbers)) as callers:
-        return list(callers.map(gathered, numbers))
 
 
 @dataclass(frozen=True)

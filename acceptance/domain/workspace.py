@@ -38,14 +38,7 @@ class Workspace:
         self._store(LARGE_FILE, random.Random(_LARGE_CONTENT_SEED).randbytes(LARGE_FILE_SIZE))
 
     def _store(self, path: str, content: bytes) -> None:
-        """Upload a file into the session's workspace; PicoD must store all of it."""
-        assert_that(
-            self._world.in_session().upload_file(path, content),
-            matchers.holds_json(
-                f"PicoD to store {path} ({len(content)} bytes) in the workspace",
-                has_entries(size=len(content)),
-            ),
-        )
+        assert_that(self._world.in_session().upload_file(path, content), stored(path, content))
 
     def expect_lists(self, names: list[str]) -> None:
         assert_that(self._world.in_session().list_files("."), lists_files(names))
@@ -72,6 +65,14 @@ class Workspace:
 
 
 # What its answers are expected to be.
+
+
+def stored(what: str, content: bytes) -> Answer:
+    """PicoD's answer to an upload it stored whole."""
+    return matchers.holds_json(
+        f"PicoD to store {what} ({len(content)} bytes) in the workspace",
+        has_entries(size=len(content)),
+    )
 
 
 def lists_files(names: Sequence[str]) -> Answer:
