@@ -4,8 +4,7 @@ from behave import given, then, when
 
 from acceptance.core import matchers
 from acceptance.core.runtimes import Role
-from acceptance.domain.echoes import Echoes, SampleText
-from acceptance.domain.sessions import Sessions
+from acceptance.domain.sessions import SampleText, Sessions
 from acceptance.domain.step_types import StepContext
 
 
@@ -31,12 +30,12 @@ def step_call_unknown_session(context: StepContext, runtime: Role) -> None:
 
 @when('I send "{text}" to the {runtime:Runtime} without a session')
 def step_send_without_session(context: StepContext, text: str, runtime: Role) -> None:
-    context.world.part(Echoes).send_text(runtime, text, in_session=False)
+    context.world.part(Sessions).send_text(runtime, text, in_session=False)
 
 
 @when('I send "{text}" to the {runtime:Runtime} in that session')
 def step_send_in_session(context: StepContext, text: str, runtime: Role) -> None:
-    context.world.part(Echoes).send_text(runtime, text, in_session=True)
+    context.world.part(Sessions).send_text(runtime, text, in_session=True)
 
 
 @then('the agent echoes "{text}"')
@@ -46,14 +45,14 @@ def step_agent_echoes(context: StepContext, text: str) -> None:
 
 @then("both calls were served by the same sandbox, one after the other")
 def step_same_sandbox(context: StepContext) -> None:
-    context.world.part(Echoes).expect_served_by_one_sandbox()
+    context.world.part(Sessions).expect_served_by_one_sandbox()
 
 
 @when("I send {sample:SampleText} to the {runtime:Runtime} without a session")
 def step_send_sample(context: StepContext, sample: SampleText, runtime: Role) -> None:
-    context.world.part(Echoes).send(sample, runtime)
+    context.world.part(Sessions).send(sample, runtime)
 
 
 @then("the agent echoes that text back unchanged")
 def step_echoes_unchanged(context: StepContext) -> None:
-    context.world.part(Echoes).expect_echoed_unchanged()
+    context.world.part(Sessions).expect_echoed_unchanged()

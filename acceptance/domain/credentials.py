@@ -1,7 +1,6 @@
 """Credentials and authentication: the caller's token never reaches a sandbox, calls without
-a valid token are refused (whatever is wrong with it, and without repeating it), a subject
-without the required role is forbidden, and a session belongs to the subject that opened
-it."""
+a valid token are refused (without repeating it), a subject without the required role is
+forbidden, and a session belongs to the subject that opened it."""
 
 from __future__ import annotations
 

@@ -127,11 +127,10 @@ class Lifetimes:
         )
 
     def leave_session_idle_until_it_ends(self) -> None:
-        """Watch the platform, without touching the session, until its sandbox is released;
-        this must happen after the timeout, counted from when the last call was sent, and
-        within the grace period that follows the timeout counted from its answer.
-        Where sandboxes cannot be observed, only wait out the timeout and the grace period:
-        the Router's refusal afterwards is then the only evidence."""
+        """Watch the platform, without touching the session, until its sandbox is released:
+        after the timeout counted from when the last call was sent, within ttl_grace after
+        the timeout counted from its answer. Where sandboxes cannot be observed, only wait
+        out both: the Router's refusal afterwards is then the only evidence."""
         timeout, grace = self._settings.short_session_timeout, self._settings.ttl_grace
         session = self._world.session
         last_call = self._world.last_activity(session)

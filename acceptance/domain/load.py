@@ -1,10 +1,8 @@
-"""Load within what the target declares. Sustained load as upstream's load tests apply it
-(test/e2e/e2e_test.go:1490-1605 at 939abb5): sessions of a code interpreter opened at a
-steady rate, each by a first command that must print what it was asked to, each closed once
-it has answered. What the load saw is reported (the share that succeeded, latency
-percentiles, errors by kind) whether or not it passes; the share that must succeed is
-load_required_share. And bursts of calls at the same moment, never more at once than the
-Router's declared max_concurrent_requests: past it, its 429 would be right."""
+"""Load within what the target declares: bursts of calls at the same moment, never more at
+once than the Router's declared max_concurrent_requests (past it, its 429 would be right),
+and sustained load as upstream's load tests apply it (test/e2e/e2e_test.go:1490-1605):
+sessions opened at a steady rate, each by a command that must print what it was asked to,
+each closed once answered, reported whether or not load_required_share of them succeeded."""
 
 from __future__ import annotations
 

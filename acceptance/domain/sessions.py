@@ -1,9 +1,12 @@
 """Sessions as a client sees them: one opened by a first call through the Router, the
 session id an answer carries, a session id never issued, and a session served throughout
-by the one sandbox that served it first."""
+by the one sandbox that served it first; and the echo agent's answers in them: texts it
+must return unchanged (an empty one, and one full of what a careless layer mangles, as
+upstream's own e2e test sends them)."""
 
 from __future__ import annotations
 
+import enum
 import json
 import uuid
 from collections.abc import Collection, Sequence
@@ -17,13 +20,29 @@ from acceptance.core import matchers
 from acceptance.core.matchers import Answer, a_uuid4
 from acceptance.core.runtimes import Role
 from acceptance.domain.calls import TOUCH_TEXT
-from acceptance.domain.world import Session, World, sandbox_identity
+from acceptance.domain.world import Session, World, required, sandbox_identity
 from agentcube_contract.session import SESSION_HEADER
+
+
+class SampleText(enum.Enum):
+    """A text as the features phrase it, and the text itself."""
+
+    EMPTY = ("an empty text", "")
+    SPECIAL = (
+        "a text full of quotes, backslashes, newlines and non-ASCII characters",
+        "quotes \" and ' , backslashes \\ and \\n, a newline\nand a tab\t, "
+        "h\u00e9llo \u2013 \u4f60\u597d \U0001f680, and @#$%^&*()",
+    )
+
+    def __init__(self, phrase: str, text: str) -> None:
+        self.phrase = phrase
+        self.text = text
 
 
 class Sessions:
     def __init__(self, world: World) -> None:
         self._world = world
+        self._sent: SampleText | None = None
 
     def open(self, role: Role) -> None:
         open_session(self._world, role)
@@ -38,6 +57,23 @@ class Sessions:
     def expect_same_session_id(self) -> None:
         call = self._world.last_call
         assert_that(call.response, matchers.carries_session_id(call.presented_session_id))
+
+    def send_text(self, role: Role, text: str, *, in_session: bool) -> None:
+        """An echo of the role's runtime, in the scenario's session or opening one."""
+        self._world.calls_to(role, in_session=in_session).echo(text)
+
+    def send(self, sample: SampleText, role: Role) -> None:
+        """Send the text in a call that opens a session."""
+        self._sent = sample
+        self.send_text(role, sample.text, in_session=False)
+
+    def expect_served_by_one_sandbox(self) -> None:
+        """Every echo of the scenario so far came from the one sandbox."""
+        assert_that(self._world.sandbox_reports(), served_by_one_sandbox())
+
+    def expect_echoed_unchanged(self) -> None:
+        sent = required(self._sent, "the scenario has sent no sample text yet")
+        assert_that(self._world.last_answer, matchers.echoes(sent.text))
 
 
 def open_session(world: World, role: Role) -> Session:

@@ -10,9 +10,9 @@ from parse_type import TypeBuilder
 
 from acceptance.core.runtimes import Role, RuntimeKind
 from acceptance.domain.credentials import Credentials, UnauthorizedReason
-from acceptance.domain.echoes import SampleText
 from acceptance.domain.jail import ABSOLUTE_ATTEMPTS, JailOperation
 from acceptance.domain.refusals import BadRequest
+from acceptance.domain.sessions import SampleText
 from acceptance.domain.world import World
 
 

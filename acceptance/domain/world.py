@@ -57,11 +57,9 @@ class Session:
 
 @dataclass(frozen=True)
 class Activity:
-    """A session's last successful call: when it was sent and when its answer arrived
-    (time.monotonic). The target stamped the session active somewhere between the two
-    (upstream: as it forwards the call and as the call ends, in whole seconds), so idleness
-    judged from `sent_at` is never too long, and a deadline counted from `answered_at`
-    never too short."""
+    """A session's last successful call, sent and answered (time.monotonic). The target
+    stamped the session active in between, so idleness judged from `sent_at` is never too
+    long, and a deadline counted from `answered_at` never too short."""
 
     sent_at: float
     answered_at: float
