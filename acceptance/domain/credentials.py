@@ -94,10 +94,8 @@ class Authentication:
         if source is None:
             return None
         kind, _, name = source.partition(":")
-        if kind == "setting":
-            token = self._target.refused_tokens.get(name)
-            if token is None:  # the scenario's tags ask for it: never reached on a run
-                raise AssertionError(f"the run was given no {name}")
+        if kind == "setting":  # the scenario's tags ask for it: never missing on a run
+            token = required(self._target.refused_tokens.get(name), f"the run was given no {name}")
         elif kind == "forged":
             token = self._forged(name)
         else:

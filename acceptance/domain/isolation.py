@@ -146,10 +146,8 @@ class Isolation:
             self._world.close_session(session)
 
     def expect_ids_never_issued_before(self) -> None:
-        assert_that(
-            [session.session_id for session in self._series],
-            new_session_ids(self._issued_before),
-        )
+        ids = [session.session_id for session in self._series]
+        assert_that(ids, new_session_ids(self._issued_before))
 
     # Many sessions at once.
 

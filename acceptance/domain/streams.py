@@ -77,8 +77,6 @@ class Streams:
         assert_that(required(self._answer, _NO_STREAM), every_event(self._count))
 
     def expect_events_as_produced(self) -> None:
-        """The first event reached the caller at least half the stream's span before the
-        agent sent the last one."""
         timeline = Timeline.of(required(self._answer, _NO_STREAM))
         if len(timeline.rows) < 2:
             raise AssertionError(
@@ -231,10 +229,8 @@ class Streams:
 
     def _client(self, session: Session, duration: float) -> StreamingClient:
         """The session's caller's client, waiting `duration` more than a call's timeout."""
-        caller = session.caller
-        return caller.router.streams(caller.token).longer_by(
-            duration + self._settings.answer_allowance
-        )
+        wait = duration + self._settings.answer_allowance
+        return session.caller.router.streams(session.caller.token).longer_by(wait)
 
     def _url(self, session: Session, path: str, count: int | None = None, tag: str = "") -> str:
         url = session.caller.router.invocation_url(session.runtime, path)
