@@ -166,7 +166,7 @@ class Isolation:
             code = f"open('mine-{number}.txt', 'w').write('{number}')"
             return self._world.calls(runtime).execute(["python3", "-c", code])
 
-        self._first_answers = all_at_once(self._world, count, first_call)
+        self._first_answers = all_at_once(self._world, self._settings, count, first_call)
 
     def expect_each_got_a_session(self) -> None:
         for number, answer in enumerate(self._first_answers):

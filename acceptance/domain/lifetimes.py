@@ -76,8 +76,7 @@ class Lifetimes:
             self._apply(Role.SHORT_TIMEOUT_AGENT, "idle", max_session_duration=None)
 
     def apply_short_lifetime_agent(self) -> None:
-        """A copy of the echo agent whose maxSessionDuration is short (and longer than its
-        short sessionTimeout)."""
+        """A copy of the echo agent whose maxSessionDuration is short (but > its timeout)."""
         lifetime = self._settings.short_session_lifetime
         self._apply(Role.SHORT_LIFETIME_AGENT, "lifetime", max_session_duration=lifetime)
 

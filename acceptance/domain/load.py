@@ -55,18 +55,17 @@ def in_waves(
     return results
 
 
-def all_at_once(world: World, count: int, call: Callable[[int], T]) -> list[T]:
+def all_at_once(world: World, settings: Settings, count: int, call: Callable[[int], T]) -> list[T]:
     """`call(0)` to `call(count - 1)` through the scenario's Router, as many at the same
     moment as its declared limit allows, their latencies kept apart from the run's."""
-    settings, at_once = world.settings, within_the_limit(world.settings, count)
+    at_once = within_the_limit(settings, count)
     with world.caller.router.at_once(at_once):
         return in_waves(count, at_once, call, gather_timeout=settings.burst_gather_timeout)
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """One session of the load: how long its first call took, and what went wrong (its
-    kind), if anything."""
+    """One session of the load: its first call's seconds, and the kind of what went wrong."""
 
     seconds: float
     error: str | None = None

@@ -17,8 +17,7 @@ from acceptance.domain.world import World
 
 
 class StepContext(Protocol):
-    """behave's context as a step sees it: the scenario's World (environment.py's
-    before_scenario) and the step's table, if it has one (behave's, untyped)."""
+    """behave's context as a step sees it: the scenario's World and the step's table."""
 
     world: World
     table: Any

@@ -53,8 +53,7 @@ class Streams:
     # One caller.
 
     def read_events(self, duration: float | None = None) -> None:
-        """The agent's events in the scenario's session: EVENTS of them, or as many as
-        span `duration` seconds."""
+        """The agent's events in the session: EVENTS of them, or as many as span `duration`."""
         spacing = self._settings.stream_event_spacing
         self._read("events", EVENTS if duration is None else math.ceil(duration / spacing) + 1)
 
@@ -151,8 +150,9 @@ class Streams:
         session of the echo agent of its own with a first call, all at the same moment."""
         count = within_the_limit(self._settings, most)
         runtime = self._world.runtime(Role.ECHO_AGENT)
+        calls = self._world.calls(runtime)
         answers = all_at_once(
-            self._world, count, lambda number: self._world.calls(runtime).echo(f"caller {number}")
+            self._world, self._settings, count, lambda number: calls.echo(f"caller {number}")
         )
         for number, answer in enumerate(answers):
             assert_that(
@@ -165,6 +165,7 @@ class Streams:
     def all_call(self) -> None:
         self._results = all_at_once(
             self._world,
+            self._settings,
             len(self._callers),
             lambda number: self._world.in_session(self._callers[number]).echo(_tag(number)),
         )

@@ -123,8 +123,7 @@ class WarmPools:
         )
 
     def expect_pool_refilled(self, role: Role) -> None:
-        """The pool is back to its size, with a sandbox that was not there before in place
-        of the one the session took."""
+        """The pool is back to its size, with a new sandbox in place of the one taken."""
         runtime = self._world.runtime(role)
         size = self._platform.warm_pool_size(runtime)
         claimed = (self._closed or self._serving_sandbox()).sandbox_id

@@ -58,8 +58,9 @@ class Session:
 @dataclass(frozen=True)
 class Activity:
     """A session's last successful call, sent and answered (time.monotonic). The target
-    stamped the session active in between, so idleness judged from `sent_at` is never too
-    long, and a deadline counted from `answered_at` never too short."""
+    stamped the session active in between (upstream: as it forwards the call and as the call
+    ends, in whole seconds), so idleness judged from `sent_at` is never too long, and a
+    deadline counted from `answered_at` never too short."""
 
     sent_at: float
     answered_at: float
@@ -92,7 +93,7 @@ class World:
         ledger: RunLedger,
     ) -> None:
         """`transport`: the scenario's one, which the others call through."""
-        self._settings = self.settings = settings
+        self._settings = settings
         self._target = target
         self.transport = transport
         self._log = transport.log
@@ -138,8 +139,7 @@ class World:
         return Caller(self.caller.router, token, token_variable)
 
     def caller_through(self, router: Router) -> Caller:
-        """The scenario's caller, calling through another Router (another URL, or latencies
-        kept apart from the run's)."""
+        """The scenario's caller through another Router (another URL, or latencies apart)."""
         return dataclasses.replace(self.caller, router=router)
 
     @property
@@ -162,8 +162,7 @@ class World:
         return self._log.format(since, whose)
 
     def stream_timelines(self) -> list[tuple[str, Table]]:
-        """The timelines of the scenario's streams (when each part was sent and arrived),
-        each with the call it belongs to, redacted."""
+        """Each stream's timeline (when each part was sent and arrived), by call, redacted."""
         return [
             (f"{exchange.method} {redact(exchange.url)}", exchange.timeline)
             for exchange in self._log.exchanges
@@ -259,8 +258,7 @@ class World:
         return self.calls(session.runtime, session.session_id, caller=session.caller)
 
     def _record(self, call: Call) -> None:
-        """Remember a finished call, and adopt the session it opened, if any, as its
-        caller's."""
+        """Remember a finished call, and adopt the session it opened as its caller's."""
         known = tuple(session.session_id for session in self._sessions)
         self._calls.append(dataclasses.replace(call, known_before=known))
         returned = session_id_of(call.response)
@@ -307,8 +305,7 @@ class World:
         return session
 
     def close_session(self, session: Session) -> requests.Response:
-        """Delete the session through the WorkloadManager now, as a client ends it; once
-        deleted, the scenario's cleanup leaves it alone."""
+        """Delete the session at the WorkloadManager now, as a client does; cleanup skips it."""
         response = self._delete_at_workload_manager(session)
         if response.status_code == 200:
             self._closed.add(session.session_id)
@@ -330,8 +327,7 @@ class World:
         self._register_cleanup(self._delete_session, session)
 
     def keep_for_inspection(self, kept: list[str]) -> None:
-        """From now on the cleanups keep the scenario's sessions and runtimes, and add to
-        `kept` how to reach each, instead of deleting them."""
+        """From now on the cleanups keep sessions and runtimes, adding how to reach each."""
         self._kept = kept
 
     def _how_to_reach(self, session: Session) -> str:
