@@ -137,7 +137,7 @@ class Isolation:
         next; the ids the Router returns are judged afterwards, whether the closes succeed
         is not this series' concern."""
         runtime = self._world.runtime(role)
-        self._issued_before = [session.session_id for session in self._world.run_sessions]
+        self._issued_before = [session.session_id for session in self._world.ledger.sessions]
         for _ in range(count):
             answer = self._world.calls(runtime).touch()
             assert_that(answer, matchers.succeeded(f"the Router to open a session of {runtime}"))

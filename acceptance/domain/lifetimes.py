@@ -135,7 +135,7 @@ class Lifetimes:
         last_call = self._world.last_activity(session)
         self._deadline = last_call.answered_at + timeout + grace
         if SANDBOX_OBSERVATION not in self._target.capabilities:
-            self._world.note_unobserved(
+            self._world.ledger.unobserved.append(
                 f"{session}: idle expiry judged by the Router's refusal alone; the removal of "
                 f"its sandbox was not observed (platform {self._platform.name!r})"
             )

@@ -118,7 +118,7 @@ class SustainedLoad:
         self._elapsed = time.monotonic() - started
         report = self.report()
         print(report)  # in the scenario's output and report
-        self._world.note_measured(report)  # and at the end of the run, passed or not
+        self._world.ledger.measured.append(report)  # and at the end of the run, passed or not
 
     def _one_session(self, caller: Caller, runtime: Runtime, number: int) -> Outcome:
         text = f"Load test request {number}!"

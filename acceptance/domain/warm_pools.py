@@ -73,7 +73,7 @@ class WarmPools:
         assert size == 0, f"{runtime} was expected without a warm pool, but warmPoolSize is {size}"
         # Every sandbox that exists before the call: any waiting, and those serving the
         # run's sessions, so that handing out one of them cannot pass for a new start.
-        serving = (self._platform.sandbox_of(s.session_id) for s in self._world.run_sessions)
+        serving = (self._platform.sandbox_of(s.session_id) for s in self._world.ledger.sessions)
         existing = {*self._platform.warm_sandboxes(runtime), *filter(None, serving)}
         self._waiting = _ids(existing)
 

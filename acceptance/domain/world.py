@@ -100,7 +100,7 @@ class World:
         self._workload_manager = workload_manager
         self._platform = platform
         self._register_cleanup = register_cleanup
-        self._ledger = ledger
+        self.ledger = ledger  # what the run's end reports, the run's sessions among it
         self._calls: list[Call] = []
         self._sessions: list[Session] = []
         self._last_activity: dict[str, Activity] = {}
@@ -141,19 +141,6 @@ class World:
     def caller_through(self, router: Router) -> Caller:
         """The scenario's caller through another Router (another URL, or latencies apart)."""
         return dataclasses.replace(self.caller, router=router)
-
-    @property
-    def run_sessions(self) -> list[Session]:
-        """Every session the run has opened so far, in order."""
-        return self._ledger.sessions
-
-    def note_unobserved(self, what: str) -> None:
-        """Tell at the end of the run that the target did not let this be observed."""
-        self._ledger.unobserved.append(what)
-
-    def note_measured(self, what: str) -> None:
-        """Tell at the end of the run what a scenario measured, whether it passed or not."""
-        self._ledger.measured.append(what)
 
     # What the scenario has seen so far.
 
@@ -323,7 +310,7 @@ class World:
 
     def _adopt(self, session: Session) -> None:
         self._sessions.append(session)
-        self._ledger.sessions.append(session)
+        self.ledger.sessions.append(session)
         self._register_cleanup(self._delete_session, session)
 
     def keep_for_inspection(self, kept: list[str]) -> None:
@@ -352,10 +339,10 @@ class World:
         try:
             response = self._delete_at_workload_manager(session)
         except NoAnswer as error:
-            self._ledger.leaks.append(f"{session}: {error}")
+            self.ledger.leaks.append(f"{session}: {error}")
             return
         if response.status_code not in (200, 404):
-            self._ledger.leaks.append(f"{session}: {describe_response(response)}")
+            self.ledger.leaks.append(f"{session}: {describe_response(response)}")
 
     # Runtimes the scenario applies for itself.
 
@@ -381,7 +368,7 @@ class World:
         try:
             self._platform.delete_runtime(runtime)
         except AssertionError as error:
-            self._ledger.leaks.append(f"{runtime}: {error}")
+            self.ledger.leaks.append(f"{runtime}: {error}")
 
 
 def sandbox_report(response: requests.Response) -> Any:
