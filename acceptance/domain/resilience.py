@@ -186,15 +186,13 @@ class Resilience:
 
     def call_dead_session(self) -> None:
         """One call in the session, waiting no longer than fail_fast for an answer."""
-        session, limit = self._world.session, self._settings.fail_fast
-        started = time.perf_counter()
+        limit = self._settings.fail_fast
+        answer: requests.Response | None = None
+        problem, started = "", time.perf_counter()
         try:
-            answer: requests.Response | None = self._world.in_session(session).execute(
-                ["python3", "-c", "pass"], wait=limit
-            )
-            problem = ""
+            answer = self._world.in_session().execute(["python3", "-c", "pass"], wait=limit)
         except NoAnswer as error:
-            answer, problem = None, str(error)
+            problem = str(error)
         self._failed_call = (answer, time.perf_counter() - started, problem)
 
     def expect_failed_fast(self) -> None:
