@@ -2,8 +2,19 @@
 
 from behave import given, then, when
 
+from acceptance.core.runtimes import RuntimeKind
 from acceptance.domain.refusals import BadRequest, Refusals
 from acceptance.domain.step_types import StepContext
+
+
+@when("I call {kind:RuntimeKind} that does not exist")
+def step_call_missing_runtime(context: StepContext, kind: RuntimeKind) -> None:
+    context.world.part(Refusals).call_missing_runtime(kind)
+
+
+@then("the call is refused because the runtime was not found")
+def step_refused_runtime_not_found(context: StepContext) -> None:
+    context.world.part(Refusals).expect_refused_as_runtime_not_found()
 
 
 @given("the session has been closed")

@@ -2,8 +2,7 @@
 
 from behave import then, when
 
-from acceptance.domain import programs
-from acceptance.domain.long_tasks import LongTasks
+from acceptance.domain.long_tasks import LongTasks, finished_long_call, timed_out_after
 from acceptance.domain.step_types import StepContext
 
 
@@ -22,12 +21,12 @@ def step_long_command_complete(context: StepContext) -> None:
     "with a timeout of {seconds:d} second"
 )
 def step_run_with_timeout(context: StepContext, sleep: int, seconds: int) -> None:
-    context.world.part(LongTasks).run_with_timeout(programs.sleep_for(sleep), seconds)
+    context.world.part(LongTasks).run_with_timeout(["sleep", str(sleep)], seconds)
 
 
 @then("the command is stopped because it timed out after {seconds:d} second")
 def step_command_timed_out(context: StepContext, seconds: int) -> None:
-    context.world.part(LongTasks).expect_timed_out_after(seconds)
+    context.world.expect_last_answer(timed_out_after(seconds))
 
 
 @when(
@@ -50,7 +49,7 @@ def step_agent_works_long(context: StepContext) -> None:
 
 @then("the long call completes")
 def step_long_call_completes(context: StepContext) -> None:
-    context.world.part(LongTasks).expect_long_call_finished()
+    context.world.expect_last_answer(finished_long_call())
 
 
 @then("the session still answers, from the same sandbox")

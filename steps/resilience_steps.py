@@ -1,8 +1,10 @@
-"""Steps about overload, Router restarts and sandboxes that die."""
+"""Steps about the Router under stress: overload, sustained load, Router restarts and
+sandboxes that die."""
 
 from behave import given, then, when
 
 from acceptance.core.runtimes import Role
+from acceptance.domain.load import SustainedLoad
 from acceptance.domain.resilience import Resilience
 from acceptance.domain.step_types import StepContext
 
@@ -72,3 +74,13 @@ def step_call_again(context: StepContext) -> None:
 @then("the call fails fast, with an error saying the sandbox is gone")
 def step_failed_fast(context: StepContext) -> None:
     context.world.part(Resilience).expect_failed_fast()
+
+
+@when("sessions of the {runtime:Runtime} are opened at a steady rate, each running one command")
+def step_apply_load(context: StepContext, runtime: Role) -> None:
+    context.world.part(SustainedLoad).apply(runtime)
+
+
+@then("at least the required share of those sessions succeeded")
+def step_required_share(context: StepContext) -> None:
+    context.world.part(SustainedLoad).expect_required_share()

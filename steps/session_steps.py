@@ -1,10 +1,10 @@
-"""Steps about sessions: opening, reusing, unknown and expired ones."""
+"""Steps about sessions and the echoes in them: opening, reusing, unknown ones."""
 
 from behave import given, then, when
 
+from acceptance.core import matchers
 from acceptance.core.runtimes import Role
-from acceptance.domain.lifetimes import Lifetimes
-from acceptance.domain.sessions import Sessions
+from acceptance.domain.sessions import SampleText, Sessions
 from acceptance.domain.step_types import StepContext
 
 
@@ -28,31 +28,31 @@ def step_call_unknown_session(context: StepContext, runtime: Role) -> None:
     context.world.part(Sessions).call_with_unknown_session(runtime)
 
 
-@then("the call is refused because the session was not found")
-def step_refused_session_not_found(context: StepContext) -> None:
-    context.world.part(Lifetimes).expect_call_refused_as_not_found()
+@when('I send "{text}" to the {runtime:Runtime} without a session')
+def step_send_without_session(context: StepContext, text: str, runtime: Role) -> None:
+    context.world.part(Sessions).send_text(runtime, text, in_session=False)
 
 
-@when("the session is called more often than its idle timeout, for twice that timeout")
-def step_call_session_often(context: StepContext) -> None:
-    context.world.part(Lifetimes).call_often_for_twice_the_timeout()
+@when('I send "{text}" to the {runtime:Runtime} in that session')
+def step_send_in_session(context: StepContext, text: str, runtime: Role) -> None:
+    context.world.part(Sessions).send_text(runtime, text, in_session=True)
 
 
-@then("every call is served in the session, by the same sandbox")
-def step_served_throughout(context: StepContext) -> None:
-    context.world.part(Lifetimes).expect_served_throughout()
+@then('the agent echoes "{text}"')
+def step_agent_echoes(context: StepContext, text: str) -> None:
+    context.world.expect_last_answer(matchers.echoes(text))
 
 
-@when("the session is left idle for longer than its idle timeout")
-def step_leave_session_idle(context: StepContext) -> None:
-    context.world.part(Lifetimes).leave_session_idle_until_it_ends()
+@then("both calls were served by the same sandbox, one after the other")
+def step_same_sandbox(context: StepContext) -> None:
+    context.world.part(Sessions).expect_served_by_one_sandbox()
 
 
-@then("calls in the session are refused because the session was not found")
-def step_expired_session_refused(context: StepContext) -> None:
-    context.world.part(Lifetimes).expect_session_refused_as_not_found()
+@when("I send {sample:SampleText} to the {runtime:Runtime} without a session")
+def step_send_sample(context: StepContext, sample: SampleText, runtime: Role) -> None:
+    context.world.part(Sessions).send(sample, runtime)
 
 
-@then("the sandbox that served the session is gone")
-def step_sandbox_gone(context: StepContext) -> None:
-    context.world.part(Lifetimes).expect_sandbox_gone()
+@then("the agent echoes that text back unchanged")
+def step_echoes_unchanged(context: StepContext) -> None:
+    context.world.part(Sessions).expect_echoed_unchanged()

@@ -1,7 +1,6 @@
-"""Who calls and how: a caller as a value (the Router it calls and the token it presents),
-and the calls to one runtime that such a caller makes, in a session or opening one. Each
-call goes one way: sent (again, while a runtime just applied is not served yet), then
-handed finished to whoever records it (the World)."""
+"""Who calls and how: a caller as a value, and the calls to one runtime it makes, in a
+session or opening one. Each call goes one way: sent (again, while a runtime just applied
+is not served yet), then handed finished to whoever records it (the World)."""
 
 from __future__ import annotations
 
@@ -56,28 +55,19 @@ class Call:
         return self.sent_session_id
 
 
+@dataclass(frozen=True)
 class Calls:
     """Calls to one runtime by one caller, presenting one session id or none (a call that
     opens a session), each handed to `record` once answered. A first call to a runtime in
     `unserved` (applied, not yet served: a WorkloadManager finds runtimes through a cached
     watch) is sent again while the target answers that the runtime does not exist."""
 
-    def __init__(
-        self,
-        runtime: Runtime,
-        session_id: str | None,
-        caller: Caller,
-        *,
-        record: Callable[[Call], None],
-        unserved: set[Runtime],
-        settings: Settings,
-    ) -> None:
-        self._runtime = runtime
-        self._session_id = session_id
-        self._caller = caller
-        self._record = record
-        self._unserved = unserved
-        self._settings = settings
+    runtime: Runtime
+    session_id: str | None
+    caller: Caller
+    record: Callable[[Call], None]
+    unserved: set[Runtime]
+    settings: Settings
 
     def invoke(self, path: str, **options: Any) -> requests.Response:
         """Any call under the runtime's invocations/ path (the Router's invoke options)."""
@@ -102,7 +92,7 @@ class Calls:
 
     def touch(self) -> requests.Response:
         """A harmless call of the runtime's kind: an echo, or a Python no-op."""
-        if self._runtime.kind is RuntimeKind.AGENT_RUNTIME:
+        if self.runtime.kind is RuntimeKind.AGENT_RUNTIME:
             return self.echo(TOUCH_TEXT)
         return self.execute(["python3", "-c", "pass"])
 
@@ -119,43 +109,43 @@ class Calls:
         self, request: Callable[..., requests.Response], /, *args: Any, **options: Any
     ) -> requests.Response:
         """Make the Router's `request` as this caller in this session, and record the call."""
-        caller = self._caller
+        caller = self.caller
 
         def send() -> requests.Response:
             sent.append(time.monotonic())
             return request(
                 caller.router,
-                self._runtime,
+                self.runtime,
                 *args,
-                session_id=self._session_id,
+                session_id=self.session_id,
                 token=caller.token,
                 **options,
             )
 
         sent: list[float] = []
-        if self._session_id is None and self._runtime in self._unserved:
+        if self.session_id is None and self.runtime in self.unserved:
             response = self._send_once_served(send)
         else:
             response = send()
-        call = Call(caller, self._runtime, self._session_id, response, sent[-1], time.monotonic())
-        self._record(call)
+        call = Call(caller, self.runtime, self.session_id, response, sent[-1], time.monotonic())
+        self.record(call)
         return response
 
     def _send_once_served(self, send: Callable[[], requests.Response]) -> requests.Response:
         """`send` again while the target answers that the runtime does not exist, within
         ready_timeout. Such a refusal opens nothing, and a runtime served once is served
         from then on."""
-        runtime = self._runtime
+        runtime = self.runtime
         response = eventually(
             send,
             is_not(matchers.refused_because_runtime_not_found(runtime)),
-            timeout=self._settings.ready_timeout,
-            poll=self._settings.poll_interval,
+            timeout=self.settings.ready_timeout,
+            poll=self.settings.poll_interval,
             waiting_for=(
                 f"{runtime}, just applied, to be served (a WorkloadManager finds runtimes "
                 "through a cached watch, so its first calls may not find one yet; "
                 "ready_timeout / AGENTCUBE_READY_TIMEOUT)"
             ),
         )
-        self._unserved.discard(runtime)
+        self.unserved.discard(runtime)
         return response

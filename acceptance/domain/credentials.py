@@ -1,7 +1,6 @@
 """Credentials and authentication: the caller's token never reaches a sandbox, calls without
-a valid token are refused (whatever is wrong with it, and without repeating it), a subject
-without the required role is forbidden, and a session belongs to the subject that opened
-it."""
+a valid token are refused (without repeating it), a subject without the required role is
+forbidden, and a session belongs to the subject that opened it."""
 
 from __future__ import annotations
 
@@ -13,8 +12,6 @@ from typing import Any
 
 import requests
 from hamcrest import assert_that, described_as, has_entry, has_item, is_in, is_not
-from hamcrest.core.base_matcher import BaseMatcher
-from hamcrest.core.description import Description
 from hamcrest.core.matcher import Matcher
 
 from acceptance.core import forgeries, matchers
@@ -22,7 +19,8 @@ from acceptance.core.evidence import describe_response, register_secret
 from acceptance.core.matchers import Answer, Refusal
 from acceptance.core.runtimes import Role
 from acceptance.core.settings import Settings
-from acceptance.domain.world import World
+from acceptance.domain.sessions import echoed_in
+from acceptance.domain.world import World, required
 from acceptance.platforms.base import Target, fetch_json
 
 
@@ -96,10 +94,8 @@ class Authentication:
         if source is None:
             return None
         kind, _, name = source.partition(":")
-        if kind == "setting":
-            token = self._target.refused_tokens.get(name)
-            if token is None:  # the scenario's tags ask for it: never reached on a run
-                raise AssertionError(f"the run was given no {name}")
+        if kind == "setting":  # the scenario's tags ask for it: never missing on a run
+            token = required(self._target.refused_tokens.get(name), f"the run was given no {name}")
         elif kind == "forged":
             token = self._forged(name)
         else:
@@ -108,17 +104,13 @@ class Authentication:
         return f"Bearer {token}"
 
     def _forged(self, name: str) -> str:
-        caller = self._target.api_token
-        if caller is None:
-            raise AssertionError("the run was given no api_token to forge a token from")
+        caller = required(self._target.api_token, "the run was given no api_token to forge from")
         if name == "unsigned":
             return forgeries.unsigned(caller)
         if name == "unpublished-key":
             return forgeries.signed_by_unpublished_key(caller)
         timeout = self._settings.request_timeout
-        public_key = forgeries.published_public_key_pem(
-            caller, lambda url: fetch_json(url, timeout)
-        )
+        public_key = forgeries.published_public_key_pem(caller, lambda u: fetch_json(u, timeout))
         return forgeries.hmac_signed_with_public_key(caller, public_key)
 
     def expect_tokens_required(self) -> None:
@@ -149,45 +141,23 @@ class Authentication:
         other = self._world.caller_presenting(token, token_variable)
         self._world.calls(session.runtime, session.session_id, caller=other).echo(text)
 
-    def expect_refused_as_unauthorized(self, reason: UnauthorizedReason) -> None:
-        assert_that(self._world.last_answer, refused_as_unauthorized(reason.words))
-
-    def expect_refused_for_the_missing_role(self) -> None:
-        assert_that(self._world.last_answer, refused_as_missing_role())
-
     def expect_refusal_repeats_no_credential(self) -> None:
         """Neither the token the call presented nor any other of the run's: a refusal that
         echoes its credential hands it to every log and proxy on the way."""
-        answer = self._world.last_answer
+        answer, target = self._world.last_answer, self._target
         presented = answer.request.headers.get("Authorization", "").partition(" ")[2]
-        credentials = {"the token presented": presented, **self._run_tokens()}
-        assert_that(answer, carries_no_credential(credentials))
-
-    def _run_tokens(self) -> dict[str, str]:
-        target = self._target
-        given = {
+        credentials = {
+            "the token presented": presented,
             "api_token": target.api_token,
             "second_api_token": target.second_api_token,
             "admin_api_token": target.admin_api_token,
             **target.refused_tokens,
         }
-        return {name: token for name, token in given.items() if token}
-
-    def expect_refused_as_not_the_owner(self) -> None:
-        """The ownership refusal itself, by its words: the Router's 403 for a token without
-        its required role says otherwise, and the preflight has stopped the run on such a
-        token already."""
-        assert_that(self._world.last_answer, refused_as_not_the_owner())
+        assert_that(answer, carries_no_credential(credentials))
 
     def expect_owner_still_served(self) -> None:
-        session = self._world.session
-        answer = self._world.in_session(session).echo("still mine")
-        assert_that(
-            answer,
-            matchers.all_met(
-                matchers.echoes("still mine"), matchers.carries_session_id(session.session_id)
-            ),
-        )
+        answer = self._world.in_session().echo("still mine")
+        assert_that(answer, echoed_in(self._world.session, "still mine"))
 
     def expect_sandbox_got_no_caller_token(self) -> None:
         """The echo agent reports a fingerprint of every word of every header it received:
@@ -239,32 +209,23 @@ def refused_as_missing_role() -> Answer:
     )
 
 
-class CarriesNoCredential(BaseMatcher[requests.Response]):
+def carries_no_credential(credentials: Mapping[str, str | None]) -> Matcher[requests.Response]:
     """An answer none of whose headers or body holds any of these credentials (by name:
-    the values never reach a message)."""
+    the values never reach a message; those None or empty are left out)."""
+    given = {name: value for name, value in credentials.items() if value}
 
-    def __init__(self, credentials: Mapping[str, str]) -> None:
-        self._credentials = {name: value for name, value in credentials.items() if value}
-        self._found: list[str] = []
+    def carried(response: requests.Response) -> list[str]:
+        text = response.text + "".join(f"{k}: {v}\n" for k, v in response.headers.items())
+        return [name for name, value in given.items() if value in text]
 
-    def _matches(self, item: requests.Response) -> bool:
-        text = item.text + "".join(f"{k}: {v}\n" for k, v in item.headers.items())
-        self._found = [name for name, value in self._credentials.items() if value in text]
-        return not self._found
-
-    def describe_to(self, description: Description) -> None:
-        description.append_text(
-            "an answer that repeats none of the credentials (" + ", ".join(self._credentials) + ")"
-        )
-
-    def describe_mismatch(self, item: requests.Response, description: Description) -> None:
-        description.append_text(
-            f"it carried {', '.join(self._found)} (masked below): {describe_response(item)}"
-        )
-
-
-def carries_no_credential(credentials: Mapping[str, str]) -> Matcher[requests.Response]:
-    return CarriesNoCredential(credentials)
+    return matchers.meets(
+        f"an answer that repeats none of the credentials ({', '.join(given)})",
+        lambda response: not carried(response),
+        lambda response: (
+            f"it carried {', '.join(carried(response))} (masked below): "
+            f"{describe_response(response)}"
+        ),
+    )
 
 
 def not_given_credentials(tokens: Mapping[str, str]) -> Matcher[Any]:

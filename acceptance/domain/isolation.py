@@ -19,8 +19,6 @@ from hamcrest import (
     is_in,
     is_not,
 )
-from hamcrest.core.base_matcher import BaseMatcher
-from hamcrest.core.description import Description
 from hamcrest.core.matcher import Matcher
 
 from acceptance.core import matchers
@@ -31,9 +29,9 @@ from acceptance.core.runtimes import Role, Runtime, RuntimeKind, fixture_manifes
 from acceptance.core.settings import Settings
 from acceptance.domain.interpreters import exits_with
 from acceptance.domain.lifetimes import ECHO_AGENT_FIXTURE
-from acceptance.domain.load import in_waves, within_the_limit
-from acceptance.domain.sessions import ServedByOneSandbox, open_session
-from acceptance.domain.world import Session, World
+from acceptance.domain.load import all_at_once, within_the_limit
+from acceptance.domain.sessions import open_session
+from acceptance.domain.world import Session, World, sandbox_identity
 from acceptance.platforms.base import Platform, Sandbox
 from agentcube_contract.session import SESSION_HEADER
 
@@ -139,19 +137,17 @@ class Isolation:
         next; the ids the Router returns are judged afterwards, whether the closes succeed
         is not this series' concern."""
         runtime = self._world.runtime(role)
-        self._issued_before = [session.session_id for session in self._world.run_sessions]
+        self._issued_before = [session.session_id for session in self._world.ledger.sessions]
         for _ in range(count):
             answer = self._world.calls(runtime).touch()
             assert_that(answer, matchers.succeeded(f"the Router to open a session of {runtime}"))
-            session = Session(session_id_of(answer) or "", runtime)
+            session = Session(session_id_of(answer) or "", runtime, self._world.caller)
             self._series.append(session)
             self._world.close_session(session)
 
     def expect_ids_never_issued_before(self) -> None:
-        assert_that(
-            [session.session_id for session in self._series],
-            new_session_ids(self._issued_before),
-        )
+        ids = [session.session_id for session in self._series]
+        assert_that(ids, new_session_ids(self._issued_before))
 
     # Many sessions at once.
 
@@ -160,11 +156,9 @@ class Isolation:
         as the Router's declared concurrency limit allows (all of them when none is
         declared), wave after wave; the call writes a file named after the caller."""
         runtime = self._world.runtime(role)
-        settings = self._settings
-        at_once = within_the_limit(settings, count)
-        limit = settings.max_concurrent_requests
+        limit = self._settings.max_concurrent_requests
         print(
-            f"{count} sessions opened {at_once} at a time"
+            f"{count} sessions opened {within_the_limit(self._settings, count)} at a time"
             + (f": the declared max_concurrent_requests is {limit}" if limit else "")
         )
 
@@ -172,10 +166,7 @@ class Isolation:
             code = f"open('mine-{number}.txt', 'w').write('{number}')"
             return self._world.calls(runtime).execute(["python3", "-c", code])
 
-        with self._world.caller.router.at_once(at_once):
-            self._first_answers = in_waves(
-                count, at_once, first_call, gather_timeout=settings.burst_gather_timeout
-            )
+        self._first_answers = all_at_once(self._world, self._settings, count, first_call)
 
     def expect_each_got_a_session(self) -> None:
         for number, answer in enumerate(self._first_answers):
@@ -227,44 +218,29 @@ class Isolation:
 
     def _sessions_of_first_answers(self) -> list[Session]:
         """The session each first call opened, in the callers' order."""
-        by_id = {session.session_id: session for session in self._world.sessions}
-        sessions = [by_id.get(session_id_of(answer) or "") for answer in self._first_answers]
-        if None in sessions:
-            raise AssertionError("not every first call opened a session")
-        return [session for session in sessions if session is not None]
+        return [self._world.opened_by(answer) for answer in self._first_answers]
 
 
 # What its answers are expected to be.
 
 
 def lists_one_and_none_of(name: str, others: Sequence[str]) -> Answer:
-    def listed(file_name: str) -> Matcher[Sequence[Mapping[str, str]]]:
-        entry: Matcher[Sequence[Mapping[str, str]]] = has_item(has_entry("name", file_name))
-        return entry
-
-    def unlisted(file_name: str) -> Matcher[Sequence[Mapping[str, str]]]:
-        absent: Matcher[Sequence[Mapping[str, str]]] = is_not(listed(file_name))
-        return absent
+    def listed(file_name: str) -> Matcher[Any]:
+        return has_item(has_entry("name", file_name))
 
     return Answer(
         f"the workspace listing to hold {name} and none of {', '.join(others)}",
         status=200,
-        body=has_entry(
-            "files",
-            all_of(listed(name), *(unlisted(other) for other in others)),
-        ),
+        body=has_entry("files", all_of(listed(name), *(is_not(listed(o)) for o in others))),
     )
 
 
-class _NewSessionIds(BaseMatcher[Sequence[str]]):
+def new_session_ids(earlier: Collection[str]) -> Matcher[Sequence[str]]:
     """Session ids, in the order they were issued: each a UUID v4 that neither an earlier
     one in the sequence nor any of `earlier` had."""
 
-    def __init__(self, earlier: Collection[str]) -> None:
-        self.earlier = set(earlier)
-
-    def _problem(self, ids: Sequence[str]) -> str | None:
-        seen = set(self.earlier)
+    def problem(ids: Sequence[str]) -> str | None:
+        seen = set(earlier)
         for position, session_id in enumerate(ids, start=1):
             if not a_uuid4().matches(session_id):
                 return f"session id {session_id!r} (number {position}) is not a UUID v4"
@@ -273,21 +249,12 @@ class _NewSessionIds(BaseMatcher[Sequence[str]]):
             seen.add(session_id)
         return None
 
-    def _matches(self, item: Sequence[str]) -> bool:
-        return self._problem(item) is None
-
-    def describe_to(self, description: Description) -> None:
-        description.append_text(
-            f"every session id a UUID v4 never issued before in this run "
-            f"({len(self.earlier)} issued earlier)"
-        )
-
-    def describe_mismatch(self, item: Sequence[str], mismatch: Description) -> None:
-        mismatch.append_text(f"{self._problem(item)}; the ids were {', '.join(item)}")
-
-
-def new_session_ids(earlier: Collection[str]) -> Matcher[Sequence[str]]:
-    return _NewSessionIds(earlier)
+    return matchers.meets(
+        "every session id a UUID v4 never issued before in this run "
+        f"({len(set(earlier))} issued earlier)",
+        lambda ids: problem(ids) is None,
+        lambda ids: f"{problem(ids)}; the ids were {', '.join(ids)}",
+    )
 
 
 class _OwnSandboxOrRefusal(Answer):
@@ -311,7 +278,7 @@ class _OwnSandboxOrRefusal(Answer):
             status={200, *self.refusals},
             headers={SESSION_HEADER: is_in([None, session_id])},
         )
-        self.identity = _sandbox_identity(sandbox)
+        self.identity = sandbox_identity(sandbox)
 
     def _problem(self, response: requests.Response) -> str | None:
         problem = super()._problem(response)
@@ -325,19 +292,12 @@ class _OwnSandboxOrRefusal(Answer):
             return problem
         if not isinstance(body, dict):
             return "the body is not a JSON object"
-        served_by = _sandbox_identity(body.get("sandbox"))
+        served_by = sandbox_identity(body.get("sandbox"))
         if served_by != self.identity:
             return f"it was served by sandbox {served_by}, not by the session's {self.identity}"
         if response.headers.get(SESSION_HEADER) is None:
             return f"the answer carries no {SESSION_HEADER}"
         return None
-
-
-def _sandbox_identity(report: Any) -> dict[str, Any] | None:
-    """What tells the echo agent's sandboxes apart in its report of the one that served."""
-    if not isinstance(report, Mapping):
-        return None
-    return {key: report.get(key) for key in ServedByOneSandbox._IDENTITY}
 
 
 def served_by_its_own_sandbox_or_refused(

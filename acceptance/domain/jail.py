@@ -10,17 +10,15 @@ import os
 import uuid
 
 import requests
-from hamcrest import assert_that, has_entries
-from hamcrest.core.base_matcher import BaseMatcher
-from hamcrest.core.description import Description
+from hamcrest import assert_that
 from hamcrest.core.matcher import Matcher
 
 from acceptance.core import matchers
 from acceptance.core.evidence import describe_response
 from acceptance.core.matchers import Answer, Refusal, _json
-from acceptance.domain.calls import Calls
 from acceptance.domain.interpreters import command_result, exits_with
-from acceptance.domain.world import World
+from acceptance.domain.workspace import stored
+from acceptance.domain.world import World, required
 
 SECRET_FILE = "secret.txt"
 # What an upload carries: a newline and non-ASCII, so that a lossy round trip shows.
@@ -79,7 +77,7 @@ class WorkspaceJail:
 
     def prepare_outside(self) -> None:
         """Have the sandbox make the outside directory, its secret and the symlinks."""
-        answer = self._in_session().execute(["python3", "-c", _PREPARE, self._secret])
+        answer = self._python(_PREPARE, self._secret)
         assert_that(answer, exits_with(0), "the sandbox could not prepare the scene")
         self._outside = answer.json()["stdout"].strip()
 
@@ -87,7 +85,7 @@ class WorkspaceJail:
         """Have the sandbox make a symlink in its workspace to the outside directory, or to a
         file there that does not exist."""
         target = os.path.join(self._outside_path, _MISSING_FILE if to_missing_file else "")
-        answer = self._in_session().execute(["python3", "-c", _LINK, target.rstrip("/"), name])
+        answer = self._python(_LINK, target.rstrip("/"), name)
         assert_that(answer, exits_with(0), f"the sandbox could not make the link {name}")
 
     def attempt_absolute(self, attempt: AbsoluteAttempt) -> None:
@@ -96,7 +94,7 @@ class WorkspaceJail:
 
     def attempt(self, operation: JailOperation, path: str) -> None:
         self._last_path = path
-        calls = self._in_session()
+        calls = self._world.in_session()
         if operation is JailOperation.RUN_IN:
             calls.execute(["python3", "-c", _PLANT], fields={"working_dir": path})
         elif operation is JailOperation.UPLOAD:
@@ -107,31 +105,20 @@ class WorkspaceJail:
             calls.list_files(path)
 
     def expect_upload_succeeded(self) -> None:
-        assert_that(
-            self._world.last_answer,
-            matchers.holds_json(
-                f"PicoD to store the upload ({len(UPLOADED)} bytes) in the workspace",
-                has_entries(size=len(UPLOADED)),
-            ),
-        )
+        assert_that(self._world.last_answer, stored("the upload", UPLOADED))
 
     def expect_download_holds_upload(self) -> None:
-        path = self._last_path
-        if path is None:
-            raise AssertionError("the scenario has not uploaded a file yet")
-        answer = self._in_session().download_file(path)
+        path = required(self._last_path, "the scenario has not uploaded a file yet")
+        answer = self._world.in_session().download_file(path)
         assert_that(
             answer, matchers.holds_bytes(f"{path} to download as the bytes uploaded", UPLOADED)
         )
-
-    def expect_refused_as_escaping(self) -> None:
-        assert_that(self._world.last_answer, refused_as_escaping_the_workspace())
 
     def expect_nothing_outside_revealed_or_changed(self) -> None:
         """The answer reveals nothing of the outside directory, which, seen from inside the
         sandbox, still holds its secret and nothing else."""
         assert_that(self._world.last_answer, reveals_nothing_of(self._secret, SECRET_FILE))
-        answer = self._in_session().execute(["python3", "-c", _INSPECT, self._outside_path])
+        answer = self._python(_INSPECT, self._outside_path)
         assert_that(
             answer,
             command_result(
@@ -141,14 +128,12 @@ class WorkspaceJail:
             ),
         )
 
-    def _in_session(self) -> Calls:
-        return self._world.in_session(self._world.session)
+    def _python(self, script: str, *arguments: str) -> requests.Response:
+        return self._world.in_session().execute(["python3", "-c", script, *arguments])
 
     @property
     def _outside_path(self) -> str:
-        if self._outside is None:
-            raise AssertionError("the scenario has not prepared the outside directory")
-        return self._outside
+        return required(self._outside, "the scenario has not prepared the outside directory")
 
 
 # What its answers are expected to be.
@@ -162,36 +147,23 @@ def refused_as_escaping_the_workspace() -> Answer:
     )
 
 
-class _RevealsNothing(BaseMatcher[requests.Response]):
+def reveals_nothing_of(secret: str, file_name: str) -> Matcher[requests.Response]:
     """An answer that neither contains the secret nor lists the file that holds it."""
 
-    def __init__(self, secret: str, file_name: str) -> None:
-        self.secret = secret
-        self.file_name = file_name
-
-    def _problem(self, response: requests.Response) -> str | None:
-        if self.secret.encode() in response.content:
+    def problem(response: requests.Response) -> str | None:
+        if secret.encode() in response.content:
             return "the answer holds the secret"
         body = _json(response)
         files = body.get("files") if isinstance(body, dict) else None
         if isinstance(files, list) and any(
-            isinstance(entry, dict) and entry.get("name") == self.file_name for entry in files
+            isinstance(entry, dict) and entry.get("name") == file_name for entry in files
         ):
-            return f"the answer lists {self.file_name}"
+            return f"the answer lists {file_name}"
         return None
 
-    def _matches(self, item: requests.Response) -> bool:
-        return self._problem(item) is None
-
-    def describe_to(self, description: Description) -> None:
-        description.append_text(
-            f"an answer that reveals nothing from outside the workspace "
-            f"(neither the secret nor a listing of {self.file_name})"
-        )
-
-    def describe_mismatch(self, item: requests.Response, mismatch: Description) -> None:
-        mismatch.append_text(f"{self._problem(item)}; the answer was {describe_response(item)}")
-
-
-def reveals_nothing_of(secret: str, file_name: str) -> Matcher[requests.Response]:
-    return _RevealsNothing(secret, file_name)
+    return matchers.meets(
+        "an answer that reveals nothing from outside the workspace "
+        f"(neither the secret nor a listing of {file_name})",
+        lambda response: problem(response) is None,
+        lambda response: f"{problem(response)}; the answer was {describe_response(response)}",
+    )

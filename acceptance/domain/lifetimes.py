@@ -13,13 +13,14 @@ from hamcrest import assert_that, described_as, equal_to, is_not, none
 from hamcrest.core.string_description import StringDescription
 
 from acceptance.core import matchers
+from acceptance.core.matchers import Answer
 from acceptance.core.polling import consistently, eventually, waiting
 from acceptance.core.runtimes import Role, RuntimeKind, derive_manifest, fixture_manifest
 from acceptance.core.settings import Settings
 from acceptance.domain.calls import TOUCH_TEXT
 from acceptance.domain.resilience import failed_because_the_sandbox_died
-from acceptance.domain.sessions import served_by_one_sandbox
-from acceptance.domain.world import Session, World
+from acceptance.domain.sessions import echoed_in, served_by_one_sandbox
+from acceptance.domain.world import Session, World, required, sandbox_serving
 from acceptance.platforms.base import SANDBOX_OBSERVATION, Platform, Sandbox, Target
 from agentcube_contract.session import SESSION_NOT_FOUND
 
@@ -75,13 +76,9 @@ class Lifetimes:
             self._apply(Role.SHORT_TIMEOUT_AGENT, "idle", max_session_duration=None)
 
     def apply_short_lifetime_agent(self) -> None:
-        """A copy of the echo agent whose maxSessionDuration is short (and longer than its
-        short sessionTimeout)."""
-        self._apply(
-            Role.SHORT_LIFETIME_AGENT,
-            "lifetime",
-            max_session_duration=self._settings.short_session_lifetime,
-        )
+        """A copy of the echo agent whose maxSessionDuration is short (but > its timeout)."""
+        lifetime = self._settings.short_session_lifetime
+        self._apply(Role.SHORT_LIFETIME_AGENT, "lifetime", max_session_duration=lifetime)
 
     def _apply(self, role: Role, purpose: str, *, max_session_duration: float | None) -> None:
         manifest = derive_manifest(
@@ -107,9 +104,7 @@ class Lifetimes:
         session = self._world.session
         self._kept_alive = consistently(
             self._world.in_session(session).touch,
-            matchers.all_met(
-                matchers.echoes(TOUCH_TEXT), matchers.carries_session_id(session.session_id)
-            ),
+            echoed_in(session),
             duration=2 * timeout,
             poll=timeout / 3,
             holding=f"session {session.session_id} is served while called every {timeout / 3:g} s",
@@ -119,13 +114,10 @@ class Lifetimes:
     def expect_served_throughout(self) -> None:
         """Every call was served in the session, by the sandbox that served its first."""
         session = self._world.session
-        served = matchers.all_met(
-            matchers.echoes(TOUCH_TEXT), matchers.carries_session_id(session.session_id)
-        )
         if not self._kept_alive:
             raise AssertionError("the scenario has not called the session to keep it alive")
         for answer in self._kept_alive:
-            assert_that(answer, served, f"{session} was not kept alive by calls")
+            assert_that(answer, echoed_in(session), f"{session} was not kept alive by calls")
         # Every echo of the scenario, from the call that opened the session on.
         assert_that(
             self._world.sandbox_reports(),
@@ -134,24 +126,23 @@ class Lifetimes:
         )
 
     def leave_session_idle_until_it_ends(self) -> None:
-        """Watch the platform, without touching the session, until its sandbox is released;
-        this must happen after the timeout, counted from when the last call was sent, and
-        within the grace period that follows the timeout counted from its answer.
-        Where sandboxes cannot be observed, only wait out the timeout and the grace period:
-        the Router's refusal afterwards is then the only evidence."""
+        """Watch the platform, without touching the session, until its sandbox is released:
+        after the timeout counted from when the last call was sent, within ttl_grace after
+        the timeout counted from its answer. Where sandboxes cannot be observed, only wait
+        out both: the Router's refusal afterwards is then the only evidence."""
         timeout, grace = self._settings.short_session_timeout, self._settings.ttl_grace
         session = self._world.session
         last_call = self._world.last_activity(session)
         self._deadline = last_call.answered_at + timeout + grace
         if SANDBOX_OBSERVATION not in self._target.capabilities:
-            self._world.note_unobserved(
+            self._world.ledger.unobserved.append(
                 f"{session}: idle expiry judged by the Router's refusal alone; the removal of "
                 f"its sandbox was not observed (platform {self._platform.name!r})"
             )
             with waiting(f"{timeout + grace:g} s of idleness to pass", self._deadline):
                 time.sleep(max(self._deadline - time.monotonic(), 0.0))
             return
-        self._ending = self._sandbox_serving(session)
+        self._ending = sandbox_serving(self._platform, session)
         try:
             eventually(
                 lambda: self._platform.sandbox_of(session.session_id),
@@ -181,9 +172,7 @@ class Lifetimes:
         session = self._world.session
         eventually(
             self._world.in_session(session).touch,
-            matchers.refused_because_session_not_found(
-                session.session_id, code_required=self._settings.since_pr_460
-            ),
+            self._refused_as_not_found(session.session_id),
             timeout=self._remaining(),
             poll=self._settings.poll_interval,
             waiting_for=f"the Router to refuse the ended session {session.session_id}",
@@ -198,7 +187,7 @@ class Lifetimes:
         ended, its sandbox gone (upstream: 503 once its pod is deleted under the call)."""
         session = self._world.session
         lifetime, grace = self._lifetime(session), self._settings.ttl_grace
-        self._ending = self._sandbox_serving(session)
+        self._ending = sandbox_serving(self._platform, session)
         self._deadline = session.opened_at + lifetime + grace
         answer = eventually(
             self._world.in_session(session).touch,
@@ -213,12 +202,7 @@ class Lifetimes:
             ),
         )
         self._lasted = time.monotonic() - session.opened_at
-        ended = (
-            matchers.refused_because_session_not_found(
-                session.session_id, code_required=self._settings.since_pr_460
-            ),
-            failed_because_the_sandbox_died(),
-        )
+        ended = (self._refused_as_not_found(session.session_id), failed_because_the_sandbox_died())
         if not any(answer_matcher.matches(answer) for answer_matcher in ended):
             problems = StringDescription()
             ended[0].describe_mismatch(answer, problems)
@@ -233,17 +217,13 @@ class Lifetimes:
     def expect_call_refused_as_not_found(self) -> None:
         """The last call was refused because its session was not found; when it was the
         first call a session did not serve at the end of its hard lifetime and it met the
-        sandbox gone, the refusal must follow within gc_interval (and clock_allowance) of
-        that answer. Upstream's agent-sandbox deletes the pod at the Sandbox's shutdownTime
-        (pkg/workloadmanager/workload_builder.go:164,203; agent-sandbox v0.4.6
-        controllers/sandbox_controller.go:207), the WorkloadManager's collector removes the
-        session on its next pass (pkg/workloadmanager/garbage_collection.go:122-133, every
-        15 s: server.go:161), and in between the Router answers 502. A session never
-        refused still fails."""
+        sandbox gone, the refusal must follow within gc_interval (and clock_allowance).
+        Upstream's agent-sandbox deletes the pod at the Sandbox's shutdownTime, the
+        WorkloadManager's collector removes the session on its next pass
+        (pkg/workloadmanager/garbage_collection.go:122-133, every 15 s), and in between
+        the Router answers 502."""
         call = self._world.last_call
-        refused = matchers.refused_because_session_not_found(
-            call.presented_session_id, code_required=self._settings.since_pr_460
-        )
+        refused = self._refused_as_not_found(call.presented_session_id)
         if self._gone_before_removed is None or call.response is not self._gone_before_removed:
             assert_that(call.response, refused)
             return
@@ -268,13 +248,17 @@ class Lifetimes:
         (less the clock allowance) means it ended early. Counted from the opening call's
         answer instead, a slow cold start, which upstream counts in the lifetime, would
         make a healthy session look short."""
-        session, lasted = self._world.session, self._lasted
-        if lasted is None:
-            raise AssertionError("the scenario has not kept the session busy until it ended")
+        session = self._world.session
+        lasted = required(self._lasted, "the scenario has not kept the session busy until it ended")
         lifetime = self._lifetime(session)
         assert lasted >= lifetime - self._settings.clock_allowance, (
             f"{session} was no longer served {lasted:.2f} s after it was opened, "
             f"before its hard lifetime of {lifetime:g} s"
+        )
+
+    def _refused_as_not_found(self, session_id: str) -> Answer:
+        return matchers.refused_because_session_not_found(
+            session_id, code_required=self._settings.since_pr_460
         )
 
     def _lifetime(self, session: Session) -> float:
@@ -288,9 +272,7 @@ class Lifetimes:
         noted it) and the Router's refusal stands alone."""
         if SANDBOX_OBSERVATION not in self._target.capabilities:
             return
-        sandbox = self._ending
-        if sandbox is None:
-            raise AssertionError("no sandbox was observed before the session ended")
+        sandbox = required(self._ending, "no sandbox was observed before the session ended")
         eventually(
             lambda: self._platform.is_running(sandbox),
             described_as("the sandbox neither listed nor running", equal_to(False)),
@@ -299,12 +281,6 @@ class Lifetimes:
             waiting_for=f"{sandbox} of the ended session {self._world.session.session_id} to go",
         )
 
-    def _sandbox_serving(self, session: Session) -> Sandbox:
-        sandbox = self._platform.sandbox_of(session.session_id)
-        if sandbox is None:
-            raise AssertionError(f"the platform shows no sandbox serving the live {session}")
-        return sandbox
-
     def _remaining(self) -> float:
-        assert self._deadline is not None
-        return max(self._deadline - time.monotonic(), self._settings.poll_interval)
+        deadline = required(self._deadline, "the scenario has not waited for the session's end")
+        return max(deadline - time.monotonic(), self._settings.poll_interval)

@@ -1,17 +1,15 @@
-"""Load within what the target declares. Sustained load as upstream's load tests apply it
-(test/e2e/e2e_test.go:1490-1605 at 939abb5): sessions of a code interpreter opened at a
-steady rate, each by a first command that must print what it was asked to, each closed once
-it has answered. What the load saw is reported (the share that succeeded, latency
-percentiles, errors by kind) whether or not it passes; the share that must succeed is
-load_required_share. And bursts of calls at the same moment, never more at once than the
-Router's declared max_concurrent_requests: past it, its 429 would be right."""
+"""Load within what the target declares: bursts of calls at the same moment, never more at
+once than the Router's declared max_concurrent_requests (past it, its 429 would be right),
+and sustained load as upstream's load tests apply it (test/e2e/e2e_test.go:1490-1605):
+sessions opened at a steady rate, each by a command that must print what it was asked to,
+each closed once answered, reported whether or not load_required_share of them succeeded."""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
@@ -45,29 +43,29 @@ def in_waves(
     (each wave's callers wait for each other up to gather_timeout); the results in order."""
     results: list[T] = []
     for first in range(0, count, at_once):
-        results += _at_the_same_moment(
-            range(first, min(first + at_once, count)), call, gather_timeout
-        )
+        wave = range(first, min(first + at_once, count))
+        gate = threading.Barrier(len(wave), timeout=gather_timeout)
+
+        def gathered(number: int, gate: threading.Barrier = gate) -> T:
+            gate.wait()
+            return call(number)
+
+        with ThreadPoolExecutor(len(wave)) as callers:
+            results += callers.map(gathered, wave)
     return results
 
 
-def _at_the_same_moment(
-    numbers: Sequence[int], call: Callable[[int], T], gather_timeout: float
-) -> list[T]:
-    gate = threading.Barrier(len(numbers), timeout=gather_timeout)
-
-    def gathered(number: int) -> T:
-        gate.wait()
-        return call(number)
-
-    with ThreadPoolExecutor(len(numbers)) as callers:
-        return list(callers.map(gathered, numbers))
+def all_at_once(world: World, settings: Settings, count: int, call: Callable[[int], T]) -> list[T]:
+    """`call(0)` to `call(count - 1)` through the scenario's Router, as many at the same
+    moment as its declared limit allows, their latencies kept apart from the run's."""
+    at_once = within_the_limit(settings, count)
+    with world.caller.router.at_once(at_once):
+        return in_waves(count, at_once, call, gather_timeout=settings.burst_gather_timeout)
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """One session of the load: how long its first call took, and what went wrong (its
-    kind), if anything."""
+    """One session of the load: its first call's seconds, and the kind of what went wrong."""
 
     seconds: float
     error: str | None = None
@@ -120,7 +118,7 @@ class SustainedLoad:
         self._elapsed = time.monotonic() - started
         report = self.report()
         print(report)  # in the scenario's output and report
-        self._world.note_measured(report)  # and at the end of the run, passed or not
+        self._world.ledger.measured.append(report)  # and at the end of the run, passed or not
 
     def _one_session(self, caller: Caller, runtime: Runtime, number: int) -> Outcome:
         text = f"Load test request {number}!"

@@ -11,10 +11,9 @@ from hamcrest import assert_that, contains_string, has_entries
 
 from acceptance.core.matchers import Answer, holds_json
 from acceptance.core.settings import Settings
-from acceptance.domain.calls import Calls
 from acceptance.domain.interpreters import command_result
 from acceptance.domain.sessions import expect_served_by_the_same_sandbox
-from acceptance.domain.world import World
+from acceptance.domain.world import World, required
 
 # The long command prints at least this many lines, spread over its duration.
 MIN_LINES = 3
@@ -41,7 +40,7 @@ class LongTasks:
             f"    time.sleep({duration / count})\n"
         )
         timeout = math.ceil(2 * duration)
-        self._in_session().execute(
+        self._world.in_session().execute(
             ["python3", "-c", code],
             fields={"timeout": f"{timeout}s"},
             wait=timeout + self._settings.answer_allowance,
@@ -51,10 +50,7 @@ class LongTasks:
         assert_that(self._world.last_answer, completes_with_lines(self._lines))
 
     def run_with_timeout(self, command: list[str], seconds: int) -> None:
-        self._in_session().execute(command, fields={"timeout": f"{seconds}s"})
-
-    def expect_timed_out_after(self, seconds: int) -> None:
-        assert_that(self._world.last_answer, timed_out_after(seconds))
+        self._world.in_session().execute(command, fields={"timeout": f"{seconds}s"})
 
     def run_leaving_a_background_process(self, seconds: int) -> None:
         """A command whose shell runs a child that holds the output open well past the
@@ -63,7 +59,7 @@ class LongTasks:
         allowance = self._settings.answer_allowance
         lingers = seconds + allowance + 2
         started = time.monotonic()
-        self._in_session().execute(
+        self._world.in_session().execute(
             ["sh", "-c", f"sleep {lingers:g}; echo too late"],
             fields={"timeout": f"{seconds}s"},
             wait=lingers + allowance,
@@ -71,9 +67,8 @@ class LongTasks:
         self._answered = (seconds, time.monotonic() - started)
 
     def expect_answered_without_waiting_for_the_background(self) -> None:
-        if self._answered is None:
-            raise AssertionError("the scenario has not run a command leaving a background process")
-        seconds, answered_after = self._answered
+        missing = "the scenario has not run a command leaving a background process"
+        seconds, answered_after = required(self._answered, missing)
         limit = seconds + self._settings.answer_allowance
         assert answered_after <= limit, (
             f"the command with a timeout of {seconds} s was answered after {answered_after:.1f} s, "
@@ -86,17 +81,11 @@ class LongTasks:
         platform not counted the call as activity, it would have ended the session
         meanwhile, as the idle-expiry scenario requires it to end an idle one by then."""
         seconds = self._settings.short_session_timeout + self._settings.ttl_grace
-        self._in_session().invoke(
+        self._world.in_session().invoke(
             "echo/sleep",
             json={"seconds": seconds},
             timeout=seconds + self._settings.answer_allowance,
         )
-
-    def _in_session(self) -> Calls:
-        return self._world.in_session(self._world.session)
-
-    def expect_long_call_finished(self) -> None:
-        assert_that(self._world.last_answer, finished_long_call())
 
     def expect_session_still_answers(self) -> None:
         """A call right after the long one is served in the session, by the same sandbox."""

@@ -6,17 +6,14 @@ from __future__ import annotations
 import base64
 import enum
 import uuid
-from collections.abc import Callable
 
-import requests
 from hamcrest import all_of, assert_that, equal_to, has_entry, is_not
 
 from acceptance.core import matchers
 from acceptance.core.matchers import Answer
 from acceptance.core.runtimes import Runtime, RuntimeKind
 from acceptance.core.settings import Settings
-from acceptance.domain.calls import Calls
-from acceptance.domain.world import World
+from acceptance.domain.world import World, required
 from agentcube_contract.session import SESSION_HEADER, SESSION_NOT_FOUND
 
 # PicoD refuses request bodies over 32 MiB (upstream's maxBodySize).
@@ -68,61 +65,44 @@ class Refusals:
         assert_that(call.response, matchers.refused_because_runtime_not_found(call.runtime))
 
     def ask_agent_for_missing_path(self) -> None:
-        self._world.in_session(self._world.session).invoke("no/such/path", method="GET")
+        self._world.in_session().invoke("no/such/path", method="GET")
 
     def expect_agent_not_found_passed_on(self) -> None:
         call = self._world.last_call
         assert_that(call.response, passed_on_from_the_agent(call.presented_session_id))
 
     def send(self, request: BadRequest) -> None:
-        self._senders()[request](self._world.in_session(self._world.session))
+        calls = self._world.in_session()
+        match request:
+            case BadRequest.MALFORMED_JSON:
+                calls.invoke("api/execute", data=b'{command: ["true"]}', headers=_JSON)
+            case BadRequest.EMPTY_COMMAND:
+                calls.execute(["true"], fields={"command": []})
+            case BadRequest.BAD_TIMEOUT:
+                calls.execute(["true"], fields={"timeout": "soon"})
+            case BadRequest.BAD_BASE64:
+                body = b'{"path": "a.txt", "content": "%%%"}'
+                calls.invoke("api/files", data=body, headers=_JSON)
+            case BadRequest.LISTING_WITHOUT_PATH:
+                calls.invoke("api/files", method="GET", params={})
+            case BadRequest.MISSING_FILE:
+                calls.download_file("no-such-file.txt")
+            case BadRequest.MISSING_DIRECTORY:
+                calls.invoke("api/files", method="GET", params={"path": "no-such-directory"})
+            case BadRequest.DIRECTORY_DOWNLOAD:
+                stored = calls.upload_file("folder/file.txt", b"x")
+                assert_that(stored, matchers.succeeded("PicoD to store folder/file.txt"))
+                calls.download_file("folder")
+            case BadRequest.OVERSIZED_UPLOAD:  # its base64 content alone exceeds the limit
+                content = base64.b64encode(b"\0" * (MAX_BODY_SIZE // 4 * 3 + 3))
+                body = b'{"path": "big.bin", "content": "' + content + b'"}'
+                calls.invoke("api/files", data=body, headers=_JSON)
         self._sent = request
 
     def expect_refused_saying_why(self) -> None:
         """The refusal the last request calls for: its status, and an error in its words."""
-        if self._sent is None:
-            raise AssertionError("the scenario has not sent a request to be refused")
-        assert_that(
-            self._world.last_answer,
-            matchers.refused_with(self._sent.status, self._sent.explanation),
-        )
-
-    @staticmethod
-    def _senders() -> dict[BadRequest, Callable[[Calls], requests.Response]]:
-        def post(path: str, body: bytes) -> Callable[[Calls], requests.Response]:
-            return lambda calls: calls.invoke(path, data=body, headers=_JSON)
-
-        def execute(fields: dict[str, object]) -> Callable[[Calls], requests.Response]:
-            return lambda calls: calls.execute(["true"], fields=fields)
-
-        def get(route: str, **params: str) -> Callable[[Calls], requests.Response]:
-            return lambda calls: calls.invoke(route, method="GET", params=params)
-
-        return {
-            BadRequest.MALFORMED_JSON: post("api/execute", b'{command: ["true"]}'),
-            BadRequest.EMPTY_COMMAND: execute({"command": []}),
-            BadRequest.BAD_TIMEOUT: execute({"timeout": "soon"}),
-            BadRequest.BAD_BASE64: post("api/files", b'{"path": "a.txt", "content": "%%%"}'),
-            BadRequest.LISTING_WITHOUT_PATH: get("api/files"),
-            BadRequest.MISSING_FILE: lambda calls: calls.download_file("no-such-file.txt"),
-            BadRequest.MISSING_DIRECTORY: get("api/files", path="no-such-directory"),
-            BadRequest.DIRECTORY_DOWNLOAD: _download_a_directory,
-            BadRequest.OVERSIZED_UPLOAD: lambda calls: post("api/files", _oversized_upload())(
-                calls
-            ),
-        }
-
-
-def _download_a_directory(calls: Calls) -> requests.Response:
-    stored = calls.upload_file("folder/file.txt", b"x")
-    assert_that(stored, matchers.succeeded("PicoD to store folder/file.txt"))
-    return calls.download_file("folder")
-
-
-def _oversized_upload() -> bytes:
-    """A well-formed JSON upload whose base64 content alone exceeds the body limit."""
-    content = base64.b64encode(b"\0" * (MAX_BODY_SIZE // 4 * 3 + 3))
-    return b'{"path": "big.bin", "content": "' + content + b'"}'
+        sent = required(self._sent, "the scenario has not sent a request to be refused")
+        assert_that(self._world.last_answer, matchers.refused_with(sent.status, sent.explanation))
 
 
 # What its answers are expected to be.

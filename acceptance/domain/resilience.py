@@ -3,10 +3,8 @@ Router, and a sandbox that dies under a live session."""
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 
 import requests
@@ -21,9 +19,10 @@ from acceptance.core.runtimes import Role
 from acceptance.core.settings import Settings
 from acceptance.core.transport import NoAnswer
 from acceptance.domain.calls import TOUCH_TEXT
+from acceptance.domain.load import in_waves
 from acceptance.domain.long_tasks import finished_long_call
 from acceptance.domain.sessions import expect_served_by_the_same_sandbox, open_session
-from acceptance.domain.world import Session, World
+from acceptance.domain.world import Session, World, required, sandbox_serving
 from acceptance.platforms.base import Platform, Target
 
 # The limit of the second localcube a localcube the suite started runs for the overload
@@ -74,10 +73,8 @@ class Resilience:
         """As many slow calls as the limit, and `extra` more, all at the same moment."""
         session, router = self._world.session, self._limited_router
         count = self._limit + extra
-        gate = threading.Barrier(count, timeout=self._settings.burst_gather_timeout)
 
         def slow_call(_: int) -> tuple[requests.Response, float]:
-            gate.wait()
             started = time.perf_counter()
             answer = router.invoke(
                 session.runtime,
@@ -89,30 +86,16 @@ class Resilience:
             )
             return answer, time.perf_counter() - started
 
-        with ThreadPoolExecutor(count) as callers:
-            self._burst = list(callers.map(slow_call, range(count)))
+        gather_timeout = self._settings.burst_gather_timeout
+        self._burst = in_waves(count, count, slow_call, gather_timeout=gather_timeout)
 
     def expect_limit_served(self) -> None:
-        served = [answer for answer, _ in self._burst if answer.status_code != 429]
-        assert_that(
-            len(served),
-            described_as(
-                f"{self._limit} calls served, as many as the limit", equal_to(self._limit)
-            ),
-            self._burst_summary(),
-        )
-        for answer in served:
+        served = self._burst_part(False, f"{self._limit} calls served, as many as the limit")
+        for answer, _ in served:
             assert_that(answer, finished_long_call())
 
     def expect_extra_refused_at_once(self, extra: int) -> None:
-        refused = [
-            (answer, seconds) for answer, seconds in self._burst if answer.status_code == 429
-        ]
-        assert_that(
-            len(refused),
-            described_as(f"{extra} calls over the limit refused", equal_to(extra)),
-            self._burst_summary(),
-        )
+        refused = self._burst_part(True, f"{extra} calls over the limit refused", extra)
         for answer, seconds in refused:
             assert_that(answer, refused_as_overloaded())
             assert seconds < self._settings.overload_hold, (
@@ -120,20 +103,29 @@ class Resilience:
             )
 
     def expect_served_again(self) -> None:
-        answer = self._world.in_session(self._world.session).echo(TOUCH_TEXT)
+        answer = self._world.in_session().echo(TOUCH_TEXT)
         assert_that(answer, matchers.echoes(TOUCH_TEXT))
 
-    def _burst_summary(self) -> str:
+    def _burst_part(
+        self, refused: bool, expectation: str, count: int | None = None
+    ) -> list[tuple[requests.Response, float]]:
+        """The burst's calls refused as overloaded (429), or the others: `count` of them
+        (None: as many as the limit)."""
+        part = [(answer, s) for answer, s in self._burst if (answer.status_code == 429) == refused]
         statuses = sorted(answer.status_code for answer, _ in self._burst)
-        return f"with a limit of {self._limit}, the burst's statuses were {statuses}"
+        assert_that(
+            len(part),
+            described_as(expectation, equal_to(self._limit if count is None else count)),
+            f"with a limit of {self._limit}, the burst's statuses were {statuses}",
+        )
+        return part
 
     @property
     def _limited_router(self) -> Router:
-        if self._limited is None:
-            raise AssertionError(
-                "the scenario has no Router with a known limit: tag it @fixture.limited-router"
-            )
-        return self._limited
+        return required(
+            self._limited,
+            "the scenario has no Router with a known limit: tag it @fixture.limited-router",
+        )
 
     # Router restart.
 
@@ -158,9 +150,8 @@ class Resilience:
 
     def expect_file_survived(self, role: Role, path: str) -> None:
         session = self._session_of(role)
-        content = self._kept_files.get((session, path))
-        if content is None:
-            raise AssertionError(f"the scenario has not stored {path} in {session}")
+        missing = f"the scenario has not stored {path} in {session}"
+        content = required(self._kept_files.get((session, path)), missing)
         answer = self._world.in_session(session).download_file(path)
         assert_that(
             answer,
@@ -182,10 +173,8 @@ class Resilience:
         uid), not every object of the session: agent-sandbox recreates the pod under the
         same name within seconds, and the Sandbox and its claim stay until the
         WorkloadManager's collector removes the session."""
-        session, platform = self._world.session, self._platform
-        sandbox = platform.sandbox_of(session.session_id)
-        if sandbox is None:
-            raise AssertionError(f"the platform shows no sandbox serving {session}")
+        platform = self._platform
+        sandbox = sandbox_serving(platform, self._world.session)
         platform.kill_sandbox(sandbox)
         eventually(
             lambda: platform.is_killed(sandbox),
@@ -197,21 +186,18 @@ class Resilience:
 
     def call_dead_session(self) -> None:
         """One call in the session, waiting no longer than fail_fast for an answer."""
-        session, limit = self._world.session, self._settings.fail_fast
-        started = time.perf_counter()
+        limit = self._settings.fail_fast
+        answer: requests.Response | None = None
+        problem, started = "", time.perf_counter()
         try:
-            answer: requests.Response | None = self._world.in_session(session).execute(
-                ["python3", "-c", "pass"], wait=limit
-            )
-            problem = ""
+            answer = self._world.in_session().execute(["python3", "-c", "pass"], wait=limit)
         except NoAnswer as error:
-            answer, problem = None, str(error)
+            problem = str(error)
         self._failed_call = (answer, time.perf_counter() - started, problem)
 
     def expect_failed_fast(self) -> None:
-        if self._failed_call is None:
-            raise AssertionError("the scenario has not called the session since its sandbox died")
-        answer, seconds, problem = self._failed_call
+        missing = "the scenario has not called the session since its sandbox died"
+        answer, seconds, problem = required(self._failed_call, missing)
         limit = self._settings.fail_fast
         if answer is None:
             raise AssertionError(

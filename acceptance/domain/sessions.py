@@ -1,29 +1,48 @@
 """Sessions as a client sees them: one opened by a first call through the Router, the
 session id an answer carries, a session id never issued, and a session served throughout
-by the one sandbox that served it first."""
+by the one sandbox that served it first; and the echo agent's answers in them: texts it
+must return unchanged (an empty one, and one full of what a careless layer mangles, as
+upstream's own e2e test sends them)."""
 
 from __future__ import annotations
 
+import enum
 import json
 import uuid
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
+import requests
 from hamcrest import all_of, assert_that, is_in, is_not
-from hamcrest.core.base_matcher import BaseMatcher
-from hamcrest.core.description import Description
+from hamcrest.core.matcher import Matcher
 
 from acceptance.core import matchers
 from acceptance.core.matchers import Answer, a_uuid4
 from acceptance.core.runtimes import Role
 from acceptance.domain.calls import TOUCH_TEXT
-from acceptance.domain.world import Session, World
+from acceptance.domain.world import Session, World, required, sandbox_identity
 from agentcube_contract.session import SESSION_HEADER
+
+
+class SampleText(enum.Enum):
+    """A text as the features phrase it, and the text itself."""
+
+    EMPTY = ("an empty text", "")
+    SPECIAL = (
+        "a text full of quotes, backslashes, newlines and non-ASCII characters",
+        "quotes \" and ' , backslashes \\ and \\n, a newline\nand a tab\t, "
+        "h\u00e9llo \u2013 \u4f60\u597d \U0001f680, and @#$%^&*()",
+    )
+
+    def __init__(self, phrase: str, text: str) -> None:
+        self.phrase = phrase
+        self.text = text
 
 
 class Sessions:
     def __init__(self, world: World) -> None:
         self._world = world
+        self._sent: SampleText | None = None
 
     def open(self, role: Role) -> None:
         open_session(self._world, role)
@@ -38,6 +57,23 @@ class Sessions:
     def expect_same_session_id(self) -> None:
         call = self._world.last_call
         assert_that(call.response, matchers.carries_session_id(call.presented_session_id))
+
+    def send_text(self, role: Role, text: str, *, in_session: bool) -> None:
+        """An echo of the role's runtime, in the scenario's session or opening one."""
+        self._world.calls_to(role, in_session=in_session).echo(text)
+
+    def send(self, sample: SampleText, role: Role) -> None:
+        """Send the text in a call that opens a session."""
+        self._sent = sample
+        self.send_text(role, sample.text, in_session=False)
+
+    def expect_served_by_one_sandbox(self) -> None:
+        """Every echo of the scenario so far came from the one sandbox."""
+        assert_that(self._world.sandbox_reports(), served_by_one_sandbox())
+
+    def expect_echoed_unchanged(self) -> None:
+        sent = required(self._sent, "the scenario has sent no sample text yet")
+        assert_that(self._world.last_answer, matchers.echoes(sent.text))
 
 
 def open_session(world: World, role: Role) -> Session:
@@ -58,13 +94,7 @@ def open_session(world: World, role: Role) -> Session:
 
 def expect_served_by_the_same_sandbox(world: World, session: Session, since: str) -> None:
     """A harmless call is served in the session by the sandbox that served it so far."""
-    answer = world.in_session(session).touch()
-    assert_that(
-        answer,
-        matchers.all_met(
-            matchers.echoes(TOUCH_TEXT), matchers.carries_session_id(session.session_id)
-        ),
-    )
+    assert_that(world.in_session(session).touch(), echoed_in(session))
     assert_that(
         world.sandbox_reports(),
         served_by_one_sandbox(),
@@ -75,6 +105,11 @@ def expect_served_by_the_same_sandbox(world: World, session: Session, since: str
 # What its answers are expected to be.
 
 
+def echoed_in(session: Session, text: str = TOUCH_TEXT) -> Matcher[requests.Response]:
+    """The echo agent's echo of `text` (a touch's, unless given), in the session."""
+    return matchers.all_met(matchers.echoes(text), matchers.carries_session_id(session.session_id))
+
+
 def carries_new_session_id(known: Collection[str]) -> Answer:
     """A session id that is a UUID v4 and none of the ids the scenario already knew."""
     return Answer(
@@ -83,36 +118,31 @@ def carries_new_session_id(known: Collection[str]) -> Answer:
     )
 
 
-class ServedByOneSandbox(BaseMatcher[Sequence[Mapping[str, Any]]]):
+def served_by_one_sandbox() -> Matcher[Sequence[Any]]:
     """The echo agent's sandbox reports of consecutive calls: one process (same hostname,
     pid and start time) whose call counter went 1, 2, ... with no call in between."""
 
-    _IDENTITY = ("hostname", "pid", "started_at")
-
-    def _matches(self, item: Sequence[Mapping[str, Any]]) -> bool:
-        if not all(isinstance(report, Mapping) for report in item):
+    def one(reports: Sequence[Any]) -> bool:
+        if len(reports) < 2 or not all(isinstance(report, dict) for report in reports):
             return False
-        identities = {tuple(report.get(key) for key in self._IDENTITY) for report in item}
-        counters = [report.get("calls") for report in item]
-        return len(item) > 1 and len(identities) == 1 and counters == list(range(1, len(item) + 1))
+        first = sandbox_identity(reports[0])
+        counters = [report.get("calls") for report in reports]
+        same = all(sandbox_identity(report) == first for report in reports)
+        return same and counters == list(range(1, len(reports) + 1))
 
-    def describe_to(self, description: Description) -> None:
-        description.append_text(
-            "every call served by one sandbox (same hostname, pid and start time), "
-            "its call counter going 1, 2, ... in order"
+    def shown(reports: Sequence[Any]) -> str:
+        return "the sandboxes reported " + json.dumps(
+            [
+                {**sandbox_identity(report), "calls": report.get("calls")}
+                if isinstance(report, dict)
+                else report
+                for report in reports
+            ]
         )
 
-    def describe_mismatch(
-        self, item: Sequence[Mapping[str, Any]], mismatch_description: Description
-    ) -> None:
-        shown = [
-            {key: report.get(key) for key in (*self._IDENTITY, "calls")}
-            if isinstance(report, Mapping)
-            else report
-            for report in item
-        ]
-        mismatch_description.append_text("the sandboxes reported " + json.dumps(shown))
-
-
-def served_by_one_sandbox() -> ServedByOneSandbox:
-    return ServedByOneSandbox()
+    return matchers.meets(
+        "every call served by one sandbox (same hostname, pid and start time), "
+        "its call counter going 1, 2, ... in order",
+        one,
+        shown,
+    )

@@ -10,15 +10,14 @@ from parse_type import TypeBuilder
 
 from acceptance.core.runtimes import Role, RuntimeKind
 from acceptance.domain.credentials import Credentials, UnauthorizedReason
-from acceptance.domain.echoes import SampleText
 from acceptance.domain.jail import ABSOLUTE_ATTEMPTS, JailOperation
 from acceptance.domain.refusals import BadRequest
+from acceptance.domain.sessions import SampleText
 from acceptance.domain.world import World
 
 
 class StepContext(Protocol):
-    """behave's context as a step sees it: the scenario's World (environment.py's
-    before_scenario) and the step's table, if it has one (behave's, untyped)."""
+    """behave's context as a step sees it: the scenario's World and the step's table."""
 
     world: World
     table: Any

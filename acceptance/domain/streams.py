@@ -20,22 +20,22 @@ from hamcrest import assert_that
 from hamcrest.core.matcher import Matcher
 
 from acceptance.core import matchers
-from acceptance.core.clients import session_id_of
 from acceptance.core.runtimes import Role
 from acceptance.core.settings import Settings
 from acceptance.core.streams import Conversation, StreamedAnswer, StreamingClient, Timeline
 from acceptance.domain.credentials import not_given_credentials
-from acceptance.domain.load import in_waves, within_the_limit
+from acceptance.domain.load import all_at_once, within_the_limit
 from acceptance.domain.sessions import expect_served_by_the_same_sandbox
-from acceptance.domain.world import Session, World, sandbox_report
+from acceptance.domain.world import Session, World, required, sandbox_identity, sandbox_report
 from acceptance.platforms.base import Target
 
 EVENTS = 8  # a stream of events spans 7 spacings
 CHUNKS = 6
 # What a conversation sends: text and binary, the binary holding every byte value.
 MESSAGES: tuple[str | bytes, ...] = ("hello", bytes(range(256)), "still there?", b"\x00\xff")
-_IDENTITY = ("hostname", "pid", "started_at")
 _NORMAL_CLOSURE = 1000
+_NO_STREAM = "the scenario has read no stream yet"
+_NO_CONVERSATION = "the scenario has held no WebSocket conversation yet"
 
 
 class Streams:
@@ -47,21 +47,15 @@ class Streams:
         self._count = 0
         self._conversation: Conversation | None = None
         self._callers: list[Session] = []
-        self._identities: dict[str, tuple[Any, ...]] = {}
+        self._identities: dict[str, dict[str, Any]] = {}
         self._results: list[Any] = []
 
     # One caller.
 
     def read_events(self, duration: float | None = None) -> None:
-        """The agent's events in the scenario's session: EVENTS of them, or as many as
-        span `duration` seconds."""
+        """The agent's events in the session: EVENTS of them, or as many as span `duration`."""
         spacing = self._settings.stream_event_spacing
-        self._count = EVENTS if duration is None else math.ceil(duration / spacing) + 1
-        session = self._world.session
-        url = self._url(session, "echo/events", self._count, "mine")
-        self._answer = _run(
-            self._client(session, self._count * spacing).events(url, session.session_id)
-        )
+        self._read("events", EVENTS if duration is None else math.ceil(duration / spacing) + 1)
 
     def read_events_past_idle_timeout(self) -> None:
         """Events that keep coming for the idle timeout and ttl_grace: had the platform not
@@ -69,19 +63,20 @@ class Streams:
         self.read_events(self._settings.short_session_timeout + self._settings.ttl_grace)
 
     def read_chunks(self) -> None:
-        session = self._world.session
-        self._count = CHUNKS
-        url = self._url(session, "echo/chunks", CHUNKS, "mine")
-        spacing = self._settings.stream_event_spacing
-        self._answer = _run(self._client(session, CHUNKS * spacing).chunks(url, session.session_id))
+        self._read("chunks", CHUNKS)
+
+    def _read(self, kind: str, count: int) -> None:
+        session, self._count = self._world.session, count
+        client = self._client(session, count * self._settings.stream_event_spacing)
+        read = client.events if kind == "events" else client.chunks
+        url = self._url(session, f"echo/{kind}", count, "mine")
+        self._answer = asyncio.run(read(url, session.session_id))
 
     def expect_every_event(self) -> None:
-        assert_that(self._streamed(), every_event(self._count))
+        assert_that(required(self._answer, _NO_STREAM), every_event(self._count))
 
     def expect_events_as_produced(self) -> None:
-        """The first event reached the caller at least half the stream's span before the
-        agent sent the last one."""
-        timeline = Timeline.of(self._streamed())
+        timeline = Timeline.of(required(self._answer, _NO_STREAM))
         if len(timeline.rows) < 2:
             raise AssertionError(
                 f"the stream held {len(timeline.rows)} stamped events: too few to judge"
@@ -90,7 +85,7 @@ class Streams:
 
     def expect_every_chunk(self) -> None:
         expected = [f"chunk {number} of {CHUNKS}: mine" for number in range(CHUNKS)]
-        assert_that(self._streamed(), every_chunk(expected))
+        assert_that(required(self._answer, _NO_STREAM), every_chunk(expected))
 
     def expect_session_still_answers(self) -> None:
         expect_served_by_the_same_sandbox(self._world, self._world.session, "after its stream")
@@ -101,7 +96,7 @@ class Streams:
         hold = 1.5 * self._settings.router_read_timeout if past_read_timeout else 0
         session = self._world.session
         client = self._client(session, hold)
-        self._conversation = _run(
+        self._conversation = asyncio.run(
             client.converse(self._url(session, "echo/ws"), session.session_id, MESSAGES, hold)
         )
 
@@ -134,12 +129,11 @@ class Streams:
         reports = [report for report in self._world.sandbox_reports() if report]
         if not reports:
             raise AssertionError("no call in the session reported its sandbox")
-        own = _identity(reports[-1])
+        own = sandbox_identity(reports[-1])
         assert_that(
-            _identity(_greeting_sandbox(conversation)),
+            sandbox_identity(_greeting_sandbox(conversation)),
             matchers.meets(
-                f"the conversation served by the sandbox of {self._world.session}, "
-                f"{dict(zip(_IDENTITY, own, strict=True))}",
+                f"the conversation served by the sandbox of {self._world.session}, {own}",
                 lambda greeting: greeting == own,
                 lambda greeting: f"it was served by {greeting}",
             ),
@@ -156,31 +150,25 @@ class Streams:
         session of the echo agent of its own with a first call, all at the same moment."""
         count = within_the_limit(self._settings, most)
         runtime = self._world.runtime(Role.ECHO_AGENT)
-        with self._world.caller.router.at_once(count):  # latencies of a loaded start, apart
-            answers = in_waves(
-                count,
-                count,
-                lambda number: self._world.calls(runtime).echo(f"caller {number}"),
-                gather_timeout=self._settings.burst_gather_timeout,
-            )
-        by_id = {session.session_id: session for session in self._world.sessions}
+        calls = self._world.calls(runtime)
+        answers = all_at_once(
+            self._world, self._settings, count, lambda number: calls.echo(f"caller {number}")
+        )
         for number, answer in enumerate(answers):
             assert_that(
                 answer, matchers.echoes(f"caller {number}"), f"caller {number} got no session"
             )
-            session = by_id[session_id_of(answer) or ""]
+            session = self._world.opened_by(answer)
             self._callers.append(session)
-            self._identities[session.session_id] = _identity(sandbox_report(answer))
+            self._identities[session.session_id] = sandbox_identity(sandbox_report(answer))
 
     def all_call(self) -> None:
-        count = len(self._callers)
-        with self._world.caller.router.at_once(count):
-            self._results = in_waves(
-                count,
-                count,
-                lambda number: self._world.in_session(self._callers[number]).echo(_tag(number)),
-                gather_timeout=self._settings.burst_gather_timeout,
-            )
+        self._results = all_at_once(
+            self._world,
+            self._settings,
+            len(self._callers),
+            lambda number: self._world.in_session(self._callers[number]).echo(_tag(number)),
+        )
 
     def all_read_events(self) -> None:
         spacing = self._settings.stream_event_spacing
@@ -230,10 +218,9 @@ class Streams:
     def _expect_own_sandbox(self, number: int, session: Session, report: Any) -> None:
         own = self._identities[session.session_id]
         assert_that(
-            _identity(report),
+            sandbox_identity(report),
             matchers.meets(
-                f"caller {number}'s answer to come from the sandbox of its {session}, "
-                f"{dict(zip(_IDENTITY, own, strict=True))}",
+                f"caller {number}'s answer to come from the sandbox of its {session}, {own}",
                 lambda got: got == own,
                 lambda got: f"it came from {got}, {_whose(got, self._identities)}",
             ),
@@ -243,28 +230,18 @@ class Streams:
 
     def _client(self, session: Session, duration: float) -> StreamingClient:
         """The session's caller's client, waiting `duration` more than a call's timeout."""
-        caller = session.caller or self._world.caller
-        return caller.router.streams(caller.token).longer_by(
-            duration + self._settings.answer_allowance
-        )
+        wait = duration + self._settings.answer_allowance
+        return session.caller.router.streams(session.caller.token).longer_by(wait)
 
     def _url(self, session: Session, path: str, count: int | None = None, tag: str = "") -> str:
-        caller = session.caller or self._world.caller
-        url = caller.router.invocation_url(session.runtime, path)
+        url = session.caller.router.invocation_url(session.runtime, path)
         if count is None:
             return url
         spacing = self._settings.stream_event_spacing
         return f"{url}?{urlencode({'count': count, 'spacing': spacing, 'tag': tag})}"
 
-    def _streamed(self) -> StreamedAnswer:
-        if self._answer is None:
-            raise AssertionError("the scenario has read no stream yet")
-        return self._answer
-
     def _conversed(self) -> Conversation:
-        if self._conversation is None:
-            raise AssertionError("the scenario has held no WebSocket conversation yet")
-        return self._conversation
+        return required(self._conversation, _NO_CONVERSATION)
 
 
 # What the streams and conversations are expected to hold.
@@ -273,9 +250,10 @@ class Streams:
 def every_event(count: int) -> Matcher[StreamedAnswer]:
     return matchers.meets(
         f"the agent's {count} events, numbered 0 to {count - 1}, in order, and the stream's end",
-        lambda answer: _whole(answer) and _numbers(answer) == list(range(count)),
+        lambda answer: _whole(answer) and _field(answer, "number") == list(range(count)),
         lambda answer: (
-            f"{_shown(answer)} with events {_numbers(answer)}\n" + Timeline.of(answer).table()
+            f"{_shown(answer)} with events {_field(answer, 'number')}\n"
+            + Timeline.of(answer).table()
         ),
     )
 
@@ -306,8 +284,8 @@ def passed_on_as_produced() -> Matcher[Timeline]:
 def every_chunk(expected: list[str]) -> Matcher[StreamedAnswer]:
     return matchers.meets(
         f"an answer of unknown length holding {expected!r}, whole and in order, and its end",
-        lambda answer: _whole(answer) and _lines(answer) == expected,
-        lambda answer: f"{_shown(answer)} with lines {_lines(answer)!r}",
+        lambda answer: _whole(answer) and _field(answer, None) == expected,
+        lambda answer: f"{_shown(answer)} with lines {_field(answer, None)!r}",
     )
 
 
@@ -315,8 +293,8 @@ def own_events(number: int, session: Session) -> Matcher[StreamedAnswer]:
     expected = [_tag(number)] * EVENTS
     return matchers.meets(
         f"caller {number} to get its {EVENTS} events, each tagged {_tag(number)!r}, in {session}",
-        lambda answer: answer.error is None and _tags(answer) == expected,
-        lambda answer: f"{_shown(answer)} with tags {_tags(answer)}",
+        lambda answer: answer.error is None and _field(answer, "tag") == expected,
+        lambda answer: f"{_shown(answer)} with tags {_field(answer, 'tag')}",
     )
 
 
@@ -341,16 +319,9 @@ def _whole(answer: StreamedAnswer) -> bool:
     return answer.status == 200 and answer.error is None
 
 
-def _numbers(answer: StreamedAnswer) -> list[Any]:
-    return [part.data.get("number") for part in answer.parts]
-
-
-def _lines(answer: StreamedAnswer) -> list[Any]:
-    return [part.data for part in answer.parts]
-
-
-def _tags(answer: StreamedAnswer) -> list[Any]:
-    return [part.data.get("tag") for part in answer.parts]
+def _field(answer: StreamedAnswer, key: str | None) -> list[Any]:
+    """Each part's `key` (None: the part itself, a line)."""
+    return [part.data if key is None else part.data.get(key) for part in answer.parts]
 
 
 def _tag(number: int) -> str:
@@ -361,13 +332,7 @@ def _echo(message: str | bytes) -> str | bytes:
     return message if isinstance(message, bytes) else f"echo: {message}"
 
 
-def _identity(report: Any) -> tuple[Any, ...]:
-    if not isinstance(report, dict):
-        return (None,) * len(_IDENTITY)
-    return tuple(report.get(key) for key in _IDENTITY)
-
-
-def _whose(identity: tuple[Any, ...], identities: dict[str, tuple[Any, ...]]) -> str:
+def _whose(identity: dict[str, Any], identities: dict[str, dict[str, Any]]) -> str:
     other = next((sid for sid, own in identities.items() if own == identity), None)
     return f"the sandbox of session {other}" if other else "no caller's sandbox"
 
@@ -392,10 +357,6 @@ def _described(conversation: Conversation) -> str:
         f"closed with code {conversation.close_code}"
         + (f", broken off: {conversation.error}" if conversation.error else "")
     )
-
-
-def _run(coroutine: Coroutine[Any, Any, Any]) -> Any:
-    return asyncio.run(coroutine)
 
 
 def _run_all(coroutines: Iterable[Coroutine[Any, Any, Any]]) -> list[Any]:

@@ -25,7 +25,7 @@ from acceptance.core.settings import Settings
 from acceptance.domain.calls import Calls
 from acceptance.domain.interpreters import prints_line
 from acceptance.domain.sessions import open_session
-from acceptance.domain.world import World
+from acceptance.domain.world import World, required, sandbox_serving
 from acceptance.platforms.base import Platform, Sandbox
 
 # How many first calls from the pool are timed (the fixture's warm pool holds 2), and how
@@ -73,7 +73,7 @@ class WarmPools:
         assert size == 0, f"{runtime} was expected without a warm pool, but warmPoolSize is {size}"
         # Every sandbox that exists before the call: any waiting, and those serving the
         # run's sessions, so that handing out one of them cannot pass for a new start.
-        serving = (self._platform.sandbox_of(s.session_id) for s in self._world.run_sessions)
+        serving = (self._platform.sandbox_of(s.session_id) for s in self._world.ledger.sessions)
         existing = {*self._platform.warm_sandboxes(runtime), *filter(None, serving)}
         self._waiting = _ids(existing)
 
@@ -92,7 +92,7 @@ class WarmPools:
     def expect_closed_sandbox_gone(self) -> None:
         """The pooled sandbox of the closed session (its claim, sandbox and pod on a
         cluster) is soon gone: not handed back to the pool, not left running."""
-        sandbox = self._closed_sandbox
+        sandbox = required(self._closed, "the scenario has not closed a session of the pool yet")
         eventually(
             lambda: self._platform.is_running(sandbox),
             described_as(f"{sandbox} no longer running", equal_to(False)),
@@ -123,8 +123,7 @@ class WarmPools:
         )
 
     def expect_pool_refilled(self, role: Role) -> None:
-        """The pool is back to its size, with a sandbox that was not there before in place
-        of the one the session took."""
+        """The pool is back to its size, with a new sandbox in place of the one taken."""
         runtime = self._world.runtime(role)
         size = self._platform.warm_pool_size(runtime)
         claimed = (self._closed or self._serving_sandbox()).sandbox_id
@@ -168,18 +167,8 @@ class WarmPools:
             f"session: more than the {CLAIM_BUDGET:g} s a claim of a waiting sandbox may take"
         )
 
-    @property
-    def _closed_sandbox(self) -> Sandbox:
-        if self._closed is None:
-            raise AssertionError("the scenario has not closed a session of the pool yet")
-        return self._closed
-
     def _serving_sandbox(self) -> Sandbox:
-        session = self._world.session
-        sandbox = self._platform.sandbox_of(session.session_id)
-        if sandbox is None:
-            raise AssertionError(f"the platform shows no sandbox serving {session}")
-        return sandbox
+        return sandbox_serving(self._platform, self._world.session)
 
 
 def _timed(calls: Calls, what: str) -> float:

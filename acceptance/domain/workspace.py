@@ -1,49 +1,78 @@
 """The files of a code-interpreter session's workspace, through the Router: uploaded,
-listed and downloaded."""
+listed and downloaded, a script's and one of several megabytes. The large one is generated
+(seeded, so every run moves the same bytes) and judged by its length and SHA-256 digest,
+never shown."""
 
 from __future__ import annotations
 
+import hashlib
+import random
 from collections.abc import Sequence
 
-from hamcrest import assert_that, has_entries, has_entry, has_items
+import requests
+from hamcrest import assert_that, has_entries, has_entry, has_item, has_items
+from hamcrest.core.matcher import Matcher
 
 from acceptance.core import matchers
+from acceptance.core.evidence import describe_response
 from acceptance.core.matchers import Answer, holds_json
 from acceptance.core.runtimes import FIXTURE_SCRIPTS
-from acceptance.domain.calls import Calls
 from acceptance.domain.world import World
+
+LARGE_FILE = "large.bin"
+# Several MiB, across many 64 KiB buffers and not a whole number of them, so that a cut at
+# any buffer boundary changes the length; well under PicoD's 32 MiB body limit once the
+# upload's base64 has grown it by a third.
+LARGE_FILE_SIZE = 5 * 2**20 + 4321
+_LARGE_CONTENT_SEED = 20
 
 
 class Workspace:
     def __init__(self, world: World) -> None:
         self._world = world
 
-    def _in_session(self) -> Calls:
-        return self._world.in_session(self._world.session)
-
     def upload_script(self, name: str) -> None:
-        store(self._world, name, (FIXTURE_SCRIPTS / name).read_bytes())
+        self._store(name, (FIXTURE_SCRIPTS / name).read_bytes())
+
+    def upload_large_file(self) -> None:
+        self._store(LARGE_FILE, random.Random(_LARGE_CONTENT_SEED).randbytes(LARGE_FILE_SIZE))
+
+    def _store(self, path: str, content: bytes) -> None:
+        assert_that(self._world.in_session().upload_file(path, content), stored(path, content))
 
     def expect_lists(self, names: list[str]) -> None:
-        assert_that(self._in_session().list_files("."), lists_files(names))
+        assert_that(self._world.in_session().list_files("."), lists_files(names))
 
     def expect_holds_fibonacci(self, path: str, numbers: list[int]) -> None:
-        assert_that(self._in_session().download_file(path), holds_fibonacci(numbers))
+        assert_that(self._world.in_session().download_file(path), holds_fibonacci(numbers))
 
+    def expect_large_file_unchanged(self) -> None:
+        content = random.Random(_LARGE_CONTENT_SEED).randbytes(LARGE_FILE_SIZE)
+        assert_that(
+            self._world.in_session().download_file(LARGE_FILE),
+            holds_checksum(
+                f"{LARGE_FILE} to come back byte for byte",
+                LARGE_FILE_SIZE,
+                hashlib.sha256(content).hexdigest(),
+            ),
+        )
 
-def store(world: World, path: str, content: bytes) -> None:
-    """Upload a file into the session's workspace; PicoD must store all of it."""
-    response = world.in_session(world.session).upload_file(path, content)
-    assert_that(
-        response,
-        matchers.holds_json(
-            f"PicoD to store {path} ({len(content)} bytes) in the workspace",
-            has_entries(size=len(content)),
-        ),
-    )
+    def expect_large_file_listed_with_its_size(self) -> None:
+        assert_that(
+            self._world.in_session().list_files("."),
+            lists_file_of_size(LARGE_FILE, LARGE_FILE_SIZE),
+        )
 
 
 # What its answers are expected to be.
+
+
+def stored(what: str, content: bytes) -> Answer:
+    """PicoD's answer to an upload it stored whole."""
+    return matchers.holds_json(
+        f"PicoD to store {what} ({len(content)} bytes) in the workspace",
+        has_entries(size=len(content)),
+    )
 
 
 def lists_files(names: Sequence[str]) -> Answer:
@@ -54,9 +83,33 @@ def lists_files(names: Sequence[str]) -> Answer:
     )
 
 
+def lists_file_of_size(name: str, size: int) -> Answer:
+    return Answer(
+        f"the workspace listing to show {name} with its size of {size} bytes",
+        status=200,
+        body=has_entry("files", has_item(has_entries(name=name, size=size))),
+    )
+
+
 def holds_fibonacci(numbers: Sequence[int]) -> Answer:
     """The file fixtures/scripts/fibonacci.py writes: {"count": N, "fibonacci": [...]}."""
     return holds_json(
         f"the file to hold the first {len(numbers)} Fibonacci numbers",
         has_entries(count=len(numbers), fibonacci=list(numbers)),
+    )
+
+
+def holds_checksum(expectation: str, size: int, sha256: str) -> Matcher[requests.Response]:
+    """A 200 answer whose body has this length and SHA-256 digest: a large download, which
+    a failure shows by its length and digest, never by its bytes."""
+
+    def digest(response: requests.Response) -> tuple[int, str]:
+        return len(response.content), hashlib.sha256(response.content).hexdigest()
+
+    return matchers.meets(
+        f"{expectation} ({size} bytes, SHA-256 {sha256})",
+        lambda response: response.status_code == 200 and digest(response) == (size, sha256),
+        lambda response: "the body was {} bytes, SHA-256 {}; the answer was {}".format(
+            *digest(response), describe_response(response)
+        ),
     )

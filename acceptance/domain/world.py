@@ -1,16 +1,8 @@
-"""The scenario's world: what the steps do, in the platform's words.
-
-A World lives for one scenario. It makes the calls, remembers the answers and the sessions
-they opened, registers every session and runtime for deletion the moment it exists, and
-waits (never sleeps) for the platform where the contract allows time.
-
-The World keeps the scenario's calls, sessions and cleanups, and nothing else: who makes a
-call is a value (a `Caller`, in calls.py), the scenario's own unless a call says otherwise,
-and a session is called and deleted by the caller that opened it. What each capability of
-the platform adds (lifetimes, long tasks, warm pools, the workspace jail, isolation, credentials,
-resilience, refusals) lives in a module of its own, as a helper the steps get with
-``world.part(Helper)``, which hands it what its constructor names (the World, the settings,
-the target, the platform) and no more.
+"""The scenario's world: its calls, the sessions they opened and its cleanups, nothing
+else. A World lives for one scenario and registers every session and runtime for deletion
+the moment it exists. Who calls is a value (a `Caller`, in calls.py); a session is called and
+deleted by the caller that opened it. Each capability of the platform is a helper in a
+module of its own, which the steps get with ``world.part(Helper)``.
 """
 
 from __future__ import annotations
@@ -24,25 +16,22 @@ from typing import Any, TypeVar, cast
 
 import requests
 from hamcrest import assert_that, has_entries
+from hamcrest.core.matcher import Matcher
 
 from acceptance.core import matchers
 from acceptance.core.clients import Router, WorkloadManager, session_id_of
 from acceptance.core.evidence import Table, describe_response, redact
 from acceptance.core.measurements import Measurements
-from acceptance.core.runtimes import (
-    Role,
-    Runtime,
-    RuntimeKind,
-    configured_runtimes,
-)
+from acceptance.core.runtimes import Role, Runtime, RuntimeKind, configured_runtimes
 from acceptance.core.settings import Settings
 from acceptance.core.transport import NoAnswer, Transport
 from acceptance.domain.calls import Call, Caller, Calls
-from acceptance.platforms.base import Platform, Target
+from acceptance.platforms.base import Platform, Sandbox, Target
 from agentcube_contract.session import SESSION_HEADER
 
 RegisterCleanup = Callable[..., None]
 Part = TypeVar("Part")
+T = TypeVar("T")
 # A call that reaches a kept session of each kind (path under invocations/, JSON body).
 _EXAMPLE_CALL = {
     RuntimeKind.AGENT_RUNTIME: ("echo", '{"input": "hello"}'),
@@ -52,16 +41,15 @@ _EXAMPLE_CALL = {
 
 @dataclass(frozen=True)
 class Session:
-    """A session the scenario opened. `opened_at` (time.monotonic) is taken before the call
-    that opened it, so the target created it later: counted from it, a deadline is never
-    too short, and neither is the span the session lasted (a cold start, which upstream
-    counts in a session's lifetime, lies within). `caller` opened it and makes every later
-    call in it, its deletion included (None: the scenario's own caller)."""
+    """A session the scenario opened; `caller` opened it and makes every later call in it,
+    its deletion included. `opened_at` (time.monotonic) is taken before the call that
+    opened it: counted from it, a deadline is never too short, and neither is the span the
+    session lasted (a cold start, which upstream counts in a lifetime, lies within)."""
 
     session_id: str
     runtime: Runtime
+    caller: Caller = field(compare=False, repr=False)
     opened_at: float = field(default_factory=time.monotonic, compare=False)
-    caller: Caller | None = field(default=None, compare=False, repr=False)
 
     def __str__(self) -> str:
         return f"session {self.session_id} of {self.runtime}"
@@ -69,11 +57,10 @@ class Session:
 
 @dataclass(frozen=True)
 class Activity:
-    """A session's last successful call: when it was sent and when its answer arrived
-    (time.monotonic). The target stamped the session active somewhere between the two
-    (upstream: as it forwards the call and as the call ends, in whole seconds), so idleness
-    judged from `sent_at` is never too long, and a deadline counted from `answered_at`
-    never too short."""
+    """A session's last successful call, sent and answered (time.monotonic). The target
+    stamped the session active in between (upstream: as it forwards the call and as the call
+    ends, in whole seconds), so idleness judged from `sent_at` is never too long, and a
+    deadline counted from `answered_at` never too short."""
 
     sent_at: float
     answered_at: float
@@ -105,8 +92,7 @@ class World:
         register_cleanup: RegisterCleanup,
         ledger: RunLedger,
     ) -> None:
-        """`transport`: the scenario's one transport, which `router`, `workload_manager`
-        and `platform` call through."""
+        """`transport`: the scenario's one, which the others call through."""
         self._settings = settings
         self._target = target
         self.transport = transport
@@ -114,7 +100,7 @@ class World:
         self._workload_manager = workload_manager
         self._platform = platform
         self._register_cleanup = register_cleanup
-        self._ledger = ledger
+        self.ledger = ledger  # what the run's end reports, the run's sessions among it
         self._calls: list[Call] = []
         self._sessions: list[Session] = []
         self._last_activity: dict[str, Activity] = {}
@@ -126,15 +112,14 @@ class World:
         self._parts: dict[type, Any] = {}
         self._kept: list[str] | None = None
         self._closed: set[str] = set()  # session ids the scenario deleted itself
-        self._caller = Caller(router, target.api_token)
+        self.caller = Caller(router, target.api_token)  # the scenario's own
 
     # What the capability helpers build on.
 
     def part(self, kind: type[Part]) -> Part:
         """The scenario's helper of this kind, created on first use with what its
-        constructor asks for by name, and no more: `world` (the scenario's calls, sessions
-        and cleanups), `settings`, `target` (its URLs, tokens and capabilities) and
-        `platform` (what the suite can do beside HTTP calls)."""
+        constructor asks for by name, and no more: `world`, `settings`, `target` (URLs,
+        tokens, capabilities) and `platform` (what the suite can do beside HTTP calls)."""
         if kind not in self._parts:
             given = {
                 "world": self,
@@ -149,32 +134,13 @@ class World:
             self._parts[kind] = kind(**{name: given[name] for name in wanted})
         return cast(Part, self._parts[kind])
 
-    @property
-    def caller(self) -> Caller:
-        """The scenario's own caller: the run's api_token."""
-        return self._caller
-
     def caller_presenting(self, token: str | None, token_variable: str) -> Caller:
         """A caller presenting another bearer token (None: none), held by `token_variable`."""
-        return Caller(self._caller.router, token, token_variable)
+        return Caller(self.caller.router, token, token_variable)
 
     def caller_through(self, router: Router) -> Caller:
-        """The scenario's caller, calling through another Router (another URL, or latencies
-        kept apart from the run's)."""
-        return dataclasses.replace(self._caller, router=router)
-
-    @property
-    def run_sessions(self) -> list[Session]:
-        """Every session the run has opened so far, in order."""
-        return self._ledger.sessions
-
-    def note_unobserved(self, what: str) -> None:
-        """Tell at the end of the run that the target did not let this be observed."""
-        self._ledger.unobserved.append(what)
-
-    def note_measured(self, what: str) -> None:
-        """Tell at the end of the run what a scenario measured, whether it passed or not."""
-        self._ledger.measured.append(what)
+        """The scenario's caller through another Router (another URL, or latencies apart)."""
+        return dataclasses.replace(self.caller, router=router)
 
     # What the scenario has seen so far.
 
@@ -183,8 +149,7 @@ class World:
         return self._log.format(since, whose)
 
     def stream_timelines(self) -> list[tuple[str, Table]]:
-        """The timelines of the scenario's streams (when each part was sent and arrived),
-        each with the call it belongs to, redacted."""
+        """Each stream's timeline (when each part was sent and arrived), by call, redacted."""
         return [
             (f"{exchange.method} {redact(exchange.url)}", exchange.timeline)
             for exchange in self._log.exchanges
@@ -216,6 +181,10 @@ class World:
     def last_answer(self) -> requests.Response:
         return self.last_call.response
 
+    def expect_last_answer(self, expected: Matcher[requests.Response]) -> None:
+        """For the Then steps that judge the last answer alone."""
+        assert_that(self.last_answer, expected)
+
     @property
     def session(self) -> Session:
         """The session the scenario opened last."""
@@ -227,6 +196,13 @@ class World:
     def sessions(self) -> list[Session]:
         """The scenario's sessions, in the order they were opened."""
         return list(self._sessions)
+
+    def opened_by(self, answer: requests.Response) -> Session:
+        """The session a first call's answer opened."""
+        for session in self._sessions:
+            if session.session_id == session_id_of(answer):
+                return session
+        raise AssertionError(f"the call opened no session: {describe_response(answer)}")
 
     def last_activity(self, session: Session) -> Activity:
         """The session's last call that it answered successfully."""
@@ -250,7 +226,7 @@ class World:
         return Calls(
             runtime,
             session_id,
-            caller or self._caller,
+            caller or self.caller,
             record=self._record,
             unserved=self._unserved,
             settings=self._settings,
@@ -258,25 +234,23 @@ class World:
 
     def calls_to(self, role: Role, *, in_session: bool) -> Calls:
         """Calls to the role's runtime in the scenario's session, by the caller that opened
-        it, or calls that open a session."""
-        runtime = self.runtime(role)
-        session_id, caller = None, None
-        if in_session:
-            session_id, caller = self.session.session_id, self.session.caller
-        return self.calls(runtime, session_id, caller=caller)
+        it (whichever runtime it belongs to), or calls that open a session."""
+        if not in_session:
+            return self.calls(self.runtime(role))
+        return self.calls(self.runtime(role), self.session.session_id, caller=self.session.caller)
 
-    def in_session(self, session: Session) -> Calls:
-        """Calls in the session, by the caller that opened it."""
+    def in_session(self, session: Session | None = None) -> Calls:
+        """Calls in the session (None: the scenario's last), by the caller that opened it."""
+        session = session or self.session
         return self.calls(session.runtime, session.session_id, caller=session.caller)
 
     def _record(self, call: Call) -> None:
-        """Remember a finished call, and adopt the session it opened, if any, as its
-        caller's."""
+        """Remember a finished call, and adopt the session it opened as its caller's."""
         known = tuple(session.session_id for session in self._sessions)
         self._calls.append(dataclasses.replace(call, known_before=known))
         returned = session_id_of(call.response)
         if returned and returned not in known:
-            self._adopt(Session(returned, call.runtime, call.sent_at, call.caller))
+            self._adopt(Session(returned, call.runtime, call.caller, call.sent_at))
         if call.response.status_code == 200:
             for active in {sid for sid in (call.sent_session_id, returned) if sid}:
                 self._last_activity[active] = Activity(call.sent_at, call.answered_at)
@@ -286,23 +260,25 @@ class World:
     def open_session_at_workload_manager(self, role: Role, *, ttl: int | None = None) -> Session:
         """Open a session through the WorkloadManager's API, as the SDK does; `ttl` asks for a
         hard lifetime in seconds. Upstream records no owner for such a session, so where
-        tokens are required only an admin may use it: the session's caller is then the
-        admin subject (admin_api_token), which makes every call in it and deletes it; the
-        WorkloadManager is called with its own token (workload_manager_token) when one is
-        set."""
+        tokens are required only an admin may use it: its caller is then the admin subject
+        (admin_api_token)."""
         admin_token = self._target.admin_api_token
-        caller = (
-            self.caller_presenting(admin_token, "AGENTCUBE_ADMIN_API_TOKEN")
-            if admin_token
-            else self._caller
-        )
+        caller = self.caller
+        if admin_token:
+            caller = self.caller_presenting(admin_token, "AGENTCUBE_ADMIN_API_TOKEN")
         runtime = self.runtime(role)
         opened_at = time.monotonic()
         response = self._workload_manager.create_session(
             runtime, ttl=ttl, token=self._workload_manager_token(caller)
         )
         if response.status_code == 401 and not self._settings.workload_manager_token:
-            raise AssertionError(_refused_by_the_workload_manager(response))
+            raise AssertionError(
+                "the WorkloadManager refused with 401 the token the Router accepts: with its "
+                "auth on (`--enable-auth`, which upstream PR #433 would have its chart pass) it "
+                "admits Kubernetes service-account tokens only. Set workload_manager_token "
+                "(AGENTCUBE_WORKLOAD_MANAGER_TOKEN) to one, e.g. `kubectl create token "
+                f"agentcube-router -n agentcube`. The answer was {describe_response(response)}"
+            )
         assert_that(
             response,
             matchers.holds_json(
@@ -310,49 +286,40 @@ class World:
                 has_entries(sessionId=matchers.a_uuid4()),
             ),
         )
-        session = Session(response.json()["sessionId"], runtime, opened_at, caller)
+        session = Session(response.json()["sessionId"], runtime, caller, opened_at)
         self._adopt(session)
         self._last_activity[session.session_id] = Activity(opened_at, time.monotonic())
         return session
 
     def close_session(self, session: Session) -> requests.Response:
-        """Delete the session through the WorkloadManager now, as a client ends it; once
-        deleted, the scenario's cleanup leaves it alone."""
+        """Delete the session at the WorkloadManager now, as a client does; cleanup skips it."""
         response = self._delete_at_workload_manager(session)
         if response.status_code == 200:
             self._closed.add(session.session_id)
         return response
-
-    def _caller_of(self, session: Session) -> Caller:
-        return session.caller or self._caller
 
     def _workload_manager_token(self, caller: Caller) -> str | None:
         """The WorkloadManager's own credential (workload_manager_token), else the caller's."""
         return self._settings.workload_manager_token or caller.token
 
     def _delete_at_workload_manager(self, session: Session) -> requests.Response:
-        token = self._workload_manager_token(self._caller_of(session))
+        token = self._workload_manager_token(session.caller)
         return self._workload_manager.delete_session(
             session.runtime.kind, session.session_id, token=token
         )
 
     def _adopt(self, session: Session) -> None:
         self._sessions.append(session)
-        self._ledger.sessions.append(session)
+        self.ledger.sessions.append(session)
         self._register_cleanup(self._delete_session, session)
 
     def keep_for_inspection(self, kept: list[str]) -> None:
-        """From now on the cleanups keep the scenario's sessions and runtimes, and add to
-        `kept` how to reach each, instead of deleting them."""
+        """From now on the cleanups keep sessions and runtimes, adding how to reach each."""
         self._kept = kept
 
     def _how_to_reach(self, session: Session) -> str:
-        caller = self._caller_of(session)
-        auth = (
-            f' -H "Authorization: Bearer ${caller.token_variable}"'
-            if self._target.api_token
-            else ""
-        )
+        caller = session.caller
+        auth = f' -H "Authorization: Bearer ${caller.token_variable}"' if caller.token else ""
         path, body = _EXAMPLE_CALL[session.runtime.kind]
         delete_url = self._workload_manager.session_url(session.runtime.kind, session.session_id)
         return (
@@ -372,10 +339,10 @@ class World:
         try:
             response = self._delete_at_workload_manager(session)
         except NoAnswer as error:
-            self._ledger.leaks.append(f"{session}: {error}")
+            self.ledger.leaks.append(f"{session}: {error}")
             return
         if response.status_code not in (200, 404):
-            self._ledger.leaks.append(f"{session}: {describe_response(response)}")
+            self.ledger.leaks.append(f"{session}: {describe_response(response)}")
 
     # Runtimes the scenario applies for itself.
 
@@ -401,7 +368,7 @@ class World:
         try:
             self._platform.delete_runtime(runtime)
         except AssertionError as error:
-            self._ledger.leaks.append(f"{runtime}: {error}")
+            self.ledger.leaks.append(f"{runtime}: {error}")
 
 
 def sandbox_report(response: requests.Response) -> Any:
@@ -412,13 +379,22 @@ def sandbox_report(response: requests.Response) -> Any:
         return None
 
 
-def _refused_by_the_workload_manager(response: requests.Response) -> str:
-    """Why the WorkloadManager refused a token the Router takes, and which setting helps."""
-    return (
-        "the WorkloadManager refused with 401 the token the Router accepts: a WorkloadManager "
-        "with its auth on (`--enable-auth`, which upstream PR #433 would have its chart pass) "
-        "admits Kubernetes service-account tokens only, not the tokens of the Router's "
-        "callers. Set workload_manager_token (AGENTCUBE_WORKLOAD_MANAGER_TOKEN) to one, e.g. "
-        "`kubectl create token agentcube-router -n agentcube`. The answer was "
-        f"{describe_response(response)}"
-    )
+def sandbox_identity(report: Any) -> dict[str, Any]:
+    """What tells the echo agent's sandboxes apart in its report of the one that served."""
+    known = report if isinstance(report, dict) else {}
+    return {key: known.get(key) for key in ("hostname", "pid", "started_at")}
+
+
+def sandbox_serving(platform: Platform, session: Session) -> Sandbox:
+    """The sandbox the platform shows serving the session, which must have one."""
+    sandbox = platform.sandbox_of(session.session_id)
+    if sandbox is None:
+        raise AssertionError(f"the platform shows no sandbox serving {session}")
+    return sandbox
+
+
+def required(value: T | None, missing: str) -> T:
+    """`value`, which an earlier step sets; `missing` says which step was left out."""
+    if value is None:
+        raise AssertionError(missing)
+    return value

@@ -18,11 +18,10 @@ from acceptance.domain.credentials import (
 from acceptance.domain.interpreters import exits_with, fails_because_undefined, prints_line
 from acceptance.domain.isolation import new_session_ids, served_by_its_own_sandbox_or_refused
 from acceptance.domain.jail import reveals_nothing_of
-from acceptance.domain.large_files import holds_checksum
 from acceptance.domain.refusals import passed_on_from_the_agent
 from acceptance.domain.resilience import failed_because_the_sandbox_died, refused_as_overloaded
 from acceptance.domain.sessions import carries_new_session_id, served_by_one_sandbox
-from acceptance.domain.workspace import holds_fibonacci, lists_files
+from acceptance.domain.workspace import holds_checksum, holds_fibonacci, lists_files
 
 SESSION = "0b9a8f4e-3c1d-4e6f-9a2b-1c3d5e7f9a0b"
 ECHO = Runtime(RuntimeKind.AGENT_RUNTIME, "default", "echo-agent")

@@ -118,7 +118,7 @@ def test_a_session_opened_through_the_router_is_deleted(shared_cube, scenario) -
     run = scenario(shared_cube.url)
     session = open_session(run.world, Role.PYTHON_INTERPRETER)
     assert session.runtime.kind is RuntimeKind.CODE_INTERPRETER
-    assert run.world.run_sessions == [session]
+    assert run.world.ledger.sessions == [session]
     run.end()
     assert Client(shared_cube.url).sandbox_of(session.session_id) is None
     assert run.leaks == []
