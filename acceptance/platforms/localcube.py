@@ -66,11 +66,12 @@ class LocalcubePlatform(Platform):
     def _request(self, method: str, path: str, **kwargs: Any) -> requests.Response:
         return self._transport.request(method, f"{self._admin}/{path}", **kwargs)
 
-    def _listed(self, what: str) -> list[dict[str, Any]]:
+    def _listed(self, what: str, **wanted: Any) -> list[dict[str, Any]]:
+        """Its runtimes or sandboxes, those whose fields have the `wanted` values."""
         response = self._request("GET", what)
         assert_that(response, succeeded(f"localcube to list its {what}"))
         entries: list[dict[str, Any]] = response.json()[what]
-        return entries
+        return [e for e in entries if all(e.get(k) == v for k, v in wanted.items())]
 
     def apply_runtime(self, manifest: dict[str, Any]) -> Runtime:
         response = self._request("POST", "runtimes", json=manifest)
@@ -88,11 +89,8 @@ class LocalcubePlatform(Platform):
 
     def sandboxes_of(self, session_ids: Iterable[str]) -> dict[str, Sandbox]:
         wanted = set(session_ids)
-        return {
-            entry["sessionId"]: _sandbox(entry)
-            for entry in self._listed("sandboxes")
-            if entry.get("sessionId") in wanted
-        }
+        listed = self._listed("sandboxes")
+        return {e["sessionId"]: _sandbox(e) for e in listed if e.get("sessionId") in wanted}
 
     def session_count(self) -> int:
         return sum(entry.get("sessionId") is not None for entry in self._listed("sandboxes"))
@@ -109,15 +107,8 @@ class LocalcubePlatform(Platform):
         return "\n".join(lines)
 
     def _runtime_entry(self, runtime: Runtime) -> dict[str, Any] | None:
-        wanted = (runtime.kind.kind, runtime.namespace, runtime.name)
-        return next(
-            (
-                e
-                for e in self._listed("runtimes")
-                if (e["kind"], e["namespace"], e["name"]) == wanted
-            ),
-            None,
-        )
+        kind, namespace, name = runtime.kind.kind, runtime.namespace, runtime.name
+        return next(iter(self._listed("runtimes", kind=kind, namespace=namespace, name=name)), None)
 
     def has_runtime(self, runtime: Runtime) -> bool:
         return self._runtime_entry(runtime) is not None
@@ -140,14 +131,9 @@ class LocalcubePlatform(Platform):
         return int(entry["warmPoolSize"])
 
     def warm_sandboxes(self, runtime: Runtime) -> frozenset[Sandbox]:
-        wanted = (runtime.kind.kind, runtime.namespace, runtime.name)
-        return frozenset(
-            _sandbox(e)
-            for e in self._listed("sandboxes")
-            if e.get("state") == "warm"
-            and e.get("alive")
-            and (e.get("kind"), e.get("namespace"), e.get("runtime")) == wanted
-        )
+        kind, namespace, name = runtime.kind.kind, runtime.namespace, runtime.name
+        warm = self._listed("sandboxes", kind=kind, namespace=namespace, runtime=name)
+        return frozenset(_sandbox(e) for e in warm if e.get("state") == "warm" and e.get("alive"))
 
     def kill_sandbox(self, sandbox: Sandbox) -> None:
         if sandbox.pid is None:
@@ -165,11 +151,10 @@ class LocalcubePlatform(Platform):
         return self._own.limited(limit)
 
     def is_running(self, sandbox: Sandbox) -> bool:
-        listed = any(
-            e.get("sandboxId") == sandbox.sandbox_id and e.get("alive")
-            for e in self._listed("sandboxes")
+        listed = self._listed("sandboxes", sandboxId=sandbox.sandbox_id)
+        return any(e.get("alive") for e in listed) or (
+            sandbox.pid is not None and _process_running(sandbox.pid)
         )
-        return listed or (sandbox.pid is not None and _process_running(sandbox.pid))
 
 
 def _sandbox(entry: dict[str, Any]) -> Sandbox:

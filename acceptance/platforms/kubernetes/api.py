@@ -28,6 +28,7 @@ _HANDSHAKE_STATUS = re.compile(r"Handshake status (\d{3})")
 # only metadata, labels and owner references, the same in each.
 AGENT_SANDBOX_VERSIONS = ("v1beta1", "v1alpha1", "v1")
 _AGENTCUBE = "runtime.agentcube.volcano.sh"
+_RAISE = object()  # KubeApi._call's `gone` when a 404 is an error
 
 
 class Resource(enum.Enum):
@@ -98,10 +99,13 @@ class KubeApi:
     def close(self) -> None:
         self._client.close()
 
-    def _call(self, what: str, method: Any, *args: Any, **kwargs: Any) -> Any:
+    def _call(self, what: str, method: Any, *args: Any, gone: Any = _RAISE, **kwargs: Any) -> Any:
+        """The answer as JSON; `gone` in place of a 404 when given."""
         try:
             result = method(*args, _request_timeout=self._timeout, **kwargs)
         except ApiException as error:
+            if error.status == 404 and gone is not _RAISE:
+                return gone
             detail = _status_message(error.body) or str(error.reason or "no details")
             raise KubeError(what, error.status or 0, detail) from None
         except urllib3.exceptions.HTTPError as error:
@@ -128,12 +132,7 @@ class KubeApi:
     def get(self, resource: Resource, namespace: str, name: str) -> JSON | None:
         """The object, or None when it does not exist."""
         what = f"get {resource.qualified} {namespace}/{name}"
-        try:
-            return self._on_objects(what, "get", resource, namespace, name)
-        except KubeError as error:
-            if error.status == 404:
-                return None
-            raise
+        return self._on_objects(what, "get", resource, namespace, name, gone=None)
 
     def objects(self, resource: Resource, namespace: str, label_selector: str = "") -> list[JSON]:
         """The objects of a kind in the namespace, those with the labels when given."""
@@ -173,13 +172,10 @@ class KubeApi:
             grace_period_seconds=grace_seconds,
         )
         what = f"delete {resource.qualified} {namespace}/{name} (uid {uid})"
-        try:
-            self._on_objects(what, "delete", resource, namespace, name, body=options)
-        except KubeError as error:
-            if error.status == 404:
-                return False
-            raise
-        return True
+        answer = self._on_objects(
+            what, "delete", resource, namespace, name, body=options, gone=None
+        )
+        return answer is not None
 
     def service(self, namespace: str, name: str) -> JSON:
         what = f"get Service {namespace}/{name}"
