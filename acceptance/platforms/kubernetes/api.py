@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import enum
 import json
-import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,13 +13,13 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.stream import portforward
 from kubernetes.stream.ws_client import PortForward
+from websocket import WebSocketBadStatusException
 
 from acceptance.core.evidence import excerpt, redact
 
 # The longest an API call may take to connect; its read timeout is the api_timeout setting.
 CONNECT_TIMEOUT = 5.0
 JSON = dict[str, Any]
-_HANDSHAKE_STATUS = re.compile(r"Handshake status (\d{3})")
 # agent-sandbox's API versions, in the order a cluster is asked for them: v1.x serves
 # v1beta1 alone (v1.0.0 dropped v1alpha1); v0.5.x v1beta1 and, deprecated, v1alpha1; v0.4.x
 # v1alpha1 alone. No release serves v1 yet: it is asked for last, so that a release serving
@@ -236,23 +235,20 @@ class KubeApi:
                 ports=str(port),
             )
         except ApiException as error:
-            status, detail = _handshake_refusal(str(error.reason or "no details"))
-            raise KubeError(
-                f"port-forward to Pod {namespace}/{pod} port {port}", error.status or status, detail
-            ) from None
+            what = f"port-forward to Pod {namespace}/{pod} port {port}"
+            raise KubeError(what, *handshake_refusal(error)) from None
         finally:
             streams.close()  # its pool only: the stream has a websocket of its own
 
 
-def _handshake_refusal(reason: str) -> tuple[int, str]:
+def handshake_refusal(error: ApiException) -> tuple[int, str]:
     """The HTTP status and the API's own words in a refused websocket handshake, which the
-    client reports as status 0 with the whole exchange as its text: "Handshake status 403
-    Forbidden -+-+- {headers} -+-+- {body}". The words are the Status's message, else the
-    body, else the status line; 0 and the text as it is when it is no handshake's."""
-    status_line, _, exchange = reason.partition(" -+-+- ")
-    handshake = _HANDSHAKE_STATUS.match(status_line)
-    if handshake is None:
-        return 0, reason
-    body = exchange.rpartition(" -+-+- ")[2].strip()
-    words = excerpt(body, 200) if body and body != "None" else status_line
-    return int(handshake[1]), _status_message(body) or words
+    client reports as status 0, the websocket's exception its context: the Status's message,
+    else the body, else the status line."""
+    refused = error.__context__
+    if not isinstance(refused, WebSocketBadStatusException):
+        return error.status or 0, str(error.reason or "no details")
+    body = (refused.resp_body or b"").decode(errors="replace").strip()
+    status_line = f"Handshake status {refused.status_code} {refused.status_message}"
+    words = excerpt(body, 200) if body else status_line
+    return refused.status_code, _status_message(body) or words

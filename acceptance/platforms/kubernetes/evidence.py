@@ -41,16 +41,12 @@ def _describe_session(api: KubeApi, observer: Observer, session_id: str) -> str:
     namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
     lines += _pod_status(pod)
     lines += _readable("events", lambda: _events(api.pod_events(namespace, name)))
-    for container in pod["spec"]["containers"]:
-        lines += _log(api, namespace, name, container["name"])
+    for container in (c["name"] for c in pod["spec"]["containers"]):
+        lines += _readable(
+            f"last {LOG_LINES} log lines of container {container}",
+            lambda c=container: api.pod_log(namespace, name, c, LOG_LINES),
+        )
     return "\n".join(lines)
-
-
-def _log(api: KubeApi, namespace: str, pod: str, container: str) -> list[str]:
-    return _readable(
-        f"last {LOG_LINES} log lines of container {container}",
-        lambda: api.pod_log(namespace, pod, container, LOG_LINES),
-    )
 
 
 def _pod_status(pod: JSON) -> list[str]:
