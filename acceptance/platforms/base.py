@@ -210,7 +210,9 @@ class Target:
         what a platform that `offered` these capabilities can do there."""
         return cls(
             *urls,
-            *(getattr(settings, name) for name in CALLERS),
+            settings.api_token,
+            settings.second_api_token,
+            settings.admin_api_token,
             configured_capabilities(offered, settings),
             configured_refused_tokens(settings),
             **extra,

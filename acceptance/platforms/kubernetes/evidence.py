@@ -5,6 +5,7 @@ Collecting never raises: what cannot be read is said in place."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from functools import partial
 
 from acceptance.core.evidence import redact
 from acceptance.platforms.kubernetes.api import JSON, KubeApi, KubeError
@@ -44,7 +45,7 @@ def _describe_session(api: KubeApi, observer: Observer, session_id: str) -> str:
     for container in (c["name"] for c in pod["spec"]["containers"]):
         lines += _readable(
             f"last {LOG_LINES} log lines of container {container}",
-            lambda c=container: api.pod_log(namespace, name, c, LOG_LINES),
+            partial(api.pod_log, namespace, name, container, LOG_LINES),
         )
     return "\n".join(lines)
 
