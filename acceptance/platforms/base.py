@@ -247,29 +247,21 @@ def configured_capabilities(offered: frozenset[str], settings: Settings) -> froz
     """What a platform `offered` can do, with what the target as configured adds. Sessions
     opened at the WorkloadManager can be used through the Router by an admin, or by anyone
     where no token is required."""
-    api_token, second_api_token, admin_api_token = (getattr(settings, n) for n in CALLERS)
-    available = set(offered)
-    if api_token:
-        available.add(AUTH)
-        if second_api_token:
-            available.add(SECOND_SUBJECT)
-    if admin_api_token or not api_token:
-        available.add(WORKLOAD_MANAGER_SESSIONS)
-    if api_token and admin_api_token:
-        available.add(ADMIN)
-    if settings.max_concurrent_requests:
-        available.add(OVERLOAD)
-    if settings.stateful_interpreter:
-        available.add(STATEFUL_INTERPRETER)
-    if settings.short_timeout_agent or RUNTIME_ADMIN in offered:
-        available.add(SHORT_TIMEOUT_AGENT)
-    if settings.neighbour_namespace and RUNTIME_ADMIN in offered:
-        available.add(NEIGHBOUR_NAMESPACE)
-    if api_token:
-        available.update(REFUSED_TOKEN_SETTINGS[n] for n in configured_refused_tokens(settings))
-        if _forgeable(api_token, settings.request_timeout):
-            available.add(FORGED_TOKENS)
-    return frozenset(available)
+    token, admin, runtimes = settings.api_token, settings.admin_api_token, RUNTIME_ADMIN in offered
+    refused = configured_refused_tokens(settings) if token else {}
+    present: dict[str, object] = {
+        AUTH: token,
+        SECOND_SUBJECT: token and settings.second_api_token,
+        WORKLOAD_MANAGER_SESSIONS: admin or not token,
+        ADMIN: token and admin,
+        OVERLOAD: settings.max_concurrent_requests,
+        STATEFUL_INTERPRETER: settings.stateful_interpreter,
+        SHORT_TIMEOUT_AGENT: settings.short_timeout_agent or runtimes,
+        NEIGHBOUR_NAMESPACE: settings.neighbour_namespace and runtimes,
+        FORGED_TOKENS: token and _forgeable(token, settings.request_timeout),
+        **dict.fromkeys((REFUSED_TOKEN_SETTINGS[name] for name in refused), True),
+    }
+    return frozenset(offered) | {capability for capability, given in present.items() if given}
 
 
 # What only a target that checks tokens can do: a target that answers calls without any
