@@ -22,7 +22,7 @@ from hamcrest import assert_that
 from acceptance.core.evidence import describe_response, redact
 from acceptance.core.matchers import succeeded
 from acceptance.core.runtimes import STATEFUL_FIXTURE, Runtime
-from acceptance.core.settings import SETTINGS, ConfigError, Given, Setting, read_setting
+from acceptance.core.settings import ConfigError, setting
 from acceptance.core.transport import Transport
 from acceptance.platforms.base import (
     NEIGHBOUR_NAMESPACE,
@@ -231,10 +231,16 @@ class LocalcubeTarget(Target):
 
 def open_localcube(run: RunSettings, environ: Mapping[str, str]) -> LocalcubeTarget:
     """The localcube at the URLs given, else one the suite starts (raises TargetStartError)."""
+    picod_command = run.adapter_settings.picod_command
     if run.suite.router_url is not None:
+        if picod_command:
+            raise ConfigError(
+                "setting picod_command applies only to the localcube the suite starts: "
+                "leave router_url unset to use it"
+            )
         urls = given_urls(run.suite, LocalcubePlatform.name)
         return LocalcubeTarget.configured(urls, run.suite, capabilities_of(urls[0], own=False))
-    own = OwnLocalcube(run.suite, run.adapter_settings[PICOD_COMMAND.name])
+    own = OwnLocalcube(run.suite, picod_command)
     issued: dict[str, Any] = dict(own.tokens)  # its issuer's tokens, for the run
     settings = dataclasses.replace(run.suite, **issued)
     offered = capabilities_of(own.url, own=True)
@@ -249,48 +255,28 @@ def parse_picod_command(text: str) -> str:
     return text
 
 
-PICOD_COMMAND = Setting(
-    "picod_command",
-    "AGENTCUBE_PICOD_COMMAND",
-    parse_picod_command,
-    None,
-    "The command a localcube the suite starts runs every code-interpreter sandbox with "
-    "(its `--picod-command`), e.g. `/path/to/picod --port {port} --workspace {workspace}`: "
-    "the whole suite against your own PicoD build (docs/own-picod.md). Not with "
-    "`router_url`.",
-    shown="unset: localcube's own PicoD-compatible daemon",
-)
-ROUTER_URL = next(setting for setting in SETTINGS if setting.name == "router_url")
-
-
-def load_localcube_settings(
-    userdata: Mapping[str, str], environ: Mapping[str, str]
-) -> dict[str, Any]:
-    command = read_setting(PICOD_COMMAND, userdata, environ)
-    if command and read_setting(ROUTER_URL, userdata, environ):
-        raise ConfigError(
-            "setting picod_command applies only to the localcube the suite starts: "
-            "leave router_url unset to use it"
-        )
-    return {PICOD_COMMAND.name: command}
-
-
-def own_localcube_defaults(given: Given) -> Mapping[str, str]:
-    """When the suite starts localcube: the read timeout it gives it, and the fixture's
-    stateful interpreter unless `picod_command` is given (a PicoD of one's own has no
-    kernel)."""
-    if "router_url" in given:
-        return {}
-    if "picod_command" in given:
-        return {"router_read_timeout": READ_TIMEOUT}
-    return {"router_read_timeout": READ_TIMEOUT, "stateful_interpreter": STATEFUL_FIXTURE}
+@dataclass(frozen=True)
+class LocalcubeSettings:
+    picod_command: str | None = setting(
+        parse_picod_command,
+        None,
+        "The command a localcube the suite starts runs every code-interpreter sandbox with "
+        "(its `--picod-command`), e.g. `/path/to/picod --port {port} --workspace {workspace}`: "
+        "the whole suite against your own PicoD build (docs/own-picod.md). Not with "
+        "`router_url`.",
+        shown="unset: localcube's own PicoD-compatible daemon",
+    )
 
 
 ADAPTER = Adapter(
     LocalcubePlatform.name,
     open_localcube,
-    settings=(PICOD_COMMAND,),
-    load_settings=load_localcube_settings,
-    given_defaults=own_localcube_defaults,
+    settings_class=LocalcubeSettings,
+    # When the suite starts localcube: the read timeout it gives it, and the fixture's
+    # stateful interpreter unless one's own PicoD, which has no kernel, runs the sandboxes.
+    defaults_unless_given=(
+        ("router_read_timeout", READ_TIMEOUT, frozenset({"router_url"})),
+        ("stateful_interpreter", STATEFUL_FIXTURE, frozenset({"router_url", "picod_command"})),
+    ),
     docs="docs/own-picod.md",
 )

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
-from acceptance.core.settings import ConfigError, Given, Setting, Settings, read_all
+from acceptance.core.settings import ConfigError, Given, Setting, Settings, declared, read_all
 from acceptance.platforms.base import Target
 
 ENTRY_POINT_GROUP = "acceptance.platforms"
@@ -38,10 +38,6 @@ class RunSettings:
     given: Given = frozenset()
 
 
-def _no_defaults(given: Given) -> Mapping[str, str]:
-    return {}
-
-
 @dataclass(frozen=True)
 class Adapter:
     """A platform adapter as the run knows it."""
@@ -50,32 +46,38 @@ class Adapter:
     # The run's Target, its capabilities fixed; raises ConfigError or TargetStartError,
     # closing what it opened.
     open: Callable[[RunSettings, Mapping[str, str]], Target]
-    # Its own settings (refused with another platform), and what reads them (by default: a
-    # dict of their values).
-    settings: tuple[Setting, ...] = ()
-    load_settings: Callable[[Mapping[str, str], Mapping[str, str]], Any] | None = None
+    # Its own settings (refused with another platform): a dataclass declaring each with
+    # acceptance.core.settings.setting, which checks them together as it is made.
+    settings_class: type | None = None
     # Suite settings whose default it changes, as (value, why), in the configuration table's
-    # column `defaults_heading`; `given_defaults`: those that depend on what else was given.
+    # column `defaults_heading`.
     suite_defaults: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     defaults_heading: str = ""
-    given_defaults: Callable[[Given], Mapping[str, str]] = _no_defaults
+    # Suite defaults that hold unless a setting named beside them is given.
+    defaults_unless_given: tuple[tuple[str, str, frozenset[str]], ...] = ()
     # -D values the parallel workers get beside the URLs, tokens and release (to share what
     # this process opened).
     worker_settings: Mapping[str, str] = field(default_factory=dict)
     docs: str = ""  # the page that tells how to run it
 
+    @property
+    def settings(self) -> tuple[Setting, ...]:
+        return declared(self.settings_class) if self.settings_class else ()
+
     def defaults(self, given: Given) -> dict[str, str]:
         """The suite settings' defaults under this platform, by name."""
-        return {
-            **{name: value for name, (value, _) in self.suite_defaults.items()},
-            **self.given_defaults(given),
-        }
+        defaults = {name: value for name, (value, _) in self.suite_defaults.items()}
+        for name, value, unless in self.defaults_unless_given:
+            if not unless & given:
+                defaults[name] = value
+        return defaults
 
     def own_settings(self, userdata: Mapping[str, str], environ: Mapping[str, str]) -> Any:
-        """Its own settings, parsed; raises ConfigError naming the one to fix."""
-        if self.load_settings is not None:
-            return self.load_settings(userdata, environ)
-        return read_all(self.settings, userdata, environ)
+        """Its own settings, parsed (None when it has none); raises ConfigError naming the
+        one to fix."""
+        if self.settings_class is None:
+            return None
+        return self.settings_class(**read_all(self.settings, userdata, environ))
 
 
 def names() -> tuple[str, ...]:

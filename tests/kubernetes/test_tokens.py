@@ -12,8 +12,8 @@ import pytest
 
 from acceptance.core.evidence import redact
 from acceptance.core.settings import ConfigError
+from acceptance.platforms.kubernetes import ADAPTER
 from acceptance.platforms.kubernetes.cluster import Cluster
-from acceptance.platforms.kubernetes.settings import load_kubernetes_settings
 from acceptance.platforms.kubernetes.tokens import TOKEN_LIFETIME_SECONDS
 from tests.kubernetes.conftest import (
     NS,
@@ -60,7 +60,7 @@ def endpoint() -> Iterator[TokenEndpoint]:
 def oidc_cluster(
     kubeconfig: Path, token_url: str, *, secret: str = SECRET, port_forward: bool = False
 ) -> Cluster:
-    settings = load_kubernetes_settings(
+    settings = ADAPTER.own_settings(
         {
             "kubeconfig": str(kubeconfig),
             "kube_context": "fake",

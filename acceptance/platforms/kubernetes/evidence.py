@@ -5,7 +5,6 @@ Collecting never raises: what cannot be read is said in place."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from functools import partial
 
 from acceptance.core.evidence import redact
 from acceptance.platforms.kubernetes.api import JSON, KubeApi, KubeError
@@ -42,12 +41,16 @@ def _describe_session(api: KubeApi, observer: Observer, session_id: str) -> str:
     namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
     lines += _pod_status(pod)
     lines += _readable("events", lambda: _events(api.pod_events(namespace, name)))
-    for container in (c["name"] for c in pod["spec"]["containers"]):
-        lines += _readable(
-            f"last {LOG_LINES} log lines of container {container}",
-            partial(api.pod_log, namespace, name, container, LOG_LINES),
-        )
+    for container in pod["spec"]["containers"]:
+        lines += _log(api, namespace, name, container["name"])
     return "\n".join(lines)
+
+
+def _log(api: KubeApi, namespace: str, pod: str, container: str) -> list[str]:
+    return _readable(
+        f"last {LOG_LINES} log lines of container {container}",
+        lambda: api.pod_log(namespace, pod, container, LOG_LINES),
+    )
 
 
 def _pod_status(pod: JSON) -> list[str]:
