@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
-from acceptance.core.settings import ConfigError, Given, Setting, Settings, declared, read_all
+from acceptance.core.settings import ConfigError, Given, Setting, Settings, declared
 from acceptance.platforms.base import Target
 
 ENTRY_POINT_GROUP = "acceptance.platforms"
@@ -71,13 +71,6 @@ class Adapter:
             if not unless & given:
                 defaults[name] = value
         return defaults
-
-    def own_settings(self, userdata: Mapping[str, str], environ: Mapping[str, str]) -> Any:
-        """Its own settings, parsed (None when it has none); raises ConfigError naming the
-        one to fix."""
-        if self.settings_class is None:
-            return None
-        return self.settings_class(**read_all(self.settings, userdata, environ))
 
 
 def names() -> tuple[str, ...]:

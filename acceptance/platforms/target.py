@@ -15,6 +15,7 @@ from acceptance.core.settings import (
     given_names,
     load_settings,
     one_of,
+    read_all,
     read_setting,
 )
 from acceptance.platforms import registry
@@ -34,13 +35,16 @@ def read_settings(userdata: Mapping[str, str], environ: Mapping[str, str]) -> Ru
         "none" if "router_url" in given else "localcube"
     )
     adapter = registry.adapter(name)  # only it is imported
-    given |= given_names(adapter.settings, userdata, environ)
     own = {setting.name for setting in adapter.settings}
     known = own | {setting.name for setting in SETTINGS}
     left_out = own | _other_platforms_settings(userdata, known, adapter)
     suite_userdata = {k: v for k, v in userdata.items() if k not in left_out}
+    given |= given_names(adapter.settings, userdata, environ)
     settings = load_settings(suite_userdata, environ, adapter.defaults(given))
-    return RunSettings(settings, adapter, adapter.own_settings(userdata, environ), given)
+    values = read_all(adapter.settings, userdata, environ)
+    # Its own settings, checked together as they are made.
+    adapter_settings = adapter.settings_class(**values) if adapter.settings_class else None
+    return RunSettings(settings, adapter, adapter_settings, given)
 
 
 def _other_platforms_settings(

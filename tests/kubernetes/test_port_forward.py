@@ -14,7 +14,6 @@ from kubernetes.client.exceptions import ApiException
 from websocket import WebSocketBadStatusException, WebSocketConnectionClosedException
 
 from acceptance.core.settings import ConfigError, load_settings
-from acceptance.platforms.kubernetes import ADAPTER
 from acceptance.platforms.kubernetes.api import handshake_refusal
 from acceptance.platforms.kubernetes.platform import ClusterTarget
 from acceptance.platforms.kubernetes.port_forward import PortForwardFailed, in_cluster_service
@@ -29,6 +28,7 @@ from tests.kubernetes.conftest import (
     MakeCluster,
     add_pod,
     meta,
+    read_cluster_settings,
     service,
 )
 from tests.kubernetes.fake_api import FakeKubernetes
@@ -202,7 +202,7 @@ def test_a_failed_start_closes_the_forwards_it_opened(
     with pytest.raises(ConfigError, match="api_token is set and token_source=service-account"):
         ClusterTarget.open(
             load_settings({}, {"AGENTCUBE_API_TOKEN": "static-token"}),
-            ADAPTER.own_settings(userdata, {}),
+            read_cluster_settings(userdata, {}),
             {},
         )
     assert len([line for line in fake.lines() if line.endswith("/portforward?ports=8080")]) == 2
