@@ -218,8 +218,8 @@ class LocalcubeTarget(Target):
         if keep:
             return Closing(
                 kept=[
-                    f"localcube keeps running at {own.url} (pid {own.pid}, log "
-                    f"{own.log_path}); stop it with: kill {own.pid}",
+                    f"localcube keeps running at {own.url} (pid {own.process.pid}, log "
+                    f"{own.log_path}); stop it with: kill {own.process.pid}",
                     f"its callers' tokens, one file each, are in {own.token_dir}: "
                     f"export AGENTCUBE_API_TOKEN=$(cat {own.token_dir}/api_token)",
                 ]

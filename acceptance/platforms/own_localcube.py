@@ -62,29 +62,21 @@ class OwnLocalcube:
             # For a person reaching sessions kept for inspection; gone with the state otherwise.
             self.token_dir = self.state_dir / "tokens"
             write_tokens(self.tokens, self.token_dir)
-            self._process = self._serve(self.log_path, port=0, state_dir=self.state_dir)
+            # The running localcube (its url, pid, arguments); a restart replaces it.
+            self.process = self._serve(self.log_path, port=0, state_dir=self.state_dir)
             self._release = stack.pop_all()  # the issuer and the state, once it has stopped
 
     @property
     def url(self) -> str:
-        return self._process.url
-
-    @property
-    def pid(self) -> int:
-        return self._process.pid
-
-    @property
-    def arguments(self) -> list[str]:
-        """Its command line, as any local user sees it with ps."""
-        return self._process.arguments
+        return self.process.url
 
     def restart(self) -> None:
         """Kill the server as a crash would (its sandboxes live on) and start it again on the
         same port with the same state; return once it serves."""
         port = urlsplit(self.url).port
         assert port is not None
-        self._process.crash()
-        self._process = self._serve(self.log_path, port=port, state_dir=self.state_dir)
+        self.process.crash()
+        self.process = self._serve(self.log_path, port=port, state_dir=self.state_dir)
 
     @contextmanager
     def limited(self, limit: int) -> Iterator[str]:
@@ -105,7 +97,7 @@ class OwnLocalcube:
 
     def stop(self) -> int:
         """Stop it gracefully (it ends its sandboxes) and remove its state; the exit code."""
-        code = self._process.stop()
+        code = self.process.stop()
         self._release.close()
         return code
 
