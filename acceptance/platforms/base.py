@@ -80,10 +80,10 @@ CAPABILITY_HINTS = {
     "stateful_interpreter to one the target serves",
     NEIGHBOUR_NAMESPACE: "set neighbour_namespace to a namespace where the suite may apply "
     "runtimes, with its role bound there (docs/kubernetes.md)",
-    NO_ROLE_SUBJECT: "set no_role_api_token (python -m oidc_issuer writes one)",
-    EXPIRED_TOKEN: "set expired_api_token (python -m oidc_issuer writes one)",
-    OTHER_AUDIENCE_TOKEN: "set other_audience_api_token (python -m oidc_issuer writes one)",
-    OTHER_ISSUER_TOKEN: "set other_issuer_api_token (python -m oidc_issuer writes one)",
+    **{
+        capability: f"set {setting} (python -m oidc_issuer writes one)"
+        for setting, capability in REFUSED_TOKEN_SETTINGS.items()
+    },
     FORGED_TOKENS: "set api_token to an OIDC access token (a JWT) whose issuer's discovery "
     "document and keys the suite can read",
 }

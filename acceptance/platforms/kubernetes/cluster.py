@@ -67,7 +67,7 @@ class Cluster:
                 settings.system_namespace,
                 getattr(settings, f"{name}_service"),
                 f"{name}_url",
-                named_by(f"{name}_service", "system_namespace"),
+                (f"{name}_service", "system_namespace"),
             ).url
             for name in ("router", "workload_manager")
         )
@@ -94,9 +94,7 @@ class Cluster:
         url, host = settings.oidc_token_url, None
         service = in_cluster_service(url)
         if service is not None and settings.port_forward:
-            forward = self._forward(
-                service[1], service[0], "oidc_token_url", named_by("oidc_token_url")
-            )
+            forward = self._forward(service[1], service[0], "oidc_token_url", ("oidc_token_url",))
             url, host = local_url(url, forward), urlsplit(settings.oidc_token_url).netloc
         return client_credentials_token(
             url, settings.oidc_client_id, settings.oidc_client_secret, host=host, timeout=timeout
@@ -109,9 +107,11 @@ class Cluster:
         self.fixtures.ensure(names)
 
     def _forward(
-        self, namespace: str, service: ServiceRef, setting: str, service_named_by: str
+        self, namespace: str, service: ServiceRef, setting: str, named: tuple[str, ...]
     ) -> ServiceForward:
-        forward = ServiceForward(self.api, namespace, service, named_by=service_named_by)
+        """A forward to the Service `named` settings name; `setting` is the URL a person
+        would give instead."""
+        forward = ServiceForward(self.api, namespace, service, named_by=named_by(*named))
         self._forwards.append(forward)
         forward.check(setting)
         return forward
