@@ -1,8 +1,6 @@
 """The Platform interface: what the suite can do beside calling the Router and the
-WorkloadManager, named by capability (``CAPABILITIES``; scenarios ask with
-``@requires.<name>``). An adapter offers some; others come from the target as configured
-(``configured_capabilities``); the Target every module receives.
-"""
+WorkloadManager, by capability (scenarios ask with ``@requires.<name>``): an adapter offers
+some, the target as configured others (``configured_capabilities``); and the Target."""
 
 from __future__ import annotations
 
@@ -82,10 +80,10 @@ CAPABILITY_HINTS = {
     "stateful_interpreter to one the target serves",
     NEIGHBOUR_NAMESPACE: "set neighbour_namespace to a namespace where the suite may apply "
     "runtimes, with its role bound there (docs/kubernetes.md)",
-    NO_ROLE_SUBJECT: "set no_role_api_token (python -m oidc_issuer writes one)",
-    EXPIRED_TOKEN: "set expired_api_token (python -m oidc_issuer writes one)",
-    OTHER_AUDIENCE_TOKEN: "set other_audience_api_token (python -m oidc_issuer writes one)",
-    OTHER_ISSUER_TOKEN: "set other_issuer_api_token (python -m oidc_issuer writes one)",
+    **{
+        capability: f"set {setting} (python -m oidc_issuer writes one)"
+        for setting, capability in REFUSED_TOKEN_SETTINGS.items()
+    },
     FORGED_TOKENS: "set api_token to an OIDC access token (a JWT) whose issuer's discovery "
     "document and keys the suite can read",
 }
@@ -103,10 +101,11 @@ class Sandbox:
 
 
 class Platform:
-    """The interface; an adapter overrides what its capabilities cover."""
+    """The interface, and as it is the ``none`` platform's: HTTP only, no capability. An
+    adapter overrides what its capabilities cover."""
 
-    name: ClassVar[str]
-    capabilities: ClassVar[frozenset[str]]
+    name: ClassVar[str] = "none"
+    capabilities: ClassVar[frozenset[str]] = frozenset()
 
     def _missing(self, capability: str) -> AssertionError:
         return AssertionError(f"platform {self.name!r} cannot {CAPABILITIES[capability]}")
@@ -119,12 +118,10 @@ class Platform:
         raise self._missing(RUNTIME_ADMIN)
 
     def check_can_apply(self, manifest: dict[str, Any]) -> None:
-        """Raise AssertionError saying why applying this runtime would fail (no namespace, no
-        permission, a runtime of its name there), creating nothing."""
+        """Raise AssertionError saying why applying this runtime would fail, creating nothing."""
 
     def has_runtime(self, runtime: Runtime) -> bool | None:
-        """Whether the target serves this runtime; None when the platform cannot tell
-        without starting a sandbox (HTTP alone cannot)."""
+        """None when the platform cannot tell without starting a sandbox (HTTP cannot)."""
         return None
 
     def router_read_timeout(self) -> float | None:
@@ -141,8 +138,7 @@ class Platform:
         return {session_id: sandbox for session_id, sandbox in found.items() if sandbox is not None}
 
     def session_count(self) -> int | None:
-        """How many sessions the target holds in every namespace (upstream's collector
-        indexes them all together), or None when the platform cannot tell."""
+        """The sessions of every namespace (upstream's collector indexes them all together)."""
         return None
 
     def is_running(self, sandbox: Sandbox) -> bool:
@@ -150,25 +146,22 @@ class Platform:
         raise self._missing(SANDBOX_OBSERVATION)
 
     def warm_pool_size(self, runtime: Runtime) -> int:
-        """The runtime's warmPoolSize (0 without a pool)."""
         raise self._missing(SANDBOX_OBSERVATION)
 
     def warm_sandboxes(self, runtime: Runtime) -> frozenset[Sandbox]:
-        """The sandboxes waiting in the runtime's warm pool now; once one is claimed,
-        `sandbox_of` its session returns it under the same sandbox_id."""
+        """Those waiting in the runtime's pool; a claimed one keeps its sandbox_id."""
         raise self._missing(SANDBOX_OBSERVATION)
 
     def kill_sandbox(self, sandbox: Sandbox) -> None:
-        """Kill the sandbox abruptly (SIGKILL, or a pod deleted with a one-second grace)."""
+        """Abruptly: SIGKILL, or a pod deleted with a one-second grace."""
         raise self._missing(SANDBOX_KILL)
 
     def is_killed(self, sandbox: Sandbox) -> bool:
-        """Whether the sandbox `kill_sandbox` killed is dead as far as the platform can
-        show: by default once it no longer exists in any form."""
+        """Whether a killed sandbox is dead as far as the platform can show."""
         return not self.is_running(sandbox)
 
     def restart_router(self) -> None:
-        """Restart the Router and return once it serves again; its store is kept."""
+        """Restart the Router, keeping its store; return once it serves again."""
         raise self._missing(ROUTER_RESTART)
 
     def concurrency_limited_router(self, limit: int) -> AbstractContextManager[str]:
@@ -194,9 +187,9 @@ class Closing:
 
 @dataclass
 class Target:
-    """The target of the run, resolved once at its start (``acceptance.platforms.target``) and
-    never rewritten: where the Router and the WorkloadManager answer, the tokens, the platform
-    and what the run can do with it. Each platform subclasses it."""
+    """The target of the run, resolved once at its start (``acceptance.platforms.target``):
+    the URLs, the tokens, the platform and what the run can do with it. As it is, the
+    ``none`` platform's; each other platform subclasses it."""
 
     router_url: str
     workload_manager_url: str
@@ -207,17 +200,19 @@ class Target:
     # Tokens a Router must refuse, by the setting that gave them (REFUSED_TOKEN_SETTINGS).
     refused_tokens: Mapping[str, str] = field(default_factory=dict, repr=False)
 
-    platform_name: ClassVar[str]
+    platform_name: ClassVar[str] = Platform.name
 
     @classmethod
     def configured(
         cls, urls: tuple[str, str], settings: Settings, offered: frozenset[str], /, **extra: Any
     ) -> Self:
-        """The target at these URLs (Router, WorkloadManager) with the tokens of `settings`,
-        and what a platform that `offered` these capabilities can do there."""
+        """At these URLs (Router, WorkloadManager) with the tokens of `settings`, able to do
+        what a platform that `offered` these capabilities can do there."""
         return cls(
             *urls,
-            *configured_tokens(settings),
+            settings.api_token,
+            settings.second_api_token,
+            settings.admin_api_token,
             configured_capabilities(offered, settings),
             configured_refused_tokens(settings),
             **extra,
@@ -225,12 +220,11 @@ class Target:
 
     def callers_tokens(self) -> dict[str, str]:
         """By their setting's name: what no sandbox may ever receive."""
-        tokens = (self.api_token, self.second_api_token, self.admin_api_token)
-        return {whose: token for whose, token in zip(CALLERS, tokens, strict=True) if token}
+        return {name: getattr(self, name) for name in CALLERS if getattr(self, name)}
 
     def platform(self, transport: Transport) -> Platform:
         """The scenario's adapter, making its calls with `transport`."""
-        raise NotImplementedError
+        return Platform()
 
     def prepare(self) -> None:
         """Once the target answers ready: make what the features need."""
@@ -244,8 +238,8 @@ class Target:
         return frozenset()
 
     def close(self, *, keep: bool) -> Closing:
-        """Let go of the target once, at the end of the run; `keep`: sessions were kept for
-        inspection, so keep what they need. Nothing to do by default."""
+        """Let go of the target once, at the end of the run; `keep`: keep what the sessions
+        kept for inspection need."""
         return Closing()
 
 
@@ -253,29 +247,21 @@ def configured_capabilities(offered: frozenset[str], settings: Settings) -> froz
     """What a platform `offered` can do, with what the target as configured adds. Sessions
     opened at the WorkloadManager can be used through the Router by an admin, or by anyone
     where no token is required."""
-    api_token, second_api_token, admin_api_token = configured_tokens(settings)
-    available = set(offered)
-    if api_token:
-        available.add(AUTH)
-        if second_api_token:
-            available.add(SECOND_SUBJECT)
-    if admin_api_token or not api_token:
-        available.add(WORKLOAD_MANAGER_SESSIONS)
-    if api_token and admin_api_token:
-        available.add(ADMIN)
-    if settings.max_concurrent_requests:
-        available.add(OVERLOAD)
-    if settings.stateful_interpreter:
-        available.add(STATEFUL_INTERPRETER)
-    if settings.short_timeout_agent or RUNTIME_ADMIN in offered:
-        available.add(SHORT_TIMEOUT_AGENT)
-    if settings.neighbour_namespace and RUNTIME_ADMIN in offered:
-        available.add(NEIGHBOUR_NAMESPACE)
-    if api_token:
-        available.update(REFUSED_TOKEN_SETTINGS[n] for n in configured_refused_tokens(settings))
-        if _forgeable(api_token, settings.request_timeout):
-            available.add(FORGED_TOKENS)
-    return frozenset(available)
+    token, admin, runtimes = settings.api_token, settings.admin_api_token, RUNTIME_ADMIN in offered
+    refused = configured_refused_tokens(settings) if token else {}
+    present: dict[str, object] = {
+        AUTH: token,
+        SECOND_SUBJECT: token and settings.second_api_token,
+        WORKLOAD_MANAGER_SESSIONS: admin or not token,
+        ADMIN: token and admin,
+        OVERLOAD: settings.max_concurrent_requests,
+        STATEFUL_INTERPRETER: settings.stateful_interpreter,
+        SHORT_TIMEOUT_AGENT: settings.short_timeout_agent or runtimes,
+        NEIGHBOUR_NAMESPACE: settings.neighbour_namespace and runtimes,
+        FORGED_TOKENS: token and _forgeable(token, settings.request_timeout),
+        **dict.fromkeys((REFUSED_TOKEN_SETTINGS[name] for name in refused), True),
+    }
+    return frozenset(offered) | {capability for capability, given in present.items() if given}
 
 
 # What only a target that checks tokens can do: a target that answers calls without any
@@ -317,10 +303,6 @@ def fetch_json(url: str, timeout: float) -> Any:
     answer = requests.get(url, timeout=timeout)
     answer.raise_for_status()
     return answer.json()
-
-
-def configured_tokens(settings: Settings) -> tuple[str | None, str | None, str | None]:
-    return (settings.api_token, settings.second_api_token, settings.admin_api_token)
 
 
 def given_urls(settings: Settings, platform: str) -> tuple[str, str]:

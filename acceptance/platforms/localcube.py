@@ -22,7 +22,7 @@ from hamcrest import assert_that
 from acceptance.core.evidence import describe_response, redact
 from acceptance.core.matchers import succeeded
 from acceptance.core.runtimes import STATEFUL_FIXTURE, Runtime
-from acceptance.core.settings import SETTINGS, ConfigError, Given, Setting, read_setting
+from acceptance.core.settings import ConfigError, setting
 from acceptance.core.transport import Transport
 from acceptance.platforms.base import (
     NEIGHBOUR_NAMESPACE,
@@ -66,11 +66,12 @@ class LocalcubePlatform(Platform):
     def _request(self, method: str, path: str, **kwargs: Any) -> requests.Response:
         return self._transport.request(method, f"{self._admin}/{path}", **kwargs)
 
-    def _listed(self, what: str) -> list[dict[str, Any]]:
+    def _listed(self, what: str, **wanted: Any) -> list[dict[str, Any]]:
+        """Its runtimes or sandboxes, those whose fields have the `wanted` values."""
         response = self._request("GET", what)
         assert_that(response, succeeded(f"localcube to list its {what}"))
         entries: list[dict[str, Any]] = response.json()[what]
-        return entries
+        return [e for e in entries if all(e.get(k) == v for k, v in wanted.items())]
 
     def apply_runtime(self, manifest: dict[str, Any]) -> Runtime:
         response = self._request("POST", "runtimes", json=manifest)
@@ -88,11 +89,8 @@ class LocalcubePlatform(Platform):
 
     def sandboxes_of(self, session_ids: Iterable[str]) -> dict[str, Sandbox]:
         wanted = set(session_ids)
-        return {
-            entry["sessionId"]: _sandbox(entry)
-            for entry in self._listed("sandboxes")
-            if entry.get("sessionId") in wanted
-        }
+        listed = self._listed("sandboxes")
+        return {e["sessionId"]: _sandbox(e) for e in listed if e.get("sessionId") in wanted}
 
     def session_count(self) -> int:
         return sum(entry.get("sessionId") is not None for entry in self._listed("sandboxes"))
@@ -109,15 +107,8 @@ class LocalcubePlatform(Platform):
         return "\n".join(lines)
 
     def _runtime_entry(self, runtime: Runtime) -> dict[str, Any] | None:
-        wanted = (runtime.kind.kind, runtime.namespace, runtime.name)
-        return next(
-            (
-                e
-                for e in self._listed("runtimes")
-                if (e["kind"], e["namespace"], e["name"]) == wanted
-            ),
-            None,
-        )
+        kind, namespace, name = runtime.kind.kind, runtime.namespace, runtime.name
+        return next(iter(self._listed("runtimes", kind=kind, namespace=namespace, name=name)), None)
 
     def has_runtime(self, runtime: Runtime) -> bool:
         return self._runtime_entry(runtime) is not None
@@ -140,14 +131,9 @@ class LocalcubePlatform(Platform):
         return int(entry["warmPoolSize"])
 
     def warm_sandboxes(self, runtime: Runtime) -> frozenset[Sandbox]:
-        wanted = (runtime.kind.kind, runtime.namespace, runtime.name)
-        return frozenset(
-            _sandbox(e)
-            for e in self._listed("sandboxes")
-            if e.get("state") == "warm"
-            and e.get("alive")
-            and (e.get("kind"), e.get("namespace"), e.get("runtime")) == wanted
-        )
+        kind, namespace, name = runtime.kind.kind, runtime.namespace, runtime.name
+        warm = self._listed("sandboxes", kind=kind, namespace=namespace, runtime=name)
+        return frozenset(_sandbox(e) for e in warm if e.get("state") == "warm" and e.get("alive"))
 
     def kill_sandbox(self, sandbox: Sandbox) -> None:
         if sandbox.pid is None:
@@ -165,11 +151,10 @@ class LocalcubePlatform(Platform):
         return self._own.limited(limit)
 
     def is_running(self, sandbox: Sandbox) -> bool:
-        listed = any(
-            e.get("sandboxId") == sandbox.sandbox_id and e.get("alive")
-            for e in self._listed("sandboxes")
+        listed = self._listed("sandboxes", sandboxId=sandbox.sandbox_id)
+        return any(e.get("alive") for e in listed) or (
+            sandbox.pid is not None and _process_running(sandbox.pid)
         )
-        return listed or (sandbox.pid is not None and _process_running(sandbox.pid))
 
 
 def _sandbox(entry: dict[str, Any]) -> Sandbox:
@@ -233,8 +218,8 @@ class LocalcubeTarget(Target):
         if keep:
             return Closing(
                 kept=[
-                    f"localcube keeps running at {own.url} (pid {own.pid}, log "
-                    f"{own.log_path}); stop it with: kill {own.pid}",
+                    f"localcube keeps running at {own.url} (pid {own.process.pid}, log "
+                    f"{own.log_path}); stop it with: kill {own.process.pid}",
                     f"its callers' tokens, one file each, are in {own.token_dir}: "
                     f"export AGENTCUBE_API_TOKEN=$(cat {own.token_dir}/api_token)",
                 ]
@@ -246,10 +231,16 @@ class LocalcubeTarget(Target):
 
 def open_localcube(run: RunSettings, environ: Mapping[str, str]) -> LocalcubeTarget:
     """The localcube at the URLs given, else one the suite starts (raises TargetStartError)."""
+    picod_command = run.adapter_settings.picod_command
     if run.suite.router_url is not None:
+        if picod_command:
+            raise ConfigError(
+                "setting picod_command applies only to the localcube the suite starts: "
+                "leave router_url unset to use it"
+            )
         urls = given_urls(run.suite, LocalcubePlatform.name)
         return LocalcubeTarget.configured(urls, run.suite, capabilities_of(urls[0], own=False))
-    own = OwnLocalcube(run.suite, run.adapter_settings[PICOD_COMMAND.name])
+    own = OwnLocalcube(run.suite, picod_command)
     issued: dict[str, Any] = dict(own.tokens)  # its issuer's tokens, for the run
     settings = dataclasses.replace(run.suite, **issued)
     offered = capabilities_of(own.url, own=True)
@@ -264,48 +255,28 @@ def parse_picod_command(text: str) -> str:
     return text
 
 
-PICOD_COMMAND = Setting(
-    "picod_command",
-    "AGENTCUBE_PICOD_COMMAND",
-    parse_picod_command,
-    None,
-    "The command a localcube the suite starts runs every code-interpreter sandbox with "
-    "(its `--picod-command`), e.g. `/path/to/picod --port {port} --workspace {workspace}`: "
-    "the whole suite against your own PicoD build (docs/own-picod.md). Not with "
-    "`router_url`.",
-    shown="unset: localcube's own PicoD-compatible daemon",
-)
-ROUTER_URL = next(setting for setting in SETTINGS if setting.name == "router_url")
-
-
-def load_localcube_settings(
-    userdata: Mapping[str, str], environ: Mapping[str, str]
-) -> dict[str, Any]:
-    command = read_setting(PICOD_COMMAND, userdata, environ)
-    if command and read_setting(ROUTER_URL, userdata, environ):
-        raise ConfigError(
-            "setting picod_command applies only to the localcube the suite starts: "
-            "leave router_url unset to use it"
-        )
-    return {PICOD_COMMAND.name: command}
-
-
-def own_localcube_defaults(given: Given) -> Mapping[str, str]:
-    """When the suite starts localcube: the read timeout it gives it, and the fixture's
-    stateful interpreter unless `picod_command` is given (a PicoD of one's own has no
-    kernel)."""
-    if "router_url" in given:
-        return {}
-    if "picod_command" in given:
-        return {"router_read_timeout": READ_TIMEOUT}
-    return {"router_read_timeout": READ_TIMEOUT, "stateful_interpreter": STATEFUL_FIXTURE}
+@dataclass(frozen=True)
+class LocalcubeSettings:
+    picod_command: str | None = setting(
+        parse_picod_command,
+        None,
+        "The command a localcube the suite starts runs every code-interpreter sandbox with "
+        "(its `--picod-command`), e.g. `/path/to/picod --port {port} --workspace {workspace}`: "
+        "the whole suite against your own PicoD build (docs/own-picod.md). Not with "
+        "`router_url`.",
+        shown="unset: localcube's own PicoD-compatible daemon",
+    )
 
 
 ADAPTER = Adapter(
     LocalcubePlatform.name,
     open_localcube,
-    settings=(PICOD_COMMAND,),
-    load_settings=load_localcube_settings,
-    given_defaults=own_localcube_defaults,
+    settings_class=LocalcubeSettings,
+    # When the suite starts localcube: the read timeout it gives it, and the fixture's
+    # stateful interpreter unless one's own PicoD, which has no kernel, runs the sandboxes.
+    defaults_unless_given=(
+        ("router_read_timeout", READ_TIMEOUT, frozenset({"router_url"})),
+        ("stateful_interpreter", STATEFUL_FIXTURE, frozenset({"router_url", "picod_command"})),
+    ),
     docs="docs/own-picod.md",
 )

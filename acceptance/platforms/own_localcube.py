@@ -1,17 +1,15 @@
-"""The localcube the suite starts when no Router is configured.
-
-Its Router authenticates by OIDC, as upstream's does (its `--jwt-*` flags), against an issuer
-the suite serves from a thread for the run (oidc_issuer): it outlives a restart of
-localcube, and its tokens never leave this process but as the bearer of a call. Its state
-directory is the suite's, so that the Router can be restarted with its sessions.
-"""
+"""The localcube the suite starts when no Router is configured. Its Router authenticates by
+OIDC, as upstream's does (`--jwt-*`), against an issuer served from a thread for the run
+(oidc_issuer): it outlives a restart of localcube, and its tokens never leave this process
+but as the bearer of a call. Its state directory is the suite's, so that a restarted Router
+keeps its sessions."""
 
 from __future__ import annotations
 
 import shutil
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -52,43 +50,33 @@ class OwnLocalcube:
             )
         self.log_path = Path(settings.reports_dir) / "localcube.log"
         self.log_path.unlink(missing_ok=True)
-        self.state_dir = Path(tempfile.mkdtemp(prefix="acceptance-localcube-"))
-        self._issuer = IssuerServer().start()
-        self.tokens = run_tokens(self._issuer.issuer, POLICY, TOKEN_LIFETIME)
-        for token in self.tokens.values():
-            register_secret(token)
-        # For a person reaching sessions kept for inspection; gone with the state otherwise.
-        self.token_dir = self.state_dir / "tokens"
-        write_tokens(self.tokens, self.token_dir)
         self._ready_timeout = settings.ready_timeout
         self._picod = ["--picod-command", picod_command] if picod_command else []
-        try:
-            self._process = self._serve(self.log_path, port=0, state_dir=self.state_dir)
-        except TargetStartError:
-            self._issuer.close()
-            shutil.rmtree(self.state_dir, ignore_errors=True)
-            raise
+        with ExitStack() as stack:
+            self.state_dir = Path(tempfile.mkdtemp(prefix="acceptance-localcube-"))
+            stack.callback(shutil.rmtree, self.state_dir, ignore_errors=True)
+            self._issuer = stack.enter_context(IssuerServer())
+            self.tokens = run_tokens(self._issuer.issuer, POLICY, TOKEN_LIFETIME)
+            for token in self.tokens.values():
+                register_secret(token)
+            # For a person reaching sessions kept for inspection; gone with the state otherwise.
+            self.token_dir = self.state_dir / "tokens"
+            write_tokens(self.tokens, self.token_dir)
+            # The running localcube (its url, pid, arguments); a restart replaces it.
+            self.process = self._serve(self.log_path, port=0, state_dir=self.state_dir)
+            self._release = stack.pop_all()  # the issuer and the state, once it has stopped
 
     @property
     def url(self) -> str:
-        return self._process.url
-
-    @property
-    def pid(self) -> int:
-        return self._process.pid
-
-    @property
-    def arguments(self) -> list[str]:
-        """Its command line, as any local user sees it with ps."""
-        return self._process.arguments
+        return self.process.url
 
     def restart(self) -> None:
         """Kill the server as a crash would (its sandboxes live on) and start it again on the
         same port with the same state; return once it serves."""
         port = urlsplit(self.url).port
         assert port is not None
-        self._process.crash()
-        self._process = self._serve(self.log_path, port=port, state_dir=self.state_dir)
+        self.process.crash()
+        self.process = self._serve(self.log_path, port=port, state_dir=self.state_dir)
 
     @contextmanager
     def limited(self, limit: int) -> Iterator[str]:
@@ -109,9 +97,8 @@ class OwnLocalcube:
 
     def stop(self) -> int:
         """Stop it gracefully (it ends its sandboxes) and remove its state; the exit code."""
-        code = self._process.stop()
-        self._issuer.close()
-        shutil.rmtree(self.state_dir, ignore_errors=True)
+        code = self.process.stop()
+        self._release.close()
         return code
 
     def _serve(

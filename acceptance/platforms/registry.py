@@ -1,13 +1,10 @@
 """The platform adapters a run can choose from, by name, each imported only when chosen.
 
-An adapter is one module that declares its ``ADAPTER``: a module of this package named in
-``BUILT_IN`` (``localcube``, ``none``, ``kubernetes/``), or one outside this repository
-registered under the entry-point group ``acceptance.platforms`` (``name = module:ADAPTER``).
-It says its name, its own settings, the suite settings whose default it changes, how it
-opens a Target and what it hands parallel workers; ``acceptance.platforms.target`` does the
-rest. ``names()`` lists them without importing any, ``adapter(name)`` imports the one a run
-chooses (so a Kubernetes run never imports localcube), and ``adapters()`` all of them, for
-the generated documents and for naming the platform a stray setting belongs to.
+An adapter is a module declaring its ``ADAPTER``: one of this package's (``BUILT_IN``), or
+one registered under the entry-point group ``acceptance.platforms`` (``name = module:ADAPTER``).
+``names()`` lists them without importing any, ``adapter(name)`` imports the one a run
+chooses (a Kubernetes run never imports localcube), ``adapters()`` all, for the generated
+documents and for naming the platform a stray setting belongs to.
 """
 
 from __future__ import annotations
@@ -18,7 +15,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
-from acceptance.core.settings import ConfigError, Given, Setting, Settings
+from acceptance.core.settings import ConfigError, Given, Setting, Settings, declared
 from acceptance.platforms.base import Target
 
 ENTRY_POINT_GROUP = "acceptance.platforms"
@@ -33,8 +30,7 @@ BUILT_IN = {
 @dataclass(frozen=True)
 class RunSettings:
     """A run's settings, each parsed once: the suite's (with the adapter's defaults), the
-    chosen adapter, its own settings as its ``load_settings`` made them, and which of both
-    the user set."""
+    chosen adapter and its own settings, and which of both the user set."""
 
     suite: Settings
     adapter: Adapter
@@ -42,35 +38,31 @@ class RunSettings:
     given: Given = frozenset()
 
 
-def _no_defaults(given: Given) -> Mapping[str, str]:
-    return {}
-
-
 @dataclass(frozen=True)
 class Adapter:
-    """A platform adapter as the run knows it.
-
-    - ``open(run, environ)``: the run's Target, its capabilities fixed as it is built;
-      raises ConfigError or TargetStartError, and closes what it opened when it fails;
-    - ``settings``: its own settings (refused when another platform is chosen), read by
-      ``load_settings(userdata, environ)`` (by default: a dict of their values);
-    - ``suite_defaults``: suite settings whose default it changes, as (value, why), shown
-      in the configuration table's column ``defaults_heading``; ``given_defaults``: those
-      that depend on what else was given;
-    - ``worker_settings``: -D values the parallel workers get beside the target's URLs,
-      tokens and release (so they share what this process opened);
-    - ``docs``: the page that tells how to run it.
-    """
+    """A platform adapter as the run knows it."""
 
     name: str
+    # The run's Target, its capabilities fixed; raises ConfigError or TargetStartError,
+    # closing what it opened.
     open: Callable[[RunSettings, Mapping[str, str]], Target]
-    settings: tuple[Setting, ...] = ()
-    load_settings: Callable[[Mapping[str, str], Mapping[str, str]], Any] | None = None
+    # Its own settings (refused with another platform): a dataclass declaring each with
+    # acceptance.core.settings.setting, which checks them together as it is made.
+    settings_class: type | None = None
+    # Suite settings whose default it changes, as (value, why), in the configuration table's
+    # column `defaults_heading`.
     suite_defaults: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     defaults_heading: str = ""
-    given_defaults: Callable[[Given], Mapping[str, str]] = _no_defaults
+    # Suite defaults that hold unless a setting named beside them is given.
+    defaults_unless_given: tuple[tuple[str, str, frozenset[str]], ...] = ()
+    # -D values the parallel workers get beside the URLs, tokens and release (to share what
+    # this process opened).
     worker_settings: Mapping[str, str] = field(default_factory=dict)
-    docs: str = ""
+    docs: str = ""  # the page that tells how to run it
+
+    @property
+    def settings(self) -> tuple[Setting, ...]:
+        return declared(self.settings_class) if self.settings_class else ()
 
 
 def names() -> tuple[str, ...]:
@@ -79,7 +71,7 @@ def names() -> tuple[str, ...]:
 
 
 def adapter(name: str) -> Adapter:
-    """The adapter of the platform `name` (one of ``names()``), imported now. Raises
+    """The adapter of the platform `name` (one of ``names()``), imported now; raises
     ConfigError when it is no Adapter or names itself otherwise."""
     if name in BUILT_IN:
         found, source = getattr(importlib.import_module(BUILT_IN[name]), "ADAPTER", None), name

@@ -1,10 +1,6 @@
-"""The one place that chooses the target of a run.
-
-``read_settings`` chooses the platform adapter (``acceptance.platforms.registry``) and parses
-each setting once: the suite's, with the adapter's defaults, and the adapter's own.
-``open_target`` then lets the adapter open the Target every other module receives: URLs
-that are never None, the tokens, the platform and what the run can do with it.
-"""
+"""The one place that chooses the target of a run: ``read_settings`` chooses the platform
+adapter (``registry``) and parses each setting once, the suite's with the adapter's defaults
+and the adapter's own; ``open_target`` lets the adapter open the Target."""
 
 from __future__ import annotations
 
@@ -28,10 +24,6 @@ from acceptance.platforms.registry import RunSettings
 
 PLATFORM = next(setting for setting in SETTINGS if setting.name == "platform")
 SUITE_NAMES = frozenset(setting.name for setting in SETTINGS)
-# The platform of a run that names none: the suite starts a localcube when no Router is
-# configured, and otherwise can only call the URLs given.
-STARTED_PLATFORM = "localcube"
-GIVEN_URLS_PLATFORM = "none"
 
 
 def read_settings(userdata: Mapping[str, str], environ: Mapping[str, str]) -> RunSettings:
@@ -42,10 +34,9 @@ def read_settings(userdata: Mapping[str, str], environ: Mapping[str, str]) -> Ru
     Read top to bottom: the platform first, then the settings it brings, in one place."""
     given = given_names(SETTINGS, userdata, environ)
     platform = dataclasses.replace(PLATFORM, parse=one_of(registry.names()))
+    # Unnamed: the suite starts a localcube when no Router is given, else calls the URLs.
     choice = read_setting(platform, userdata, environ)
-    adapter = registry.adapter(
-        choice or (GIVEN_URLS_PLATFORM if "router_url" in given else STARTED_PLATFORM)
-    )
+    adapter = registry.adapter(choice or ("none" if "router_url" in given else "localcube"))
     given |= given_names(adapter.settings, userdata, environ)
     own = {setting.name for setting in adapter.settings}
     # Another platform's setting given empty (-D kubeconfig=) is left out; given a value it
@@ -69,14 +60,18 @@ def read_settings(userdata: Mapping[str, str], environ: Mapping[str, str]) -> Ru
             f"setting {stray[0]} (-D {stray[0]}) applies only with -D platform={other.name}{docs}"
         )
     defaults = {name: value for name, (value, _) in adapter.suite_defaults.items()}
+    defaults |= {
+        name: value for name, value, unless in adapter.defaults_unless_given if not unless & given
+    }
     suite = load_settings(
         {name: value for name, value in userdata.items() if name not in own | set(theirs)},
         environ,
-        {**defaults, **adapter.given_defaults(given)},
+        defaults,
     )
-    if adapter.load_settings is None:
-        return RunSettings(suite, adapter, read_all(adapter.settings, userdata, environ), given)
-    return RunSettings(suite, adapter, adapter.load_settings(userdata, environ), given)
+    # The adapter's own settings, checked together as they are made.
+    values = read_all(adapter.settings, userdata, environ)
+    own_settings = adapter.settings_class(**values) if adapter.settings_class else None
+    return RunSettings(suite, adapter, own_settings, given)
 
 
 def open_target(

@@ -18,6 +18,7 @@ import yaml
 
 from acceptance.platforms.kubernetes.cluster import Cluster
 from acceptance.platforms.kubernetes.settings import KubernetesSettings
+from acceptance.platforms.target import read_settings
 from tests.kubernetes.fake_api import STAND_IN_NODE, TOKEN, FakeKubernetes, Recorded
 
 NS = "agentcube"
@@ -69,6 +70,15 @@ def write_kubeconfig(path: Path, server: str, token: str = TOKEN) -> Path:
 @pytest.fixture
 def kubeconfig(tmp_path: Path, fake: FakeKubernetes) -> Path:
     return write_kubeconfig(tmp_path / "kubeconfig", fake.url)
+
+
+def read_cluster_settings(
+    userdata: dict[str, str], environ: dict[str, str] | None = None
+) -> KubernetesSettings:
+    """The adapter's settings as a run on a cluster reads them."""
+    run = read_settings({"platform": "kubernetes", **userdata}, environ or {})
+    settings: KubernetesSettings = run.adapter_settings
+    return settings
 
 
 @pytest.fixture

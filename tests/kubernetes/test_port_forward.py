@@ -10,12 +10,14 @@ from pathlib import Path
 
 import pytest
 import requests
+from kubernetes.client.exceptions import ApiException
+from websocket import WebSocketBadStatusException, WebSocketConnectionClosedException
 
 from acceptance.core.settings import ConfigError, load_settings
-from acceptance.platforms.kubernetes.api import _handshake_refusal
+from acceptance.platforms.kubernetes.api import handshake_refusal
 from acceptance.platforms.kubernetes.platform import ClusterTarget
 from acceptance.platforms.kubernetes.port_forward import PortForwardFailed, in_cluster_service
-from acceptance.platforms.kubernetes.settings import ServiceRef, load_kubernetes_settings
+from acceptance.platforms.kubernetes.settings import ServiceRef
 from acceptance.platforms.target import read_settings
 from tests.kubernetes.conftest import (
     NS,
@@ -26,6 +28,7 @@ from tests.kubernetes.conftest import (
     MakeCluster,
     add_pod,
     meta,
+    read_cluster_settings,
     service,
 )
 from tests.kubernetes.fake_api import FakeKubernetes
@@ -199,7 +202,7 @@ def test_a_failed_start_closes_the_forwards_it_opened(
     with pytest.raises(ConfigError, match="api_token is set and token_source=service-account"):
         ClusterTarget.open(
             load_settings({}, {"AGENTCUBE_API_TOKEN": "static-token"}),
-            load_kubernetes_settings(userdata, {}),
+            read_cluster_settings(userdata, {}),
             {},
         )
     assert len([line for line in fake.lines() if line.endswith("/portforward?ports=8080")]) == 2
@@ -234,26 +237,34 @@ def test_forwards_and_api_calls_run_side_by_side(
 
 
 @pytest.mark.parametrize(
-    ("reason", "expected"),
+    ("refused", "expected"),
     [
         (
-            "Handshake status 400 Bad Request -+-+- {'content-type': 'application/json'} -+-+- "
-            '{"kind":"Status","message":"pod router-a does not have a host assigned","code":400}',
+            (
+                400,
+                "Bad Request",
+                b'{"kind":"Status","message":"pod router-a does not have a '
+                b'host assigned","code":400}',
+            ),
             (400, "pod router-a does not have a host assigned"),
         ),
-        (
-            "Handshake status 502 Bad Gateway -+-+- {'server': 'proxy'} -+-+- upstream went away",
-            (502, "upstream went away"),
-        ),
-        (
-            "Handshake status 403 Forbidden -+-+- {} -+-+- None",
-            (403, "Handshake status 403 Forbidden"),
-        ),
-        ("Connection to remote host was lost.", (0, "Connection to remote host was lost.")),
+        ((502, "Bad Gateway", b"upstream went away"), (502, "upstream went away")),
+        ((403, "Forbidden", None), (403, "Handshake status 403 Forbidden")),
+        (None, (0, "Connection to remote host was lost.")),
     ],
     ids=["status", "plain body", "no body", "no handshake"],
 )
 def test_a_refused_handshake_is_told_by_the_apis_own_words(
-    reason: str, expected: tuple[int, str]
+    refused: tuple[int, str, bytes | None] | None, expected: tuple[int, str]
 ) -> None:
-    assert _handshake_refusal(reason) == expected
+    """As the client raises it: status 0, the websocket's exception its context."""
+    try:
+        try:
+            if refused is None:
+                raise WebSocketConnectionClosedException("Connection to remote host was lost.")
+            status, words, body = refused
+            raise WebSocketBadStatusException(f"Handshake status {status}", status, words, {}, body)
+        except Exception as error:
+            raise ApiException(status=0, reason=str(error)) from error  # as kubernetes.stream
+    except ApiException as error:
+        assert handshake_refusal(error) == expected

@@ -16,17 +16,17 @@ from acceptance.platforms.kubernetes.settings import (
     KUBERNETES_SETTINGS,
     KubernetesSettings,
     ServiceRef,
-    load_kubernetes_settings,
 )
 from acceptance.platforms.target import read_settings
 from docgen.configuration_table import adapter_settings_rows
+from tests.kubernetes.conftest import read_cluster_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "client-secret-3c1d"
 
 
 def test_defaults_fit_upstreams_kind_setup() -> None:
-    settings = load_kubernetes_settings({}, {})
+    settings = read_cluster_settings({}, {})
     assert settings == KubernetesSettings()
     assert settings.system_namespace == "agentcube"
     assert settings.router_service == ServiceRef("agentcube-router")
@@ -37,7 +37,7 @@ def test_defaults_fit_upstreams_kind_setup() -> None:
 
 
 def test_userdata_wins_over_the_environment() -> None:
-    settings = load_kubernetes_settings(
+    settings = read_cluster_settings(
         {"kube_context": "kind-agentcube-e2e", "port_forward": "true"},
         {
             "AGENTCUBE_KUBE_CONTEXT": "other",
@@ -68,18 +68,18 @@ def test_userdata_wins_over_the_environment() -> None:
 )
 def test_a_bad_value_names_its_setting(userdata: dict[str, str], named: str) -> None:
     with pytest.raises(ConfigError, match=r"^" + named.replace("(", r"\(").replace(")", r"\)")):
-        load_kubernetes_settings(userdata, {})
+        read_cluster_settings(userdata, {})
 
 
 def test_the_client_secret_comes_from_the_environment_only() -> None:
     with pytest.raises(ConfigError, match="AGENTCUBE_OIDC_CLIENT_SECRET only") as raised:
-        load_kubernetes_settings({"oidc_client_secret": SECRET}, {})
+        read_cluster_settings({"oidc_client_secret": SECRET}, {})
     assert SECRET not in str(raised.value)
 
 
 def test_oidc_names_every_missing_setting() -> None:
     with pytest.raises(ConfigError) as raised:
-        load_kubernetes_settings({"token_source": "oidc", "oidc_client_id": "app"}, {})
+        read_cluster_settings({"token_source": "oidc", "oidc_client_id": "app"}, {})
     message = str(raised.value)
     assert "oidc_token_url (AGENTCUBE_OIDC_TOKEN_URL)" in message
     assert "oidc_client_secret (AGENTCUBE_OIDC_CLIENT_SECRET)" in message
@@ -87,7 +87,7 @@ def test_oidc_names_every_missing_setting() -> None:
 
 
 def test_the_client_secret_is_never_shown() -> None:
-    settings = load_kubernetes_settings(
+    settings = read_cluster_settings(
         {"token_source": "oidc", "oidc_client_id": "app", "oidc_token_url": "http://kc:8080/t"},
         {"AGENTCUBE_OIDC_CLIENT_SECRET": SECRET},
     )

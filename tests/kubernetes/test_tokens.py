@@ -13,7 +13,6 @@ import pytest
 from acceptance.core.evidence import redact
 from acceptance.core.settings import ConfigError
 from acceptance.platforms.kubernetes.cluster import Cluster
-from acceptance.platforms.kubernetes.settings import load_kubernetes_settings
 from acceptance.platforms.kubernetes.tokens import TOKEN_LIFETIME_SECONDS
 from tests.kubernetes.conftest import (
     NS,
@@ -24,6 +23,7 @@ from tests.kubernetes.conftest import (
     MakeCluster,
     meta,
     pod,
+    read_cluster_settings,
 )
 from tests.kubernetes.fake_api import FakeKubernetes
 
@@ -60,7 +60,7 @@ def endpoint() -> Iterator[TokenEndpoint]:
 def oidc_cluster(
     kubeconfig: Path, token_url: str, *, secret: str = SECRET, port_forward: bool = False
 ) -> Cluster:
-    settings = load_kubernetes_settings(
+    settings = read_cluster_settings(
         {
             "kubeconfig": str(kubeconfig),
             "kube_context": "fake",

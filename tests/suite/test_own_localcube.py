@@ -28,8 +28,11 @@ def test_it_requires_either_token_restarts_with_its_sessions_and_cleans_up(
             tokens[name] for name in ("api_token", "second_api_token", "admin_api_token")
         )
         assert len(set(tokens.values())) == 7
-        assert "--jwt-issuer-url" in cube.arguments and "--token-file" not in cube.arguments
-        assert not any(token in " ".join(cube.arguments) for token in tokens.values())
+        assert (
+            "--jwt-issuer-url" in cube.process.arguments
+            and "--token-file" not in cube.process.arguments
+        )
+        assert not any(token in " ".join(cube.process.arguments) for token in tokens.values())
         assert (
             requests.post(
                 f"{cube.url}/v1/namespaces/default/agent-runtimes/echo-agent/invocations/echo",

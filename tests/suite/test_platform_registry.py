@@ -23,7 +23,9 @@ from docgen.configuration_table import adapter_settings_rows, settings_table
 ROOT = Path(__file__).resolve().parents[2]
 
 THROWAWAY = """
-from acceptance.core.settings import Setting, parse_flag
+from dataclasses import dataclass
+
+from acceptance.core.settings import parse_flag, setting
 from acceptance.platforms.base import (
     SANDBOX_KILL, Platform, Target, given_urls,
 )
@@ -47,12 +49,15 @@ def open_throwaway(run, environ):
     return ThrowawayTarget.configured(urls, run.suite, ThrowawayPlatform.capabilities)
 
 
+@dataclass(frozen=True)
+class ThrowawaySettings:
+    throwaway_mode: bool = setting(parse_flag, "false", "Its mode.")
+
+
 ADAPTER = Adapter(
     "throwaway",
     open_throwaway,
-    settings=(
-        Setting("throwaway_mode", "AGENTCUBE_THROWAWAY_MODE", parse_flag, "false", "Its mode."),
-    ),
+    settings_class=ThrowawaySettings,
     suite_defaults={"ttl_grace": ("7s", "its collector is slow")},
     defaults_heading="on a throwaway",
     worker_settings={"throwaway_mode": "true"},
@@ -87,7 +92,7 @@ def test_a_throwaway_adapter_is_chosen_and_opens_its_target() -> None:
     }
     run = read_settings(userdata, {})
     assert run.adapter.name == "throwaway", f"the adapter -D platform names, not {run.adapter}"
-    assert run.adapter_settings == {"throwaway_mode": True}
+    assert run.adapter_settings.throwaway_mode is True
     assert run.suite.ttl_grace == 7, "its default of ttl_grace applies where none is given"
     _, target = open_target(userdata, {})
     assert (type(target).__name__, target.platform_name) == ("ThrowawayTarget", "throwaway")

@@ -6,7 +6,7 @@ import pytest
 
 from acceptance.core.runtimes import STATEFUL_FIXTURE
 from acceptance.core.settings import SETTINGS, ConfigError, load_settings
-from acceptance.platforms.target import read_settings
+from acceptance.platforms.target import open_target, read_settings
 from agentcube_contract.names import DNS_LABEL_RULE, DNS_SUBDOMAIN_RULE
 from docgen.configuration_table import settings_table
 
@@ -157,10 +157,10 @@ def test_a_token_given_with_d_is_refused_without_echoing_it(name: str) -> None:
 def test_a_picod_command_is_the_localcube_adapters_and_needs_the_localcube_it_starts() -> None:
     command = "/opt/picod --port {port} --workspace {workspace}"
     run = read_settings({"picod_command": command}, {})
-    assert (run.adapter.name, run.adapter_settings) == ("localcube", {"picod_command": command})
+    assert (run.adapter.name, run.adapter_settings.picod_command) == ("localcube", command)
     given = {"picod_command": command, "router_url": "http://router:8081"}
     with pytest.raises(ConfigError, match="picod_command applies only to the localcube"):
-        read_settings({**given, "platform": "localcube"}, {})
+        open_target({**given, "platform": "localcube"}, {})
     for other in ({}, {"platform": "kubernetes"}):  # a Router given: platform none
         with pytest.raises(ConfigError, match=r"picod_command .* only with -D platform=localcube"):
             read_settings({**given, **other}, {})

@@ -9,11 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from acceptance.platforms.base import Target
-from acceptance.platforms.kubernetes.settings import (
-    CLUSTER_DEFAULTS,
-    KUBERNETES_SETTINGS,
-    load_kubernetes_settings,
-)
+from acceptance.platforms.kubernetes.settings import CLUSTER_DEFAULTS, KubernetesSettings
 from acceptance.platforms.registry import Adapter, RunSettings
 
 
@@ -26,8 +22,7 @@ def open_cluster(run: RunSettings, environ: Mapping[str, str]) -> Target:
 ADAPTER = Adapter(
     "kubernetes",
     open_cluster,
-    settings=KUBERNETES_SETTINGS,
-    load_settings=load_kubernetes_settings,
+    settings_class=KubernetesSettings,
     suite_defaults=CLUSTER_DEFAULTS,
     defaults_heading="on a cluster",
     # The workers share this process's port forwards and token.

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import enum
 import json
-import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,13 +13,13 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.stream import portforward
 from kubernetes.stream.ws_client import PortForward
+from websocket import WebSocketBadStatusException
 
 from acceptance.core.evidence import excerpt, redact
 
 # The longest an API call may take to connect; its read timeout is the api_timeout setting.
 CONNECT_TIMEOUT = 5.0
 JSON = dict[str, Any]
-_HANDSHAKE_STATUS = re.compile(r"Handshake status (\d{3})")
 # agent-sandbox's API versions, in the order a cluster is asked for them: v1.x serves
 # v1beta1 alone (v1.0.0 dropped v1alpha1); v0.5.x v1beta1 and, deprecated, v1alpha1; v0.4.x
 # v1alpha1 alone. No release serves v1 yet: it is asked for last, so that a release serving
@@ -28,6 +27,7 @@ _HANDSHAKE_STATUS = re.compile(r"Handshake status (\d{3})")
 # only metadata, labels and owner references, the same in each.
 AGENT_SANDBOX_VERSIONS = ("v1beta1", "v1alpha1", "v1")
 _AGENTCUBE = "runtime.agentcube.volcano.sh"
+_RAISE = object()  # KubeApi._call's `gone` when a 404 is an error
 
 
 class Resource(enum.Enum):
@@ -98,10 +98,13 @@ class KubeApi:
     def close(self) -> None:
         self._client.close()
 
-    def _call(self, what: str, method: Any, *args: Any, **kwargs: Any) -> Any:
+    def _call(self, what: str, method: Any, *args: Any, gone: Any = _RAISE, **kwargs: Any) -> Any:
+        """The answer as JSON; `gone` in place of a 404 when given."""
         try:
             result = method(*args, _request_timeout=self._timeout, **kwargs)
         except ApiException as error:
+            if error.status == 404 and gone is not _RAISE:
+                return gone
             detail = _status_message(error.body) or str(error.reason or "no details")
             raise KubeError(what, error.status or 0, detail) from None
         except urllib3.exceptions.HTTPError as error:
@@ -128,12 +131,7 @@ class KubeApi:
     def get(self, resource: Resource, namespace: str, name: str) -> JSON | None:
         """The object, or None when it does not exist."""
         what = f"get {resource.qualified} {namespace}/{name}"
-        try:
-            return self._on_objects(what, "get", resource, namespace, name)
-        except KubeError as error:
-            if error.status == 404:
-                return None
-            raise
+        return self._on_objects(what, "get", resource, namespace, name, gone=None)
 
     def objects(self, resource: Resource, namespace: str, label_selector: str = "") -> list[JSON]:
         """The objects of a kind in the namespace, those with the labels when given."""
@@ -173,13 +171,10 @@ class KubeApi:
             grace_period_seconds=grace_seconds,
         )
         what = f"delete {resource.qualified} {namespace}/{name} (uid {uid})"
-        try:
-            self._on_objects(what, "delete", resource, namespace, name, body=options)
-        except KubeError as error:
-            if error.status == 404:
-                return False
-            raise
-        return True
+        answer = self._on_objects(
+            what, "delete", resource, namespace, name, body=options, gone=None
+        )
+        return answer is not None
 
     def service(self, namespace: str, name: str) -> JSON:
         what = f"get Service {namespace}/{name}"
@@ -240,23 +235,20 @@ class KubeApi:
                 ports=str(port),
             )
         except ApiException as error:
-            status, detail = _handshake_refusal(str(error.reason or "no details"))
-            raise KubeError(
-                f"port-forward to Pod {namespace}/{pod} port {port}", error.status or status, detail
-            ) from None
+            what = f"port-forward to Pod {namespace}/{pod} port {port}"
+            raise KubeError(what, *handshake_refusal(error)) from None
         finally:
             streams.close()  # its pool only: the stream has a websocket of its own
 
 
-def _handshake_refusal(reason: str) -> tuple[int, str]:
+def handshake_refusal(error: ApiException) -> tuple[int, str]:
     """The HTTP status and the API's own words in a refused websocket handshake, which the
-    client reports as status 0 with the whole exchange as its text: "Handshake status 403
-    Forbidden -+-+- {headers} -+-+- {body}". The words are the Status's message, else the
-    body, else the status line; 0 and the text as it is when it is no handshake's."""
-    status_line, _, exchange = reason.partition(" -+-+- ")
-    handshake = _HANDSHAKE_STATUS.match(status_line)
-    if handshake is None:
-        return 0, reason
-    body = exchange.rpartition(" -+-+- ")[2].strip()
-    words = excerpt(body, 200) if body and body != "None" else status_line
-    return int(handshake[1]), _status_message(body) or words
+    client reports as status 0, the websocket's exception its context: the Status's message,
+    else the body, else the status line."""
+    refused = error.__context__
+    if not isinstance(refused, WebSocketBadStatusException):
+        return error.status or 0, str(error.reason or "no details")
+    body = (refused.resp_body or b"").decode(errors="replace").strip()
+    status_line = f"Handshake status {refused.status_code} {refused.status_message}"
+    words = excerpt(body, 200) if body else status_line
+    return refused.status_code, _status_message(body) or words

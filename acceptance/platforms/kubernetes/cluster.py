@@ -47,34 +47,31 @@ class Cluster:
     ) -> tuple[str, str]:
         """The Router's and the WorkloadManager's base URLs: as given, or the local ends of
         port forwards opened now when port_forward is true."""
-        if self.settings.port_forward:
-            if router_url or workload_manager_url:
+        settings = self.settings
+        if not settings.port_forward:
+            if not (router_url and workload_manager_url):
                 raise ConfigError(
-                    "setting port_forward=true opens its own port forwards: leave router_url "
-                    "and workload_manager_url unset, or set port_forward=false"
+                    "setting platform=kubernetes needs router_url and workload_manager_url "
+                    "(AGENTCUBE_ROUTER_URL, AGENTCUBE_WORKLOAD_MANAGER_URL), or -D "
+                    f"port_forward=true to forward to {settings.router_service} and "
+                    f"{settings.workload_manager_service} in {settings.system_namespace}"
                 )
-            namespace = self.settings.system_namespace
-            router = self._forward(
-                namespace,
-                self.settings.router_service,
-                "router_url",
-                named_by("router_service", "system_namespace"),
-            )
-            workload_manager = self._forward(
-                namespace,
-                self.settings.workload_manager_service,
-                "workload_manager_url",
-                named_by("workload_manager_service", "system_namespace"),
-            )
-            return router.url, workload_manager.url
-        if not (router_url and workload_manager_url):
+            return router_url, workload_manager_url
+        if router_url or workload_manager_url:
             raise ConfigError(
-                "setting platform=kubernetes needs router_url and workload_manager_url "
-                "(AGENTCUBE_ROUTER_URL, AGENTCUBE_WORKLOAD_MANAGER_URL), or -D port_forward=true "
-                f"to forward to {self.settings.router_service} and "
-                f"{self.settings.workload_manager_service} in {self.settings.system_namespace}"
+                "setting port_forward=true opens its own port forwards: leave router_url "
+                "and workload_manager_url unset, or set port_forward=false"
             )
-        return router_url, workload_manager_url
+        router, workload_manager = (
+            self._forward(
+                settings.system_namespace,
+                getattr(settings, f"{name}_service"),
+                f"{name}_url",
+                (f"{name}_service", "system_namespace"),
+            ).url
+            for name in ("router", "workload_manager")
+        )
+        return router, workload_manager
 
     def token(self, api_token: str | None, *, timeout: float) -> str | None:
         """The bearer token of the run, from token_source; registered as a secret."""
@@ -97,9 +94,7 @@ class Cluster:
         url, host = settings.oidc_token_url, None
         service = in_cluster_service(url)
         if service is not None and settings.port_forward:
-            forward = self._forward(
-                service[1], service[0], "oidc_token_url", named_by("oidc_token_url")
-            )
+            forward = self._forward(service[1], service[0], "oidc_token_url", ("oidc_token_url",))
             url, host = local_url(url, forward), urlsplit(settings.oidc_token_url).netloc
         return client_credentials_token(
             url, settings.oidc_client_id, settings.oidc_client_secret, host=host, timeout=timeout
@@ -112,9 +107,11 @@ class Cluster:
         self.fixtures.ensure(names)
 
     def _forward(
-        self, namespace: str, service: ServiceRef, setting: str, service_named_by: str
+        self, namespace: str, service: ServiceRef, setting: str, named: tuple[str, ...]
     ) -> ServiceForward:
-        forward = ServiceForward(self.api, namespace, service, named_by=service_named_by)
+        """A forward to the Service `named` settings name; `setting` is the URL a person
+        would give instead."""
+        forward = ServiceForward(self.api, namespace, service, named_by=named_by(*named))
         self._forwards.append(forward)
         forward.check(setting)
         return forward

@@ -36,8 +36,7 @@ WAITS_FOR_ROUTER_KEY = (
     "its AGENTCUBE_NAMESPACE), which the Router creates when it starts: is it running?"
 )
 RESOURCE_OF_KIND: Mapping[RuntimeKind, Resource] = {
-    RuntimeKind.AGENT_RUNTIME: Resource.AGENT_RUNTIME,
-    RuntimeKind.CODE_INTERPRETER: Resource.CODE_INTERPRETER,
+    kind: Resource[kind.name] for kind in RuntimeKind
 }
 
 

@@ -1,5 +1,5 @@
-"""The ``kubernetes`` platform: the Platform interface on a real AgentCube cluster (one
-KubernetesPlatform per scenario), and the run's target there, which holds the run's Cluster."""
+"""The ``kubernetes`` platform: the Platform interface on an AgentCube cluster (one per
+scenario), and the run's target there, which holds the run's Cluster."""
 
 from __future__ import annotations
 
@@ -40,8 +40,8 @@ KILL_GRACE_SECONDS = 1
 
 @dataclass(frozen=True)
 class KubernetesSandbox(Sandbox):
-    """A sandbox with the identities (uids) of its SandboxClaim, Sandbox and pod, as seen while
-    it served: a new object under an old name is not it."""
+    """With the uids of its SandboxClaim, Sandbox and pod as seen while it served: a new
+    object under an old name is not it."""
 
     objects: tuple[ObjectRef, ...] = ()
 
@@ -54,9 +54,8 @@ class KubernetesSandbox(Sandbox):
 
 
 class KubernetesPlatform(Platform):
-    """Custom resources for runtime admin; pods, Sandboxes and SandboxClaims for observation;
-    a pod deleted with a one-second grace for a kill; a rollout restart of the Router's
-    Deployment."""
+    """Runtimes as custom resources; sandboxes seen as pods, Sandboxes and SandboxClaims;
+    a kill as a pod deletion; a Router restart as a rollout restart of its Deployment."""
 
     name = "kubernetes"
     capabilities = frozenset({RUNTIME_ADMIN, SANDBOX_OBSERVATION, SANDBOX_KILL, ROUTER_RESTART})
@@ -80,8 +79,7 @@ class KubernetesPlatform(Platform):
         return _sandbox(objects) if objects.serving else None
 
     def session_count(self) -> int:
-        """The sessions held in the runtimes' namespace, the only one the suite may list
-        (docs/examples/rbac.yaml): no more than the collector indexes across namespaces."""
+        """In the runtimes' namespace, the only one the suite may list (rbac.yaml)."""
         return len(self._cluster.observer.session_ids())
 
     def is_running(self, sandbox: Sandbox) -> bool:
@@ -93,9 +91,8 @@ class KubernetesPlatform(Platform):
         return frozenset(_sandbox(objects) for objects in pool if objects.ready)
 
     def kill_sandbox(self, sandbox: Sandbox) -> None:
-        """Delete its pod with KILL_GRACE_SECONDS: the pod stays, Terminating, until its
-        kubelet has stopped its containers; its Sandbox may then start a new pod under the
-        same name."""
+        """The pod stays Terminating until its kubelet has stopped its containers; its
+        Sandbox may then start a new pod under the same name."""
         pod = self._killable_pod(sandbox)
         if not self._cluster.api.delete(
             pod.resource, pod.namespace, pod.name, pod.uid, grace_seconds=KILL_GRACE_SECONDS
@@ -103,9 +100,8 @@ class KubernetesPlatform(Platform):
             raise AssertionError(f"{sandbox} has no pod left to kill")
 
     def is_killed(self, sandbox: Sandbox) -> bool:
-        """Whether the pod it was seen with, by uid, is gone (after a graceful delete: its
-        containers stopped); the Sandbox and its claim stay until the WorkloadManager's
-        collector removes the session."""
+        """Whether the pod it was seen with, by uid, is gone (so its containers stopped); the
+        Sandbox and its claim stay until the WorkloadManager's collector removes the session."""
         return not self._cluster.observer.exists(self._killable_pod(sandbox))
 
     @staticmethod
@@ -188,7 +184,7 @@ def _observed(sandbox: Sandbox) -> KubernetesSandbox:
 @dataclass
 class ClusterTarget(Target):
     """A cluster's Router and WorkloadManager, reached as given or through port forwards, with
-    the token of `token_source`; the run's fixtures are made once it answers ready."""
+    the token of `token_source`."""
 
     cluster: Cluster | None = None
     settings: Settings | None = None
@@ -200,7 +196,7 @@ class ClusterTarget(Target):
         cls, settings: Settings, cluster_settings: KubernetesSettings, environ: Mapping[str, str]
     ) -> ClusterTarget:
         """Connect, open the endpoints and get the token, closing what it opened when it
-        fails. Raises ConfigError (ClusterUnreachable among them)."""
+        fails; raises ConfigError."""
         cluster = Cluster(
             cluster_settings,
             environ,

@@ -1,5 +1,6 @@
-"""Port forwards through the Kubernetes API (the pods/portforward subresource, as kubectl
-does it). Each connection goes to a ready pod behind the Service chosen as it arrives: unlike
+"""Port forwards through the Kubernetes API (pods/portforward, as kubectl does it): the
+client's ``portforward`` streams one connection; what kubectl adds, a local listener, is
+here. Each connection goes to a ready pod behind the Service chosen as it arrives: unlike
 ``kubectl port-forward svc/...``, which binds one pod for good, it survives the rollout
 restart of the ``@disruptive`` Router-restart scenario."""
 
@@ -25,8 +26,7 @@ _IN_CLUSTER_HOST = re.compile(
 
 
 class PortForwardFailed(ConfigError):
-    """A port forward could not be opened: the API's error, and how to forward without the
-    suite."""
+    """The API's error, and how to forward without the suite."""
 
     def __init__(self, forward: ServiceForward, error: KubeError, setting: str) -> None:
         self.status = error.status
@@ -108,16 +108,14 @@ class ServiceForward:
         try:
             pod, port = self._pick_pod()
             stream = self._api.open_port_forward(self._namespace, pod, port)
-        except (KubeError, ConfigError) as error:  # the client sees the connection close
-            self.problems.append(str(error))
-            _shut(connection)
-        else:
             try:
                 _pump(connection, stream.socket(port))
             finally:
                 stream.close()
-                _shut(connection)
+        except (KubeError, ConfigError) as error:  # the client sees the connection close
+            self.problems.append(str(error))
         finally:
+            _shut(connection)
             with self._lock:
                 self._connections.discard(connection)
 
@@ -131,9 +129,8 @@ class ServiceForward:
 
 
 def in_cluster_service(url: str) -> tuple[ServiceRef, str] | None:
-    """The Service and namespace a plain-HTTP in-cluster URL
-    (http://NAME.NS.svc[.cluster.local]:PORT) points at, or None for any other URL (an
-    https one would not pass TLS verification through 127.0.0.1)."""
+    """The Service and namespace of an in-cluster URL http://NAME.NS.svc[.cluster.local]:PORT,
+    or None for any other (an https one would fail TLS verification through 127.0.0.1)."""
     parts = urlsplit(url)
     match = _IN_CLUSTER_HOST.match(parts.hostname or "")
     if match is None or parts.scheme != "http":

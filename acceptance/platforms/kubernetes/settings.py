@@ -18,7 +18,6 @@ from acceptance.core.settings import (
     parse_seconds,
     parse_token,
     parse_url,
-    read_all,
     resource_name,
     setting,
 )
@@ -107,7 +106,8 @@ def _service(text: str) -> ServiceRef:
 
 @dataclass(frozen=True)
 class KubernetesSettings:
-    """Durations in seconds."""
+    """Durations in seconds. Made, it registers its secret and checks that ``oidc`` has what
+    it needs (ConfigError)."""
 
     # The cluster.
     kubeconfig: Path | None = setting(
@@ -206,6 +206,13 @@ class KubernetesSettings:
         "rollout finished.",
     )
 
+    def __post_init__(self) -> None:
+        register_secret(self.oidc_client_secret)
+        oidc = [s for s in KUBERNETES_SETTINGS if s.name.startswith("oidc_")]
+        missing = [f"{s.name} ({s.env})" for s in oidc if getattr(self, s.name) is None]
+        if self.token_source == "oidc" and missing:
+            raise ConfigError(f"setting token_source=oidc needs {', '.join(missing)}")
+
 
 KUBERNETES_SETTINGS = declared(KubernetesSettings)
 
@@ -214,18 +221,3 @@ def named_by(*names: str) -> str:
     """The adapter's settings as a person gives them: `name / AGENTCUBE_NAME`, joined."""
     env_of = {setting.name: setting.env for setting in KUBERNETES_SETTINGS}
     return " and ".join(f"{name} / {env_of[name]}" for name in names)
-
-
-def load_kubernetes_settings(
-    userdata: Mapping[str, str], environ: Mapping[str, str]
-) -> KubernetesSettings:
-    """Read the adapter's settings; raise ConfigError naming the setting to fix (a secret
-    one given as -D among them)."""
-    values = read_all(KUBERNETES_SETTINGS, userdata, environ)
-    settings = KubernetesSettings(**values)
-    register_secret(settings.oidc_client_secret)
-    oidc = [s for s in KUBERNETES_SETTINGS if s.name.startswith("oidc_")]
-    missing = [f"{s.name} ({s.env})" for s in oidc if values[s.name] is None]
-    if settings.token_source == "oidc" and missing:
-        raise ConfigError(f"setting token_source=oidc needs {', '.join(missing)}")
-    return settings

@@ -51,8 +51,11 @@ def client_credentials_token(
         raise ConfigError(
             redact(f"setting oidc_token_url: no answer from {token_url}: {type(error).__name__}")
         ) from None
-    token = _access_token(response)
-    if token is None:
+    try:
+        token = response.json().get("access_token") if response.status_code == 200 else None
+    except (ValueError, AttributeError):  # no JSON object
+        token = None
+    if not (isinstance(token, str) and token):
         raise ConfigError(
             f"setting oidc_token_url: {response.status_code} from {token_url} without an "
             f"access_token: {excerpt(response.content, 200)}; check oidc_client_id and "
@@ -60,13 +63,3 @@ def client_credentials_token(
         )
     register_secret(token)
     return token
-
-
-def _access_token(response: requests.Response) -> str | None:
-    if response.status_code != 200:
-        return None
-    try:
-        token = response.json().get("access_token")
-    except (ValueError, AttributeError):
-        return None
-    return token if isinstance(token, str) and token else None

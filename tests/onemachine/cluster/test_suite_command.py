@@ -6,10 +6,7 @@ import shlex
 from pathlib import Path
 
 from acceptance.core.settings import load_settings
-from acceptance.platforms.kubernetes.settings import (
-    KUBERNETES_SETTINGS,
-    load_kubernetes_settings,
-)
+from acceptance.platforms.target import read_settings
 from oidc_issuer.issuer import Issuer, TokenPolicy
 from oidc_issuer.subjects import run_tokens, write_tokens
 from onemachine.cluster.suite_command import suite_command
@@ -33,10 +30,8 @@ def test_the_suite_reaches_the_cluster_through_the_relay_ports_without_port_forw
         "max_concurrent_requests": "20",
         "token_dir": "/state dir/oidc-tokens",
     }
-    adapter = {setting.name for setting in KUBERNETES_SETTINGS}
-    suite_given = {k: v for k, v in given.items() if k not in adapter and k != "token_dir"}
-    suite = load_settings(suite_given, {})
-    kubernetes = load_kubernetes_settings({k: v for k, v in given.items() if k in adapter}, {})
+    run = read_settings({k: v for k, v in given.items() if k != "token_dir"}, {})
+    suite, kubernetes = run.suite, run.adapter_settings
     assert suite.platform == "kubernetes"
     assert kubernetes.kubeconfig == Path("/state dir/suite.kubeconfig")
     assert kubernetes.port_forward is False
@@ -63,6 +58,6 @@ def test_on_the_real_node_the_suite_forwards_to_the_parts_services_itself() -> N
     given = dict(word.split("=", 1) for word in shlex.split(line)[3::2])
     assert given["port_forward"] == "true"
     assert "router_url" not in given and "workload_manager_url" not in given
-    adapter = {setting.name for setting in KUBERNETES_SETTINGS}
-    kubernetes = load_kubernetes_settings({k: v for k, v in given.items() if k in adapter}, {})
+    suite_line = {k: v for k, v in given.items() if k != "token_dir"}
+    kubernetes = read_settings(suite_line, {}).adapter_settings
     assert kubernetes.port_forward is True
