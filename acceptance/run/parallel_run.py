@@ -3,17 +3,10 @@
 Scenarios are independent (unique names, sessions of their own), so behavex runs them in
 `--processes` workers, one scenario at a time each, all against one target: the target
 configured, or one localcube started here for them. Scenarios tagged @serial or @disruptive
-run first, alone, one after the other, in one behave process (which starts a localcube of
-its own when no target is configured, with every capability that gives).
-
-Before anything starts, the tags are checked against the vocabulary and the run's
-preflight is told. Each behave process saves its results, which the console shows one line
-per scenario as they arrive, and at the end one summary covers them all. behavex's own
-output goes to `<reports_dir>/parallel/<phase>.log`, its HTML to `.../alone` and
-`.../concurrent`, and the phases' JUnit XML to one tree, `<reports_dir>/junit/`.
-
-Every other argument is behave's, in the forms behavex accepts too (paths, -t, -D, -i,
---exclude, --name, ...). Without paths, the @slow scenarios are started first.
+run first, alone, in one behave process (with a localcube of its own when no target is
+configured). Each behave process saves its results, which the console shows as they
+arrive; one summary covers them all (docs/reports.md has the files). Every other argument
+is behave's, in the forms behavex accepts too; without paths, @slow scenarios start first.
 """
 
 from __future__ import annotations
@@ -104,10 +97,10 @@ def _title(scenario: Scenario) -> str:
     return f"{scenario.feature.name}: {scenario.name}"
 
 
-def not_run(selected: list[Scenario], results: RunResults) -> list[str]:
-    """The selected scenarios no phase reported a result for, as "Feature: name"."""
+def unreported(selected: list[Scenario], results: RunResults) -> list[Scenario]:
+    """The selected scenarios the results have none for."""
     reported = {result.title for result in results.scenarios}
-    return [_title(scenario) for scenario in selected if _title(scenario) not in reported]
+    return [scenario for scenario in selected if _title(scenario) not in reported]
 
 
 def _runs_alone(scenario: Scenario) -> bool:
@@ -129,8 +122,8 @@ def run(processes: int, behave_arguments: list[str]) -> int:
     features = run_features(config)
     check_tags(features, config.tag_expression, "--tags (or default_tags in behave.ini)")
     selected = selected_scenarios(features, config)
-    alone = sum(_runs_alone(scenario) for scenario in selected)
-    concurrent = len(selected) - alone
+    alone = [scenario for scenario in selected if _runs_alone(scenario)]
+    concurrent = [scenario for scenario in selected if not _runs_alone(scenario)]
     reports = Path(read_settings(config.userdata, os.environ).suite.reports_dir)
     out = reports / "parallel"
     shutil.rmtree(out, ignore_errors=True)
@@ -139,18 +132,14 @@ def run(processes: int, behave_arguments: list[str]) -> int:
     suite = Suite.start({**config.userdata, "reports_dir": str(out)}, os.environ)
     print(f"{suite.release.account()}\n{suite.preflight}", flush=True)
     print(
-        f"{len(selected)} scenarios: {alone} run alone (@{', @'.join(ALONE_TAGS)}), "
-        f"{concurrent} in {processes} parallel processes; behavex's own output: "
+        f"{len(selected)} scenarios: {len(alone)} run alone (@{', @'.join(ALONE_TAGS)}), "
+        f"{len(concurrent)} in {processes} parallel processes; behavex's own output: "
         f"{out}/<phase>.log",
         flush=True,
     )
     arguments = _without_tags(behave_arguments)
     # Paths the user named are run as given; the whole suite, slowest first.
-    in_order = (
-        []
-        if _names_paths(behave_arguments)
-        else _slowest_first([scenario for scenario in selected if not _runs_alone(scenario)])
-    )
+    in_order = [] if _names_paths(behave_arguments) else _slowest_first(concurrent)
     chosen = "".join(f"({tags}) and " for tags in config.tags)
     only_alone = " or ".join(f"@{tag}" for tag in ALONE_TAGS)
     results, status = RunResults(), 0
@@ -159,19 +148,13 @@ def run(processes: int, behave_arguments: list[str]) -> int:
         # capability of a localcube the suite owns (restarting it, say) is there.
         phase = Phase(out / "alone", 1, f"{chosen}({only_alone})", [])
         own_reports = [*arguments, f"--define=reports_dir={phase.folder}"]
-        phase_status, phase_results = phase.run_every(
-            own_reports, {}, [scenario for scenario in selected if _runs_alone(scenario)]
-        )
+        phase_status, phase_results = phase.run_every(own_reports, {}, alone)
         status = max(status, phase_status)
         results.merge(phase_results)
     if concurrent:
         phase = Phase(out / "concurrent", processes, f"{chosen}not ({only_alone})", in_order)
         target, secrets = _shared_target(suite.target, suite.settings)
-        phase_status, phase_results = phase.run_every(
-            [*arguments, *target],
-            secrets,
-            [scenario for scenario in selected if not _runs_alone(scenario)],
-        )
+        phase_status, phase_results = phase.run_every([*arguments, *target], secrets, concurrent)
         status = max(status, phase_status)
         suite.kept.extend(phase_results.notes.pop(KEPT, []))  # then its localcube stays
         results.merge(phase_results)
@@ -179,9 +162,9 @@ def run(processes: int, behave_arguments: list[str]) -> int:
     results.release = suite.release.account()  # the workers were told the release
     deselected = deselected_scenarios(features, config)
     results.deselected = len(deselected)
-    if missing := not_run(selected, results):
+    if missing := unreported(selected, results):
         # A worker that never ran its scenario (behavex marks it "untested") reports nothing.
-        results.notes.setdefault(NOT_RUN, []).extend(missing)
+        results.notes.setdefault(NOT_RUN, []).extend(map(_title, missing))
         status = max(status, 1)
     summary = summarize(results, time.monotonic() - started)
     _one_junit_tree(out, reports / "junit", deselected)
@@ -217,14 +200,10 @@ def _one_junit_tree(out: Path, junit: Path, deselected: list[Scenario]) -> None:
 
 
 def _shared_target(target: Target, settings: Settings) -> tuple[list[str], dict[str, str]]:
-    """The target the workers share: its URLs as -D arguments, with the runtimes and the
-    Router's read timeout this process resolved for it (a localcube it started serves a
-    stateful interpreter and was given a short read timeout, which a worker given only its
-    URL would not know) and the release its preflight found (each
-    worker is held to it, detecting nothing), and its tokens (generated ones included) as
-    environment variables, which other users cannot read as they can a command line; and
-    what its platform's adapter hands them (on a cluster: use this process's port forwards
-    and token)."""
+    """The target the workers share, as -D arguments: its URLs, what this process resolved
+    for it (a localcube's stateful interpreter and read timeout, the release) and what its
+    adapter hands them (a cluster's port forwards); and its tokens (generated ones
+    included) as environment variables, which other users cannot read as a command line."""
     defines = [
         f"--define=router_url={target.router_url}",
         f"--define=workload_manager_url={target.workload_manager_url}",
@@ -233,7 +212,6 @@ def _shared_target(target: Target, settings: Settings) -> tuple[list[str], dict[
     ]
     if settings.stateful_interpreter:
         defines.append(f"--define=stateful_interpreter={settings.stateful_interpreter}")
-    # The read timeout of a localcube this process started, which a worker would not know.
     defines.append(f"--define=router_read_timeout={settings.router_read_timeout:g}s")
     worker_settings = adapter(target.platform_name).worker_settings
     defines += [f"--define={name}={value}" for name, value in worker_settings.items()]
@@ -317,9 +295,7 @@ class Phase:
         every result. What is still missing is named by the run (NOT_RUN)."""
         status = self.run(arguments, environment)
         results = self.results()
-        reported = {result.title for result in results.scenarios}
-        missing = [scenario for scenario in selected if _title(scenario) not in reported]
-        if missing:
+        if missing := unreported(selected, results):
             again = Phase(
                 self.folder.with_name(f"{self.folder.name}-again"),
                 1,

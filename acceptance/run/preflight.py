@@ -29,11 +29,9 @@ import uuid
 from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass, replace
-from types import TracebackType
 
 import requests
 from hamcrest import has_entries
-from hamcrest.core.matcher import Matcher
 
 from acceptance.core.clients import Router, WorkloadManager
 from acceptance.core.evidence import ExchangeLog, excerpt
@@ -47,7 +45,7 @@ from acceptance.core.runtimes import (
     configured_runtime,
     configured_runtimes,
 )
-from acceptance.core.settings import AUTO_RELEASE, SETTINGS, Given, Setting, Settings
+from acceptance.core.settings import AUTO_RELEASE, SETTINGS, Given, Settings
 from acceptance.core.transport import NoAnswer, Transport
 from acceptance.domain.isolation import neighbour_echo_agent
 from acceptance.platforms.base import NEIGHBOUR_NAMESPACE, Platform, Target
@@ -78,21 +76,13 @@ class Release:
         return f"AgentCube release: {self.name} ({self.why})"
 
 
-@dataclass(frozen=True)
-class UnknownSessionAnswer:
-    """The Router's answer to the token check's call: a session id it never issued."""
-
-    session_id: str
-    answer: requests.Response
-
-
-def _setting(name: str) -> Setting:
-    return next(setting for setting in SETTINGS if setting.name == name)
+# Each suite setting's environment variable, by name.
+_ENV = {setting.name: setting.env for setting in SETTINGS}
 
 
 def setting_names(name: str) -> str:
     """A setting as the user gives it: `-D name` and its environment variable."""
-    return f"{name} / {_setting(name).env}"
+    return f"{name} / {_ENV[name]}"
 
 
 class Preflight:
@@ -108,15 +98,7 @@ class Preflight:
         self.release: Release | None = None  # known once check_target has passed
         self.checks_tokens = False  # known once check_target has passed
 
-    def __enter__(self) -> Preflight:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
         self._transport.close()
 
     def account(self) -> str:
@@ -130,22 +112,10 @@ class Preflight:
         router = Router(self._transport, target.router_url, Measurements())
         workload_manager = WorkloadManager(self._transport, target.workload_manager_url)
         same_url = target.workload_manager_url == target.router_url
-        problems = self._readiness(
-            "the Router",
-            target.router_url,
-            "router_url",
-            router.ready,
-            holds_json("GET /health/ready to answer {status: ready}", has_entries(status="ready")),
-        )
+        problems = self._readiness("the Router", "router_url", router.ready, "ready")
         if not (problems and same_url):  # one service behind one URL: one problem is enough
             problems += self._readiness(
-                "the WorkloadManager",
-                target.workload_manager_url,
-                "workload_manager_url",
-                workload_manager.healthy,
-                holds_json(
-                    "GET /health to answer {status: healthy}", has_entries(status="healthy")
-                ),
+                "the WorkloadManager", "workload_manager_url", workload_manager.healthy, "healthy"
             )
         if problems:
             raise PreflightFailed(problems)
@@ -155,7 +125,7 @@ class Preflight:
             else f"Router ready at {target.router_url}, WorkloadManager at "
             f"{target.workload_manager_url}"
         )
-        problems, unknown_session = self._router_refusal("api_token", target.api_token)
+        problems, session_id, answer = self._router_refusal("api_token", target.api_token)
         for setting in ("second_api_token", "admin_api_token"):
             if token := getattr(target, setting):
                 problems += self._router_refusal(setting, token)[0]
@@ -163,18 +133,18 @@ class Preflight:
             problems += self._workload_manager_refusal(target.workload_manager_url)
         if problems:
             raise PreflightFailed(problems)
-        assert unknown_session is not None  # the Router answered: no problem was told
+        assert answer is not None  # the Router answered: no problem was told
         self.checks_tokens = bool(target.api_token) and self._refuses_no_token()
         self._checked.append(self._tokens_account())
-        self.release = self._release(unknown_session)
+        self.release = self._release(session_id, answer)
 
     def _refuses_no_token(self) -> bool:
         """Whether the Router refuses the token check's call when it carries no token: a
         token it accepted was checked, not ignored."""
-        problems, answer = self._router_refusal("api_token", None)
+        problems, _, answer = self._router_refusal("api_token", None)
         if answer is None:
             raise PreflightFailed([f"{problem} to a call without a token" for problem in problems])
-        return answer.answer.status_code == 401
+        return answer.status_code == 401
 
     def _tokens_account(self) -> str:
         """The preflight's words on tokens; raises PreflightFailed when the Router checks
@@ -196,12 +166,12 @@ class Preflight:
             )
         return "no token needed"
 
-    def _release(self, unknown_session: UnknownSessionAnswer) -> Release:
-        """The release set, or the one the Router's 404 for an unknown session shows."""
+    def _release(self, session_id: str, answer: requests.Response) -> Release:
+        """The release set, or the one the Router's 404 for a session id it never issued
+        shows."""
         configured = self._settings.agentcube_release
         if configured != AUTO_RELEASE:
             return Release(configured, f"set by {setting_names('agentcube_release')}")
-        session_id, answer = unknown_session.session_id, unknown_session.answer
         if refused_because_session_not_found(session_id, code_required=True).matches(answer):
             return Release(
                 "main",
@@ -330,15 +300,11 @@ class Preflight:
         self._checked.append(f"runtimes can be applied in neighbour namespace {neighbour}")
 
     def _readiness(
-        self,
-        service: str,
-        url: str,
-        setting: str,
-        probe: Callable[[], requests.Response],
-        ready: Matcher[requests.Response],
+        self, service: str, setting: str, probe: Callable[[], requests.Response], status: str
     ) -> list[str]:
-        """No problem once the service reports ready; one when it does not answer (at once)
-        or is still not ready after ready_timeout."""
+        """No problem once the service at the URL `setting` names answers {status: `status`};
+        one when it does not answer (at once) or is still not ready after ready_timeout."""
+        url: str = getattr(self._target, setting)
         seen: list[requests.Response] = []
 
         def probe_and_keep() -> requests.Response:
@@ -348,7 +314,9 @@ class Preflight:
         try:
             eventually(
                 probe_and_keep,
-                ready,
+                holds_json(
+                    f"the health check to answer {{status: {status}}}", has_entries(status=status)
+                ),
                 timeout=self._settings.ready_timeout,
                 poll=self._settings.poll_interval,
                 waiting_for=f"{service} at {url} to report ready",
@@ -367,31 +335,29 @@ class Preflight:
 
     def _router_refusal(
         self, setting: str, token: str | None
-    ) -> tuple[list[str], UnknownSessionAnswer | None]:
-        """A problem when the Router refuses a call with this token (or without any), and
-        the Router's answer when it gave one."""
+    ) -> tuple[list[str], str, requests.Response | None]:
+        """A problem when the Router refuses a call with this token (or without any) for a
+        session id never issued, that id, and the Router's answer when it gave one."""
         probe = Runtime(RuntimeKind.AGENT_RUNTIME, self._settings.namespace, PROBE_RUNTIME)
         session_id = str(uuid.uuid4())
         router = Router(self._transport, self._target.router_url, Measurements())
         try:
             answer = router.invoke(probe, "", session_id=session_id, json={}, token=token)
         except NoAnswer as error:
-            return [f"the Router at {self._target.router_url} {_unanswered(error)}"], None
-        return (
-            _refusal("the Router", answer, setting, token),
-            UnknownSessionAnswer(session_id, answer),
-        )
+            return (
+                [f"the Router at {self._target.router_url} {_unanswered(error)}"],
+                session_id,
+                None,
+            )
+        return _refusal("the Router", answer, setting, token), session_id, answer
 
     def _workload_manager_refusal(self, url: str) -> list[str]:
         """A problem when the WorkloadManager refuses its token (workload_manager_token, else
         api_token): deleting a session it never issued answers 404 once the caller is
         authenticated."""
         own_token = self._settings.workload_manager_token
-        setting, token = (
-            ("workload_manager_token", own_token)
-            if own_token
-            else ("api_token", self._target.api_token)
-        )
+        setting = "workload_manager_token" if own_token else "api_token"
+        token = own_token or self._target.api_token
         try:
             answer = WorkloadManager(self._transport, url).delete_session(
                 RuntimeKind.AGENT_RUNTIME, str(uuid.uuid4()), token=token
@@ -409,7 +375,7 @@ class Preflight:
 
 def _refusal(service: str, answer: requests.Response, setting: str, token: str | None) -> list[str]:
     shown = f"{answer.status_code} {excerpt(answer.content, 120)}"
-    variable = _setting(setting).env
+    variable = _ENV[setting]
     if answer.status_code == 401 and token:
         return [f"{service} refused the token in {variable} ({shown}): set a valid token"]
     if answer.status_code == 401:

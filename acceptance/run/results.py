@@ -188,15 +188,11 @@ class RunResults:
     def load_file(cls, path: Path) -> RunResults:
         """The results one process saved."""
         data = json.loads(path.read_text())
-        return cls(
-            scenarios=[
-                ScenarioResult(**{**s, "tags": tuple(s["tags"])}) for s in data["scenarios"]
-            ],
-            steps=[StepResult(**s) for s in data["steps"]],
-            latencies=data["latencies"],
-            notes=data["notes"],
-            release=data["release"],
-        )
+        data["scenarios"] = [
+            ScenarioResult(**{**s, "tags": tuple(s["tags"])}) for s in data["scenarios"]
+        ]
+        data["steps"] = [StepResult(**s) for s in data["steps"]]
+        return cls(**data)
 
     @classmethod
     def load(cls, directory: Path) -> RunResults:

@@ -7,6 +7,7 @@ import atexit
 import dataclasses
 import time
 from collections.abc import Mapping
+from contextlib import closing
 from dataclasses import dataclass, field
 
 from hamcrest import described_as, empty
@@ -66,7 +67,7 @@ class Suite:
         # behave may never reach after_all (a broken pipe, an internal error): stop anyway.
         atexit.register(suite.stop)
         try:
-            with Preflight(settings, target) as preflight:
+            with closing(Preflight(settings, target)) as preflight:
                 preflight.check_target()
                 assert preflight.release is not None  # check_target found it
                 suite._hold_to(preflight.release, checks_tokens=preflight.checks_tokens)

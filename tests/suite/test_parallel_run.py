@@ -19,8 +19,8 @@ from acceptance.run.parallel_run import (
     _runs_alone,
     _shared_target,
     _slowest_first,
-    not_run,
     run,
+    unreported,
 )
 from acceptance.run.report_run import reports_dir
 from acceptance.run.results import (
@@ -154,8 +154,8 @@ def test_a_selected_scenario_without_a_result_is_named_as_not_run() -> None:
     selected = selected_scenarios(parse_features(collect_feature_locations(config.paths)), config)
     reported, dropped = selected[1:], selected[0]
     results = RunResults(scenarios=[_result(scenario) for scenario in reported])
-    assert not_run(selected, results) == [f"{dropped.feature.name}: {dropped.name}"]
-    assert not_run(selected, RunResults(scenarios=[_result(s) for s in selected])) == []
+    assert unreported(selected, results) == [dropped]
+    assert unreported(selected, RunResults(scenarios=[_result(s) for s in selected])) == []
 
 
 def _result(scenario) -> ScenarioResult:
