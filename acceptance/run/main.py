@@ -15,18 +15,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from behave import exception
 from behave.__main__ import main as behave_main
 from behave.configuration import Configuration
-from behave.exception import (
-    ConfigError,
-    ConstraintError,
-    InvalidFileLocationError,
-    InvalidFilenameError,
-    TagExpressionError,
-)
-from behave.exception import (
-    FileNotFoundError as FeatureFileNotFound,
-)
 from behave.parser import ParserError
 from behave.reporter.summary import SummaryReporter
 from behave.runner_plugin import RunnerPlugin
@@ -36,13 +27,13 @@ from acceptance.run.start import start_before_behave
 
 # What behave's main tells in one line, `Kind: message`, and then fails the run.
 _TOLD = (
-    ConfigError,
-    ConstraintError,
-    TagExpressionError,
+    exception.ConfigError,
+    exception.ConstraintError,
+    exception.TagExpressionError,
     ParserError,
-    FeatureFileNotFound,
-    InvalidFileLocationError,
-    InvalidFilenameError,
+    exception.FileNotFoundError,  # a feature file's, not the builtin
+    exception.InvalidFileLocationError,
+    exception.InvalidFilenameError,
     ImportError,
 )
 
