@@ -53,7 +53,7 @@ class EarlyStop:
         """A JUnit file whose one test case, the run's start, failed with this error."""
         directory.mkdir(parents=True, exist_ok=True)
         counts = {"tests": "1", "errors": "1", "failures": "0", "skipped": "0", "time": "0"}
-        suite = ElementTree.Element("testsuite", name="acceptance run", **counts)
+        suite = ElementTree.Element("testsuite", {"name": "acceptance run", **counts})
         case = ElementTree.SubElement(
             suite, "testcase", classname="acceptance run", name="start of the run", time="0"
         )
