@@ -90,10 +90,6 @@ def deselected_scenarios(features: list[Feature], config: Configuration) -> list
     return [scenario for scenario in _located(features) if id(scenario) not in selected]
 
 
-def count_deselected(features: list[Feature], config: Configuration) -> int:
-    return len(deselected_scenarios(features, config))
-
-
 def _located(features: list[Feature]) -> list[Scenario]:
     """The scenarios at the run's paths: a `features/x.feature:12` is one scenario."""
     return [

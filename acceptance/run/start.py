@@ -19,7 +19,7 @@ from behave.formatter._registry import make_formatters
 
 from acceptance.run.early_stop import EarlyStop
 from acceptance.run.report_hooks import show_early_stop
-from acceptance.run.results import count_deselected, run_features, selected_scenarios
+from acceptance.run.results import deselected_scenarios, run_features, selected_scenarios
 from acceptance.run.suite import Suite
 from acceptance.run.tag_check import check_tags
 from acceptance.run.timings import TIMED_TAG
@@ -41,7 +41,7 @@ def start_suite(config: Configuration) -> Suite:
     timed = any(TIMED_TAG in s.effective_tags for s in selected)
     suite = Suite.start(config.userdata, os.environ, timed=timed)
     if not suite.settings.results_dir:  # a parallel run's worker: its command does both
-        suite.results.deselected = count_deselected(features, config)  # before the run
+        suite.results.deselected = len(deselected_scenarios(features, config))  # before the run
         suite.results.selected = len(selected)
         (sys.__stderr__ or sys.stderr).write(f"{suite.release.account()}\n{suite.preflight}\n")
     return suite

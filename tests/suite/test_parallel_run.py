@@ -26,7 +26,7 @@ from acceptance.run.report_run import reports_dir
 from acceptance.run.results import (
     RunResults,
     ScenarioResult,
-    count_deselected,
+    deselected_scenarios,
     run_features,
     selected_scenarios,
 )
@@ -117,7 +117,7 @@ def test_a_path_with_a_line_selects_that_scenario_alone() -> None:
     assert [str(scenario.location) for scenario in selected] == [
         "features/code_execution.feature:26"
     ]
-    assert count_deselected(features, config) == 0
+    assert deselected_scenarios(features, config) == []
 
 
 def test_the_slow_scenarios_are_started_first() -> None:
