@@ -4,7 +4,7 @@ and many callers streaming at once."""
 from behave import given, then, when
 
 from acceptance.domain.step_types import StepContext
-from acceptance.domain.streams import Streams
+from acceptance.domain.streams import Streams, Together
 
 
 @when("the agent streams a series of events to me in the session")
@@ -88,31 +88,11 @@ def step_callers_with_sessions(context: StepContext, most: int) -> None:
     context.world.part(Streams).open_sessions_of_callers(most)
 
 
-@when("they all call the agent in their sessions at the same moment")
-def step_all_call(context: StepContext) -> None:
-    context.world.part(Streams).all_call()
+@when("they all {act:Together} in their sessions at the same moment")
+def step_act_together(context: StepContext, act: Together) -> None:
+    context.world.part(Streams).act_together(act)
 
 
-@when("they all read a stream of events in their sessions at the same moment")
-def step_all_read_events(context: StepContext) -> None:
-    context.world.part(Streams).all_read_events()
-
-
-@when("they all hold a WebSocket conversation in their sessions at the same moment")
-def step_all_converse(context: StepContext) -> None:
-    context.world.part(Streams).all_converse()
-
-
-@then("each caller got exactly its own answer, from its own session's sandbox")
-def step_each_own_answer(context: StepContext) -> None:
-    context.world.part(Streams).expect_each_own_answer()
-
-
-@then("each caller got exactly its own events, from its own session's sandbox")
-def step_each_own_events(context: StepContext) -> None:
-    context.world.part(Streams).expect_each_own_events()
-
-
-@then("each caller got exactly its own messages, from its own session's sandbox")
-def step_each_own_messages(context: StepContext) -> None:
-    context.world.part(Streams).expect_each_own_messages()
+@then("each caller got exactly its own {answers:OwnAnswers}, from its own session's sandbox")
+def step_each_own(context: StepContext, answers: Together) -> None:
+    context.world.part(Streams).expect_each_own(answers)

@@ -13,6 +13,7 @@ from acceptance.domain.credentials import Credentials, UnauthorizedReason
 from acceptance.domain.jail import ABSOLUTE_ATTEMPTS, JailOperation
 from acceptance.domain.refusals import BadRequest
 from acceptance.domain.sessions import SampleText
+from acceptance.domain.streams import Together
 from acceptance.domain.world import World
 
 
@@ -60,4 +61,7 @@ STEP_TYPES: dict[str, Callable[[str], Any]] = {
     "UnauthorizedReason": _phrases({reason.phrase: reason for reason in UnauthorizedReason}),
     # "I send {text:SampleText} to the {runtime:Runtime} without a session".
     "SampleText": _phrases({sample.phrase: sample for sample in SampleText}),
+    # "they all {act:Together} ...", "each caller got exactly its own {answers:OwnAnswers}".
+    "Together": _phrases({act.phrase: act for act in Together}),
+    "OwnAnswers": _phrases({act.answers: act for act in Together}),
 }

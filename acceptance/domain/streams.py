@@ -11,6 +11,7 @@ that buffers the answer holds the first until the last is sent.
 from __future__ import annotations
 
 import asyncio
+import enum
 import math
 from collections.abc import Coroutine, Iterable
 from typing import Any
@@ -36,6 +37,19 @@ MESSAGES: tuple[str | bytes, ...] = ("hello", bytes(range(256)), "still there?",
 _NORMAL_CLOSURE = 1000
 _NO_STREAM = "the scenario has read no stream yet"
 _NO_CONVERSATION = "the scenario has held no WebSocket conversation yet"
+
+
+class Together(enum.Enum):
+    """What many callers do at once in their sessions, and what each gets back, as the
+    features phrase them."""
+
+    CALL = ("call the agent", "answer")
+    READ_EVENTS = ("read a stream of events", "events")
+    CONVERSE = ("hold a WebSocket conversation", "messages")
+
+    def __init__(self, phrase: str, answers: str) -> None:
+        self.phrase = phrase
+        self.answers = answers
 
 
 class Streams:
@@ -162,58 +176,45 @@ class Streams:
             self._callers.append(session)
             self._identities[session.session_id] = sandbox_identity(sandbox_report(answer))
 
-    def all_call(self) -> None:
-        self._results = all_at_once(
-            self._world,
-            self._settings,
-            len(self._callers),
-            lambda number: self._world.in_session(self._callers[number]).echo(_tag(number)),
-        )
-
-    def all_read_events(self) -> None:
-        spacing = self._settings.stream_event_spacing
-        self._results = _run_all(
-            self._client(session, EVENTS * spacing).events(
-                self._url(session, "echo/events", EVENTS, _tag(number)), session.session_id
+    def act_together(self, act: Together) -> None:
+        callers, spacing = self._callers, self._settings.stream_event_spacing
+        if act is Together.CALL:
+            self._results = all_at_once(
+                self._world,
+                self._settings,
+                len(callers),
+                lambda number: self._world.in_session(callers[number]).echo(_tag(number)),
             )
-            for number, session in enumerate(self._callers)
-        )
+            return
 
-    def all_converse(self) -> None:
-        self._results = _run_all(
-            self._client(session, 0).converse(
-                self._url(session, "echo/ws"),
-                session.session_id,
-                [_tag(number), _tag(number).encode()],
-                0,
-            )
-            for number, session in enumerate(self._callers)
-        )
+        def one(number: int, session: Session) -> Coroutine[Any, Any, Any]:
+            if act is Together.READ_EVENTS:
+                url = self._url(session, "echo/events", EVENTS, _tag(number))
+                return self._client(session, EVENTS * spacing).events(url, session.session_id)
+            messages: list[str | bytes] = [_tag(number), _tag(number).encode()]
+            url = self._url(session, "echo/ws")
+            return self._client(session, 0).converse(url, session.session_id, messages, 0)
 
-    def expect_each_own_answer(self) -> None:
-        for number, (session, answer) in enumerate(zip(self._callers, self._results, strict=True)):
-            assert_that(answer, matchers.echoes(_tag(number)), f"caller {number} in {session}")
-            self._expect_own_sandbox(number, session, sandbox_report(answer))
+        self._results = _run_all(one(number, session) for number, session in enumerate(callers))
 
-    def expect_each_own_events(self) -> None:
-        for number, (session, answer) in enumerate(zip(self._callers, self._results, strict=True)):
-            assert_that(answer, own_events(number, session))
-            for part in answer.parts:
-                self._expect_own_sandbox(number, session, part.data.get("sandbox"))
-
-    def expect_each_own_messages(self) -> None:
-        for number, (session, conversation) in enumerate(
-            zip(self._callers, self._results, strict=True)
-        ):
-            expected = [_echo(_tag(number)), _tag(number).encode()]
-            assert_that(
-                conversation,
-                replied(
-                    f"caller {number} to get back its own messages {expected!r} in {session}",
-                    expected,
-                ),
-            )
-            self._expect_own_sandbox(number, session, _greeting_sandbox(conversation))
+    def expect_each_own(self, act: Together) -> None:
+        """Each caller's answer, events or messages are its own, and so is the sandbox that
+        each of them (each event, the conversation's greeting) reports."""
+        for number, (session, got) in enumerate(zip(self._callers, self._results, strict=True)):
+            expected: Matcher[Any]
+            match act:
+                case Together.CALL:
+                    expected, reports = matchers.echoes(_tag(number)), [sandbox_report(got)]
+                case Together.READ_EVENTS:
+                    expected = own_events(number, session)
+                    reports = [part.data.get("sandbox") for part in got.parts]
+                case Together.CONVERSE:
+                    own = [_echo(_tag(number)), _tag(number).encode()]
+                    wanted = f"caller {number} to get back its own messages {own!r} in {session}"
+                    expected, reports = replied(wanted, own), [_greeting_sandbox(got)]
+            assert_that(got, expected, f"caller {number} in {session}")
+            for report in reports:
+                self._expect_own_sandbox(number, session, report)
 
     def _expect_own_sandbox(self, number: int, session: Session, report: Any) -> None:
         own = self._identities[session.session_id]
