@@ -3,6 +3,7 @@
 from behave import then, when
 
 from acceptance.domain.long_tasks import LongTasks, finished_long_call, timed_out_after
+from acceptance.domain.sessions import Sessions
 from acceptance.domain.step_types import StepContext
 
 
@@ -54,4 +55,4 @@ def step_long_call_completes(context: StepContext) -> None:
 
 @then("the session still answers, from the same sandbox")
 def step_session_still_answers(context: StepContext) -> None:
-    context.world.part(LongTasks).expect_session_still_answers()
+    context.world.part(Sessions).expect_still_served("after its long call")

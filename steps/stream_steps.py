@@ -3,6 +3,7 @@ and many callers streaming at once."""
 
 from behave import given, then, when
 
+from acceptance.domain.sessions import Sessions
 from acceptance.domain.step_types import StepContext
 from acceptance.domain.streams import Streams, Together
 
@@ -39,7 +40,7 @@ def step_every_chunk(context: StepContext) -> None:
 
 @then("the session still answers after the stream, from the same sandbox")
 def step_session_answers_after_stream(context: StepContext) -> None:
-    context.world.part(Streams).expect_session_still_answers()
+    context.world.part(Sessions).expect_still_served("after its stream")
 
 
 @when("I hold a WebSocket conversation with the agent in the session, in text and binary")

@@ -17,14 +17,9 @@ def step_no_pool(context: StepContext, runtime: Role) -> None:
     context.world.part(WarmPools).expect_no_pool(runtime)
 
 
-@then("the session is served by a sandbox that was waiting in the pool")
-def step_served_from_pool(context: StepContext) -> None:
-    context.world.part(WarmPools).expect_served_from_pool()
-
-
-@then("the session is served by a sandbox started for it")
-def step_served_by_new_sandbox(context: StepContext) -> None:
-    context.world.part(WarmPools).expect_started_for_session()
+@then("the session is served by a sandbox {from_pool:SandboxOrigin}")
+def step_served_from_pool(context: StepContext, from_pool: bool) -> None:
+    context.world.part(WarmPools).expect_served_from_pool(from_pool)
 
 
 @then("the warm pool of the {runtime:Runtime} is soon full again")

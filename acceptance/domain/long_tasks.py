@@ -12,7 +12,6 @@ from hamcrest import assert_that, contains_string, has_entries
 from acceptance.core.matchers import Answer, holds_json
 from acceptance.core.settings import Settings
 from acceptance.domain.interpreters import command_result
-from acceptance.domain.sessions import expect_served_by_the_same_sandbox
 from acceptance.domain.world import World, required
 
 # The long command prints at least this many lines, spread over its duration.
@@ -86,10 +85,6 @@ class LongTasks:
             json={"seconds": seconds},
             timeout=seconds + self._settings.answer_allowance,
         )
-
-    def expect_session_still_answers(self) -> None:
-        """A call right after the long one is served in the session, by the same sandbox."""
-        expect_served_by_the_same_sandbox(self._world, self._world.session, "after its long call")
 
 
 # What its answers are expected to be.

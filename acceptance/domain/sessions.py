@@ -71,6 +71,10 @@ class Sessions:
         """Every echo of the scenario so far came from the one sandbox."""
         assert_that(self._world.sandbox_reports(), served_by_one_sandbox())
 
+    def expect_still_served(self, since: str) -> None:
+        """A call in the scenario's session `since` something is served by its sandbox."""
+        expect_served_by_the_same_sandbox(self._world, self._world.session, since)
+
     def expect_echoed_unchanged(self) -> None:
         sent = required(self._sent, "the scenario has sent no sample text yet")
         assert_that(self._world.last_answer, matchers.echoes(sent.text))

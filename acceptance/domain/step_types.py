@@ -61,6 +61,8 @@ STEP_TYPES: dict[str, Callable[[str], Any]] = {
     "UnauthorizedReason": _phrases({reason.phrase: reason for reason in UnauthorizedReason}),
     # "I send {text:SampleText} to the {runtime:Runtime} without a session".
     "SampleText": _phrases({sample.phrase: sample for sample in SampleText}),
+    # "the session is served by a sandbox {from_pool:SandboxOrigin}".
+    "SandboxOrigin": _phrases({"that was waiting in the pool": True, "started for it": False}),
     # "they all {act:Together} ...", "each caller got exactly its own {answers:OwnAnswers}".
     "Together": _phrases({act.phrase: act for act in Together}),
     "OwnAnswers": _phrases({act.answers: act for act in Together}),

@@ -26,7 +26,6 @@ from acceptance.core.settings import Settings
 from acceptance.core.streams import Conversation, StreamedAnswer, StreamingClient, Timeline
 from acceptance.domain.credentials import not_given_credentials
 from acceptance.domain.load import all_at_once, within_the_limit
-from acceptance.domain.sessions import expect_served_by_the_same_sandbox
 from acceptance.domain.world import Session, World, required, sandbox_identity, sandbox_report
 from acceptance.platforms.base import Target
 
@@ -100,9 +99,6 @@ class Streams:
     def expect_every_chunk(self) -> None:
         expected = [f"chunk {number} of {CHUNKS}: mine" for number in range(CHUNKS)]
         assert_that(required(self._answer, _NO_STREAM), every_chunk(expected))
-
-    def expect_session_still_answers(self) -> None:
-        expect_served_by_the_same_sandbox(self._world, self._world.session, "after its stream")
 
     def converse(self, *, past_read_timeout: bool) -> None:
         """A WebSocket conversation in the scenario's session; held idle, halfway, for half

@@ -16,7 +16,6 @@ from hamcrest import (
     is_in,
     is_not,
 )
-from hamcrest.core.matcher import Matcher
 
 from acceptance.core import matchers
 from acceptance.core.polling import eventually
@@ -101,24 +100,18 @@ class WarmPools:
             waiting_for=f"{sandbox} of the closed {self._world.session} to be gone",
         )
 
-    def expect_served_from_pool(self) -> None:
-        self._expect_serving_sandbox(
-            is_in(sorted(self._waiting)),
-            f"one of the {len(self._waiting)} sandboxes waiting in the pool before the call",
-            "was not served by a sandbox from the warm pool",
-        )
-
-    def expect_started_for_session(self) -> None:
-        self._expect_serving_sandbox(
-            is_not(is_in(sorted(self._waiting))),
-            "a sandbox that did not exist before the call",
-            "was served by a sandbox that already existed",
-        )
-
-    def _expect_serving_sandbox(self, matcher: Matcher[str], wanted: str, problem: str) -> None:
+    def expect_served_from_pool(self, from_pool: bool = True) -> None:
+        """The session is served by a sandbox that was waiting in the pool before its first
+        call, or (`from_pool` False) by one that did not exist before it."""
+        waiting = sorted(self._waiting)
+        wanted = f"one of the {len(waiting)} sandboxes waiting in the pool before the call"
+        expected, problem = is_in(waiting), "was not served by a sandbox from the warm pool"
+        if not from_pool:
+            wanted, expected = "a sandbox that did not exist before the call", is_not(expected)
+            problem = "was served by a sandbox that already existed"
         assert_that(
             self._serving_sandbox().sandbox_id,
-            described_as(wanted, matcher),
+            described_as(wanted, expected),
             f"{self._world.session} {problem}",
         )
 
