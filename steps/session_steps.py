@@ -28,14 +28,9 @@ def step_call_unknown_session(context: StepContext, runtime: Role) -> None:
     context.world.part(Sessions).call_with_unknown_session(runtime)
 
 
-@when('I send "{text}" to the {runtime:Runtime} without a session')
-def step_send_without_session(context: StepContext, text: str, runtime: Role) -> None:
-    context.world.part(Sessions).send_text(runtime, text, in_session=False)
-
-
-@when('I send "{text}" to the {runtime:Runtime} in that session')
-def step_send_in_session(context: StepContext, text: str, runtime: Role) -> None:
-    context.world.part(Sessions).send_text(runtime, text, in_session=True)
+@when('I send "{text}" to the {runtime:Runtime} {in_session:InSession}')
+def step_send_text(context: StepContext, text: str, runtime: Role, in_session: bool) -> None:
+    context.world.part(Sessions).send_text(runtime, text, in_session=in_session)
 
 
 @then('the agent echoes "{text}"')

@@ -10,12 +10,12 @@ from acceptance.domain.streams import Streams, Together
 
 @when("the agent streams a series of events to me in the session")
 def step_read_events(context: StepContext) -> None:
-    context.world.part(Streams).read_events()
+    context.world.part(Streams).read_events(past_idle_timeout=False)
 
 
 @when("the agent streams events to me in the session for longer than its idle timeout")
 def step_read_events_past_idle_timeout(context: StepContext) -> None:
-    context.world.part(Streams).read_events_past_idle_timeout()
+    context.world.part(Streams).read_events(past_idle_timeout=True)
 
 
 @then("every event arrives, in order")
@@ -43,17 +43,9 @@ def step_session_answers_after_stream(context: StepContext) -> None:
     context.world.part(Sessions).expect_still_served("after its stream")
 
 
-@when("I hold a WebSocket conversation with the agent in the session, in text and binary")
-def step_converse(context: StepContext) -> None:
-    context.world.part(Streams).converse(past_read_timeout=False)
-
-
-@when(
-    "I hold a WebSocket conversation with the agent in the session, idle halfway for "
-    "longer than the Router's read timeout"
-)
-def step_converse_past_read_timeout(context: StepContext) -> None:
-    context.world.part(Streams).converse(past_read_timeout=True)
+@when("I hold a WebSocket conversation with the agent in the session, {idle:IdleHalfway}")
+def step_converse(context: StepContext, idle: bool) -> None:
+    context.world.part(Streams).converse(past_read_timeout=idle)
 
 
 @then("the Router switched the call to WebSocket in the session")

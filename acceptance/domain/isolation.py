@@ -35,15 +35,6 @@ from acceptance.domain.world import Session, World, sandbox_identity
 from acceptance.platforms.base import Platform, Sandbox
 from agentcube_contract.session import SESSION_HEADER
 
-# The namespace beside the run's own where neighbour_namespace is unset: only on a platform
-# that serves any namespace (localcube); elsewhere the scenario needs the setting.
-NEIGHBOUR_SUFFIX = "-neighbour"
-
-
-def neighbour_namespace(settings: Settings) -> str:
-    """The namespace the echo agent of the other namespace is applied in."""
-    return settings.neighbour_namespace or settings.namespace + NEIGHBOUR_SUFFIX
-
 
 def neighbour_echo_agent(home: Runtime, namespace: str) -> dict[str, Any]:
     """The manifest of an echo agent named as the run's own, in this other namespace."""
@@ -110,9 +101,12 @@ class Isolation:
         self._world.calls(Runtime(runtime.kind, elsewhere, runtime.name)).touch()
 
     def apply_neighbour_echo_agent(self) -> None:
-        """An echo agent named as the run's own, in the namespace beside the run's."""
-        home = self._world.runtime(Role.ECHO_AGENT)
-        manifest = neighbour_echo_agent(home, neighbour_namespace(self._settings))
+        """An echo agent named as the run's own, in the namespace beside the run's:
+        neighbour_namespace, else (only on a platform that serves any namespace, localcube)
+        the run's namespace with "-neighbour" added."""
+        settings = self._settings
+        namespace = settings.neighbour_namespace or f"{settings.namespace}-neighbour"
+        manifest = neighbour_echo_agent(self._world.runtime(Role.ECHO_AGENT), namespace)
         self._world.apply_runtime(Role.NEIGHBOUR_ECHO_AGENT, manifest)
 
     def expect_served_only_by_the_sessions_own_sandbox(self) -> None:

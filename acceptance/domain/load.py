@@ -16,8 +16,9 @@ from typing import TypeVar
 
 import requests
 
-from acceptance.core.clients import Router, session_id_of
-from acceptance.core.measurements import Measurements, percentile
+from acceptance.core.clients import session_id_of
+from acceptance.core.matchers import _json
+from acceptance.core.measurements import percentile
 from acceptance.core.runtimes import Role, Runtime
 from acceptance.core.settings import Settings
 from acceptance.core.transport import NoAnswer
@@ -73,21 +74,15 @@ class Outcome:
 
 def error_kind(answer: requests.Response, expected_stdout: str) -> str | None:
     """What was wrong with a first call's answer, in words that group alike failures."""
+    body = _json(answer)
     if answer.status_code != 200:
-        try:
-            error = answer.json().get("error", "")
-        except (ValueError, AttributeError):
-            error = ""
+        error = body.get("error") if isinstance(body, dict) else None
         return f"status {answer.status_code}" + (f": {error}" if error else "")
     if not session_id_of(answer):
         return "no session id in the answer"
-    try:
-        stdout = answer.json().get("stdout")
-    except (ValueError, AttributeError):
+    if not isinstance(body, dict):
         return "an answer that is not PicoD's JSON"
-    if stdout != expected_stdout:
-        return "wrong output"
-    return None
+    return None if body.get("stdout") == expected_stdout else "wrong output"
 
 
 class SustainedLoad:
@@ -105,9 +100,7 @@ class SustainedLoad:
         self._runtime = runtime = self._world.runtime(role)
         count, rate = self._settings.load_sessions, self._settings.load_rate
         # A Router of its own: loaded latencies must not mix with the run's.
-        caller = self._world.caller_through(
-            Router(self._world.transport, self._target.router_url, Measurements())
-        )
+        caller = self._world.caller_through(self._target.router_url)
         started = time.monotonic()
         with ThreadPoolExecutor(count) as callers:
             futures = []

@@ -11,14 +11,12 @@ import requests
 from hamcrest import assert_that, described_as, equal_to, has_key
 
 from acceptance.core import matchers
-from acceptance.core.clients import Router
 from acceptance.core.matchers import Answer, Refusal, _json
-from acceptance.core.measurements import Measurements
 from acceptance.core.polling import eventually
 from acceptance.core.runtimes import Role
 from acceptance.core.settings import Settings
 from acceptance.core.transport import NoAnswer
-from acceptance.domain.calls import TOUCH_TEXT
+from acceptance.domain.calls import TOUCH_TEXT, Caller
 from acceptance.domain.load import in_waves
 from acceptance.domain.long_tasks import finished_long_call
 from acceptance.domain.sessions import expect_served_by_the_same_sandbox, open_session
@@ -39,7 +37,7 @@ class Resilience:
         self._platform = platform
         self._target = target
         self._limit = 0
-        self._limited: Router | None = None
+        self._limited: Caller | None = None
         self._burst: list[tuple[requests.Response, float]] = []  # answers and their latency
         self._kept_files: dict[tuple[Session, str], bytes] = {}
         self._failed_call: tuple[requests.Response | None, float, str] | None = None
@@ -59,30 +57,29 @@ class Resilience:
                 platform = self._platform
                 url = stack.enter_context(platform.concurrency_limited_router(LOCAL_LIMIT))
             # Its calls hold their slot on purpose: their latencies would mislead the run's.
-            self._limited = Router(self._world.transport, url, Measurements())
+            self._limited = self._world.caller_through(url)
             yield
 
     def open_session_on_limited_router(self) -> None:
         """A session of the echo agent on the scenario's limited Router."""
         runtime = self._world.runtime(Role.ECHO_AGENT)
-        limited = self._world.caller_through(self._limited_router)
-        answer = self._world.calls(runtime, caller=limited).invoke("echo", json={})
+        answer = self._world.calls(runtime, caller=self._limited_caller).invoke("echo", json={})
         assert_that(answer, matchers.succeeded("the limited Router to open a session"))
 
     def burst(self, extra: int) -> None:
         """As many slow calls as the limit, and `extra` more, all at the same moment."""
-        session, router = self._world.session, self._limited_router
+        session, caller = self._world.session, self._limited_caller
         count = self._limit + extra
 
         def slow_call(_: int) -> tuple[requests.Response, float]:
             started = time.perf_counter()
-            answer = router.invoke(
+            answer = caller.router.invoke(
                 session.runtime,
                 "echo/sleep",
                 session_id=session.session_id,
                 json={"seconds": self._settings.overload_hold},
                 timeout=self._settings.overload_hold + self._settings.answer_allowance,
-                token=self._world.caller.token,
+                token=caller.token,
             )
             return answer, time.perf_counter() - started
 
@@ -121,7 +118,7 @@ class Resilience:
         return part
 
     @property
-    def _limited_router(self) -> Router:
+    def _limited_caller(self) -> Caller:
         return required(
             self._limited,
             "the scenario has no Router with a known limit: tag it @fixture.limited-router",

@@ -61,6 +61,15 @@ STEP_TYPES: dict[str, Callable[[str], Any]] = {
     "UnauthorizedReason": _phrases({reason.phrase: reason for reason in UnauthorizedReason}),
     # "I send {text:SampleText} to the {runtime:Runtime} without a session".
     "SampleText": _phrases({sample.phrase: sample for sample in SampleText}),
+    # 'I send "{text}" to the {runtime:Runtime} {in_session:InSession}'.
+    "InSession": _phrases({"without a session": False, "in that session": True}),
+    # "I hold a WebSocket conversation with the agent in the session, {idle:IdleHalfway}".
+    "IdleHalfway": _phrases(
+        {
+            "in text and binary": False,
+            "idle halfway for longer than the Router's read timeout": True,
+        }
+    ),
     # "the session is served by a sandbox {from_pool:SandboxOrigin}".
     "SandboxOrigin": _phrases({"that was waiting in the pool": True, "started for it": False}),
     # "they all {act:Together} ...", "each caller got exactly its own {answers:OwnAnswers}".

@@ -65,15 +65,14 @@ class Streams:
 
     # One caller.
 
-    def read_events(self, duration: float | None = None) -> None:
-        """The agent's events in the session: EVENTS of them, or as many as span `duration`."""
-        spacing = self._settings.stream_event_spacing
-        self._read("events", EVENTS if duration is None else math.ceil(duration / spacing) + 1)
-
-    def read_events_past_idle_timeout(self) -> None:
-        """Events that keep coming for the idle timeout and ttl_grace: had the platform not
-        counted the stream as activity, it would have ended the session meanwhile."""
-        self.read_events(self._settings.short_session_timeout + self._settings.ttl_grace)
+    def read_events(self, *, past_idle_timeout: bool) -> None:
+        """EVENTS of the agent's events in the session; or events that keep coming for the
+        idle timeout and ttl_grace: had the platform not counted the stream as activity, it
+        would have ended the session meanwhile."""
+        settings = self._settings
+        duration = settings.short_session_timeout + settings.ttl_grace
+        count = math.ceil(duration / settings.stream_event_spacing) + 1
+        self._read("events", count if past_idle_timeout else EVENTS)
 
     def read_chunks(self) -> None:
         self._read("chunks", CHUNKS)

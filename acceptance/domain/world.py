@@ -21,6 +21,7 @@ from hamcrest.core.matcher import Matcher
 from acceptance.core import matchers
 from acceptance.core.clients import Router, WorkloadManager, session_id_of
 from acceptance.core.evidence import Table, describe_response, redact
+from acceptance.core.matchers import _json
 from acceptance.core.measurements import Measurements
 from acceptance.core.runtimes import Role, Runtime, RuntimeKind, configured_runtimes
 from acceptance.core.settings import Settings
@@ -138,9 +139,10 @@ class World:
         """A caller presenting another bearer token (None: none), held by `token_variable`."""
         return Caller(self.caller.router, token, token_variable)
 
-    def caller_through(self, router: Router) -> Caller:
-        """The scenario's caller through another Router (another URL, or latencies apart)."""
-        return dataclasses.replace(self.caller, router=router)
+    def caller_through(self, url: str) -> Caller:
+        """The scenario's caller through a Router of its own at `url`, its latencies apart
+        from the run's."""
+        return dataclasses.replace(self.caller, router=Router(self.transport, url, Measurements()))
 
     # What the scenario has seen so far.
 
@@ -373,10 +375,8 @@ class World:
 
 def sandbox_report(response: requests.Response) -> Any:
     """The echo agent's account of the sandbox that served the call (None if absent)."""
-    try:
-        return response.json().get("sandbox")
-    except (ValueError, AttributeError):
-        return None
+    body = _json(response)
+    return body.get("sandbox") if isinstance(body, dict) else None
 
 
 def sandbox_identity(report: Any) -> dict[str, Any]:
