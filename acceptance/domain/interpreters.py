@@ -41,11 +41,8 @@ class Interpreters:
         assert_that(self._world.last_answer, succeeded, "setting the session up failed")
 
     def _calls(self, role: Role | None) -> Calls:
-        return (
-            self._world.in_session()
-            if role is None
-            else self._world.calls_to(role, in_session=False)
-        )
+        world = self._world
+        return world.in_session() if role is None else world.calls(world.runtime(role))
 
     def _is_stateful(self, runtime: Runtime) -> bool:
         """Whether this is the stateful interpreter, which runs code in a kernel."""

@@ -59,8 +59,14 @@ class Sessions:
         assert_that(call.response, matchers.carries_session_id(call.presented_session_id))
 
     def send_text(self, role: Role, text: str, *, in_session: bool) -> None:
-        """An echo of the role's runtime, in the scenario's session or opening one."""
-        self._world.calls_to(role, in_session=in_session).echo(text)
+        """An echo of the role's runtime opening a session, or in the scenario's session by
+        the caller that opened it (whichever runtime the session belongs to)."""
+        world = self._world
+        if in_session:
+            session = world.session
+            world.calls(world.runtime(role), session.session_id, caller=session.caller).echo(text)
+        else:
+            world.calls(world.runtime(role)).echo(text)
 
     def send(self, sample: SampleText, role: Role) -> None:
         """Send the text in a call that opens a session."""

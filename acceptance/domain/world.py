@@ -234,13 +234,6 @@ class World:
             settings=self._settings,
         )
 
-    def calls_to(self, role: Role, *, in_session: bool) -> Calls:
-        """Calls to the role's runtime in the scenario's session, by the caller that opened
-        it (whichever runtime it belongs to), or calls that open a session."""
-        if not in_session:
-            return self.calls(self.runtime(role))
-        return self.calls(self.runtime(role), self.session.session_id, caller=self.session.caller)
-
     def in_session(self, session: Session | None = None) -> Calls:
         """Calls in the session (None: the scenario's last), by the caller that opened it."""
         session = session or self.session
