@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import math
-from collections.abc import Coroutine, Iterable
+from collections.abc import Coroutine, Iterable, Sequence
 from typing import Any
 from urllib.parse import urlencode
 
@@ -78,11 +78,8 @@ class Streams:
         self._read("chunks", CHUNKS)
 
     def _read(self, kind: str, count: int) -> None:
-        session, self._count = self._world.session, count
-        client = self._client(session, count * self._settings.stream_event_spacing)
-        read = client.events if kind == "events" else client.chunks
-        url = self._url(session, f"echo/{kind}", count, "mine")
-        self._answer = asyncio.run(read(url, session.session_id))
+        self._count = count
+        self._answer = asyncio.run(self._stream(self._world.session, kind, count, "mine"))
 
     def expect_every_event(self) -> None:
         assert_that(required(self._answer, _NO_STREAM), every_event(self._count))
@@ -103,11 +100,7 @@ class Streams:
         """A WebSocket conversation in the scenario's session; held idle, halfway, for half
         as long again as the Router's read timeout when asked."""
         hold = 1.5 * self._settings.router_read_timeout if past_read_timeout else 0
-        session = self._world.session
-        client = self._client(session, hold)
-        self._conversation = asyncio.run(
-            client.converse(self._url(session, "echo/ws"), session.session_id, MESSAGES, hold)
-        )
+        self._conversation = asyncio.run(self._converse(self._world.session, MESSAGES, hold))
 
     def expect_switched_in_session(self) -> None:
         assert_that(self._conversed(), switched_in(self._world.session))
@@ -172,7 +165,7 @@ class Streams:
             self._identities[session.session_id] = sandbox_identity(sandbox_report(answer))
 
     def act_together(self, act: Together) -> None:
-        callers, spacing = self._callers, self._settings.stream_event_spacing
+        callers = self._callers
         if act is Together.CALL:
             self._results = all_at_once(
                 self._world,
@@ -184,11 +177,8 @@ class Streams:
 
         def one(number: int, session: Session) -> Coroutine[Any, Any, Any]:
             if act is Together.READ_EVENTS:
-                url = self._url(session, "echo/events", EVENTS, _tag(number))
-                return self._client(session, EVENTS * spacing).events(url, session.session_id)
-            messages: list[str | bytes] = [_tag(number), _tag(number).encode()]
-            url = self._url(session, "echo/ws")
-            return self._client(session, 0).converse(url, session.session_id, messages, 0)
+                return self._stream(session, "events", EVENTS, _tag(number))
+            return self._converse(session, [_tag(number), _tag(number).encode()], 0)
 
         self._results = _run_all(one(number, session) for number, session in enumerate(callers))
 
@@ -229,12 +219,23 @@ class Streams:
         wait = duration + self._settings.answer_allowance
         return session.caller.router.streams(session.caller.token).longer_by(wait)
 
-    def _url(self, session: Session, path: str, count: int | None = None, tag: str = "") -> str:
-        url = session.caller.router.invocation_url(session.runtime, path)
-        if count is None:
-            return url
+    def _stream(
+        self, session: Session, kind: str, count: int, tag: str
+    ) -> Coroutine[Any, Any, StreamedAnswer]:
+        """The agent's `count` events or chunks (`kind`), each tagged `tag`, in the session."""
         spacing = self._settings.stream_event_spacing
-        return f"{url}?{urlencode({'count': count, 'spacing': spacing, 'tag': tag})}"
+        client = self._client(session, count * spacing)
+        url = session.caller.router.invocation_url(session.runtime, f"echo/{kind}")
+        query = urlencode({"count": count, "spacing": spacing, "tag": tag})
+        read = client.events if kind == "events" else client.chunks
+        return read(f"{url}?{query}", session.session_id)
+
+    def _converse(
+        self, session: Session, messages: Sequence[str | bytes], hold: float
+    ) -> Coroutine[Any, Any, Conversation]:
+        """A WebSocket conversation in the session, held idle halfway for `hold` seconds."""
+        url = session.caller.router.invocation_url(session.runtime, "echo/ws")
+        return self._client(session, hold).converse(url, session.session_id, messages, hold)
 
     def _conversed(self) -> Conversation:
         return required(self._conversation, _NO_CONVERSATION)
