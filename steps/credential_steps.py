@@ -2,14 +2,7 @@
 
 from behave import given, then, when
 
-from acceptance.domain.credentials import (
-    Authentication,
-    Credentials,
-    UnauthorizedReason,
-    refused_as_missing_role,
-    refused_as_not_the_owner,
-    refused_as_unauthorized,
-)
+from acceptance.domain.credentials import Authentication, Credentials
 from acceptance.domain.step_types import StepContext
 
 
@@ -28,29 +21,14 @@ def step_call_with_credentials(context: StepContext, credentials: Credentials) -
     context.world.part(Authentication).call_agent_with(credentials)
 
 
-@then("the call is refused as unauthorized because {reason:UnauthorizedReason}")
-def step_refused_unauthorized(context: StepContext, reason: UnauthorizedReason) -> None:
-    context.world.expect_last_answer(refused_as_unauthorized(reason.words))
-
-
 @then("the refusal repeats none of the credentials")
 def step_refusal_repeats_no_credential(context: StepContext) -> None:
     context.world.part(Authentication).expect_refusal_repeats_no_credential()
 
 
-@then("the call is refused as forbidden for want of the required role")
-def step_refused_missing_role(context: StepContext) -> None:
-    context.world.expect_last_answer(refused_as_missing_role())
-
-
 @when("another subject calls the echo agent in that session")
 def step_other_subject_calls(context: StepContext) -> None:
     context.world.part(Authentication).call_as_other_subject()
-
-
-@then("the call is refused because the session belongs to another subject")
-def step_refused_not_owner(context: StepContext) -> None:
-    context.world.expect_last_answer(refused_as_not_the_owner())
 
 
 @then("the session still serves the subject that opened it")

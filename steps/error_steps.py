@@ -1,7 +1,10 @@
 """Steps about the errors a client must tell apart."""
 
+from collections.abc import Callable
+
 from behave import given, then, when
 
+from acceptance.core.matchers import Answer
 from acceptance.core.runtimes import RuntimeKind
 from acceptance.domain.refusals import BadRequest, Refusals
 from acceptance.domain.step_types import StepContext
@@ -10,6 +13,11 @@ from acceptance.domain.step_types import StepContext
 @when("I call {kind:RuntimeKind} that does not exist")
 def step_call_missing_runtime(context: StepContext, kind: RuntimeKind) -> None:
     context.world.part(Refusals).call_missing_runtime(kind)
+
+
+@then("the call is refused {refusal:Refusal}")
+def step_refused(context: StepContext, refusal: Callable[[], Answer]) -> None:
+    context.world.expect_last_answer(refusal())
 
 
 @then("the call is refused because the runtime was not found")

@@ -2,12 +2,7 @@
 
 from behave import given, then, when
 
-from acceptance.domain.jail import (
-    AbsoluteAttempt,
-    JailOperation,
-    WorkspaceJail,
-    refused_as_escaping_the_workspace,
-)
+from acceptance.domain.jail import AbsoluteAttempt, JailOperation, WorkspaceJail
 from acceptance.domain.step_types import StepContext
 from acceptance.domain.workspace import Workspace
 
@@ -62,11 +57,6 @@ def step_dangling_link(context: StepContext, name: str) -> None:
 @when('I {operation:JailOperation} "{path}"')
 def step_attempt(context: StepContext, operation: JailOperation, path: str) -> None:
     context.world.part(WorkspaceJail).attempt(operation, path)
-
-
-@then("the call is refused because the path leaves the workspace")
-def step_refused_as_escaping(context: StepContext) -> None:
-    context.world.expect_last_answer(refused_as_escaping_the_workspace())
 
 
 @then("nothing outside the workspace is revealed or changed")

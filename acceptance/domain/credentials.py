@@ -55,20 +55,13 @@ class Credentials(enum.Enum):
         self.header = header
 
 
-class UnauthorizedReason(enum.Enum):
-    """Why the Router refuses a call as unauthorized, as the features say it, and the words
-    of upstream's refusal (pkg/router/auth.go:47, :57 and :79 at 939abb5)."""
-
-    NO_HEADER = ("no authorization header came with it", "missing authorization header")
-    NOT_BEARER = (
-        "its authorization header holds no bearer token",
-        "invalid authorization header format",
-    )
-    INVALID_TOKEN = ("its token is not valid", "invalid or expired token")
-
-    def __init__(self, phrase: str, words: str) -> None:
-        self.phrase = phrase
-        self.words = words
+# Why the Router refuses a call as unauthorized, as the features say it, and the words of
+# upstream's refusal (pkg/router/auth.go:47, :57 and :79 at 939abb5).
+UNAUTHORIZED_BECAUSE = {
+    "no authorization header came with it": "missing authorization header",
+    "its authorization header holds no bearer token": "invalid authorization header format",
+    "its token is not valid": "invalid or expired token",
+}
 
 
 class Authentication:

@@ -4,13 +4,24 @@ environment.py, and the context as the steps use it."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Protocol
 
 from parse_type import TypeBuilder
 
 from acceptance.core.runtimes import Role, RuntimeKind
-from acceptance.domain.credentials import Credentials, UnauthorizedReason
-from acceptance.domain.jail import ABSOLUTE_ATTEMPTS, JailOperation
+from acceptance.domain.credentials import (
+    UNAUTHORIZED_BECAUSE,
+    Credentials,
+    refused_as_missing_role,
+    refused_as_not_the_owner,
+    refused_as_unauthorized,
+)
+from acceptance.domain.jail import (
+    ABSOLUTE_ATTEMPTS,
+    JailOperation,
+    refused_as_escaping_the_workspace,
+)
 from acceptance.domain.refusals import BadRequest
 from acceptance.domain.sessions import SampleText
 from acceptance.domain.streams import Together
@@ -57,8 +68,18 @@ STEP_TYPES: dict[str, Callable[[str], Any]] = {
     "AbsoluteAttempt": _phrases(ABSOLUTE_ATTEMPTS),
     # "I call the echo agent {credentials:Credentials}".
     "Credentials": _phrases({credentials.phrase: credentials for credentials in Credentials}),
-    # "the call is refused as unauthorized because {reason:UnauthorizedReason}".
-    "UnauthorizedReason": _phrases({reason.phrase: reason for reason in UnauthorizedReason}),
+    # "the call is refused {refusal:Refusal}": a refusal the last answer alone shows.
+    "Refusal": _phrases(
+        {
+            "as forbidden for want of the required role": refused_as_missing_role,
+            "because the session belongs to another subject": refused_as_not_the_owner,
+            "because the path leaves the workspace": refused_as_escaping_the_workspace,
+            **{
+                f"as unauthorized because {why}": partial(refused_as_unauthorized, words)
+                for why, words in UNAUTHORIZED_BECAUSE.items()
+            },
+        }
+    ),
     # "I send {text:SampleText} to the {runtime:Runtime} without a session".
     "SampleText": _phrases({sample.phrase: sample for sample in SampleText}),
     # 'I send "{text}" to the {runtime:Runtime} {in_session:InSession}'.
