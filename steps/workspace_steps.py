@@ -2,9 +2,9 @@
 
 from behave import given, then, when
 
-from acceptance.domain.jail import AbsoluteAttempt, JailOperation, WorkspaceJail
+from acceptance.domain.jail import UPLOADED, AbsoluteAttempt, JailOperation, WorkspaceJail
 from acceptance.domain.step_types import StepContext
-from acceptance.domain.workspace import Workspace
+from acceptance.domain.workspace import Workspace, stored
 
 
 @when('I upload the script "{name}" to the workspace')
@@ -71,7 +71,7 @@ def step_attempt_absolute(context: StepContext, attempt: AbsoluteAttempt) -> Non
 
 @then("the upload succeeds")
 def step_upload_succeeded(context: StepContext) -> None:
-    context.world.part(WorkspaceJail).expect_upload_succeeded()
+    context.world.expect_last_answer(stored("the upload", UPLOADED))
 
 
 @then("the file downloaded by that same path holds what was uploaded")

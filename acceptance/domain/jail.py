@@ -17,7 +17,6 @@ from acceptance.core import matchers
 from acceptance.core.evidence import describe_response
 from acceptance.core.matchers import Answer, Refusal, _json
 from acceptance.domain.interpreters import command_result, exits_with
-from acceptance.domain.workspace import stored
 from acceptance.domain.world import World, required
 
 SECRET_FILE = "secret.txt"
@@ -103,9 +102,6 @@ class WorkspaceJail:
             calls.download_file(path)
         else:
             calls.list_files(path)
-
-    def expect_upload_succeeded(self) -> None:
-        assert_that(self._world.last_answer, stored("the upload", UPLOADED))
 
     def expect_download_holds_upload(self) -> None:
         path = required(self._last_path, "the scenario has not uploaded a file yet")

@@ -212,13 +212,11 @@ class Lifetimes:
         )
 
     def expect_call_refused_as_not_found(self) -> None:
-        """The last call was refused because its session was not found; when it was the
-        first call a session did not serve at the end of its hard lifetime and it met the
-        sandbox gone, the refusal must follow within gc_interval (and clock_allowance).
-        Upstream's agent-sandbox deletes the pod at the Sandbox's shutdownTime, the
-        WorkloadManager's collector removes the session on its next pass
-        (pkg/workloadmanager/garbage_collection.go:122-133, every 15 s), and in between
-        the Router answers 502."""
+        """The last call was refused because its session was not found; or, where it met the
+        sandbox gone at the end of a hard lifetime, the refusal follows within gc_interval
+        (and clock_allowance): upstream deletes the pod at the Sandbox's shutdownTime, and the
+        collector removes the session on its next pass
+        (pkg/workloadmanager/garbage_collection.go:122-133); the Router answers 502 between."""
         call = self._world.last_call
         refused = self._refused_as_not_found(call.presented_session_id)
         if call.response is not self._gone_before_removed:
@@ -240,11 +238,9 @@ class Lifetimes:
         )
 
     def expect_session_lasted_its_lifetime(self) -> None:
-        """A call answered `lasted` after the call that opened the session was sent found it
-        ended: no session could have lasted longer, so a span shorter than its lifetime
-        (less the clock allowance) means it ended early. Counted from the opening call's
-        answer instead, a slow cold start, which upstream counts in the lifetime, would
-        make a healthy session look short."""
+        """`lasted` is counted from when the opening call was sent, so a span shorter than
+        the lifetime (less clock_allowance) means the session ended early; counted from its
+        answer, a slow cold start (which upstream counts in the lifetime) would not."""
         session = self._world.session
         lasted = required(self._lasted, "the scenario has not kept the session busy until it ended")
         lifetime = self._lifetime(session)

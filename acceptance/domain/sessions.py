@@ -1,8 +1,6 @@
-"""Sessions as a client sees them: one opened by a first call through the Router, the
-session id an answer carries, a session id never issued, and a session served throughout
-by the one sandbox that served it first; and the echo agent's answers in them: texts it
-must return unchanged (an empty one, and one full of what a careless layer mangles, as
-upstream's own e2e test sends them)."""
+"""Sessions as a client sees them: opened by a first call through the Router, named by the
+session id an answer carries, served throughout by the sandbox that served them first; and
+the texts the echo agent must return unchanged in them (as upstream's own e2e test sends)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """The scenario's world: its calls, the sessions they opened and its cleanups, nothing
-else. A World lives for one scenario and registers every session and runtime for deletion
-the moment it exists. Who calls is a value (a `Caller`, in calls.py); a session is called and
-deleted by the caller that opened it. Each capability of the platform is a helper in a
-module of its own, which the steps get with ``world.part(Helper)``.
-"""
+else. It registers every session and runtime for deletion the moment it exists; a session
+is called and deleted by the `Caller` that opened it. The steps get each capability's helper
+with ``world.part(Helper)``."""
 
 from __future__ import annotations
 
@@ -97,7 +95,6 @@ class World:
         self._settings = settings
         self._target = target
         self.transport = transport
-        self._log = transport.log
         self._workload_manager = workload_manager
         self._platform = platform
         self._register_cleanup = register_cleanup
@@ -148,19 +145,19 @@ class World:
 
     def evidence(self, since: int = 0, whose: str = "this scenario") -> str:
         """The scenario's HTTP exchanges from the `since`-th on, redacted, for a report."""
-        return self._log.format(since, whose)
+        return self.transport.log.format(since, whose)
 
     def stream_timelines(self) -> list[tuple[str, Table]]:
         """Each stream's timeline (when each part was sent and arrived), by call, redacted."""
         return [
             (f"{exchange.method} {redact(exchange.url)}", exchange.timeline)
-            for exchange in self._log.exchanges
+            for exchange in self.transport.log.exchanges
             if exchange.timeline
         ]
 
     @property
     def exchange_count(self) -> int:
-        return len(self._log.exchanges)
+        return len(self.transport.log.exchanges)
 
     def platform_evidence(self) -> str:
         """What the platform shows of the scenario's sessions, for a failure report."""
