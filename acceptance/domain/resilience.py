@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 
 import requests
 from hamcrest import assert_that, described_as, equal_to, has_key
@@ -49,13 +49,13 @@ class Resilience:
         """A Router whose concurrency limit is known, while in use (@fixture.limited-router):
         the target's, when declared, else a second localcube with a low limit."""
         declared = self._settings.max_concurrent_requests
-        with ExitStack() as stack:
-            if declared:
-                self._limit, url = declared, self._target.router_url
-            else:
-                self._limit = LOCAL_LIMIT
-                platform = self._platform
-                url = stack.enter_context(platform.concurrency_limited_router(LOCAL_LIMIT))
+        self._limit = declared or LOCAL_LIMIT
+        router: AbstractContextManager[str] = (
+            nullcontext(self._target.router_url)
+            if declared
+            else self._platform.concurrency_limited_router(LOCAL_LIMIT)
+        )
+        with router as url:
             # Its calls hold their slot on purpose: their latencies would mislead the run's.
             self._limited = self._world.caller_through(url)
             yield
