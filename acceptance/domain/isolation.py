@@ -119,9 +119,7 @@ class Isolation:
             raise AssertionError("no echo has shown which sandbox serves the session")
         assert_that(
             call.response,
-            served_by_its_own_sandbox_or_refused(
-                call.presented_session_id, reports[0], call.runtime
-            ),
+            OwnSandboxOrRefusal(call.presented_session_id, reports[0], call.runtime),
         )
 
     # Session ids.
@@ -251,13 +249,14 @@ def new_session_ids(earlier: Collection[str]) -> Matcher[Sequence[str]]:
     )
 
 
-class _OwnSandboxOrRefusal(Answer):
+class OwnSandboxOrRefusal(Answer):
     """The answer to a call in a session through a path that names a runtime the session
     does not belong to. Upstream's Router looks an existing session up by its id alone and
     forwards the call to the session's own sandbox; a Router that binds a session to its
     path refuses it (404, or 409 as upstream's open PR #324 proposes). Either way no other
     sandbox serves it and no new session is opened: a refusal is the Router's own (see
-    Refusal()), with no session id and no sandbox's report."""
+    Refusal()), with no session id and no sandbox's report. `sandbox`: the echo agent's
+    report of the session's own."""
 
     def __init__(self, session_id: str, sandbox: Mapping[str, Any], runtime: Runtime) -> None:
         expectation = (
@@ -292,10 +291,3 @@ class _OwnSandboxOrRefusal(Answer):
         if response.headers.get(SESSION_HEADER) is None:
             return f"the answer carries no {SESSION_HEADER}"
         return None
-
-
-def served_by_its_own_sandbox_or_refused(
-    session_id: str, sandbox: Mapping[str, Any], runtime: Runtime
-) -> Answer:
-    """See _OwnSandboxOrRefusal; `sandbox`: the echo agent's report of the session's own."""
-    return _OwnSandboxOrRefusal(session_id, sandbox, runtime)

@@ -17,7 +17,7 @@ from acceptance.core.polling import consistently, eventually, waiting
 from acceptance.core.runtimes import Role, RuntimeKind, derive_manifest, fixture_manifest
 from acceptance.core.settings import Settings
 from acceptance.domain.calls import TOUCH_TEXT
-from acceptance.domain.resilience import failed_because_the_sandbox_died
+from acceptance.domain.resilience import SandboxGone
 from acceptance.domain.sessions import echoed_in, served_by_one_sandbox
 from acceptance.domain.world import Session, World, required, sandbox_serving
 from acceptance.platforms.base import SANDBOX_OBSERVATION, Platform, Sandbox, Target
@@ -201,7 +201,7 @@ class Lifetimes:
             ),
         )
         self._lasted = time.monotonic() - session.opened_at
-        if failed_because_the_sandbox_died().matches(answer):
+        if SandboxGone().matches(answer):
             self._gone_before_removed = answer
             return
         assert_that(

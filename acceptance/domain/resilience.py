@@ -201,7 +201,7 @@ class Resilience:
                 f"a call in a session whose sandbox died must fail within fail_fast "
                 f"({limit:g} s) with 502, 503 or 504; it hung instead: {problem}"
             )
-        assert_that(answer, failed_because_the_sandbox_died())
+        assert_that(answer, SandboxGone())
         assert seconds <= limit, (
             f"the call failed only after {seconds:.2f} s, past fail_fast ({limit:g} s)"
         )
@@ -231,8 +231,9 @@ def refused_as_overloaded() -> Answer:
     )
 
 
-class _SandboxGone(Answer):
-    """502, 503 or 504, each with the error words upstream gives that status."""
+class SandboxGone(Answer):
+    """What the Router answers when the session's sandbox is gone: 502, 503 or 504, each
+    with the error words upstream gives that status."""
 
     def __init__(self) -> None:
         super().__init__(
@@ -251,8 +252,3 @@ class _SandboxGone(Answer):
         if not isinstance(error, str) or words not in error.lower():
             return f"a {response.status_code} must say {words!r}, but the error was {error!r}"
         return None
-
-
-def failed_because_the_sandbox_died() -> Answer:
-    """What the Router answers when the session's sandbox is gone."""
-    return _SandboxGone()

@@ -16,10 +16,10 @@ from acceptance.domain.credentials import (
     refused_as_unauthorized,
 )
 from acceptance.domain.interpreters import exits_with, fails_because_undefined, prints_line
-from acceptance.domain.isolation import new_session_ids, served_by_its_own_sandbox_or_refused
+from acceptance.domain.isolation import OwnSandboxOrRefusal, new_session_ids
 from acceptance.domain.jail import reveals_nothing_of
 from acceptance.domain.refusals import passed_on_from_the_agent
-from acceptance.domain.resilience import failed_because_the_sandbox_died, refused_as_overloaded
+from acceptance.domain.resilience import SandboxGone, refused_as_overloaded
 from acceptance.domain.sessions import carries_new_session_id, served_by_one_sandbox
 from acceptance.domain.workspace import holds_checksum, holds_fibonacci, lists_files
 
@@ -96,7 +96,7 @@ def test_the_agents_own_404_carries_the_session_and_never_the_routers_code(answe
 )
 def test_a_dead_sandbox_may_be_any_of_upstreams_answers(answer, status, error) -> None:
     """Upstream: pkg/router/handlers.go:246-257 (refused 502, timeout 504, other 503)."""
-    assert_that(answer(status, {"error": error}), failed_because_the_sandbox_died())
+    assert_that(answer(status, {"error": error}), SandboxGone())
 
 
 @pytest.mark.parametrize(
@@ -109,7 +109,7 @@ def test_a_dead_sandbox_may_be_any_of_upstreams_answers(answer, status, error) -
     ],
 )
 def test_a_dead_sandbox_answer_must_say_what_upstream_says(answer, status, body, problem) -> None:
-    assert problem in failure(failed_because_the_sandbox_died(), answer(status, body))
+    assert problem in failure(SandboxGone(), answer(status, body))
 
 
 def test_a_refusal_explains_itself_in_any_case(answer) -> None:
@@ -297,7 +297,7 @@ def _carrying(session: str | None) -> dict[str, str]:
 
 
 def _under_another_path() -> matchers.Answer:
-    return served_by_its_own_sandbox_or_refused("s-1", OWN_SANDBOX, NEIGHBOUR)
+    return OwnSandboxOrRefusal("s-1", OWN_SANDBOX, NEIGHBOUR)
 
 
 @pytest.mark.parametrize(
