@@ -161,10 +161,11 @@ class Lifetimes:
         # Counted from when the last call was sent: the target stamped the session active
         # no sooner, so only a session that really ended early is this short.
         idle = time.monotonic() - last_call.sent_at
-        assert idle >= timeout - self._settings.clock_allowance, (
+        assert_that(
+            idle >= timeout - self._settings.clock_allowance,
             f"{session} ended {idle:.2f} s after its last call was sent, before its "
             f"sessionTimeout of {timeout:g} s (less clock_allowance, "
-            f"{self._settings.clock_allowance:g} s)"
+            f"{self._settings.clock_allowance:g} s)",
         )
 
     def expect_session_refused_as_not_found(self) -> None:
@@ -244,9 +245,10 @@ class Lifetimes:
         session = self._world.session
         lasted = required(self._lasted, "the scenario has not kept the session busy until it ended")
         lifetime = self._lifetime(session)
-        assert lasted >= lifetime - self._settings.clock_allowance, (
+        assert_that(
+            lasted >= lifetime - self._settings.clock_allowance,
             f"{session} was no longer served {lasted:.2f} s after it was opened, "
-            f"before its hard lifetime of {lifetime:g} s"
+            f"before its hard lifetime of {lifetime:g} s",
         )
 
     def _refused_as_not_found(self, session_id: str) -> Answer:

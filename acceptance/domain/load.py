@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 import requests
+from hamcrest import assert_that
 
 from acceptance.core.clients import session_id_of
 from acceptance.core.matchers import _json
@@ -159,7 +160,8 @@ class SustainedLoad:
 
     def expect_required_share(self) -> None:
         required = self._settings.load_required_share
-        assert self.share >= required, (
+        assert_that(
+            self.share >= required,
             f"only {self.share:.1%} of the sessions succeeded, fewer than the "
-            f"{required:.0%} required:\n{self.report()}"
+            f"{required:.0%} required:\n{self.report()}",
         )

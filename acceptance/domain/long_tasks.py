@@ -69,10 +69,11 @@ class LongTasks:
         missing = "the scenario has not run a command leaving a background process"
         seconds, answered_after = required(self._answered, missing)
         limit = seconds + self._settings.answer_allowance
-        assert answered_after <= limit, (
+        assert_that(
+            answered_after <= limit,
             f"the command with a timeout of {seconds} s was answered after {answered_after:.1f} s, "
             f"past its timeout and answer_allowance ({limit:g} s): the target waited for the "
-            "background process it left running instead of stopping it at the timeout"
+            "background process it left running instead of stopping it at the timeout",
         )
 
     def agent_works_past_idle_timeout(self) -> None:

@@ -95,8 +95,9 @@ class Resilience:
         refused = self._burst_part(True, f"{extra} calls over the limit refused", extra)
         for answer, seconds in refused:
             assert_that(answer, refused_as_overloaded())
-            assert seconds < self._settings.overload_hold, (
-                f"a call over the limit was refused only after {seconds:.2f} s, not at once"
+            assert_that(
+                seconds < self._settings.overload_hold,
+                f"a call over the limit was refused only after {seconds:.2f} s, not at once",
             )
 
     def expect_served_again(self) -> None:
@@ -202,8 +203,9 @@ class Resilience:
                 f"({limit:g} s) with 502, 503 or 504; it hung instead: {problem}"
             )
         assert_that(answer, SandboxGone())
-        assert seconds <= limit, (
-            f"the call failed only after {seconds:.2f} s, past fail_fast ({limit:g} s)"
+        assert_that(
+            seconds <= limit,
+            f"the call failed only after {seconds:.2f} s, past fail_fast ({limit:g} s)",
         )
 
 

@@ -69,7 +69,9 @@ class WarmPools:
     def expect_no_pool(self, role: Role) -> None:
         runtime = self._world.runtime(role)
         size = self._platform.warm_pool_size(runtime)
-        assert size == 0, f"{runtime} was expected without a warm pool, but warmPoolSize is {size}"
+        assert_that(
+            size == 0, f"{runtime} was expected without a warm pool, but warmPoolSize is {size}"
+        )
         # Every sandbox that exists before the call: any waiting, and those serving the
         # run's sessions, so that handing out one of them cannot pass for a new start.
         serving = (self._platform.sandbox_of(s.session_id) for s in self._world.ledger.sessions)
@@ -154,10 +156,11 @@ class WarmPools:
             f"fastest first call from the warm pool {first:.3f} s, fastest call in its "
             f"session {in_session:.3f} s: opening the session took {first - in_session:.3f} s"
         )
-        assert first - in_session <= CLAIM_BUDGET, (
+        assert_that(
+            first - in_session <= CLAIM_BUDGET,
             f"the first call from the warm pool took {first:.3f} s at best, "
             f"{first - in_session:.3f} s more than the {in_session:.3f} s of a call in its "
-            f"session: more than the {CLAIM_BUDGET:g} s a claim of a waiting sandbox may take"
+            f"session: more than the {CLAIM_BUDGET:g} s a claim of a waiting sandbox may take",
         )
 
     def _serving_sandbox(self) -> Sandbox:
