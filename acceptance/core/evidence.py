@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import requests
@@ -106,11 +106,11 @@ def describe_response(response: requests.Response) -> str:
 Table = tuple[tuple[str, ...], ...]
 
 
-def text_table(table: Table) -> str:
+def text_table(table: Table, justify: Callable[[str, int], str] = str.rjust) -> str:
     """The table as aligned text, each column as wide as its widest cell."""
     widths = [max(len(row[column]) for row in table) for column in range(len(table[0]))]
     return "\n".join(
-        "  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True))
+        "  ".join(justify(cell, width) for cell, width in zip(row, widths, strict=True)).rstrip()
         for row in table
     )
 

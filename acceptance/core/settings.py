@@ -567,15 +567,10 @@ def load_settings(
     return Settings(**values)
 
 
-# The settings a token_dir's files may fill, each from the file of its name.
-TOKEN_FILE_SETTINGS = (
-    "api_token",
-    "second_api_token",
-    "admin_api_token",
-    "no_role_api_token",
-    "expired_api_token",
-    "other_audience_api_token",
-    "other_issuer_api_token",
+# The settings a token_dir's files may fill, each from the file of its name: every token
+# but the WorkloadManager's own.
+TOKEN_FILE_SETTINGS = tuple(
+    s.name for s in SETTINGS if s.secret and s.name != "workload_manager_token"
 )
 
 

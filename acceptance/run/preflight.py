@@ -49,6 +49,7 @@ from acceptance.core.settings import AUTO_RELEASE, SETTINGS, Given, Settings
 from acceptance.core.transport import NoAnswer, Transport
 from acceptance.domain.isolation import neighbour_echo_agent
 from acceptance.platforms.base import NEIGHBOUR_NAMESPACE, Platform, Target
+from acceptance.run.results import first_line
 from acceptance.run.timings import TimingsDoNotFit, fitted, measure_cold_start
 from agentcube_contract.session import SESSION_NOT_FOUND
 
@@ -204,7 +205,7 @@ class Preflight:
                 found = platform.has_runtime(runtime)
             except AssertionError as error:
                 raise PreflightFailed(
-                    [f"platform {platform.name} could not list the runtimes: {_first_line(error)}"]
+                    [f"platform {platform.name} could not list the runtimes: {first_line(error)}"]
                 ) from None
             if found is None:
                 self._checked.append(
@@ -292,7 +293,7 @@ class Preflight:
             raise PreflightFailed(
                 [
                     f"the namespaces scenario cannot apply its echo agent in {neighbour} "
-                    f"({_first_line(refused)}): create that namespace and bind the suite's "
+                    f"({first_line(refused)}): create that namespace and bind the suite's "
                     f"role there (docs/examples/rbac.yaml), or unset {names} to skip the "
                     "scenario"
                 ]
@@ -398,7 +399,3 @@ def _unanswered(error: NoAnswer) -> str:
     if "timed out" in message:
         return "did not answer in time"
     return f"did not answer ({message})"
-
-
-def _first_line(error: BaseException) -> str:
-    return next((line for line in str(error).splitlines() if line.strip()), type(error).__name__)

@@ -51,12 +51,14 @@ def failure_of(scenario: Scenario) -> tuple[str, str]:
     for step in scenario.all_steps:
         if step.status.has_failed():
             why = str(step.exception) if step.exception else step.error_message
-            return f"{step.keyword} {step.name}", _first_line(why or step.status.name)
-    return "", _first_line(scenario.error_message or "failed in a hook")
+            return f"{step.keyword} {step.name}", first_line(why or step.status.name)
+    return "", first_line(scenario.error_message or "failed in a hook")
 
 
-def _first_line(text: str) -> str:
-    return next((line.strip() for line in text.splitlines() if line.strip()), text)
+def first_line(message: str | BaseException) -> str:
+    """The first line of a message that is not blank (an error without one: its type)."""
+    blank = type(message).__name__ if isinstance(message, BaseException) else ""
+    return next((line.strip() for line in str(message).splitlines() if line.strip()), blank)
 
 
 def run_features(config: Configuration) -> list[Feature]:

@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from textwrap import indent
 
+from acceptance.core.evidence import text_table
 from acceptance.core.measurements import Summary
 from acceptance.run.results import (
     FAILED,
@@ -151,19 +153,8 @@ def format_summary(summary: RunSummary) -> str:
     for table in summary.tables:
         parts.append(f"{table.title}:" + ("" if table.rows else " none"))
         if table.rows:
-            parts.append(_format_table(table))
+            parts.append(indent(text_table((table.headers, *table.rows), str.ljust), "  "))
     return "\n".join(parts)
-
-
-def _format_table(table: Table) -> str:
-    widths = [
-        max(len(cell) for cell in column) for column in zip(table.headers, *table.rows, strict=True)
-    ]
-    lines = [table.headers, *table.rows]
-    return "\n".join(
-        ("  " + "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True))).rstrip()
-        for line in lines
-    )
 
 
 def format_notes(notes: Mapping[str, list[str]]) -> str:
