@@ -19,11 +19,11 @@ from behave.formatter.base import StreamOpener
 from behave.model import Feature
 from behave_html_pretty_formatter import PrettyHTMLFormatter
 from dominate import document
-from dominate.tags import a, div, h2, h3, h4, img, p, pre, section, table, tbody, td, th, thead, tr
+from dominate.tags import a, div, h2, h3, h4, img, p, pre, section
 from dominate.util import raw
 
 from acceptance.run.early_stop import TITLE, EarlyStop
-from acceptance.run.report_hooks import REVIEW_FORMAT
+from acceptance.run.report_hooks import REVIEW_FORMAT, html_table
 from acceptance.run.summary import RunSummary
 
 _STYLE = """<style>
@@ -110,17 +110,8 @@ def _render_summary(summary: RunSummary, chart_png: bytes | None) -> None:
         for summary_table in summary.tables:
             with div(cls="run-summary-table"):
                 h4(summary_table.title + ("" if summary_table.rows else ": none"))
-                if not summary_table.rows:
-                    continue
-                with table():
-                    with thead(), tr():
-                        for header in summary_table.headers:
-                            th(header)
-                    with tbody():
-                        for row in summary_table.rows:
-                            with tr():
-                                for cell in row:
-                                    td(cell)
+                if summary_table.rows:
+                    html_table((summary_table.headers, *summary_table.rows))
 
 
 def write_summary_page(summary: RunSummary, path: Path, links: Mapping[str, str]) -> None:
