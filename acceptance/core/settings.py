@@ -58,36 +58,25 @@ def parse_seconds(text: str) -> float:
     return seconds
 
 
-def satisfying(valid: Callable[[str], bool], what: str, rule: str) -> Callable[[str], str]:
-    """A parser accepting the texts `valid` accepts, and naming `what` it expects by `rule`."""
+def satisfying(valid: Callable[[str], bool], problem: str) -> Callable[[str], str]:
+    """A parser accepting the texts `valid` accepts, and refusing others with `problem`."""
 
     def parse(text: str) -> str:
         if not valid(text):
-            raise ValueError(f"is not a valid {what} ({rule})")
+            raise ValueError(problem)
         return text
 
     return parse
 
 
 def one_of(choices: tuple[str, ...]) -> Callable[[str], str]:
-    def parse(text: str) -> str:
-        if text not in choices:
-            raise ValueError(f"must be one of {', '.join(choices)}")
-        return text
-
-    return parse
+    return satisfying(choices.__contains__, f"must be one of {', '.join(choices)}")
 
 
-def parse_token(text: str) -> str:
-    if any(character.isspace() for character in text):
-        raise ValueError("must not contain whitespace")
-    return text
-
-
-def parse_token_dir(text: str) -> str:
-    if not Path(text).is_dir():
-        raise ValueError("is not a directory")
-    return text
+parse_token = satisfying(
+    lambda text: not any(map(str.isspace, text)), "must not contain whitespace"
+)
+parse_token_dir = satisfying(lambda text: Path(text).is_dir(), "is not a directory")
 
 
 def parse_flag(text: str) -> bool:
@@ -114,15 +103,16 @@ def parse_percentage(text: str) -> float:
     return share
 
 
-def parse_directory(text: str) -> str:
-    if Path(text).exists() and not Path(text).is_dir():
-        raise ValueError("names a file, not a directory")
-    return text
-
-
+parse_directory = satisfying(
+    lambda text: not Path(text).exists() or Path(text).is_dir(), "names a file, not a directory"
+)
 # The same rules localcube applies to the manifests it serves (RFC 1123, as Kubernetes).
-resource_name = satisfying(is_dns_subdomain, "Kubernetes resource name", names.DNS_SUBDOMAIN_RULE)
-namespace_name = satisfying(is_dns_label, "Kubernetes namespace", names.DNS_LABEL_RULE)
+resource_name = satisfying(
+    is_dns_subdomain, f"is not a valid Kubernetes resource name ({names.DNS_SUBDOMAIN_RULE})"
+)
+namespace_name = satisfying(
+    is_dns_label, f"is not a valid Kubernetes namespace ({names.DNS_LABEL_RULE})"
+)
 
 # Where a field of a settings dataclass keeps its Setting.
 SETTING = "setting"
@@ -225,7 +215,7 @@ class Settings:
         shown="the Router URL",
     )
     platform: str | None = setting(
-        satisfying(is_dns_label, "platform name", names.DNS_LABEL_RULE),
+        satisfying(is_dns_label, f"is not a valid platform name ({names.DNS_LABEL_RULE})"),
         None,
         "What the suite may do beside HTTP calls: `localcube` (admin API), "
         "`kubernetes` (the cluster's API; docs/kubernetes.md), "
