@@ -1,11 +1,8 @@
-"""The HTML report for product review: behave-html-pretty-formatter's page, where each step
-carries its HTTP exchanges (redacted) and a failed step the platform's evidence, opened by
-the run summary and a chart of the latencies the scenarios measured; or, for a run that
-stopped before any scenario, by why it stopped.
-
-Use it as ``behave -f html-review -o reports/report.html`` (behave.ini registers the name);
-``./dev report`` does. Hooks attach to it through acceptance.run.report_hooks, which
-does nothing when the run has no such report (and then never imports this module).
+"""The HTML report for product review (``./dev report``, or ``behave -f html-review -o
+reports/report.html``): behave-html-pretty-formatter's page, each step with its HTTP
+exchanges (redacted) and a failed one with the platform's evidence, opened by the run
+summary and a latency chart, or by why a run stopped before any scenario. Hooks reach it
+through acceptance.run.report_hooks.
 """
 
 from __future__ import annotations
@@ -57,8 +54,8 @@ class ReviewReport(PrettyHTMLFormatter):
         self.add_html_head_element(_STYLE)
 
     def feature(self, feature: Feature) -> None:
-        """The feature's description as prose: the formatter keeps every line break of the
-        source in a box 40% wide, so each source line wrapped again into a ragged column."""
+        """The feature's description as prose: the formatter's narrow box would wrap each
+        source line again into a ragged column."""
         super().feature(feature)
         self.features[-1].description = prose(feature.description)
 
@@ -83,8 +80,7 @@ class ReviewReport(PrettyHTMLFormatter):
 
 
 def prose(lines: list[str]) -> str:
-    """Description lines as paragraphs: the lines of each joined into one, a blank line
-    between paragraphs."""
+    """Description lines as paragraphs, each joined into one line."""
     paragraphs = "\n".join(line.strip() for line in lines).split("\n\n")
     return "\n\n".join(" ".join(paragraph.split()) for paragraph in paragraphs if paragraph.strip())
 
@@ -115,9 +111,8 @@ def _render_summary(summary: RunSummary, chart_png: bytes | None) -> None:
 
 
 def write_summary_page(summary: RunSummary, path: Path, links: Mapping[str, str]) -> None:
-    """A page of the run summary, with the latency chart, for a run that no review report
-    follows whole (`./dev parallel`), linking to the reports of its parts (`links`: title
-    to a path relative to the page)."""
+    """A page of the run summary and chart for `./dev parallel`, linking to the reports of
+    its parts (`links`: title to a path relative to the page)."""
     # Imported here, as report_hooks does: matplotlib takes a second to load.
     from acceptance.run.latency_chart import latency_chart_png
 

@@ -1,13 +1,9 @@
-"""`./dev suite` (`python -m acceptance.run.main`): a behave run whose first line is the
-suite's own, and whose one count is the run summary's.
-
-behave 1.3.3's main prints `USING RUNNER: ...` before every run, unconditionally
-(behave/__main__.py:115; behave issue #1319, open). This command makes the same run
-without that line: behave's configuration (arguments and behave.ini), the suite started
-before behave's runner (acceptance.run.start: a start that fails stops the run cleanly),
-then behave's runner, and behave's words for a configuration it cannot run. What prints
-something else and runs nothing (--version, --tags-help, --lang-list, -f help, ...) is
-left to behave's main, which answers those before that line.
+"""`./dev suite` (`python -m acceptance.run.main`): behave's run, with the suite started
+before behave's runner (acceptance.run.start), whose first line is the suite's own and
+whose one count is the run summary's. behave 1.3.3's main prints `USING RUNNER: ...`
+before every run (behave/__main__.py:115; behave issue #1319, open), so this makes the
+run as behave's main does, without that line; what runs nothing (--version, -f help, ...)
+is left to behave's main.
 """
 
 from __future__ import annotations

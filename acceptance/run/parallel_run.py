@@ -1,12 +1,9 @@
-"""`./dev parallel`: the suite's scenarios spread over several processes with behavex.
-
-Scenarios are independent (unique names, sessions of their own), so behavex runs them in
-`--processes` workers, one scenario at a time each, all against one target: the target
-configured, or one localcube started here for them. Scenarios tagged @serial or @disruptive
-run first, alone, in one behave process (with a localcube of its own when no target is
-configured). Each behave process saves its results, which the console shows as they
-arrive; one summary covers them all (docs/reports.md has the files). Every other argument
-is behave's, in the forms behavex accepts too; without paths, @slow scenarios start first.
+"""`./dev parallel`: the suite's scenarios spread over `--processes` behavex workers, all
+against one target (the one configured, or one localcube started here): scenarios are
+independent. @serial and @disruptive ones run first, alone, in one behave process (with a
+localcube of its own when none is configured). The console shows each result as it
+arrives, and one summary covers them all (docs/reports.md). Other arguments are behave's;
+without paths, @slow scenarios start first.
 """
 
 from __future__ import annotations
@@ -49,10 +46,8 @@ RUN_AGAIN = "Run again on its own, no result from its phase"
 
 
 def default_processes() -> int:
-    """Four scenarios at once per CPU this process may use, at most 16: most of them wait
-    (idle timeouts, lifetimes, long calls) rather than compute, and with more processes the
-    run is no shorter than its longest scenarios. On 2 CPUs, 8 processes passed 20 runs of
-    20 in a row (bench/parallel_loop.py; docs/performance.md has the times)."""
+    """Four scenarios at once per CPU, at most 16: most wait rather than compute, and more
+    processes do not shorten the longest scenarios (bench/parallel_loop.py)."""
     return min(4 * len(os.sched_getaffinity(0)), 16)
 
 
@@ -87,8 +82,8 @@ def _names_paths(arguments: list[str]) -> bool:
 
 
 def _slowest_first(scenarios: list[Scenario]) -> list[str]:
-    """The scenarios' locations, the @slow ones first: each of those waits out a timeout or
-    a lifetime, and started last they would keep one process busy after the others end."""
+    """The scenarios' locations, the @slow ones first: started last, they would keep one
+    process busy after the others end."""
     ordered = sorted(scenarios, key=lambda scenario: "slow" not in scenario.effective_tags)
     return [str(scenario.location) for scenario in ordered]
 
@@ -179,9 +174,8 @@ def run(processes: int, behave_arguments: list[str]) -> int:
 
 
 def _one_junit_tree(out: Path, junit: Path, deselected: list[Scenario]) -> None:
-    """The phases' JUnit XML, which behavex writes under each phase's folder, in one
-    directory, each file named after its phase; and the scenarios the tags or names left
-    out as skipped test cases, as a sequential run's JUnit has them (behave.ini)."""
+    """The phases' JUnit XML in one directory, each file named after its phase, and the
+    scenarios the tags or names left out as skipped, as a sequential run's JUnit has them."""
     shutil.rmtree(junit, ignore_errors=True)
     junit.mkdir(parents=True)
     for report in sorted(out.glob("*/behave/*.xml")):
@@ -200,10 +194,9 @@ def _one_junit_tree(out: Path, junit: Path, deselected: list[Scenario]) -> None:
 
 
 def _shared_target(target: Target, settings: Settings) -> tuple[list[str], dict[str, str]]:
-    """The target the workers share, as -D arguments: its URLs, what this process resolved
-    for it (a localcube's stateful interpreter and read timeout, the release) and what its
-    adapter hands them (a cluster's port forwards); and its tokens (generated ones
-    included) as environment variables, which other users cannot read as a command line."""
+    """The target the workers share as -D arguments (its URLs, what this process resolved
+    and what its adapter hands them), and its tokens as environment variables, which other
+    users cannot read as they can a command line."""
     defines = [
         f"--define=router_url={target.router_url}",
         f"--define=workload_manager_url={target.workload_manager_url}",
@@ -227,9 +220,8 @@ def _shared_target(target: Target, settings: Settings) -> tuple[list[str], dict[
 
 @dataclass(frozen=True)
 class Phase:
-    """One behavex run: its output folder, its processes, its tag expression and, unless
-    the arguments name paths, the locations of its scenarios in the order behavex is to
-    start them."""
+    """One behavex run: its output folder, processes, tag expression and, unless the
+    arguments name paths, its scenarios' locations in the order to start them."""
 
     folder: Path
     processes: int
@@ -289,10 +281,9 @@ class Phase:
     def run_every(
         self, arguments: list[str], environment: dict[str, str], selected: list[Scenario]
     ) -> tuple[int, RunResults]:
-        """Run the phase, then once more, in one behave process of their own, the selected
-        scenarios it has no result for (a behavex worker whose behave run ended before its
-        scenario reports nothing: behavex marks it "untested"); the worst exit status and
-        every result. What is still missing is named by the run (NOT_RUN)."""
+        """Run the phase, then once more, in one behave process, the selected scenarios it
+        has no result for (behavex marks them "untested"); the worst exit status and every
+        result."""
         status = self.run(arguments, environment)
         results = self.results()
         if missing := unreported(selected, results):

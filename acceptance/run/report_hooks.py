@@ -1,7 +1,6 @@
-"""What the hooks and the runner hand to the HTML review report (acceptance.run.html_report)
-when the run writes one: step attachments, the run summary with its latency chart, why a run
-stopped. The report is found among behave's formatters by its format name, so a run that
-writes none imports neither the report's formatter nor the chart's matplotlib."""
+"""What the hooks and the runner hand to the HTML review report (acceptance.run.html_report):
+step attachments, the run summary and its chart, why a run stopped. The report is found
+by its format name, so a run without one never imports the formatter nor matplotlib."""
 
 from __future__ import annotations
 

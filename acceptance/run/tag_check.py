@@ -1,6 +1,5 @@
-"""The tags of a run checked against the vocabulary (acceptance/run/tags.py) before any scenario
-runs: every tag written in the feature files, and every tag the run selects with (--tags,
-or behave.ini's default_tags). A typo stops the run with a message naming it and where it is.
+"""The tags of the feature files and of the run's tag expression checked against the
+vocabulary (acceptance/run/tags.py) before any scenario runs: a typo stops the run.
 """
 
 from __future__ import annotations

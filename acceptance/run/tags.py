@@ -77,10 +77,8 @@ class ScenarioGate:
         active_values: dict[str, str],
         platform: str,
         capabilities: Iterable[str],
-        hints: Mapping[str, str] | None = None,
+        hints: Mapping[str, str] | None = None,  # the target's, in place of CAPABILITY_HINTS
     ):
-        """`hints`: why a capability is missing on this target, where the target tells it
-        better than CAPABILITY_HINTS."""
         self._values = active_values
         self._matcher = ActiveTagMatcher(active_values)
         self._platform = platform
