@@ -1,12 +1,8 @@
-"""The suite's configuration: one declaration per setting, read from behave userdata and the
-environment.
-
-Each setting is a field of ``Settings`` declared with ``setting(parser, default, meaning)``;
-its ``-D`` name is the field's, its environment variable ``AGENTCUBE_<NAME>`` unless the
-declaration names another. ``-D`` wins, an empty value counts as unset. Timeouts live among
-them so that a slower target is one ``-D`` away. docs/configuration.md's table is generated
-from ``SETTINGS``, the declarations read back (``python -m docgen.configuration_table``), so
-the two cannot drift apart.
+"""The suite's configuration: each setting a field of ``Settings`` declared once with
+``setting(parser, default, meaning)``, read from ``-D <field>`` (first) or its environment
+variable (``AGENTCUBE_<FIELD>`` unless declared); an empty value is unset. Timeouts are
+settings, so a slower target is one ``-D`` away. docs/configuration.md's table is generated
+from ``SETTINGS`` (``python -m docgen.configuration_table``).
 """
 
 from __future__ import annotations
@@ -120,9 +116,9 @@ SETTING = "setting"
 
 @dataclass(frozen=True)
 class Setting:
-    """One setting as the user gives it and the docs show it: its -D name, environment
-    variable, parser, default (None: unset) and meaning; `shown`: the default as the docs
-    tell it; `secret`: read from the environment only and never printed."""
+    """One setting as the user gives it and the docs show it; `default` None: unset;
+    `shown`: the default as the docs tell it; `secret`: from the environment only, never
+    printed."""
 
     name: str
     env: str
@@ -145,8 +141,8 @@ def setting(
     secret: bool = False,
     env: str = "",
 ) -> Any:
-    """A field of a settings dataclass, holding its Setting (named by ``declared``); its
-    value without configuration is `default` parsed. A secret one stays out of the repr."""
+    """A field of a settings dataclass holding its Setting; its default is `default` parsed,
+    and a secret one stays out of the repr."""
     return dataclasses.field(
         default=None if default is None else parse(default),
         repr=not secret,
@@ -155,8 +151,7 @@ def setting(
 
 
 def declared(settings_class: type) -> tuple[Setting, ...]:
-    """The settings a dataclass declares with ``setting``, in its order, each named after
-    its field (environment variable: AGENTCUBE_<NAME> unless declared)."""
+    """The settings a dataclass declares with ``setting``, each named after its field."""
     found = []
     for field in dataclasses.fields(settings_class):
         if SETTING in field.metadata:
@@ -183,8 +178,8 @@ def read_all(
     environ: Mapping[str, str],
     defaults: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Each of `settings` read (``read_setting``), by name, its default replaced by the one
-    `defaults` gives; raise ConfigError naming the first that is wrong."""
+    """Each of `settings` read, by name, with the defaults `defaults` gives instead; raise
+    ConfigError naming the first that is wrong."""
     defaults = defaults or {}
     return {
         s.name: read_setting(
@@ -196,9 +191,8 @@ def read_all(
 
 @dataclass(frozen=True)
 class Settings:
-    """The suite's settings, grouped by concern (as the Kubernetes e2e framework's timeouts);
-    durations are in seconds. ``router_url`` None: start localcube. The run's resolved URLs
-    and tokens are its Target's (``acceptance.platforms.target``)."""
+    """The suite's settings, grouped by concern; durations in seconds. The run's resolved
+    URLs and tokens are its Target's (``acceptance.platforms.target``)."""
 
     # Where the target is and what it runs.
     router_url: str | None = setting(
@@ -526,8 +520,8 @@ class Settings:
 
     @property
     def since_pr_460(self) -> bool:
-        """Whether the target has upstream PR #460: SESSION_NOT_FOUND and per-session ttl.
-        A run's settings have `auto` resolved by the preflight (acceptance.run.preflight)."""
+        """Whether the target has upstream PR #460: SESSION_NOT_FOUND and per-session ttl
+        (the preflight resolves `auto`)."""
         return self.agentcube_release != "pre-460"
 
 
@@ -539,9 +533,8 @@ def load_settings(
     environ: Mapping[str, str],
     defaults: Mapping[str, str] | None = None,
 ) -> Settings:
-    """Read every setting from userdata (first) or the environment, else its default, which
-    `defaults` (the chosen platform's, by name) may replace; raise ConfigError. The
-    platform's name is checked against the adapters by ``acceptance.platforms.target``."""
+    """Every setting read, with the chosen platform's `defaults` (by name); raise
+    ConfigError. acceptance.platforms.target checks the platform's name."""
     known = {setting.name for setting in SETTINGS}
     if stray := sorted(set(defaults or {}) - known):
         raise ConfigError(f"a platform gives a default to {stray[0]}, which is no setting")
@@ -566,7 +559,7 @@ TOKEN_FILE_SETTINGS = tuple(
 
 def tokens_from_files(values: Mapping[str, Any]) -> dict[str, str]:
     """The token settings left unset that a file of token_dir fills; raise ConfigError
-    naming a file that cannot be read or holds no usable token."""
+    naming a bad file."""
     directory = values.get("token_dir")
     if not directory:
         return {}
@@ -587,8 +580,8 @@ def tokens_from_files(values: Mapping[str, Any]) -> dict[str, str]:
 
 
 def read_setting(setting: Setting, userdata: Mapping[str, str], environ: Mapping[str, str]) -> Any:
-    """The setting from -D, else its environment variable, else its default, parsed (None
-    when unset); raise ConfigError naming it, and the value unless it is secret."""
+    """The setting from -D, else its environment variable, else its default, parsed (None:
+    unset); raise ConfigError naming it, and the value unless it is secret."""
     if setting.secret and setting.name in userdata:
         raise ConfigError(
             f"setting {setting.name} is read from {setting.env} only: a -D value would show "
