@@ -1,8 +1,6 @@
-"""Evidence: every HTTP exchange of a scenario, printed when the scenario fails.
-
-Secrets never reach the output: Authorization-like headers are replaced, any Bearer
-credential is masked, and every registered secret (the configured API token) is masked
-wherever it appears, in URLs, headers and bodies alike.
+"""Evidence: every HTTP exchange of a scenario, printed when the scenario fails. Secrets
+never reach it: Authorization-like headers are replaced, Bearer credentials and every
+registered secret masked wherever they appear.
 """
 
 from __future__ import annotations
@@ -64,10 +62,9 @@ def excerpt(body: bytes | str | None, limit: int = BODY_EXCERPT) -> str:
 
 
 def _redacted_head(text: str, limit: int) -> tuple[str, bool]:
-    """The redacted text, or a redacted head of it long enough to show its first `limit`
-    characters (a body may be megabytes); and whether it is the whole text. The head is
-    grown until its redacted form runs `margin` past `limit`: more than any secret cut at
-    the head's end can take once redacted, so none is shown in part."""
+    """The redacted text, or a redacted head long enough to show `limit` characters (a
+    body may be megabytes), and whether it is whole. The head grows until it runs `margin`
+    past `limit` once redacted, so that no secret cut at its end is shown in part."""
     margin = _margin(frozenset(_secrets))
     size = limit + margin
     while True:
@@ -159,9 +156,8 @@ class Exchange:
         )
 
     def alike(self) -> tuple[object, ...]:
-        """What two exchanges share when one stands for the other in the evidence: the same
-        request (line, headers as shown, body), the same status and the same session id in
-        the answer; two calls of different sessions are never alike."""
+        """What two exchanges share when one stands for the other in the evidence: request,
+        status and the session id answered."""
         return (
             self.method,
             self.url,
@@ -199,8 +195,8 @@ class ExchangeLog:
         self.exchanges.append(exchange)
 
     def format(self, start: int = 0, whose: str = "this scenario") -> str:
-        """Numbered exchanges from the `start`-th on; a run of alike exchanges (polls: same
-        request, status and session) is shown once, by its last exchange, with its count."""
+        """Numbered exchanges from the `start`-th on; a run of alike ones (polls) is shown
+        once, by its last, with its count."""
         exchanges = self.exchanges[start:]
         if not exchanges:
             return f"HTTP exchanges of {whose}: none"
