@@ -62,9 +62,8 @@ def first_line(message: str | BaseException) -> str:
 
 
 def run_features(config: Configuration) -> list[Feature]:
-    """The features a run with this configuration parses, as behave's runner parses them:
-    its paths less what its `exclude` leaves out. The run, the parallel run and the listing
-    all select from these."""
+    """The features a run with this configuration parses, as behave's runner does: its
+    paths less what `exclude` leaves out (for the run, the parallel run and the listing)."""
     locations = collect_feature_locations(config.paths)
     features: list[Feature] = parse_features(
         [location for location in locations if not config.exclude(location)],
@@ -74,9 +73,8 @@ def run_features(config: Configuration) -> list[Feature]:
 
 
 def selected_scenarios(features: list[Feature], config: Configuration) -> list[Scenario]:
-    """The scenarios the run's paths, tag expression and names select. Call it before the
-    run: behave marks the scenarios a path's `:line` leaves out as skipped when it parses
-    them, and the run marks others skipped too."""
+    """The scenarios the run's paths, tag expression and names select; call it before the
+    run, which marks others skipped too."""
     return [
         scenario
         for scenario in _located(features)
@@ -86,8 +84,8 @@ def selected_scenarios(features: list[Feature], config: Configuration) -> list[S
 
 
 def deselected_scenarios(features: list[Feature], config: Configuration) -> list[Scenario]:
-    """The scenarios at the run's paths that its tag expression or names leave out (behave
-    counts them as skipped); before the run, as `selected_scenarios`."""
+    """The scenarios at the run's paths that its tag expression or names leave out; before
+    the run, as `selected_scenarios`."""
     selected = {id(scenario) for scenario in selected_scenarios(features, config)}
     return [scenario for scenario in _located(features) if id(scenario) not in selected]
 
@@ -126,8 +124,7 @@ class RunResults:
     release: str = ""
 
     def add_scenario(self, scenario: Scenario, *, cut_off: bool = False) -> None:
-        """Record a scenario that has ended (its steps included); `cut_off`: by the run's
-        interruption."""
+        """Record a scenario that has ended; `cut_off`: by the run's interruption."""
         outcome = INTERRUPTED if cut_off else outcome_of(scenario)
         failed_step, failure = failure_of(scenario) if outcome == FAILED else ("", "")
         result = ScenarioResult(
@@ -173,8 +170,8 @@ class RunResults:
         self.release = self.release or other.release
 
     def save(self, directory: Path) -> Path:
-        """Write these results to a new file in the directory, whole at once: a reader
-        watching the directory never sees a file half written."""
+        """Write these results to a new file in the directory, whole at once for a reader
+        watching it."""
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / f"{os.getpid()}-{uuid.uuid4().hex[:8]}.json"
         written = path.with_suffix(".part")

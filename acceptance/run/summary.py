@@ -42,9 +42,8 @@ class RunSummary:
 
 
 def summarize(results: RunResults, wall_time: float) -> RunSummary:
-    """The summary. Its counts are the ones the run's reports all give (behave's, JUnit's,
-    the HTML report's): a scenario left out by the tags is skipped; an interrupted run's
-    headline says so first, with the scenario it cut off and how many never ran."""
+    """The summary, with the counts every report of the run gives (a scenario the tags
+    left out is skipped); an interrupted run's headline says so first."""
     scenarios = results.scenarios
     outcomes = _outcomes(results)
     counts = {outcome: sum(s.outcome == outcome for s in scenarios) for outcome in outcomes}

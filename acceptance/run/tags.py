@@ -1,16 +1,8 @@
-"""The closed tag vocabulary of the features, and the gate that skips scenarios whose
-active tags do not fit the configured target.
-
-These families, and no other tag is allowed:
-
-- plain tags (``TAGS``): what a scenario covers and how CI selects it;
-- active tags ``@use.with_<setting>=<value>`` / ``@not.with_<setting>=<value>``
-  (``ACTIVE_CATEGORIES``, behave's ActiveTagMatcher): run only under that configuration;
-- capability tags ``@requires.<capability>`` (``platforms.CAPABILITIES``): run only when the
-  platform adapter can do it;
-- fixture tags ``@fixture.<name>`` (``run.fixtures.FIXTURES``): set-up the scenario is given;
-- one id tag per scenario, ``@id.<id>``: its key in the coverage map (docgen/coverage.yaml,
-  which tests/suite/test_coverage.py holds to the features).
+"""The closed tag vocabulary of the features, and the gate that skips scenarios that do not
+fit the target. No tag outside these families is allowed: plain tags (``TAGS``); active
+tags ``@use.with_<setting>=<value>`` / ``@not.with_...`` (``ACTIVE_CATEGORIES``);
+``@requires.<capability>`` (``platforms.CAPABILITIES``); ``@fixture.<name>``
+(``FIXTURES``); and one ``@id.<id>`` per scenario, its key in docgen/coverage.yaml.
 """
 
 from __future__ import annotations
