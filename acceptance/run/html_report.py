@@ -46,11 +46,13 @@ class ReviewReport(PrettyHTMLFormatter):
     name = REVIEW_FORMAT
     description = "HTML report for review: pretty HTML with the run summary and latencies"
 
+    # What acceptance.run.report_hooks hands the report for the top of its page.
+    run_summary: RunSummary | None = None
+    chart_png: bytes | None = None
+    early_stop: EarlyStop | None = None
+
     def __init__(self, stream: StreamOpener, config: Configuration) -> None:
         super().__init__(stream, config)
-        self._run_summary: RunSummary | None = None
-        self._chart_png: bytes | None = None
-        self._early_stop: EarlyStop | None = None
         self.add_html_head_element(_STYLE)
 
     def feature(self, feature: Feature) -> None:
@@ -59,12 +61,6 @@ class ReviewReport(PrettyHTMLFormatter):
         super().feature(feature)
         self.features[-1].description = prose(feature.description)
 
-    def set_run_summary(self, summary: RunSummary, chart_png: bytes | None) -> None:
-        self._run_summary, self._chart_png = summary, chart_png
-
-    def set_early_stop(self, stop: EarlyStop) -> None:
-        self._early_stop = stop
-
     def _generate_global_summary(self) -> bool:
         # The formatter (pinned) offers no public hook for content at the top of the page:
         # the run summary takes the place of its global summary, which behave.ini turns off
@@ -72,10 +68,13 @@ class ReviewReport(PrettyHTMLFormatter):
         # the summary reaches the page.
         shown = super()._generate_global_summary()
         h2(self.title_string)
-        if self._early_stop is not None:
-            _render_early_stop(self._early_stop)
-        if self._run_summary is not None:
-            _render_summary(self._run_summary, self._chart_png)
+        if self.early_stop is not None:
+            with section(cls="run-stopped", id="run-stopped"):
+                h3(f"{TITLE}: error")
+                for problem in self.early_stop.problems:
+                    pre(problem)
+        if self.run_summary is not None:
+            _render_summary(self.run_summary, self.chart_png)
         return shown
 
 
@@ -83,13 +82,6 @@ def prose(lines: list[str]) -> str:
     """Description lines as paragraphs, each joined into one line."""
     paragraphs = "\n".join(line.strip() for line in lines).split("\n\n")
     return "\n\n".join(" ".join(paragraph.split()) for paragraph in paragraphs if paragraph.strip())
-
-
-def _render_early_stop(stop: EarlyStop) -> None:
-    with section(cls="run-stopped", id="run-stopped"):
-        h3(f"{TITLE}: error")
-        for problem in stop.problems:
-            pre(problem)
 
 
 def _render_summary(summary: RunSummary, chart_png: bytes | None) -> None:

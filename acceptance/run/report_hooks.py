@@ -33,7 +33,7 @@ def _review_reports(context: Context) -> list[Formatter]:
 def show_early_stop(formatters: Iterable[Formatter], stop: EarlyStop) -> None:
     """Have every review report among these formatters show why the run stopped."""
     for report in _among(formatters):
-        report.set_early_stop(stop)
+        report.early_stop = stop
 
 
 def attach_text(context: Context, caption: str, text: str | Callable[[], str]) -> None:
@@ -75,4 +75,4 @@ def add_run_summary(context: Context, summary: RunSummary) -> None:
 
         chart = latency_chart_png(summary.latencies) if summary.latencies else None
         for report in reports:
-            report.set_run_summary(summary, chart)
+            report.run_summary, report.chart_png = summary, chart
