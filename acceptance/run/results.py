@@ -143,11 +143,6 @@ class RunResults:
             if step.duration
         ]
 
-    def close(self, measurements: Measurements, notes: dict[str, list[str]]) -> None:
-        """Take in what the run kept beside the scenarios, once they have all run."""
-        self.latencies = measurements.samples()
-        self.notes = notes
-
     @property
     def never_ran(self) -> int:
         """The selected scenarios an interrupted run never reached."""

@@ -124,13 +124,8 @@ class Suite:
         """Look for sandboxes the run left, stop the target and return the run's results."""
         self.left = self._sandboxes_left()
         self.stop()
-        self.results.close(self.ledger.measurements, self.notes())
-        self.results.release = self.release.account()
-        return self.results
-
-    def notes(self) -> dict[str, list[str]]:
-        """What the run must tell beside behave's summary, by title."""
-        return {
+        self.results.latencies = self.ledger.measurements.samples()
+        self.results.notes = {  # what the run must tell beside the summary, by title
             "Skipped for this target": self.skipped,
             "Could not clean up": self.ledger.leaks,
             "Not observed on this target": self.ledger.unobserved,
@@ -139,6 +134,8 @@ class Suite:
             KEPT: self.kept,
             "Problems stopping the target": self.problems,
         }
+        self.results.release = self.release.account()
+        return self.results
 
     def assert_nothing_left(self) -> None:
         """Fail the run when a sandbox it created outlived it (`finish` looked)."""
