@@ -197,17 +197,16 @@ def _shared_target(target: Target, settings: Settings) -> tuple[list[str], dict[
     """The target the workers share as -D arguments (its URLs, what this process resolved
     and what its adapter hands them), and its tokens as environment variables, which other
     users cannot read as they can a command line."""
-    defines = [
-        f"--define=router_url={target.router_url}",
-        f"--define=workload_manager_url={target.workload_manager_url}",
-        f"--define=platform={target.platform_name}",
-        f"--define=agentcube_release={settings.agentcube_release}",
-    ]
-    if settings.stateful_interpreter:
-        defines.append(f"--define=stateful_interpreter={settings.stateful_interpreter}")
-    defines.append(f"--define=router_read_timeout={settings.router_read_timeout:g}s")
-    worker_settings = adapter(target.platform_name).worker_settings
-    defines += [f"--define={name}={value}" for name, value in worker_settings.items()]
+    shared = {
+        "router_url": target.router_url,
+        "workload_manager_url": target.workload_manager_url,
+        "platform": target.platform_name,
+        "agentcube_release": settings.agentcube_release,
+        "stateful_interpreter": settings.stateful_interpreter,
+        "router_read_timeout": f"{settings.router_read_timeout:g}s",
+        **adapter(target.platform_name).worker_settings,
+    }
+    defines = [f"--define={name}={value}" for name, value in shared.items() if value is not None]
     tokens = {
         "api_token": target.api_token,
         "second_api_token": target.second_api_token,
