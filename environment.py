@@ -58,8 +58,7 @@ def after_step(context: Context, step: Step) -> None:
         attach_text(context, "Platform evidence", platform_evidence)
         for call, timeline in world.stream_timelines():
             attach_table(context, f"Stream timeline of {call}", timeline)
-        # Runs inside the step's output capture, so the evidence lands beside the failure
-        # in the console and in the JUnit report.
+        # Inside the step's capture: beside the failure in the console and the JUnit report.
         print(f"{http_evidence}\n{platform_evidence}")
 
 

@@ -38,6 +38,11 @@ def redact(text: str) -> str:
     return _BEARER.sub(rf"\1 {REDACTED}", text)
 
 
+def session_id_in(headers: Mapping[str, str]) -> str | None:
+    """The session id among headers kept as a plain dict (any case)."""
+    return next((value for key, value in headers.items() if key.lower() == SESSION_HEADER), None)
+
+
 def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
     return {
         name: REDACTED if name.lower() in _SECRET_HEADERS else redact(value)
@@ -150,11 +155,6 @@ class Exchange:
             if name.lower() not in _ROUTINE_REQUEST_HEADERS
         }
 
-    def _session_answered(self) -> str | None:
-        return next(
-            (v for k, v in self.response_headers.items() if k.lower() == SESSION_HEADER), None
-        )
-
     def alike(self) -> tuple[object, ...]:
         """What two exchanges share when one stands for the other in the evidence: request,
         status and the session id answered."""
@@ -164,7 +164,7 @@ class Exchange:
             tuple(sorted(self._shown_request_headers().items())),
             excerpt(self.request_body),
             self.status,
-            self._session_answered(),
+            session_id_in(self.response_headers),
         )
 
     def format(self) -> str:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from acceptance.core.evidence import Exchange, ExchangeLog, Table, text_table
+from acceptance.core.evidence import Exchange, ExchangeLog, Table, session_id_in, text_table
 from agentcube_contract.session import SESSION_HEADER
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ class StreamedAnswer:
 
     @property
     def session_id(self) -> str | None:
-        return _header(self.headers, SESSION_HEADER)
+        return session_id_in(self.headers)
 
 
 @dataclass
@@ -59,11 +59,7 @@ class Conversation:
 
     @property
     def session_id(self) -> str | None:
-        return _header(self.headers, SESSION_HEADER)
-
-
-def _header(headers: Mapping[str, str], name: str) -> str | None:
-    return next((value for key, value in headers.items() if key.lower() == name), None)
+        return session_id_in(self.headers)
 
 
 @dataclass(frozen=True)

@@ -62,10 +62,8 @@ class ReviewReport(PrettyHTMLFormatter):
         self.features[-1].description = prose(feature.description)
 
     def _generate_global_summary(self) -> bool:
-        # The formatter (pinned) offers no public hook for content at the top of the page:
-        # the run summary takes the place of its global summary, which behave.ini turns off
-        # (its counts leave out the scenarios not on the page). test_reports.py checks that
-        # the summary reaches the page.
+        # No public hook puts content at the top of the page: the run summary takes the place
+        # of the global summary, which behave.ini turns off (it counts only what is shown).
         shown = super()._generate_global_summary()
         h2(self.title_string)
         if self.early_stop is not None:

@@ -55,9 +55,7 @@ def main(arguments: Sequence[str]) -> int:
         if _asks_behave_itself(config):
             return int(behave_main(list(arguments)))
         config.format = config.format or [config.default_format]
-        # The run's summary (acceptance.run.summary) is its one count: behave's totals,
-        # which count a scenario an interruption never reached in other words, stay for a
-        # dry run, which has no summary of its own.
+        # The run summary is the run's one count; behave's totals stay for a dry run only.
         if not config.dry_run:
             config.reporters = [r for r in config.reporters if not isinstance(r, SummaryReporter)]
         reset_runtime()

@@ -122,8 +122,7 @@ def run(processes: int, behave_arguments: list[str]) -> int:
     reports = Path(read_settings(config.userdata, os.environ).suite.reports_dir)
     out = reports / "parallel"
     shutil.rmtree(out, ignore_errors=True)
-    # The run's preflight first, as a sequential run's: its target is the concurrent
-    # phase's (the alone phase, in a behave process of its own, checks its own).
+    # The preflight first, of the concurrent phase's target (the alone phase checks its own).
     suite = Suite.start({**config.userdata, "reports_dir": str(out)}, os.environ)
     print(f"{suite.release.account()}\n{suite.preflight}", flush=True)
     print(
@@ -139,8 +138,7 @@ def run(processes: int, behave_arguments: list[str]) -> int:
     only_alone = " or ".join(f"@{tag}" for tag in ALONE_TAGS)
     results, status = RunResults(), 0
     if alone:
-        # One behave process, with a target of its own when it starts localcube: every
-        # capability of a localcube the suite owns (restarting it, say) is there.
+        # One behave process, with a localcube of its own if any, which it may restart.
         phase = Phase(out / "alone", 1, f"{chosen}({only_alone})", [])
         own_reports = [*arguments, f"--define=reports_dir={phase.folder}"]
         phase_status, phase_results = phase.run_every(own_reports, {}, alone)
@@ -248,8 +246,7 @@ class Phase:
         # behavex points TEMP at its output folder, where multiprocessing's socket paths may
         # grow too long for Unix sockets; TMPDIR, which Python prefers, keeps them short.
         environment = {**os.environ, **environment, "TMPDIR": tempfile.gettempdir()}
-        # behavex's own output (its settings tables, its totals, its exit code) goes to a
-        # log; the console gets one line per scenario as its result arrives.
+        # behavex's own output goes to a log; the console gets one line per result.
         self.folder.parent.mkdir(parents=True, exist_ok=True)
         log = self.folder.with_name(f"{self.folder.name}.log")
         shown: set[Path] = set()

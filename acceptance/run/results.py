@@ -113,12 +113,10 @@ class RunResults:
     steps: list[StepResult] = field(default_factory=list)
     latencies: dict[str, list[float]] = field(default_factory=dict)
     notes: dict[str, list[str]] = field(default_factory=dict)
-    # Scenarios the tags or names left out, and those they selected: the command that chose
-    # them counts them, once, before the run.
+    # Scenarios the tags or names left out and selected, counted once before the run.
     deselected: int = 0
     selected: int = 0
-    # Whether the run was interrupted (Ctrl-C): the selected scenarios it never reached
-    # never ran.
+    # Whether the run was interrupted (Ctrl-C) before every selected scenario ran.
     interrupted: bool = False
     # The AgentCube release the run was held to, and why (acceptance.run.preflight.Release).
     release: str = ""

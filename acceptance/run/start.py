@@ -52,8 +52,7 @@ def start_before_behave(config: Configuration) -> bool:
         return True
     except (Exception, KeyboardInterrupt) as error:
         stop = EarlyStop.of(error)
-    # behave's own reports of the run, made as its runner makes them (behave 1.3 has no
-    # public function for it), so that the review report shows why the run stopped.
+    # behave's reports, made as its runner makes them, so that they show why it stopped.
     formatters = make_formatters(config, config.outputs)
     show_early_stop(formatters, stop)
     for formatter in formatters:
