@@ -30,7 +30,7 @@ class Transport:
         self._session = requests.Session()
         for scheme in ("http://", "https://"):
             self._session.mount(scheme, HTTPAdapter(pool_maxsize=POOL_SIZE))
-        self._timeout = timeout
+        self.timeout = timeout
         self.log = log
 
     def request(
@@ -38,7 +38,7 @@ class Transport:
     ) -> requests.Response:
         """Send one request presenting `token` (None: none); raise NoAnswer when no answer
         comes back within the transport's timeout, or the call's `timeout`."""
-        timeout = kwargs.pop("timeout", None) or self._timeout
+        timeout = kwargs.pop("timeout", None) or self.timeout
         headers = {**bearer(token), **(kwargs.pop("headers", None) or {})}
         try:
             with waiting(f"the answer to {method} {redact(url)}", timeout):
@@ -61,10 +61,6 @@ class Transport:
             ) from None
         self.log.record(Exchange.of(response))
         return response
-
-    @property
-    def timeout(self) -> float:
-        return self._timeout
 
     def close(self) -> None:
         self._session.close()

@@ -17,8 +17,6 @@ from behave.configuration import Configuration
 from behave.model import Feature, Scenario
 from behave.runner_util import collect_feature_locations, parse_features
 
-from acceptance.core.measurements import Measurements
-
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
 # A scenario the run's interruption (Ctrl-C) cut off: it neither passed nor failed.
 INTERRUPTED = "interrupted"
@@ -145,13 +143,6 @@ class RunResults:
     def never_ran(self) -> int:
         """The selected scenarios an interrupted run never reached."""
         return max(self.selected - len(self.scenarios), 0) if self.interrupted else 0
-
-    def measurements(self) -> Measurements:
-        measurements = Measurements()
-        for name, samples in self.latencies.items():
-            for seconds in samples:
-                measurements.record(name, seconds)
-        return measurements
 
     def merge(self, other: RunResults) -> None:
         self.scenarios += other.scenarios

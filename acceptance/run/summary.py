@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from textwrap import indent
 
 from acceptance.core.evidence import text_table
-from acceptance.core.measurements import Summary
+from acceptance.core.measurements import Summary, summaries
 from acceptance.run.results import (
     FAILED,
     INTERRUPTED,
@@ -64,7 +64,7 @@ def summarize(results: RunResults, wall_time: float) -> RunSummary:
         + f"; {wall_time:.1f} s wall time, {sum(s.duration for s in scenarios):.1f} s "
         "in scenarios"
     )
-    latencies = results.measurements().summaries()
+    latencies = summaries(results.latencies)
     tables = [_by_tag(results), _slowest_scenarios(results), _slowest_steps(results)]
     if latencies:
         tables.append(_latency_table(latencies))

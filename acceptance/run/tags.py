@@ -74,13 +74,8 @@ class ScenarioGate:
         self._values = active_values
         self._matcher = ActiveTagMatcher(active_values)
         self._platform = platform
-        self._capabilities = frozenset(capabilities)
+        self.capabilities = frozenset(capabilities)  # what this run's target can do
         self._hints = {**CAPABILITY_HINTS, **(hints or {})}
-
-    @property
-    def capabilities(self) -> frozenset[str]:
-        """What the target and platform of this run can do."""
-        return self._capabilities
 
     def skip_reason(self, tags: Iterable[str]) -> str | None:
         """Why a scenario with these tags cannot run here, or None when it can."""
@@ -94,7 +89,7 @@ class ScenarioGate:
                 )
         for tag in tags:
             requires = _REQUIRES.match(tag)
-            if requires and requires["capability"] not in self._capabilities:
+            if requires and requires["capability"] not in self.capabilities:
                 capability = requires["capability"]
                 hint = self._hints.get(
                     capability,
