@@ -115,7 +115,7 @@ def run(processes: int, behave_arguments: list[str]) -> int:
     started = time.monotonic()
     config = Configuration(behave_arguments)
     features = run_features(config)
-    check_tags(features, config.tag_expression, "--tags (or default_tags in behave.ini)")
+    check_tags(features, config.tag_expression)
     selected = selected_scenarios(features, config)
     alone = [scenario for scenario in selected if _runs_alone(scenario)]
     concurrent = [scenario for scenario in selected if not _runs_alone(scenario)]

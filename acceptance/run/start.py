@@ -29,11 +29,7 @@ def start_suite(config: Configuration) -> Suite:
     """Check the run's tags, start the suite and tell what the preflight found. Raises
     what Suite.start raises, and UnknownTagError."""
     features = run_features(config)
-    check_tags(
-        features,
-        config.tag_expression,
-        "the tag expression (--tags, or default_tags in behave.ini)",
-    )
+    check_tags(features, config.tag_expression)
     selected = selected_scenarios(features, config)
     timed = any(TIMED_TAG in s.effective_tags for s in selected)
     suite = Suite.start(config.userdata, os.environ, timed=timed)

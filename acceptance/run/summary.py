@@ -19,7 +19,6 @@ from acceptance.run.results import (
     PASSED,
     SKIPPED,
     RunResults,
-    ScenarioResult,
 )
 from acceptance.run.tags import is_id_tag
 
@@ -68,9 +67,10 @@ def summarize(results: RunResults, wall_time: float) -> RunSummary:
     tables = [_by_tag(results), _slowest_scenarios(results), _slowest_steps(results)]
     if latencies:
         tables.append(_latency_table(latencies))
-    failed = [s for s in scenarios if s.outcome == FAILED]
-    if failed:
-        tables.append(_failures(failed))
+    if failed := [
+        (s.title, s.failed_step or "(a hook)", s.failure) for s in scenarios if s.outcome == FAILED
+    ]:
+        tables.append(Table("Failed scenarios", ("scenario", "failed step", "why"), failed))
     return RunSummary(headline, tables, latencies, results.release)
 
 
@@ -83,16 +83,9 @@ def _interruption(results: RunResults) -> str:
     return f"interrupted (Ctrl-C){where}: "
 
 
-def _failures(failed: list[ScenarioResult]) -> Table:
-    rows = [(s.title, s.failed_step or "(a hook)", s.failure) for s in failed]
-    return Table("Failed scenarios", ("scenario", "failed step", "why"), rows)
-
-
 def _outcomes(results: RunResults) -> tuple[str, ...]:
     """The outcomes the summary counts: the interrupted one only in an interrupted run."""
-    if results.interrupted:
-        return (PASSED, FAILED, INTERRUPTED, SKIPPED)
-    return (PASSED, FAILED, SKIPPED)
+    return (PASSED, FAILED, *([INTERRUPTED] if results.interrupted else []), SKIPPED)
 
 
 def _by_tag(results: RunResults) -> Table:

@@ -82,7 +82,11 @@ def _names(expression: Expression) -> Iterator[tuple[str, bool]]:
         yield from _names(term)
 
 
-def check_tags(features: Iterable[Feature], expression: Expression, source: str) -> None:
+def check_tags(
+    features: Iterable[Feature],
+    expression: Expression,
+    source: str = "the tag expression (--tags, or default_tags in behave.ini)",
+) -> None:
     """Raise UnknownTagError listing every unknown tag, or return when there is none."""
     unknown = unknown_tags_in_expression(expression, source) + unknown_tags_in_features(features)
     if unknown:
