@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, Any, TypeVar
 
@@ -88,12 +88,14 @@ class _BlockingWaits:
         self._ticking = False
 
     @contextmanager
-    def waiting(self, what: str, deadline: float, stream: IO[str] | None) -> Iterator[None]:
+    def waiting(self, what: str, deadline: float, stream: IO[str] | None = None) -> Iterator[None]:
+        """Report progress while the block waits in one blocking call (an HTTP request)."""
         key = (what, deadline, id(stream))
         with self._lock:
             waiters = self._waiting.get(key)
             if waiters is None:
-                waiters = _Waiters(Progress(what, deadline, stream), time.monotonic())
+                progress = Progress(f"waiting for {what}", deadline, stream)
+                waiters = _Waiters(progress, time.monotonic())
                 self._waiting[key] = waiters
             waiters.count += 1
             if not self._ticking:
@@ -120,14 +122,7 @@ class _BlockingWaits:
                     waiters.progress.tick(now - waiters.started, waiters.count)
 
 
-_BLOCKING_WAITS = _BlockingWaits()
-
-
-def waiting(
-    what: str, deadline: float, stream: IO[str] | None = None
-) -> AbstractContextManager[None]:
-    """Report progress while the block waits in one blocking call (an HTTP request)."""
-    return _BLOCKING_WAITS.waiting(f"waiting for {what}", deadline, stream)
+waiting = _BlockingWaits().waiting
 
 
 def _mismatch(matcher: Matcher[T], value: T) -> str:
