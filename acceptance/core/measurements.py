@@ -18,14 +18,6 @@ class Summary:
     p95: float
     samples: tuple[float, ...] = field(default=(), repr=False)
 
-    @property
-    def minimum(self) -> float:
-        return min(self.samples)
-
-    @property
-    def maximum(self) -> float:
-        return max(self.samples)
-
 
 def percentile(samples: list[float], fraction: float) -> float:
     """Nearest-rank percentile of non-empty samples."""

@@ -122,7 +122,7 @@ def _slowest_steps(results: RunResults) -> Table:
 
 def _latency_table(latencies: list[Summary]) -> Table:
     rows = [
-        (s.name, str(s.count), _ms(s.minimum), _ms(s.p50), _ms(s.p95), _ms(s.maximum))
+        (s.name, str(s.count), _ms(min(s.samples)), _ms(s.p50), _ms(s.p95), _ms(max(s.samples)))
         for s in latencies
     ]
     headers = ("measurement", "samples", "min", "p50", "p95", "max")
