@@ -31,8 +31,7 @@ def listing(features: list[Feature], config: Configuration) -> str:
 
 def main(arguments: list[str]) -> int:
     config = Configuration(arguments)
-    features = run_features(config)
-    print(listing(features, config))
+    print(listing(run_features(config), config))
     return 0
 
 
