@@ -1,14 +1,11 @@
-"""behave hooks: start the run, gate scenarios by their tags, give each scenario a World
-and the fixtures its tags name, attach each step's HTTP exchanges to the HTML report and
-print the evidence of a failed step, keep a failed scenario's sessions when asked, and
-close the run with its report and summary.
-
-The work is in the support package `acceptance`; this file only wires it to behave.
+"""behave hooks: they wire the support package `acceptance` to behave (the run's start,
+each scenario's gate, World and fixtures, each step's evidence, the closing report).
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 from behave import register_type
@@ -27,10 +24,7 @@ register_type(**STEP_TYPES)
 
 
 def before_all(context: Context) -> None:
-    # The one start of the run, made before behave's runner under ./dev suite. A tag
-    # outside the vocabulary, a bad setting or a failed preflight stops it: cleanly under
-    # ./dev suite, as a hook error under plain behave and behavex's workers; either way
-    # behave runs no scenario.
+    # Made before behave's runner under ./dev suite; a failed start is a hook error here.
     context.suite = started_suite(context.config)
 
 
@@ -64,8 +58,7 @@ def after_step(context: Context, step: Step) -> None:
         attach_text(context, "Platform evidence", platform_evidence)
         for call, timeline in world.stream_timelines():
             attach_table(context, f"Stream timeline of {call}", timeline)
-        # Runs inside the step's output capture, so the evidence lands beside the failure
-        # in the console and in the JUnit report.
+        # Inside the step's capture: beside the failure in the console and the JUnit report.
         print(f"{http_evidence}\n{platform_evidence}")
 
 
@@ -85,7 +78,7 @@ def after_all(context: Context) -> None:
     if suite.settings.results_dir:  # a parallel run: its command prints one summary for all
         results.save(Path(suite.settings.results_dir))
     else:
-        summary = summarize(results, suite.elapsed())
+        summary = summarize(results, time.monotonic() - suite.started)
         add_run_summary(context, summary)
         # Past behave's hook capture: this must be seen whether or not the run failed.
         (sys.__stderr__ or sys.stderr).write(f"\n{closing_report(results.notes, summary)}\n")

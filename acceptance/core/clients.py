@@ -1,8 +1,6 @@
-"""Clients for AgentCube's two HTTP services, following the wire contract.
-
-The Router is the public data plane: invocations of agent runtimes and code interpreters,
-and PicoD's API inside code-interpreter sandboxes, reached through it. The WorkloadManager
-is the control plane: it creates and deletes sessions.
+"""Clients for AgentCube's two HTTP services: the Router (the data plane: invocations, and
+PicoD's API inside code-interpreter sandboxes) and the WorkloadManager (the control plane:
+sessions created and deleted).
 """
 
 from __future__ import annotations
@@ -28,9 +26,8 @@ def session_id_of(response: requests.Response) -> str | None:
     return response.headers.get(SESSION_HEADER)
 
 
-# The latencies every successful call through the Router records (Measurements names): a
-# call in a session, and a first call (which opens a session) by how its sandbox starts. A
-# call made by many callers at once is measured apart, with their number.
+# The latencies a successful call through the Router records: in a session, or a first
+# call by how its sandbox starts; one of many callers at once apart, with their number.
 CALL_IN_SESSION = "call in a session"
 FIRST_CALL_COLD = "first call (cold start)"
 FIRST_CALL_WARM = "first call (warm pool)"
@@ -53,8 +50,7 @@ class Router:
 
     @contextmanager
     def at_once(self, callers: int) -> Iterator[None]:
-        """The calls of the block are made by `callers` callers at the same moment: their
-        latencies are a loaded start, measured apart from those of a lone call."""
+        """The calls of the block are made by `callers` at once: measured apart."""
         self._callers_at_once = callers
         try:
             yield
@@ -79,9 +75,8 @@ class Router:
         method: str = "POST",
         **kwargs: Any,
     ) -> requests.Response:
-        """Call a runtime through the Router (`token`, a keyword the transport takes: the
-        caller's); without session_id the Router creates one. A successful call records its
-        latency."""
+        """Call a runtime through the Router (`token`: the caller's); without session_id the
+        Router creates one. A successful call records its latency."""
         headers = dict(kwargs.pop("headers", None) or {})
         if session_id:
             headers[SESSION_HEADER] = session_id
@@ -121,16 +116,14 @@ class Router:
         wait: float | None = None,
         **call: Any,
     ) -> requests.Response:
-        """Run a command; `fields` are PicoD's other fields (timeout, working_dir, env) and
-        `wait` how long to wait for the answer, when longer than the usual request timeout;
-        `call`: the session id and token, as for ``invoke``."""
+        """Run a command; `fields`: PicoD's other fields; `wait`: how long to wait for the
+        answer, when not the usual; `call`: the session id and token, as for ``invoke``."""
         body = {"command": command, **(fields or {})}
         return self.invoke(runtime, "api/execute", json=body, timeout=wait, **call)
 
     def run_code(self, runtime: Runtime, code: str, **call: Any) -> requests.Response:
         """Run code in the session's kernel: a stateful interpreter's POST /api/run_code,
-        shaped after E2B's run_code (a localcube extension; upstream has none yet). `call`:
-        the session id and token, as for ``invoke``."""
+        shaped after E2B's (a localcube extension); `call`: as for ``invoke``."""
         return self.invoke(runtime, "api/run_code", json={"code": code}, **call)
 
     def upload_file(
@@ -158,8 +151,8 @@ class WorkloadManager:
     def create_session(
         self, runtime: Runtime, *, token: str | None, ttl: int | None = None
     ) -> requests.Response:
-        """Create a session presenting `token`; `ttl` (seconds) asks for a hard lifetime
-        shorter than the runtime's maxSessionDuration (upstream since PR #460)."""
+        """Create a session; `ttl` (seconds) asks for a hard lifetime shorter than the
+        runtime's maxSessionDuration (upstream since PR #460)."""
         body: dict[str, Any] = {"name": runtime.name, "namespace": runtime.namespace}
         if ttl is not None:
             body["ttl"] = ttl

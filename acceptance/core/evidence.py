@@ -1,8 +1,6 @@
-"""Evidence: every HTTP exchange of a scenario, printed when the scenario fails.
-
-Secrets never reach the output: Authorization-like headers are replaced, any Bearer
-credential is masked, and every registered secret (the configured API token) is masked
-wherever it appears, in URLs, headers and bodies alike.
+"""Evidence: every HTTP exchange of a scenario, printed when the scenario fails. Secrets
+never reach it: Authorization-like headers are replaced, Bearer credentials and every
+registered secret masked wherever they appear.
 """
 
 from __future__ import annotations
@@ -10,7 +8,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import requests
@@ -40,6 +38,11 @@ def redact(text: str) -> str:
     return _BEARER.sub(rf"\1 {REDACTED}", text)
 
 
+def session_id_in(headers: Mapping[str, str]) -> str | None:
+    """The session id among headers kept as a plain dict (any case)."""
+    return next((value for key, value in headers.items() if key.lower() == SESSION_HEADER), None)
+
+
 def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
     return {
         name: REDACTED if name.lower() in _SECRET_HEADERS else redact(value)
@@ -64,10 +67,9 @@ def excerpt(body: bytes | str | None, limit: int = BODY_EXCERPT) -> str:
 
 
 def _redacted_head(text: str, limit: int) -> tuple[str, bool]:
-    """The redacted text, or a redacted head of it long enough to show its first `limit`
-    characters (a body may be megabytes); and whether it is the whole text. The head is
-    grown until its redacted form runs `margin` past `limit`: more than any secret cut at
-    the head's end can take once redacted, so none is shown in part."""
+    """The redacted text, or a redacted head long enough to show `limit` characters (a
+    body may be megabytes), and whether it is whole. The head grows until it runs `margin`
+    past `limit` once redacted, so that no secret cut at its end is shown in part."""
     margin = _margin(frozenset(_secrets))
     size = limit + margin
     while True:
@@ -106,11 +108,11 @@ def describe_response(response: requests.Response) -> str:
 Table = tuple[tuple[str, ...], ...]
 
 
-def text_table(table: Table) -> str:
+def text_table(table: Table, justify: Callable[[str, int], str] = str.rjust) -> str:
     """The table as aligned text, each column as wide as its widest cell."""
     widths = [max(len(row[column]) for row in table) for column in range(len(table[0]))]
     return "\n".join(
-        "  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True))
+        "  ".join(justify(cell, width) for cell, width in zip(row, widths, strict=True)).rstrip()
         for row in table
     )
 
@@ -153,22 +155,16 @@ class Exchange:
             if name.lower() not in _ROUTINE_REQUEST_HEADERS
         }
 
-    def _session_answered(self) -> str | None:
-        return next(
-            (v for k, v in self.response_headers.items() if k.lower() == SESSION_HEADER), None
-        )
-
     def alike(self) -> tuple[object, ...]:
-        """What two exchanges share when one stands for the other in the evidence: the same
-        request (line, headers as shown, body), the same status and the same session id in
-        the answer; two calls of different sessions are never alike."""
+        """What two exchanges share when one stands for the other in the evidence: request,
+        status and the session id answered."""
         return (
             self.method,
             self.url,
             tuple(sorted(self._shown_request_headers().items())),
             excerpt(self.request_body),
             self.status,
-            self._session_answered(),
+            session_id_in(self.response_headers),
         )
 
     def format(self) -> str:
@@ -199,8 +195,8 @@ class ExchangeLog:
         self.exchanges.append(exchange)
 
     def format(self, start: int = 0, whose: str = "this scenario") -> str:
-        """Numbered exchanges from the `start`-th on; a run of alike exchanges (polls: same
-        request, status and session) is shown once, by its last exchange, with its count."""
+        """Numbered exchanges from the `start`-th on; a run of alike ones (polls) is shown
+        once, by its last, with its count."""
         exchanges = self.exchanges[start:]
         if not exchanges:
             return f"HTTP exchanges of {whose}: none"

@@ -1,9 +1,7 @@
-"""Tokens anyone can forge from a caller's access token without the issuer's key: the same
-claims unsigned (`alg: none`), signed by a key the issuer never published, or HMAC-signed
-with the issuer's public key as the secret (the algorithm-confusion attack). A Router must
-refuse each (upstream checks the algorithm before the signature, pkg/router/oidc.go:97-106,
-236-258). They exist only when the caller's token is a JWT; the last one only when the
-issuer's published keys can be read (its discovery document, then its jwks_uri).
+"""Tokens anyone can forge from a caller's JWT without the issuer's key, which a Router
+must refuse (upstream checks the algorithm before the signature, pkg/router/oidc.go:97-106,
+236-258): the claims unsigned, signed by an unpublished key, or HMAC-signed with the
+issuer's published public key as the secret (the algorithm-confusion attack).
 """
 
 from __future__ import annotations

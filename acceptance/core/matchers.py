@@ -1,11 +1,7 @@
-"""PyHamcrest matchers for AgentCube's answers: the shared kinds (an Answer, a Refusal,
-`meets` for what is not an answer) and the expectations many capabilities share. Those of
-one capability live beside its helper in acceptance/domain (credentials, interpreters,
-sessions, isolation, ...), under "What its answers are expected to be".
-
-Each matcher describes the expectation in the platform's words and, on a mismatch, says
-what was wrong and shows the whole answer (status, request line, headers, body excerpt),
-so a failure report can be read without re-running anything.
+"""PyHamcrest matchers shared by many capabilities: an Answer, a Refusal, `meets` for what
+is not an answer (a capability's own live beside its helper in acceptance/domain). Each
+describes the expectation in the platform's words and, on a mismatch, says what was wrong
+and shows the whole answer, so a failure report can be read without re-running anything.
 """
 
 from __future__ import annotations
@@ -42,9 +38,8 @@ def _json(response: requests.Response) -> Any:
 
 
 class Answer(BaseMatcher[requests.Response]):
-    """An answer with the expected status (or one of several), a JSON body matching `body`
-    and headers matching `headers`; any of the three may be left out. `view` turns the JSON
-    body into what `body` is matched against."""
+    """An answer with the expected status (or one of several), JSON body and headers, each
+    optional; `view` turns the JSON body into what `body` is matched against."""
 
     def __init__(
         self,
@@ -136,13 +131,10 @@ def refused_because_session_not_found(session_id: str, *, code_required: bool) -
 
 
 class Refusal(Answer):
-    """The one matcher of refusals: what the contract promises of one, and no more: the
-    status, an error text that contains each reason (in any case, so a gateway may wrap it
-    in words of its own), the stable code when there is one, any other field allowed.
-    `code` None checks no code (PicoD's errors carry a number there);
-    `code_may_be_missing` accepts a body without any code but no other code;
-    `by_the_router` demands that no session id came back, as a Router's refusal opens no
-    session."""
+    """A refusal as the contract promises it, no more: the status, an error text holding
+    each reason (in any case: a gateway may wrap it), the stable code if any (None: checks
+    none, as PicoD's is a number; `code_may_be_missing`: none or that one), other fields
+    allowed; `by_the_router`: no session id came back."""
 
     def __init__(
         self,
@@ -219,8 +211,8 @@ class _Meets(BaseMatcher[T]):
 
 
 def meets(expectation: str, test: Callable[[T], bool], shown: Callable[[T], str]) -> Matcher[T]:
-    """A value `test` holds for, described as `expectation`; a mismatch shows the value as
-    `shown` tells it (for values that are not answers: streams, conversations)."""
+    """A value `test` holds for (not an answer), described as `expectation`, shown on a
+    mismatch as `shown` tells it."""
     return _Meets(expectation, test, shown)
 
 

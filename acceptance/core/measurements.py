@@ -4,6 +4,7 @@ for the whole run so its summary can report them."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 
@@ -16,14 +17,6 @@ class Summary:
     p50: float
     p95: float
     samples: tuple[float, ...] = field(default=(), repr=False)
-
-    @property
-    def minimum(self) -> float:
-        return min(self.samples)
-
-    @property
-    def maximum(self) -> float:
-        return max(self.samples)
 
 
 def percentile(samples: list[float], fraction: float) -> float:
@@ -43,14 +36,10 @@ class Measurements:
         """Every sample by name, to carry them to another process."""
         return {name: list(samples) for name, samples in self._samples.items()}
 
-    def summaries(self) -> list[Summary]:
-        return [
-            Summary(
-                name,
-                len(samples),
-                percentile(samples, 0.5),
-                percentile(samples, 0.95),
-                tuple(samples),
-            )
-            for name, samples in sorted(self._samples.items())
-        ]
+
+def summaries(samples: Mapping[str, list[float]]) -> list[Summary]:
+    """The distribution of each measurement's samples, by name."""
+    return [
+        Summary(name, len(seen), percentile(seen, 0.5), percentile(seen, 0.95), tuple(seen))
+        for name, seen in sorted(samples.items())
+    ]

@@ -1,10 +1,7 @@
-"""Waiting without fixed sleeps: `eventually` and `consistently`, on tenacity; and `waiting`,
-the progress report of one blocking call.
-
-Both probe a value repeatedly and judge it with a PyHamcrest matcher. When they give up they
-report the expectation and the last value seen, in the matcher's own words. Waits longer
-than a couple of seconds print progress (what, elapsed, deadline) to the terminal, past
-behave's output capture; many threads waiting for the same answer print one line.
+"""Waiting without fixed sleeps: `eventually` and `consistently` probe a value on tenacity
+and judge it with a PyHamcrest matcher, failing with the expectation and the last value
+seen; `waiting` reports one blocking call. A wait longer than a couple of seconds prints
+its progress past behave's output capture, one line for many threads waiting alike.
 """
 
 from __future__ import annotations
@@ -14,7 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, Any, TypeVar
 
@@ -36,12 +33,9 @@ _ERASE_LINE = "\r\x1b[K"
 
 
 class Progress:
-    """Reports a long wait every PROGRESS_EVERY seconds, starting after the first.
-
-    On a terminal it keeps one line up to date and erases it when the wait ends, so that
-    behave's pretty formatter, which rewrites the step line in place, stays intact; in a
-    log (CI) it prints a line each time.
-    """
+    """Reports a long wait every PROGRESS_EVERY seconds: on a terminal in one line, erased
+    at the end so that behave's pretty formatter can rewrite its step line; in a log, a
+    line each time."""
 
     def __init__(self, what: str, deadline: float, stream: IO[str] | None = None) -> None:
         self._what = what
@@ -77,7 +71,7 @@ class Progress:
 
 @dataclass
 class _Waiters:
-    """The calls waiting now for one same thing, reported together by one Progress."""
+    """The calls waiting now for one same thing, reported by one Progress."""
 
     progress: Progress
     started: float
@@ -85,9 +79,8 @@ class _Waiters:
 
 
 class _BlockingWaits:
-    """Every blocking call waiting now, by what it waits for. Calls made at once for the
-    same thing (a burst of first calls from many threads) are reported as one line with
-    their count, by one ticking thread that runs while any call waits."""
+    """Every blocking call waiting now, by what it waits for: calls made at once for the
+    same thing are reported as one line with their count, by one ticking thread."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -95,12 +88,14 @@ class _BlockingWaits:
         self._ticking = False
 
     @contextmanager
-    def waiting(self, what: str, deadline: float, stream: IO[str] | None) -> Iterator[None]:
+    def waiting(self, what: str, deadline: float, stream: IO[str] | None = None) -> Iterator[None]:
+        """Report progress while the block waits in one blocking call (an HTTP request)."""
         key = (what, deadline, id(stream))
         with self._lock:
             waiters = self._waiting.get(key)
             if waiters is None:
-                waiters = _Waiters(Progress(what, deadline, stream), time.monotonic())
+                progress = Progress(f"waiting for {what}", deadline, stream)
+                waiters = _Waiters(progress, time.monotonic())
                 self._waiting[key] = waiters
             waiters.count += 1
             if not self._ticking:
@@ -127,15 +122,7 @@ class _BlockingWaits:
                     waiters.progress.tick(now - waiters.started, waiters.count)
 
 
-_BLOCKING_WAITS = _BlockingWaits()
-
-
-def waiting(
-    what: str, deadline: float, stream: IO[str] | None = None
-) -> AbstractContextManager[None]:
-    """Report progress while the block waits in one blocking call (an HTTP request, a
-    process start); calls from many threads that wait for the same thing share one line."""
-    return _BLOCKING_WAITS.waiting(f"waiting for {what}", deadline, stream)
+waiting = _BlockingWaits().waiting
 
 
 def _mismatch(matcher: Matcher[T], value: T) -> str:
@@ -165,9 +152,7 @@ def eventually(
     progress_stream: IO[str] | None = None,
 ) -> T:
     """Probe until the value matches and return it; fail after `timeout` seconds.
-
-    Exceptions of the `ignoring` types count as "not yet"; others end the wait at once.
-    """
+    Exceptions of the `ignoring` types count as "not yet"; others end the wait at once."""
     progress = Progress(f"waiting for {waiting_for}", timeout, progress_stream)
     retrying = Retrying(
         stop=stop_before_delay(timeout),

@@ -1,5 +1,4 @@
-"""Runtimes as the suite names them: their kinds, their roles in the features, and the
-fixture manifests they come from."""
+"""Runtimes as the suite names them: kinds, roles in the features, fixture manifests."""
 
 from __future__ import annotations
 
@@ -104,8 +103,8 @@ def configured_runtime(role: Role, settings: Settings) -> Runtime:
 
 
 def configured_runtimes(settings: Settings) -> dict[Role, Runtime]:
-    """Every runtime the features call by a setting's name, unless that setting is unset
-    (an optional runtime, whose scenarios are skipped): the ones the target must serve."""
+    """Every runtime the features call by a setting's name that is set: the ones the
+    target must serve."""
     return {
         role: configured_runtime(role, settings)
         for role in Role
@@ -134,8 +133,7 @@ def derive_manifest(
     session_timeout: float,
     max_session_duration: float | None = None,
 ) -> dict[str, Any]:
-    """The base resource under a new name with a different sessionTimeout and, when given,
-    maxSessionDuration."""
+    """The base resource renamed, with its sessionTimeout and maxSessionDuration (given)."""
     manifest = copy.deepcopy(base)
     manifest["metadata"] = {**manifest["metadata"], "name": name, "namespace": namespace}
     manifest["spec"]["sessionTimeout"] = f"{session_timeout:g}s"

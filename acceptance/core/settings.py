@@ -1,12 +1,8 @@
-"""The suite's configuration: one declaration per setting, read from behave userdata and the
-environment.
-
-Each setting is a field of ``Settings`` declared with ``setting(parser, default, meaning)``;
-its ``-D`` name is the field's, its environment variable ``AGENTCUBE_<NAME>`` unless the
-declaration names another. ``-D`` wins, an empty value counts as unset. Timeouts live among
-them so that a slower target is one ``-D`` away. docs/configuration.md's table is generated
-from ``SETTINGS``, the declarations read back (``python -m docgen.configuration_table``), so
-the two cannot drift apart.
+"""The suite's configuration: each setting a field of ``Settings`` declared once with
+``setting(parser, default, meaning)``, read from ``-D <field>`` (first) or its environment
+variable (``AGENTCUBE_<FIELD>`` unless declared); an empty value is unset. Timeouts are
+settings, so a slower target is one ``-D`` away. docs/configuration.md's table is generated
+from ``SETTINGS`` (``python -m docgen.configuration_table``).
 """
 
 from __future__ import annotations
@@ -58,36 +54,25 @@ def parse_seconds(text: str) -> float:
     return seconds
 
 
-def satisfying(valid: Callable[[str], bool], what: str, rule: str) -> Callable[[str], str]:
-    """A parser accepting the texts `valid` accepts, and naming `what` it expects by `rule`."""
+def satisfying(valid: Callable[[str], bool], problem: str) -> Callable[[str], str]:
+    """A parser accepting the texts `valid` accepts, and refusing others with `problem`."""
 
     def parse(text: str) -> str:
         if not valid(text):
-            raise ValueError(f"is not a valid {what} ({rule})")
+            raise ValueError(problem)
         return text
 
     return parse
 
 
 def one_of(choices: tuple[str, ...]) -> Callable[[str], str]:
-    def parse(text: str) -> str:
-        if text not in choices:
-            raise ValueError(f"must be one of {', '.join(choices)}")
-        return text
-
-    return parse
+    return satisfying(choices.__contains__, f"must be one of {', '.join(choices)}")
 
 
-def parse_token(text: str) -> str:
-    if any(character.isspace() for character in text):
-        raise ValueError("must not contain whitespace")
-    return text
-
-
-def parse_token_dir(text: str) -> str:
-    if not Path(text).is_dir():
-        raise ValueError("is not a directory")
-    return text
+parse_token = satisfying(
+    lambda text: not any(map(str.isspace, text)), "must not contain whitespace"
+)
+parse_token_dir = satisfying(lambda text: Path(text).is_dir(), "is not a directory")
 
 
 def parse_flag(text: str) -> bool:
@@ -114,15 +99,16 @@ def parse_percentage(text: str) -> float:
     return share
 
 
-def parse_directory(text: str) -> str:
-    if Path(text).exists() and not Path(text).is_dir():
-        raise ValueError("names a file, not a directory")
-    return text
-
-
+parse_directory = satisfying(
+    lambda text: not Path(text).exists() or Path(text).is_dir(), "names a file, not a directory"
+)
 # The same rules localcube applies to the manifests it serves (RFC 1123, as Kubernetes).
-resource_name = satisfying(is_dns_subdomain, "Kubernetes resource name", names.DNS_SUBDOMAIN_RULE)
-namespace_name = satisfying(is_dns_label, "Kubernetes namespace", names.DNS_LABEL_RULE)
+resource_name = satisfying(
+    is_dns_subdomain, f"is not a valid Kubernetes resource name ({names.DNS_SUBDOMAIN_RULE})"
+)
+namespace_name = satisfying(
+    is_dns_label, f"is not a valid Kubernetes namespace ({names.DNS_LABEL_RULE})"
+)
 
 # Where a field of a settings dataclass keeps its Setting.
 SETTING = "setting"
@@ -130,9 +116,9 @@ SETTING = "setting"
 
 @dataclass(frozen=True)
 class Setting:
-    """One setting as the user gives it and the docs show it: its -D name, environment
-    variable, parser, default (None: unset) and meaning; `shown`: the default as the docs
-    tell it; `secret`: read from the environment only and never printed."""
+    """One setting as the user gives it and the docs show it; `default` None: unset;
+    `shown`: the default as the docs tell it; `secret`: from the environment only, never
+    printed."""
 
     name: str
     env: str
@@ -155,8 +141,8 @@ def setting(
     secret: bool = False,
     env: str = "",
 ) -> Any:
-    """A field of a settings dataclass, holding its Setting (named by ``declared``); its
-    value without configuration is `default` parsed. A secret one stays out of the repr."""
+    """A field of a settings dataclass holding its Setting; its default is `default` parsed,
+    and a secret one stays out of the repr."""
     return dataclasses.field(
         default=None if default is None else parse(default),
         repr=not secret,
@@ -165,8 +151,7 @@ def setting(
 
 
 def declared(settings_class: type) -> tuple[Setting, ...]:
-    """The settings a dataclass declares with ``setting``, in its order, each named after
-    its field (environment variable: AGENTCUBE_<NAME> unless declared)."""
+    """The settings a dataclass declares with ``setting``, each named after its field."""
     found = []
     for field in dataclasses.fields(settings_class):
         if SETTING in field.metadata:
@@ -193,8 +178,8 @@ def read_all(
     environ: Mapping[str, str],
     defaults: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Each of `settings` read (``read_setting``), by name, its default replaced by the one
-    `defaults` gives; raise ConfigError naming the first that is wrong."""
+    """Each of `settings` read, by name, with the defaults `defaults` gives instead; raise
+    ConfigError naming the first that is wrong."""
     defaults = defaults or {}
     return {
         s.name: read_setting(
@@ -206,9 +191,8 @@ def read_all(
 
 @dataclass(frozen=True)
 class Settings:
-    """The suite's settings, grouped by concern (as the Kubernetes e2e framework's timeouts);
-    durations are in seconds. ``router_url`` None: start localcube. The run's resolved URLs
-    and tokens are its Target's (``acceptance.platforms.target``)."""
+    """The suite's settings, grouped by concern; durations in seconds. The run's resolved
+    URLs and tokens are its Target's (``acceptance.platforms.target``)."""
 
     # Where the target is and what it runs.
     router_url: str | None = setting(
@@ -225,7 +209,7 @@ class Settings:
         shown="the Router URL",
     )
     platform: str | None = setting(
-        satisfying(is_dns_label, "platform name", names.DNS_LABEL_RULE),
+        satisfying(is_dns_label, f"is not a valid platform name ({names.DNS_LABEL_RULE})"),
         None,
         "What the suite may do beside HTTP calls: `localcube` (admin API), "
         "`kubernetes` (the cluster's API; docs/kubernetes.md), "
@@ -536,8 +520,8 @@ class Settings:
 
     @property
     def since_pr_460(self) -> bool:
-        """Whether the target has upstream PR #460: SESSION_NOT_FOUND and per-session ttl.
-        A run's settings have `auto` resolved by the preflight (acceptance.run.preflight)."""
+        """Whether the target has upstream PR #460: SESSION_NOT_FOUND and per-session ttl
+        (the preflight resolves `auto`)."""
         return self.agentcube_release != "pre-460"
 
 
@@ -549,9 +533,8 @@ def load_settings(
     environ: Mapping[str, str],
     defaults: Mapping[str, str] | None = None,
 ) -> Settings:
-    """Read every setting from userdata (first) or the environment, else its default, which
-    `defaults` (the chosen platform's, by name) may replace; raise ConfigError. The
-    platform's name is checked against the adapters by ``acceptance.platforms.target``."""
+    """Every setting read, with the chosen platform's `defaults` (by name); raise
+    ConfigError. acceptance.platforms.target checks the platform's name."""
     known = {setting.name for setting in SETTINGS}
     if stray := sorted(set(defaults or {}) - known):
         raise ConfigError(f"a platform gives a default to {stray[0]}, which is no setting")
@@ -567,21 +550,16 @@ def load_settings(
     return Settings(**values)
 
 
-# The settings a token_dir's files may fill, each from the file of its name.
-TOKEN_FILE_SETTINGS = (
-    "api_token",
-    "second_api_token",
-    "admin_api_token",
-    "no_role_api_token",
-    "expired_api_token",
-    "other_audience_api_token",
-    "other_issuer_api_token",
+# The settings a token_dir's files may fill, each from the file of its name: every token
+# but the WorkloadManager's own.
+TOKEN_FILE_SETTINGS = tuple(
+    s.name for s in SETTINGS if s.secret and s.name != "workload_manager_token"
 )
 
 
 def tokens_from_files(values: Mapping[str, Any]) -> dict[str, str]:
     """The token settings left unset that a file of token_dir fills; raise ConfigError
-    naming a file that cannot be read or holds no usable token."""
+    naming a bad file."""
     directory = values.get("token_dir")
     if not directory:
         return {}
@@ -602,8 +580,8 @@ def tokens_from_files(values: Mapping[str, Any]) -> dict[str, str]:
 
 
 def read_setting(setting: Setting, userdata: Mapping[str, str], environ: Mapping[str, str]) -> Any:
-    """The setting from -D, else its environment variable, else its default, parsed (None
-    when unset); raise ConfigError naming it, and the value unless it is secret."""
+    """The setting from -D, else its environment variable, else its default, parsed (None:
+    unset); raise ConfigError naming it, and the value unless it is secret."""
     if setting.secret and setting.name in userdata:
         raise ConfigError(
             f"setting {setting.name} is read from {setting.env} only: a -D value would show "

@@ -1,11 +1,9 @@
-"""Streams through the Router, read as a caller reads them: server-sent events and answers
-of unknown length part by part, each stamped with the moment it arrived, and WebSocket
-conversations message by message. aiohttp's client does all three (requests cannot speak
-WebSocket); each exchange is recorded as evidence, with its timeline.
+"""Streams through the Router, read as a caller reads them with aiohttp (requests cannot
+speak WebSocket): server-sent events and answers of unknown length part by part, each
+stamped with its arrival, and WebSocket conversations; each recorded as evidence.
 
-Arrival times are the caller's `time.time()`, to be set against the agent's own stamps:
-the two clocks are compared only through differences (acceptance.domain.streams), so a
-target on another machine, with its clock off, is judged as fairly as a local one.
+Arrival times are the caller's `time.time()`, compared with the agent's own stamps only
+through differences, so a target whose clock is off is judged as fairly as a local one.
 """
 
 from __future__ import annotations
@@ -17,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from acceptance.core.evidence import Exchange, ExchangeLog, Table, text_table
+from acceptance.core.evidence import Exchange, ExchangeLog, Table, session_id_in, text_table
 from agentcube_contract.session import SESSION_HEADER
 
 if TYPE_CHECKING:
@@ -26,8 +24,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Part:
-    """One piece of a streamed answer: an event's data (parsed JSON) or a chunk's text,
-    and when it reached the caller."""
+    """An event's data (parsed JSON) or a chunk's text, and when it reached the caller."""
 
     data: Any
     arrived_at: float
@@ -35,8 +32,7 @@ class Part:
 
 @dataclass(frozen=True)
 class StreamedAnswer:
-    """A streamed answer as it came: status, headers and parts, and what broke it off (a
-    connection closed before the stream's end), if anything."""
+    """A streamed answer as it came, and what broke it off, if anything."""
 
     status: int | None
     headers: Mapping[str, str]
@@ -45,13 +41,13 @@ class StreamedAnswer:
 
     @property
     def session_id(self) -> str | None:
-        return _header(self.headers, SESSION_HEADER)
+        return session_id_in(self.headers)
 
 
 @dataclass
 class Conversation:
-    """A WebSocket conversation: whether the Router switched, the agent's first message
-    (its sandbox report), the replies in order (str or bytes), and how it closed."""
+    """A WebSocket conversation: whether the Router switched, the agent's greeting (its
+    sandbox report), the replies in order, and how it closed."""
 
     switched: bool = False
     refusal: str | None = None
@@ -63,11 +59,7 @@ class Conversation:
 
     @property
     def session_id(self) -> str | None:
-        return _header(self.headers, SESSION_HEADER)
-
-
-def _header(headers: Mapping[str, str], name: str) -> str | None:
-    return next((value for key, value in headers.items() if key.lower() == name), None)
+        return session_id_in(self.headers)
 
 
 @dataclass(frozen=True)
@@ -101,16 +93,8 @@ class Timeline:
         )
 
     def cells(self) -> Table:
-        """The timeline as a table: seconds after the first event was sent (by the agent's
-        clock) and after it arrived (by the caller's)."""
-        headings = (
-            "event",
-            "sent by the agent",
-            "arrived at the caller",
-            "later than the quickest",
-        )
         return (
-            headings,
+            ("event", "sent by the agent", "arrived at the caller", "later than the quickest"),
             *(
                 (str(number), f"{sent:+.3f} s", f"{arrived:+.3f} s", f"{extra:.3f} s")
                 for number, sent, arrived, extra in self.rows
@@ -158,8 +142,8 @@ class StreamingClient:
         *,
         timeline: bool = False,
     ) -> StreamedAnswer:
-        """GET a streamed answer; `split` takes the whole parts from what has arrived, and
-        `timeline` records the parts' send and arrival times with the exchange."""
+        """GET a streamed answer; `split` takes the whole parts from what has arrived;
+        `timeline`: record the parts' times with the exchange."""
         import aiohttp  # here: a run that streams nothing never loads it (0.2 s)
 
         headers = {**self._headers(session_id), **extra}
@@ -224,7 +208,10 @@ class StreamingClient:
                 for number, message in enumerate(messages):
                     if number == half:
                         await asyncio.sleep(hold)  # the conversation idles, on purpose
-                    await _send(socket, message)
+                    if isinstance(message, bytes):
+                        await socket.send_bytes(message)
+                    else:
+                        await socket.send_str(message)
                     conversation.replies.append(await _reply(socket))
                 await socket.close()
                 conversation.close_code = socket.close_code
@@ -247,13 +234,6 @@ class StreamingClient:
             )
         )
         return conversation
-
-
-async def _send(socket: aiohttp.ClientWebSocketResponse, message: str | bytes) -> None:
-    if isinstance(message, bytes):
-        await socket.send_bytes(message)
-    else:
-        await socket.send_str(message)
 
 
 async def _reply(socket: aiohttp.ClientWebSocketResponse) -> str | bytes:

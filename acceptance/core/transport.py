@@ -1,8 +1,5 @@
-"""HTTP transport: one requests.Session per scenario, a timeout on every call, the bearer
-token of the caller a call names, and every exchange recorded as evidence.
-
-The session may be shared by threads (scenarios that open many sessions at once); its
-connection pool is sized for that.
+"""HTTP transport: one requests.Session per scenario (its pool sized for threads), a
+timeout on every call, the caller's bearer token, and every exchange recorded as evidence.
 """
 
 from __future__ import annotations
@@ -33,16 +30,15 @@ class Transport:
         self._session = requests.Session()
         for scheme in ("http://", "https://"):
             self._session.mount(scheme, HTTPAdapter(pool_maxsize=POOL_SIZE))
-        self._timeout = timeout
+        self.timeout = timeout
         self.log = log
 
     def request(
         self, method: str, url: str, *, token: str | None = None, **kwargs: Any
     ) -> requests.Response:
-        """Send one request presenting `token` (None: none); raise NoAnswer when no HTTP
-        answer comes back within the transport's timeout, or within `timeout` (seconds) when
-        the call gives one."""
-        timeout = kwargs.pop("timeout", None) or self._timeout
+        """Send one request presenting `token` (None: none); raise NoAnswer when no answer
+        comes back within the transport's timeout, or the call's `timeout`."""
+        timeout = kwargs.pop("timeout", None) or self.timeout
         headers = {**bearer(token), **(kwargs.pop("headers", None) or {})}
         try:
             with waiting(f"the answer to {method} {redact(url)}", timeout):
@@ -65,10 +61,6 @@ class Transport:
             ) from None
         self.log.record(Exchange.of(response))
         return response
-
-    @property
-    def timeout(self) -> float:
-        return self._timeout
 
     def close(self) -> None:
         self._session.close()

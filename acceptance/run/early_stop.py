@@ -1,7 +1,5 @@
-"""A run that stops before any scenario: why, in one line per problem that names what to fix,
-told on the console and written as an error into a JUnit file, so that CI's reports
-explain the stop as well as the console does (the HTML report shows it too:
-acceptance.run.html_report)."""
+"""A run that stops before any scenario: why, one line per problem, told on the console and
+as an error in a JUnit file, so that CI's reports explain the stop as the console does."""
 
 from __future__ import annotations
 

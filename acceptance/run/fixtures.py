@@ -1,9 +1,6 @@
 """behave fixtures: set-up a scenario asks for with a `@fixture.<name>` tag, so that a
-reader finds it named in the feature file. environment.py uses a scenario's fixtures once
-its World is made (and only for a scenario that runs); each ends with the scenario.
-
-FIXTURES maps each tag to its fixture, whose docstring says what it sets up (the tag
-vocabulary shows it: acceptance/run/tags.py)."""
+reader finds it named in the feature file; each ends with its scenario. FIXTURES maps each
+tag to its fixture, whose docstring says what it sets up."""
 
 from __future__ import annotations
 

@@ -1,11 +1,8 @@
-"""The HTML report for product review: behave-html-pretty-formatter's page, where each step
-carries its HTTP exchanges (redacted) and a failed step the platform's evidence, opened by
-the run summary and a chart of the latencies the scenarios measured; or, for a run that
-stopped before any scenario, by why it stopped.
-
-Use it as ``behave -f html-review -o reports/report.html`` (behave.ini registers the name);
-``./dev report`` does. Hooks attach to it through acceptance.run.report_hooks, which
-does nothing when the run has no such report (and then never imports this module).
+"""The HTML report for product review (``./dev report``, or ``behave -f html-review -o
+reports/report.html``): behave-html-pretty-formatter's page, each step with its HTTP
+exchanges (redacted) and a failed one with the platform's evidence, opened by the run
+summary and a latency chart, or by why a run stopped before any scenario. Hooks reach it
+through acceptance.run.report_hooks.
 """
 
 from __future__ import annotations
@@ -19,11 +16,11 @@ from behave.formatter.base import StreamOpener
 from behave.model import Feature
 from behave_html_pretty_formatter import PrettyHTMLFormatter
 from dominate import document
-from dominate.tags import a, div, h2, h3, h4, img, p, pre, section, table, tbody, td, th, thead, tr
+from dominate.tags import a, div, h2, h3, h4, img, p, pre, section
 from dominate.util import raw
 
 from acceptance.run.early_stop import TITLE, EarlyStop
-from acceptance.run.report_hooks import REVIEW_FORMAT
+from acceptance.run.report_hooks import REVIEW_FORMAT, html_table
 from acceptance.run.summary import RunSummary
 
 _STYLE = """<style>
@@ -49,51 +46,40 @@ class ReviewReport(PrettyHTMLFormatter):
     name = REVIEW_FORMAT
     description = "HTML report for review: pretty HTML with the run summary and latencies"
 
+    # What acceptance.run.report_hooks hands the report for the top of its page.
+    run_summary: RunSummary | None = None
+    chart_png: bytes | None = None
+    early_stop: EarlyStop | None = None
+
     def __init__(self, stream: StreamOpener, config: Configuration) -> None:
         super().__init__(stream, config)
-        self._run_summary: RunSummary | None = None
-        self._chart_png: bytes | None = None
-        self._early_stop: EarlyStop | None = None
         self.add_html_head_element(_STYLE)
 
     def feature(self, feature: Feature) -> None:
-        """The feature's description as prose: the formatter keeps every line break of the
-        source in a box 40% wide, so each source line wrapped again into a ragged column."""
+        """The feature's description as prose: the formatter's narrow box would wrap each
+        source line again into a ragged column."""
         super().feature(feature)
         self.features[-1].description = prose(feature.description)
 
-    def set_run_summary(self, summary: RunSummary, chart_png: bytes | None) -> None:
-        self._run_summary, self._chart_png = summary, chart_png
-
-    def set_early_stop(self, stop: EarlyStop) -> None:
-        self._early_stop = stop
-
     def _generate_global_summary(self) -> bool:
-        # The formatter (pinned) offers no public hook for content at the top of the page:
-        # the run summary takes the place of its global summary, which behave.ini turns off
-        # (its counts leave out the scenarios not on the page). test_reports.py checks that
-        # the summary reaches the page.
+        # No public hook puts content at the top of the page: the run summary takes the place
+        # of the global summary, which behave.ini turns off (it counts only what is shown).
         shown = super()._generate_global_summary()
         h2(self.title_string)
-        if self._early_stop is not None:
-            _render_early_stop(self._early_stop)
-        if self._run_summary is not None:
-            _render_summary(self._run_summary, self._chart_png)
+        if self.early_stop is not None:
+            with section(cls="run-stopped", id="run-stopped"):
+                h3(f"{TITLE}: error")
+                for problem in self.early_stop.problems:
+                    pre(problem)
+        if self.run_summary is not None:
+            _render_summary(self.run_summary, self.chart_png)
         return shown
 
 
 def prose(lines: list[str]) -> str:
-    """Description lines as paragraphs: the lines of each joined into one, a blank line
-    between paragraphs."""
+    """Description lines as paragraphs, each joined into one line."""
     paragraphs = "\n".join(line.strip() for line in lines).split("\n\n")
     return "\n\n".join(" ".join(paragraph.split()) for paragraph in paragraphs if paragraph.strip())
-
-
-def _render_early_stop(stop: EarlyStop) -> None:
-    with section(cls="run-stopped", id="run-stopped"):
-        h3(f"{TITLE}: error")
-        for problem in stop.problems:
-            pre(problem)
 
 
 def _render_summary(summary: RunSummary, chart_png: bytes | None) -> None:
@@ -110,23 +96,13 @@ def _render_summary(summary: RunSummary, chart_png: bytes | None) -> None:
         for summary_table in summary.tables:
             with div(cls="run-summary-table"):
                 h4(summary_table.title + ("" if summary_table.rows else ": none"))
-                if not summary_table.rows:
-                    continue
-                with table():
-                    with thead(), tr():
-                        for header in summary_table.headers:
-                            th(header)
-                    with tbody():
-                        for row in summary_table.rows:
-                            with tr():
-                                for cell in row:
-                                    td(cell)
+                if summary_table.rows:
+                    html_table((summary_table.headers, *summary_table.rows))
 
 
 def write_summary_page(summary: RunSummary, path: Path, links: Mapping[str, str]) -> None:
-    """A page of the run summary, with the latency chart, for a run that no review report
-    follows whole (`./dev parallel`), linking to the reports of its parts (`links`: title
-    to a path relative to the page)."""
+    """A page of the run summary and chart for `./dev parallel`, linking to the reports of
+    its parts (`links`: title to a path relative to the page)."""
     # Imported here, as report_hooks does: matplotlib takes a second to load.
     from acceptance.run.latency_chart import latency_chart_png
 

@@ -12,8 +12,7 @@ from acceptance.run.results import run_features, selected_scenarios
 
 
 def listing(features: list[Feature], config: Configuration) -> str:
-    """One line per selected scenario (its line, name and tags) under its feature file, and
-    how many the selection left out."""
+    """One line per selected scenario under its feature file, and how many were left out."""
     lines, total, chosen = [], 0, 0
     for feature in features:
         scenarios = list(feature.walk_scenarios())
@@ -32,8 +31,7 @@ def listing(features: list[Feature], config: Configuration) -> str:
 
 def main(arguments: list[str]) -> int:
     config = Configuration(arguments)
-    features = run_features(config)
-    print(listing(features, config))
+    print(listing(run_features(config), config))
     return 0
 
 

@@ -1,13 +1,9 @@
-"""`./dev suite` (`python -m acceptance.run.main`): a behave run whose first line is the
-suite's own, and whose one count is the run summary's.
-
-behave 1.3.3's main prints `USING RUNNER: ...` before every run, unconditionally
-(behave/__main__.py:115; behave issue #1319, open). This command makes the same run
-without that line: behave's configuration (arguments and behave.ini), the suite started
-before behave's runner (acceptance.run.start: a start that fails stops the run cleanly),
-then behave's runner, and behave's words for a configuration it cannot run. What prints
-something else and runs nothing (--version, --tags-help, --lang-list, -f help, ...) is
-left to behave's main, which answers those before that line.
+"""`./dev suite` (`python -m acceptance.run.main`): behave's run, with the suite started
+before behave's runner (acceptance.run.start), whose first line is the suite's own and
+whose one count is the run summary's. behave 1.3.3's main prints `USING RUNNER: ...`
+before every run (behave/__main__.py:115; behave issue #1319, open), so this makes the
+run as behave's main does, without that line; what runs nothing (--version, -f help, ...)
+is left to behave's main.
 """
 
 from __future__ import annotations
@@ -59,9 +55,7 @@ def main(arguments: Sequence[str]) -> int:
         if _asks_behave_itself(config):
             return int(behave_main(list(arguments)))
         config.format = config.format or [config.default_format]
-        # The run's summary (acceptance.run.summary) is its one count: behave's totals,
-        # which count a scenario an interruption never reached in other words, stay for a
-        # dry run, which has no summary of its own.
+        # The run summary is the run's one count; behave's totals stay for a dry run only.
         if not config.dry_run:
             config.reporters = [r for r in config.reporters if not isinstance(r, SummaryReporter)]
         reset_runtime()

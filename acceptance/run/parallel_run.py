@@ -1,12 +1,9 @@
-"""`./dev parallel`: the suite's scenarios spread over several processes with behavex.
-
-Scenarios are independent (unique names, sessions of their own), so behavex runs them in
-`--processes` workers, one scenario at a time each, all against one target: the target
-configured, or one localcube started here for them. Scenarios tagged @serial or @disruptive
-run first, alone, in one behave process (with a localcube of its own when no target is
-configured). Each behave process saves its results, which the console shows as they
-arrive; one summary covers them all (docs/reports.md has the files). Every other argument
-is behave's, in the forms behavex accepts too; without paths, @slow scenarios start first.
+"""`./dev parallel`: the suite's scenarios spread over `--processes` behavex workers, all
+against one target (the one configured, or one localcube started here): scenarios are
+independent. @serial and @disruptive ones run first, alone, in one behave process (with a
+localcube of its own when none is configured). The console shows each result as it
+arrives, and one summary covers them all (docs/reports.md). Other arguments are behave's;
+without paths, @slow scenarios start first.
 """
 
 from __future__ import annotations
@@ -49,10 +46,8 @@ RUN_AGAIN = "Run again on its own, no result from its phase"
 
 
 def default_processes() -> int:
-    """Four scenarios at once per CPU this process may use, at most 16: most of them wait
-    (idle timeouts, lifetimes, long calls) rather than compute, and with more processes the
-    run is no shorter than its longest scenarios. On 2 CPUs, 8 processes passed 20 runs of
-    20 in a row (bench/parallel_loop.py; docs/performance.md has the times)."""
+    """Four scenarios at once per CPU, at most 16: most wait rather than compute, and more
+    processes do not shorten the longest scenarios (bench/parallel_loop.py)."""
     return min(4 * len(os.sched_getaffinity(0)), 16)
 
 
@@ -87,8 +82,8 @@ def _names_paths(arguments: list[str]) -> bool:
 
 
 def _slowest_first(scenarios: list[Scenario]) -> list[str]:
-    """The scenarios' locations, the @slow ones first: each of those waits out a timeout or
-    a lifetime, and started last they would keep one process busy after the others end."""
+    """The scenarios' locations, the @slow ones first: started last, they would keep one
+    process busy after the others end."""
     ordered = sorted(scenarios, key=lambda scenario: "slow" not in scenario.effective_tags)
     return [str(scenario.location) for scenario in ordered]
 
@@ -120,15 +115,14 @@ def run(processes: int, behave_arguments: list[str]) -> int:
     started = time.monotonic()
     config = Configuration(behave_arguments)
     features = run_features(config)
-    check_tags(features, config.tag_expression, "--tags (or default_tags in behave.ini)")
+    check_tags(features, config.tag_expression)
     selected = selected_scenarios(features, config)
     alone = [scenario for scenario in selected if _runs_alone(scenario)]
     concurrent = [scenario for scenario in selected if not _runs_alone(scenario)]
     reports = Path(read_settings(config.userdata, os.environ).suite.reports_dir)
     out = reports / "parallel"
     shutil.rmtree(out, ignore_errors=True)
-    # The run's preflight first, as a sequential run's: its target is the concurrent
-    # phase's (the alone phase, in a behave process of its own, checks its own).
+    # The preflight first, of the concurrent phase's target (the alone phase checks its own).
     suite = Suite.start({**config.userdata, "reports_dir": str(out)}, os.environ)
     print(f"{suite.release.account()}\n{suite.preflight}", flush=True)
     print(
@@ -144,8 +138,7 @@ def run(processes: int, behave_arguments: list[str]) -> int:
     only_alone = " or ".join(f"@{tag}" for tag in ALONE_TAGS)
     results, status = RunResults(), 0
     if alone:
-        # One behave process, with a target of its own when it starts localcube: every
-        # capability of a localcube the suite owns (restarting it, say) is there.
+        # One behave process, with a localcube of its own if any, which it may restart.
         phase = Phase(out / "alone", 1, f"{chosen}({only_alone})", [])
         own_reports = [*arguments, f"--define=reports_dir={phase.folder}"]
         phase_status, phase_results = phase.run_every(own_reports, {}, alone)
@@ -179,9 +172,8 @@ def run(processes: int, behave_arguments: list[str]) -> int:
 
 
 def _one_junit_tree(out: Path, junit: Path, deselected: list[Scenario]) -> None:
-    """The phases' JUnit XML, which behavex writes under each phase's folder, in one
-    directory, each file named after its phase; and the scenarios the tags or names left
-    out as skipped test cases, as a sequential run's JUnit has them (behave.ini)."""
+    """The phases' JUnit XML in one directory, each file named after its phase, and the
+    scenarios the tags or names left out as skipped, as a sequential run's JUnit has them."""
     shutil.rmtree(junit, ignore_errors=True)
     junit.mkdir(parents=True)
     for report in sorted(out.glob("*/behave/*.xml")):
@@ -200,21 +192,19 @@ def _one_junit_tree(out: Path, junit: Path, deselected: list[Scenario]) -> None:
 
 
 def _shared_target(target: Target, settings: Settings) -> tuple[list[str], dict[str, str]]:
-    """The target the workers share, as -D arguments: its URLs, what this process resolved
-    for it (a localcube's stateful interpreter and read timeout, the release) and what its
-    adapter hands them (a cluster's port forwards); and its tokens (generated ones
-    included) as environment variables, which other users cannot read as a command line."""
-    defines = [
-        f"--define=router_url={target.router_url}",
-        f"--define=workload_manager_url={target.workload_manager_url}",
-        f"--define=platform={target.platform_name}",
-        f"--define=agentcube_release={settings.agentcube_release}",
-    ]
-    if settings.stateful_interpreter:
-        defines.append(f"--define=stateful_interpreter={settings.stateful_interpreter}")
-    defines.append(f"--define=router_read_timeout={settings.router_read_timeout:g}s")
-    worker_settings = adapter(target.platform_name).worker_settings
-    defines += [f"--define={name}={value}" for name, value in worker_settings.items()]
+    """The target the workers share as -D arguments (its URLs, what this process resolved
+    and what its adapter hands them), and its tokens as environment variables, which other
+    users cannot read as they can a command line."""
+    shared = {
+        "router_url": target.router_url,
+        "workload_manager_url": target.workload_manager_url,
+        "platform": target.platform_name,
+        "agentcube_release": settings.agentcube_release,
+        "stateful_interpreter": settings.stateful_interpreter,
+        "router_read_timeout": f"{settings.router_read_timeout:g}s",
+        **adapter(target.platform_name).worker_settings,
+    }
+    defines = [f"--define={name}={value}" for name, value in shared.items() if value is not None]
     tokens = {
         "api_token": target.api_token,
         "second_api_token": target.second_api_token,
@@ -227,9 +217,8 @@ def _shared_target(target: Target, settings: Settings) -> tuple[list[str], dict[
 
 @dataclass(frozen=True)
 class Phase:
-    """One behavex run: its output folder, its processes, its tag expression and, unless
-    the arguments name paths, the locations of its scenarios in the order behavex is to
-    start them."""
+    """One behavex run: its output folder, processes, tag expression and, unless the
+    arguments name paths, its scenarios' locations in the order to start them."""
 
     folder: Path
     processes: int
@@ -257,8 +246,7 @@ class Phase:
         # behavex points TEMP at its output folder, where multiprocessing's socket paths may
         # grow too long for Unix sockets; TMPDIR, which Python prefers, keeps them short.
         environment = {**os.environ, **environment, "TMPDIR": tempfile.gettempdir()}
-        # behavex's own output (its settings tables, its totals, its exit code) goes to a
-        # log; the console gets one line per scenario as its result arrives.
+        # behavex's own output goes to a log; the console gets one line per result.
         self.folder.parent.mkdir(parents=True, exist_ok=True)
         log = self.folder.with_name(f"{self.folder.name}.log")
         shown: set[Path] = set()
@@ -289,10 +277,9 @@ class Phase:
     def run_every(
         self, arguments: list[str], environment: dict[str, str], selected: list[Scenario]
     ) -> tuple[int, RunResults]:
-        """Run the phase, then once more, in one behave process of their own, the selected
-        scenarios it has no result for (a behavex worker whose behave run ended before its
-        scenario reports nothing: behavex marks it "untested"); the worst exit status and
-        every result. What is still missing is named by the run (NOT_RUN)."""
+        """Run the phase, then once more, in one behave process, the selected scenarios it
+        has no result for (behavex marks them "untested"); the worst exit status and every
+        result."""
         status = self.run(arguments, environment)
         results = self.results()
         if missing := unreported(selected, results):

@@ -1,26 +1,17 @@
 """The checks before any scenario, each problem told in one line that names what to fix:
-the Router and the WorkloadManager answer and are ready, they accept the tokens, and the
-runtimes the features call exist in the namespace.
+the Router and the WorkloadManager are ready (a refused connection fails at once; "not
+ready" is waited for up to ready_timeout), they accept the tokens, the runtimes the
+features call exist, and the short timings fit a timed cold start (acceptance.run.timings).
 
-A connection refused fails at once: only a service that answers "not ready" yet (a
-Router still starting) is waited for, up to ready_timeout. A localcube the suite starts is
-ready before the target is resolved. The token is tried with a call that starts nothing: a
-session id never issued, for a runtime that does not exist. Upstream authenticates every
-/v1 call before it looks the session up (pkg/router/server.go:162-180,
-pkg/router/session_manager.go:137-150), so the answer is 401 for a refused token and 404
-for an accepted one, whether or not the target requires tokens at all: an accepted token is
-tried again without it, and a Router that answers that call too checks no token (the token
-was ignored, not accepted). The WorkloadManager is asked to delete a session it never
-issued, which likewise answers 401 or 404
-(pkg/workloadmanager/server.go:123-133, pkg/workloadmanager/handlers.go:497-503).
-
-The same 404 tells the release when agentcube_release is `auto`: since upstream PR #460 the
-Router's 404 for an unknown session carries `code: SESSION_NOT_FOUND`
-(pkg/router/session_manager.go:144-147), before it no code at all. Any other answer tells
-no release, and the run stops asking for the setting.
-
-Last, one session of the echo agent times a cold start, and the short timings the
-scenarios rely on are fitted to it (acceptance.run.timings).
+The token is tried on a session id never issued, for a runtime that does not exist, which
+starts nothing: upstream authenticates every /v1 call before looking the session up
+(pkg/router/server.go:162-180, pkg/router/session_manager.go:137-150), so 401 means a
+refused token and 404 an accepted one. An accepted token is tried again without it: a
+Router that answers that too ignores tokens. The WorkloadManager likewise answers 401 or
+404 to deleting a session it never issued (pkg/workloadmanager/server.go:123-133,
+handlers.go:497-503). With agentcube_release `auto`, the same 404 tells the release: since
+PR #460 it carries `code: SESSION_NOT_FOUND` (pkg/router/session_manager.go:144-147),
+before, no code; any other answer stops the run asking for the setting.
 """
 
 from __future__ import annotations
@@ -49,6 +40,7 @@ from acceptance.core.settings import AUTO_RELEASE, SETTINGS, Given, Settings
 from acceptance.core.transport import NoAnswer, Transport
 from acceptance.domain.isolation import neighbour_echo_agent
 from acceptance.platforms.base import NEIGHBOUR_NAMESPACE, Platform, Target
+from acceptance.run.results import first_line
 from acceptance.run.timings import TimingsDoNotFit, fitted, measure_cold_start
 from agentcube_contract.session import SESSION_NOT_FOUND
 
@@ -57,7 +49,7 @@ PROBE_RUNTIME = "agentcube-preflight-probe"
 
 
 class PreflightFailed(Exception):
-    """The target cannot run the suite: one line per problem, each naming what to fix."""
+    """The target cannot run the suite: one line per problem."""
 
     def __init__(self, problems: list[str]) -> None:
         super().__init__("\n".join(problems))
@@ -72,7 +64,6 @@ class Release:
     why: str
 
     def account(self) -> str:
-        """The release in one line, as the run begins and its summary ends."""
         return f"AgentCube release: {self.name} ({self.why})"
 
 
@@ -81,7 +72,7 @@ _ENV = {setting.name: setting.env for setting in SETTINGS}
 
 
 def setting_names(name: str) -> str:
-    """A setting as the user gives it: `-D name` and its environment variable."""
+    """A setting as the user gives it: its -D name and its environment variable."""
     return f"{name} / {_ENV[name]}"
 
 
@@ -102,7 +93,6 @@ class Preflight:
         self._transport.close()
 
     def account(self) -> str:
-        """What the checks found, in one line."""
         return "Preflight: " + "; ".join(self._checked) + "."
 
     def check_target(self) -> None:
@@ -139,16 +129,15 @@ class Preflight:
         self.release = self._release(session_id, answer)
 
     def _refuses_no_token(self) -> bool:
-        """Whether the Router refuses the token check's call when it carries no token: a
-        token it accepted was checked, not ignored."""
+        """Whether the Router refuses the token check's call without a token."""
         problems, _, answer = self._router_refusal("api_token", None)
         if answer is None:
             raise PreflightFailed([f"{problem} to a call without a token" for problem in problems])
         return answer.status_code == 401
 
     def _tokens_account(self) -> str:
-        """The preflight's words on tokens; raises PreflightFailed when the Router checks
-        none though must_authenticate says it must."""
+        """The preflight's words on tokens; raises PreflightFailed when must_authenticate
+        is not met."""
         if self.checks_tokens:
             return "token accepted"
         if self._settings.must_authenticate:
@@ -167,8 +156,7 @@ class Preflight:
         return "no token needed"
 
     def _release(self, session_id: str, answer: requests.Response) -> Release:
-        """The release set, or the one the Router's 404 for a session id it never issued
-        shows."""
+        """The release set, or the one the Router's 404 for a session id shows."""
         configured = self._settings.agentcube_release
         if configured != AUTO_RELEASE:
             return Release(configured, f"set by {setting_names('agentcube_release')}")
@@ -193,8 +181,8 @@ class Preflight:
         )
 
     def check_runtimes(self) -> None:
-        """The runtimes the features call by name exist in the namespace, when the platform
-        can tell; raises PreflightFailed naming each one missing and its setting."""
+        """The runtimes the features call exist in the namespace, when the platform can
+        tell; raises PreflightFailed naming each one missing and its setting."""
         platform = self._target.platform(self._transport)
         namespace = self._settings.namespace
         runtimes = configured_runtimes(self._settings)
@@ -204,7 +192,7 @@ class Preflight:
                 found = platform.has_runtime(runtime)
             except AssertionError as error:
                 raise PreflightFailed(
-                    [f"platform {platform.name} could not list the runtimes: {_first_line(error)}"]
+                    [f"platform {platform.name} could not list the runtimes: {first_line(error)}"]
                 ) from None
             if found is None:
                 self._checked.append(
@@ -240,9 +228,8 @@ class Preflight:
         self._check_neighbour_namespace(platform, runtimes[Role.ECHO_AGENT])
 
     def read_told_settings(self, settings: Settings, given: Given) -> Settings:
-        """`settings` with the Router's read timeout as the target tells it (localcube's
-        admin API), unless the user set router_read_timeout: a WebSocket scenario then
-        waits the target's own read timeout, not upstream's default."""
+        """`settings` with the Router's read timeout the target tells (localcube's admin
+        API) unless the user set it: a WebSocket scenario outlives the target's own."""
         if "router_read_timeout" in given:
             return settings
         told = self._target.platform(self._transport).router_read_timeout()
@@ -252,9 +239,8 @@ class Preflight:
         return replace(settings, router_read_timeout=told)
 
     def fit_timings(self, settings: Settings, given: Given) -> Settings:
-        """`settings` with the short timings fitted to a cold start of the echo agent (see
-        acceptance.run.timings); raises PreflightFailed naming a setting the user set that
-        does not fit."""
+        """`settings` with the short timings fitted to a cold start of the echo agent;
+        raises PreflightFailed naming a setting the user set that does not fit."""
         target = self._target
         with closing(Transport(timeout=settings.request_timeout, log=ExchangeLog())) as transport:
             cold_start = measure_cold_start(
@@ -276,8 +262,8 @@ class Preflight:
         return settings
 
     def _check_neighbour_namespace(self, platform: Platform, echo_agent: Runtime) -> None:
-        """Where neighbour_namespace gives the namespaces scenario its namespace, that its
-        echo agent can be created there, asked as a dry run; raises PreflightFailed."""
+        """That the namespaces scenario's echo agent can be created in neighbour_namespace
+        (a dry run); raises PreflightFailed."""
         neighbour = self._settings.neighbour_namespace
         if neighbour is None or NEIGHBOUR_NAMESPACE not in self._target.capabilities:
             return
@@ -292,7 +278,7 @@ class Preflight:
             raise PreflightFailed(
                 [
                     f"the namespaces scenario cannot apply its echo agent in {neighbour} "
-                    f"({_first_line(refused)}): create that namespace and bind the suite's "
+                    f"({first_line(refused)}): create that namespace and bind the suite's "
                     f"role there (docs/examples/rbac.yaml), or unset {names} to skip the "
                     "scenario"
                 ]
@@ -302,8 +288,8 @@ class Preflight:
     def _readiness(
         self, service: str, setting: str, probe: Callable[[], requests.Response], status: str
     ) -> list[str]:
-        """No problem once the service at the URL `setting` names answers {status: `status`};
-        one when it does not answer (at once) or is still not ready after ready_timeout."""
+        """A problem unless the service at the URL `setting` names answers {status: `status`}
+        within ready_timeout (a service that does not answer at all: at once)."""
         url: str = getattr(self._target, setting)
         seen: list[requests.Response] = []
 
@@ -336,8 +322,8 @@ class Preflight:
     def _router_refusal(
         self, setting: str, token: str | None
     ) -> tuple[list[str], str, requests.Response | None]:
-        """A problem when the Router refuses a call with this token (or without any) for a
-        session id never issued, that id, and the Router's answer when it gave one."""
+        """A problem when the Router refuses this token (None: none) on a session id never
+        issued, that id, and the Router's answer if any."""
         probe = Runtime(RuntimeKind.AGENT_RUNTIME, self._settings.namespace, PROBE_RUNTIME)
         session_id = str(uuid.uuid4())
         router = Router(self._transport, self._target.router_url, Measurements())
@@ -353,8 +339,7 @@ class Preflight:
 
     def _workload_manager_refusal(self, url: str) -> list[str]:
         """A problem when the WorkloadManager refuses its token (workload_manager_token, else
-        api_token): deleting a session it never issued answers 404 once the caller is
-        authenticated."""
+        api_token) on deleting a session it never issued."""
         own_token = self._settings.workload_manager_token
         setting = "workload_manager_token" if own_token else "api_token"
         token = own_token or self._target.api_token
@@ -389,7 +374,6 @@ def _refusal(service: str, answer: requests.Response, setting: str, token: str |
 
 
 def _unanswered(error: NoAnswer) -> str:
-    """Why a service gave no answer, in a few words (the transport's full message else)."""
     message = str(error)
     if "Connection refused" in message:
         return "refused the connection"
@@ -398,7 +382,3 @@ def _unanswered(error: NoAnswer) -> str:
     if "timed out" in message:
         return "did not answer in time"
     return f"did not answer ({message})"
-
-
-def _first_line(error: BaseException) -> str:
-    return next((line for line in str(error).splitlines() if line.strip()), type(error).__name__)

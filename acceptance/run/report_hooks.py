@@ -1,12 +1,11 @@
-"""What the hooks and the runner hand to the HTML review report (acceptance.run.html_report)
-when the run writes one: step attachments, the run summary with its latency chart, why a run
-stopped. The report is found among behave's formatters by its format name, so a run that
-writes none imports neither the report's formatter nor the chart's matplotlib."""
+"""What the hooks and the runner hand to the HTML review report (acceptance.run.html_report):
+step attachments, the run summary and its chart, why a run stopped. The report is found
+by its format name, so a run without one never imports the formatter nor matplotlib."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from html import escape
+from typing import TYPE_CHECKING
 
 from behave.formatter.base import Formatter
 from behave.runner import Context
@@ -14,6 +13,9 @@ from behave.runner import Context
 from acceptance.core.evidence import Table
 from acceptance.run.early_stop import EarlyStop
 from acceptance.run.summary import RunSummary
+
+if TYPE_CHECKING:
+    from dominate.dom_tag import dom_tag
 
 REVIEW_FORMAT = "html-review"  # behave.ini registers the formatter under this name
 
@@ -31,7 +33,7 @@ def _review_reports(context: Context) -> list[Formatter]:
 def show_early_stop(formatters: Iterable[Formatter], stop: EarlyStop) -> None:
     """Have every review report among these formatters show why the run stopped."""
     for report in _among(formatters):
-        report.set_early_stop(stop)
+        report.early_stop = stop
 
 
 def attach_text(context: Context, caption: str, text: str | Callable[[], str]) -> None:
@@ -44,21 +46,22 @@ def attach_text(context: Context, caption: str, text: str | Callable[[], str]) -
         report.embed("text/plain", text, caption)
 
 
-def attach_table(context: Context, caption: str, table: Table) -> None:
-    """Attach a small table (headings, then rows of text) to the step that runs (or has
-    just run) in every review report, as an HTML table."""
-    reports = _review_reports(context)
-    if not reports:
-        return
+def html_table(table: Table, **attributes: str) -> dom_tag:
+    """A small table (headings, then rows of text) as an HTML table."""
+    from dominate import tags  # here: only a review report loads dominate
+
     headings, *rows = table
-    cells = "".join(f"<th>{escape(cell)}</th>" for cell in headings)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>" for row in rows
+    return tags.table(
+        tags.thead(tags.tr(tags.th(cell) for cell in headings)),
+        tags.tbody(tags.tr(tags.td(cell) for cell in row) for row in rows),
+        **attributes,
     )
-    html = (
-        f'<table class="evidence-table"><thead><tr>{cells}</tr></thead>'
-        f"<tbody>{body}</tbody></table>"
-    )
+
+
+def attach_table(context: Context, caption: str, table: Table) -> None:
+    """Attach a small table to the step that runs (or has just run) in every review report."""
+    reports = _review_reports(context)
+    html = html_table(table, cls="evidence-table").render(pretty=False) if reports else ""
     for report in reports:
         report.embed("text/html", html, caption)
 
@@ -72,4 +75,4 @@ def add_run_summary(context: Context, summary: RunSummary) -> None:
 
         chart = latency_chart_png(summary.latencies) if summary.latencies else None
         for report in reports:
-            report.set_run_summary(summary, chart)
+            report.run_summary, report.chart_png = summary, chart

@@ -1,8 +1,6 @@
 """`./dev report`: one behave run that writes the HTML report for review
-(`<reports_dir>/report.html`) and the JUnit XML for CI (`<reports_dir>/junit/`), and shows
-its progress on the console (behave.ini's default format, unless other formats are given).
-
-Every other argument is behave's, as for `./dev suite`.
+(`<reports_dir>/report.html`) and the JUnit XML for CI (`<reports_dir>/junit/`), with its
+progress on the console. Other arguments are behave's, as for `./dev suite`.
 """
 
 from __future__ import annotations
@@ -24,8 +22,8 @@ def reports_dir(arguments: list[str]) -> Path:
 
 
 def report_arguments(arguments: list[str], reports: Path) -> list[str]:
-    """behave's arguments for a run that writes both reports into `reports`. The HTML
-    report comes first, so that behave pairs it with its -o whatever formats follow."""
+    """behave's arguments for a run that writes both reports into `reports` (the HTML
+    report first, so that behave pairs it with its -o)."""
     config = Configuration(arguments)
     console = [] if config.format else ["-f", config.default_format]
     return [

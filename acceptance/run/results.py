@@ -17,8 +17,6 @@ from behave.configuration import Configuration
 from behave.model import Feature, Scenario
 from behave.runner_util import collect_feature_locations, parse_features
 
-from acceptance.core.measurements import Measurements
-
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
 # A scenario the run's interruption (Ctrl-C) cut off: it neither passed nor failed.
 INTERRUPTED = "interrupted"
@@ -51,18 +49,19 @@ def failure_of(scenario: Scenario) -> tuple[str, str]:
     for step in scenario.all_steps:
         if step.status.has_failed():
             why = str(step.exception) if step.exception else step.error_message
-            return f"{step.keyword} {step.name}", _first_line(why or step.status.name)
-    return "", _first_line(scenario.error_message or "failed in a hook")
+            return f"{step.keyword} {step.name}", first_line(why or step.status.name)
+    return "", first_line(scenario.error_message or "failed in a hook")
 
 
-def _first_line(text: str) -> str:
-    return next((line.strip() for line in text.splitlines() if line.strip()), text)
+def first_line(message: str | BaseException) -> str:
+    """The first line of a message that is not blank (an error without one: its type)."""
+    blank = type(message).__name__ if isinstance(message, BaseException) else ""
+    return next((line.strip() for line in str(message).splitlines() if line.strip()), blank)
 
 
 def run_features(config: Configuration) -> list[Feature]:
-    """The features a run with this configuration parses, as behave's runner parses them:
-    its paths less what its `exclude` leaves out. The run, the parallel run and the listing
-    all select from these."""
+    """The features a run with this configuration parses, as behave's runner does: its
+    paths less what `exclude` leaves out (for the run, the parallel run and the listing)."""
     locations = collect_feature_locations(config.paths)
     features: list[Feature] = parse_features(
         [location for location in locations if not config.exclude(location)],
@@ -72,9 +71,8 @@ def run_features(config: Configuration) -> list[Feature]:
 
 
 def selected_scenarios(features: list[Feature], config: Configuration) -> list[Scenario]:
-    """The scenarios the run's paths, tag expression and names select. Call it before the
-    run: behave marks the scenarios a path's `:line` leaves out as skipped when it parses
-    them, and the run marks others skipped too."""
+    """The scenarios the run's paths, tag expression and names select; call it before the
+    run, which marks others skipped too."""
     return [
         scenario
         for scenario in _located(features)
@@ -84,8 +82,8 @@ def selected_scenarios(features: list[Feature], config: Configuration) -> list[S
 
 
 def deselected_scenarios(features: list[Feature], config: Configuration) -> list[Scenario]:
-    """The scenarios at the run's paths that its tag expression or names leave out (behave
-    counts them as skipped); before the run, as `selected_scenarios`."""
+    """The scenarios at the run's paths that its tag expression or names leave out; before
+    the run, as `selected_scenarios`."""
     selected = {id(scenario) for scenario in selected_scenarios(features, config)}
     return [scenario for scenario in _located(features) if id(scenario) not in selected]
 
@@ -113,19 +111,16 @@ class RunResults:
     steps: list[StepResult] = field(default_factory=list)
     latencies: dict[str, list[float]] = field(default_factory=dict)
     notes: dict[str, list[str]] = field(default_factory=dict)
-    # Scenarios the tags or names left out, and those they selected: the command that chose
-    # them counts them, once, before the run.
+    # Scenarios the tags or names left out and selected, counted once before the run.
     deselected: int = 0
     selected: int = 0
-    # Whether the run was interrupted (Ctrl-C): the selected scenarios it never reached
-    # never ran.
+    # Whether the run was interrupted (Ctrl-C) before every selected scenario ran.
     interrupted: bool = False
     # The AgentCube release the run was held to, and why (acceptance.run.preflight.Release).
     release: str = ""
 
     def add_scenario(self, scenario: Scenario, *, cut_off: bool = False) -> None:
-        """Record a scenario that has ended (its steps included); `cut_off`: by the run's
-        interruption."""
+        """Record a scenario that has ended; `cut_off`: by the run's interruption."""
         outcome = INTERRUPTED if cut_off else outcome_of(scenario)
         failed_step, failure = failure_of(scenario) if outcome == FAILED else ("", "")
         result = ScenarioResult(
@@ -144,22 +139,10 @@ class RunResults:
             if step.duration
         ]
 
-    def close(self, measurements: Measurements, notes: dict[str, list[str]]) -> None:
-        """Take in what the run kept beside the scenarios, once they have all run."""
-        self.latencies = measurements.samples()
-        self.notes = notes
-
     @property
     def never_ran(self) -> int:
         """The selected scenarios an interrupted run never reached."""
         return max(self.selected - len(self.scenarios), 0) if self.interrupted else 0
-
-    def measurements(self) -> Measurements:
-        measurements = Measurements()
-        for name, samples in self.latencies.items():
-            for seconds in samples:
-                measurements.record(name, seconds)
-        return measurements
 
     def merge(self, other: RunResults) -> None:
         self.scenarios += other.scenarios
@@ -171,8 +154,8 @@ class RunResults:
         self.release = self.release or other.release
 
     def save(self, directory: Path) -> Path:
-        """Write these results to a new file in the directory, whole at once: a reader
-        watching the directory never sees a file half written."""
+        """Write these results to a new file in the directory, whole at once for a reader
+        watching it."""
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / f"{os.getpid()}-{uuid.uuid4().hex[:8]}.json"
         written = path.with_suffix(".part")

@@ -1,11 +1,8 @@
 """The run's start: the tags checked, the suite started (its preflight included) and what
-the preflight found told, before any scenario.
-
-`./dev suite` (acceptance.run.main) starts the suite before behave runs anything, so a
-start that fails is a clean stop: the problems told one line each, last on the console,
-and written into the reports as an error; behave never starts. environment.py's
-before_all then takes the started suite over. Under plain `behave` and behavex's workers,
-before_all starts it itself, and a failed start is a hook error.
+the preflight found told, before any scenario. `./dev suite` starts it before behave's
+runner, so a failed start is a clean stop, told on the console and in the reports, and
+before_all takes the started suite over; under plain `behave` and behavex's workers,
+before_all starts it, and a failed start is a hook error.
 """
 
 from __future__ import annotations
@@ -29,14 +26,10 @@ _started: list[Suite] = []
 
 
 def start_suite(config: Configuration) -> Suite:
-    """Check the run's tags, start the suite (its preflight included) and tell what the
-    preflight found. Raises what Suite.start raises, and UnknownTagError."""
+    """Check the run's tags, start the suite and tell what the preflight found. Raises
+    what Suite.start raises, and UnknownTagError."""
     features = run_features(config)
-    check_tags(
-        features,
-        config.tag_expression,
-        "the tag expression (--tags, or default_tags in behave.ini)",
-    )
+    check_tags(features, config.tag_expression)
     selected = selected_scenarios(features, config)
     timed = any(TIMED_TAG in s.effective_tags for s in selected)
     suite = Suite.start(config.userdata, os.environ, timed=timed)
@@ -49,14 +42,13 @@ def start_suite(config: Configuration) -> Suite:
 
 def start_before_behave(config: Configuration) -> bool:
     """Start the suite for the run behave is about to make; False when it could not, told
-    on the console and in the run's reports (JUnit, the HTML review report)."""
+    on the console and in the run's reports."""
     try:
         _started.append(start_suite(config))
         return True
     except (Exception, KeyboardInterrupt) as error:
         stop = EarlyStop.of(error)
-    # behave's own reports of the run, made as its runner makes them (behave 1.3 has no
-    # public function for it), so that the review report shows why the run stopped.
+    # behave's reports, made as its runner makes them, so that they show why it stopped.
     formatters = make_formatters(config, config.outputs)
     show_early_stop(formatters, stop)
     for formatter in formatters:

@@ -55,12 +55,9 @@ class Suite:
     def start(
         cls, userdata: Mapping[str, str], environ: Mapping[str, str], *, timed: bool = True
     ) -> Suite:
-        """Read the settings, resolve the target (connecting to a cluster or starting
-        localcube), check it (acceptance.run.preflight) and let it prepare (a cluster's
-        fixtures); `timed`: the run has scenarios that rely on the short timings, which
-        the preflight then fits to a cold start. Raises ConfigError (ClusterUnreachable
-        among them), TargetStartError, PreflightFailed or, for fixtures never usable,
-        AssertionError."""
+        """Read the settings, open the target, check it (the preflight) and let it prepare;
+        `timed`: fit the short timings to a cold start. Raises ConfigError,
+        TargetStartError, PreflightFailed or, for fixtures never usable, AssertionError."""
         run, target = open_target(userdata, environ)
         settings = run.suite
         suite = cls(settings, target)
@@ -83,8 +80,7 @@ class Suite:
         return suite
 
     def _hold_to(self, release: Release, *, checks_tokens: bool) -> None:
-        """Run as this release, against a target that checks tokens or not: the scenarios
-        judge and are gated by both."""
+        """Run as this release, against a target that checks tokens or not."""
         self.release = release
         self.settings = dataclasses.replace(self.settings, agentcube_release=release.name)
         ignored = self.target.api_token is not None and not checks_tokens
@@ -116,9 +112,7 @@ class Suite:
         )
 
     def stop(self) -> None:
-        """Let go of the target, once: a cluster deletes the runtimes the run created there,
-        a localcube the run started stops and ends its sandboxes. While sessions are kept for
-        inspection, what they need stays instead."""
+        """Let go of the target, once, keeping what sessions kept for inspection need."""
         if self._closed:
             return
         self._closed = True
@@ -127,21 +121,11 @@ class Suite:
         self.kept += closing.kept
 
     def finish(self) -> RunResults:
-        """Look for sandboxes the run left, stop the target and return the run's results,
-        its notes and latencies included."""
+        """Look for sandboxes the run left, stop the target and return the run's results."""
         self.left = self._sandboxes_left()
         self.stop()
-        self.results.close(self.ledger.measurements, self.notes())
-        self.results.release = self.release.account()
-        return self.results
-
-    def elapsed(self) -> float:
-        """Seconds since the run started."""
-        return time.monotonic() - self.started
-
-    def notes(self) -> dict[str, list[str]]:
-        """What the run must tell beside behave's summary, by title."""
-        return {
+        self.results.latencies = self.ledger.measurements.samples()
+        self.results.notes = {  # what the run must tell beside the summary, by title
             "Skipped for this target": self.skipped,
             "Could not clean up": self.ledger.leaks,
             "Not observed on this target": self.ledger.unobserved,
@@ -150,6 +134,8 @@ class Suite:
             KEPT: self.kept,
             "Problems stopping the target": self.problems,
         }
+        self.results.release = self.release.account()
+        return self.results
 
     def assert_nothing_left(self) -> None:
         """Fail the run when a sandbox it created outlived it (`finish` looked)."""
@@ -163,9 +149,8 @@ class Suite:
         return Transport(timeout=self.settings.request_timeout, log=ExchangeLog())
 
     def _sandboxes_left(self) -> list[str]:
-        """The run's sessions the platform still shows a sandbox for, once ttl_grace has
-        passed; nothing when the platform cannot observe sandboxes or sessions were kept
-        for inspection on purpose."""
+        """The run's sessions the platform still shows a sandbox for after ttl_grace, unless
+        it cannot observe sandboxes or sessions were kept on purpose."""
         if (
             self.kept
             or SANDBOX_OBSERVATION not in self.target.capabilities

@@ -9,15 +9,16 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from textwrap import indent
 
-from acceptance.core.measurements import Summary
+from acceptance.core.evidence import text_table
+from acceptance.core.measurements import Summary, summaries
 from acceptance.run.results import (
     FAILED,
     INTERRUPTED,
     PASSED,
     SKIPPED,
     RunResults,
-    ScenarioResult,
 )
 from acceptance.run.tags import is_id_tag
 
@@ -40,9 +41,8 @@ class RunSummary:
 
 
 def summarize(results: RunResults, wall_time: float) -> RunSummary:
-    """The summary. Its counts are the ones the run's reports all give (behave's, JUnit's,
-    the HTML report's): a scenario left out by the tags is skipped; an interrupted run's
-    headline says so first, with the scenario it cut off and how many never ran."""
+    """The summary, with the counts every report of the run gives (a scenario the tags
+    left out is skipped); an interrupted run's headline says so first."""
     scenarios = results.scenarios
     outcomes = _outcomes(results)
     counts = {outcome: sum(s.outcome == outcome for s in scenarios) for outcome in outcomes}
@@ -63,13 +63,14 @@ def summarize(results: RunResults, wall_time: float) -> RunSummary:
         + f"; {wall_time:.1f} s wall time, {sum(s.duration for s in scenarios):.1f} s "
         "in scenarios"
     )
-    latencies = results.measurements().summaries()
+    latencies = summaries(results.latencies)
     tables = [_by_tag(results), _slowest_scenarios(results), _slowest_steps(results)]
     if latencies:
         tables.append(_latency_table(latencies))
-    failed = [s for s in scenarios if s.outcome == FAILED]
-    if failed:
-        tables.append(_failures(failed))
+    if failed := [
+        (s.title, s.failed_step or "(a hook)", s.failure) for s in scenarios if s.outcome == FAILED
+    ]:
+        tables.append(Table("Failed scenarios", ("scenario", "failed step", "why"), failed))
     return RunSummary(headline, tables, latencies, results.release)
 
 
@@ -82,16 +83,9 @@ def _interruption(results: RunResults) -> str:
     return f"interrupted (Ctrl-C){where}: "
 
 
-def _failures(failed: list[ScenarioResult]) -> Table:
-    rows = [(s.title, s.failed_step or "(a hook)", s.failure) for s in failed]
-    return Table("Failed scenarios", ("scenario", "failed step", "why"), rows)
-
-
 def _outcomes(results: RunResults) -> tuple[str, ...]:
     """The outcomes the summary counts: the interrupted one only in an interrupted run."""
-    if results.interrupted:
-        return (PASSED, FAILED, INTERRUPTED, SKIPPED)
-    return (PASSED, FAILED, SKIPPED)
+    return (PASSED, FAILED, *([INTERRUPTED] if results.interrupted else []), SKIPPED)
 
 
 def _by_tag(results: RunResults) -> Table:
@@ -128,7 +122,7 @@ def _slowest_steps(results: RunResults) -> Table:
 
 def _latency_table(latencies: list[Summary]) -> Table:
     rows = [
-        (s.name, str(s.count), _ms(s.minimum), _ms(s.p50), _ms(s.p95), _ms(s.maximum))
+        (s.name, str(s.count), _ms(min(s.samples)), _ms(s.p50), _ms(s.p95), _ms(max(s.samples)))
         for s in latencies
     ]
     headers = ("measurement", "samples", "min", "p50", "p95", "max")
@@ -151,19 +145,8 @@ def format_summary(summary: RunSummary) -> str:
     for table in summary.tables:
         parts.append(f"{table.title}:" + ("" if table.rows else " none"))
         if table.rows:
-            parts.append(_format_table(table))
+            parts.append(indent(text_table((table.headers, *table.rows), str.ljust), "  "))
     return "\n".join(parts)
-
-
-def _format_table(table: Table) -> str:
-    widths = [
-        max(len(cell) for cell in column) for column in zip(table.headers, *table.rows, strict=True)
-    ]
-    lines = [table.headers, *table.rows]
-    return "\n".join(
-        ("  " + "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True))).rstrip()
-        for line in lines
-    )
 
 
 def format_notes(notes: Mapping[str, list[str]]) -> str:

@@ -1,6 +1,5 @@
-"""The tags of a run checked against the vocabulary (acceptance/run/tags.py) before any scenario
-runs: every tag written in the feature files, and every tag the run selects with (--tags,
-or behave.ini's default_tags). A typo stops the run with a message naming it and where it is.
+"""The tags of the feature files and of the run's tag expression checked against the
+vocabulary (acceptance/run/tags.py) before any scenario runs: a typo stops the run.
 """
 
 from __future__ import annotations
@@ -83,7 +82,11 @@ def _names(expression: Expression) -> Iterator[tuple[str, bool]]:
         yield from _names(term)
 
 
-def check_tags(features: Iterable[Feature], expression: Expression, source: str) -> None:
+def check_tags(
+    features: Iterable[Feature],
+    expression: Expression,
+    source: str = "the tag expression (--tags, or default_tags in behave.ini)",
+) -> None:
     """Raise UnknownTagError listing every unknown tag, or return when there is none."""
     unknown = unknown_tags_in_expression(expression, source) + unknown_tags_in_features(features)
     if unknown:

@@ -1,16 +1,8 @@
-"""The closed tag vocabulary of the features, and the gate that skips scenarios whose
-active tags do not fit the configured target.
-
-These families, and no other tag is allowed:
-
-- plain tags (``TAGS``): what a scenario covers and how CI selects it;
-- active tags ``@use.with_<setting>=<value>`` / ``@not.with_<setting>=<value>``
-  (``ACTIVE_CATEGORIES``, behave's ActiveTagMatcher): run only under that configuration;
-- capability tags ``@requires.<capability>`` (``platforms.CAPABILITIES``): run only when the
-  platform adapter can do it;
-- fixture tags ``@fixture.<name>`` (``run.fixtures.FIXTURES``): set-up the scenario is given;
-- one id tag per scenario, ``@id.<id>``: its key in the coverage map (docgen/coverage.yaml,
-  which tests/suite/test_coverage.py holds to the features).
+"""The closed tag vocabulary of the features, and the gate that skips scenarios that do not
+fit the target. No tag outside these families is allowed: plain tags (``TAGS``); active
+tags ``@use.with_<setting>=<value>`` / ``@not.with_...`` (``ACTIVE_CATEGORIES``);
+``@requires.<capability>`` (``platforms.CAPABILITIES``); ``@fixture.<name>``
+(``FIXTURES``); and one ``@id.<id>`` per scenario, its key in docgen/coverage.yaml.
 """
 
 from __future__ import annotations
@@ -77,20 +69,13 @@ class ScenarioGate:
         active_values: dict[str, str],
         platform: str,
         capabilities: Iterable[str],
-        hints: Mapping[str, str] | None = None,
+        hints: Mapping[str, str] | None = None,  # the target's, in place of CAPABILITY_HINTS
     ):
-        """`hints`: why a capability is missing on this target, where the target tells it
-        better than CAPABILITY_HINTS."""
         self._values = active_values
         self._matcher = ActiveTagMatcher(active_values)
         self._platform = platform
-        self._capabilities = frozenset(capabilities)
+        self.capabilities = frozenset(capabilities)  # what this run's target can do
         self._hints = {**CAPABILITY_HINTS, **(hints or {})}
-
-    @property
-    def capabilities(self) -> frozenset[str]:
-        """What the target and platform of this run can do."""
-        return self._capabilities
 
     def skip_reason(self, tags: Iterable[str]) -> str | None:
         """Why a scenario with these tags cannot run here, or None when it can."""
@@ -104,7 +89,7 @@ class ScenarioGate:
                 )
         for tag in tags:
             requires = _REQUIRES.match(tag)
-            if requires and requires["capability"] not in self._capabilities:
+            if requires and requires["capability"] not in self.capabilities:
                 capability = requires["capability"]
                 hint = self._hints.get(
                     capability,

@@ -1,16 +1,13 @@
-"""Timing that fits the target. The idle-timeout and lifetime scenarios give their echo-agent
-sessions short limits (`short_session_timeout`, `short_session_lifetime`), and both count
-from the moment a session is opened, which is a cold start: on a target whose sandboxes
-start slower than those limits (a loaded cluster, a first image pull), a session would end
-before or just after its first answer, and the scenario would fail blaming the platform.
+"""Timing that fits the target. The idle-timeout and lifetime scenarios give their sessions
+short limits (`short_session_timeout`, `short_session_lifetime`) counted from a cold start:
+on a target whose sandboxes start slower, a session would end around its first answer and
+the scenario would wrongly blame the platform.
 
-The preflight opens one session of the echo agent as the scenarios do and times its first
-answer. A short timing the run left at its default is scaled to last COLD_STARTS such
-starts, by one factor for both so that the lifetime stays the longer. One the user set, or
-the idle timeout of a deployed `short_timeout_agent`, is the user's: it is kept while it
-lasts SET_COLD_STARTS of them (a session then outlives its first answer), and below that
-the run stops, naming the setting and the value that fits. A cold start that cannot be
-measured changes nothing (its scenarios will tell what is wrong).
+So the preflight times one first answer of the echo agent. A short timing left at its
+default is scaled to last COLD_STARTS such starts (both by one factor, so the lifetime
+stays the longer); one the user set (or a deployed `short_timeout_agent`'s) is kept while it
+lasts SET_COLD_STARTS, else the run stops naming the value that fits. A cold start that
+cannot be measured changes nothing.
 """
 
 from __future__ import annotations
@@ -29,21 +26,18 @@ from acceptance.core.runtimes import Runtime
 from acceptance.core.settings import Given, Settings
 from acceptance.core.transport import NoAnswer
 
-# How many cold starts a default short timing is made to last: the session's first answer
-# then comes within its first third, leaving the rest for what the scenario observes.
+# How many cold starts a default short timing lasts: the first answer comes in its first
+# third, leaving the rest for what the scenario observes.
 COLD_STARTS = 3
-# How many one the user set must last: fewer, and a session may end just after its first
-# answer; more is the user's margin to choose (a cold start measured once varies).
+# How many one the user set must last; more is the user's margin to choose.
 SET_COLD_STARTS = 2
 SHORT_TIMINGS = ("short_session_timeout", "short_session_lifetime")
-# The tag of the scenarios that rely on them (session idle timeout and expiry): a run
-# without any measures no cold start.
+# The tag of the scenarios that rely on them: a run without any measures no cold start.
 TIMED_TAG = "ttl"
 
 
 class TimingsDoNotFit(ValueError):
-    """A short timing the user set is shorter than SET_COLD_STARTS cold starts; the message
-    names each such setting and the value that fits."""
+    """A short timing the user set is shorter than SET_COLD_STARTS cold starts."""
 
 
 @dataclass(frozen=True)
@@ -61,8 +55,8 @@ def measure_cold_start(
     *,
     tokens: tuple[str | None, str | None],
 ) -> ColdStart:
-    """Open a session of the echo agent, time its first answer, and end the session;
-    `tokens`: the Router's and the WorkloadManager's."""
+    """Time the first answer of a new echo-agent session, then end it; `tokens`: the
+    Router's and the WorkloadManager's."""
     router_token, workload_manager_token = tokens
     started = time.monotonic()
     try:
@@ -87,9 +81,9 @@ def measure_cold_start(
 def fitted(
     settings: Settings, cold_start: float, given: Given, names: Callable[[str], str]
 ) -> tuple[Settings, str]:
-    """The settings with the short timings the run left at their defaults scaled to last
-    COLD_STARTS cold starts, and what was done in a few words; `names(setting)` shows a
-    setting as the user gives it. Raises TimingsDoNotFit for the ones the user set."""
+    """The settings with the default short timings scaled to COLD_STARTS cold starts, and
+    what was done; `names(setting)` shows a setting as the user gives it. Raises
+    TimingsDoNotFit for the ones the user set too short."""
     needed = COLD_STARTS * cold_start
     if "short_timeout_agent" in given:  # a deployed agent's idle timeout is the user's
         given |= {"short_session_timeout"}

@@ -162,14 +162,14 @@ def test_calls_waiting_at_once_for_the_same_answer_share_one_progress_line(
 ) -> None:
     monkeypatch.setattr(polling, "PROGRESS_EVERY", 0.05)
     # A registry of its own: one left by an earlier test ticks at the old pace.
-    monkeypatch.setattr(polling, "_BLOCKING_WAITS", polling._BlockingWaits())
+    own_waiting = polling._BlockingWaits().waiting
     stream = io.StringIO()
     callers = 20
     gate = threading.Barrier(callers)
 
     def call() -> None:
         gate.wait()
-        with waiting("the answer to POST /v1/code-interpreter", 30, stream):
+        with own_waiting("the answer to POST /v1/code-interpreter", 30, stream):
             time.sleep(0.3)
 
     with ThreadPoolExecutor(callers) as pool:

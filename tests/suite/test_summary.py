@@ -28,8 +28,9 @@ def results() -> RunResults:
             scenario("untagged", ("id.untagged",), "passed", 9.0),
         ],
         steps=[StepResult("Feature: s", f"When step {n}", float(n)) for n in range(8)],
+        latencies=measurements.samples(),
+        notes={"Skipped for this target": ["Feature: elsewhere: not here"]},
     )
-    run.close(measurements, {"Skipped for this target": ["Feature: elsewhere: not here"]})
     return run
 
 
