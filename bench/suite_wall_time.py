@@ -4,9 +4,9 @@
 the medians of parallel and sequential.
 
 Each run starts its own localcube, as the commands do, and writes into a temporary reports
-directory. A run that fails is reported and makes the script exit non-zero. `--tree` runs
-another checkout's suite (say, a commit before a change) in the same rounds, for a before
-and after measured side by side.
+directory. A run that fails is reported, its output kept in reports/suite-bench/, and makes
+the script exit non-zero. `--tree` runs another checkout's suite (say, a commit before a
+change) in the same rounds, for a before and after measured side by side.
 
 Run: .venv/bin/python bench/suite_wall_time.py [--processes N] [--rounds 3] [--tree DIR]
 (--processes: as `./dev parallel`, four per CPU and at most 16 unless given)
@@ -26,20 +26,24 @@ from pathlib import Path
 from acceptance.run.parallel_run import default_processes
 
 ROOT = Path(__file__).resolve().parent.parent
+FAILURES = ROOT / "reports" / "suite-bench"  # the output of each run that failed
 
 
-def timed_run(command: list[str], tree: Path) -> tuple[float, int]:
-    """Seconds the command took in `tree` and its exit status; its output is dropped."""
+def timed_run(command: list[str], tree: Path) -> tuple[float, int, str]:
+    """Seconds the command took in `tree`, its exit status and its output (kept to tell
+    why a run failed)."""
     with tempfile.TemporaryDirectory(prefix="suite-bench-") as reports:
+        output = Path(reports) / "output.txt"
         started = time.perf_counter()
-        status = subprocess.run(
-            [*command, f"--define=reports_dir={reports}"],
-            cwd=tree,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            check=False,
-        ).returncode
-        return time.perf_counter() - started, status
+        with output.open("w") as sink:
+            status = subprocess.run(
+                [*command, f"--define=reports_dir={reports}"],
+                cwd=tree,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                check=False,
+            ).returncode
+        return time.perf_counter() - started, status, output.read_text()
 
 
 def commands(processes: int) -> dict[str, list[str]]:
@@ -71,10 +75,15 @@ def main() -> int:
     failed = False
     for round_number in range(1, options.rounds + 1):
         for (name, tree), command in runs.items():
-            seconds, status = timed_run(command, tree)
+            seconds, status, output = timed_run(command, tree)
             times[name].append(seconds)
             failed |= status != 0
             outcome = "passed" if status == 0 else f"FAILED (exit {status})"
+            if status != 0:
+                FAILURES.mkdir(parents=True, exist_ok=True)
+                kept = FAILURES / f"round-{round_number}-{len(list(FAILURES.iterdir()))}.txt"
+                kept.write_text(f"{name} in {tree}\n{output}")
+                outcome += f", its output in {kept}"
             print(f"round {round_number}: {name}: {seconds:.1f} s, {outcome}", flush=True)
     print(f"\nmachine: {os.cpu_count()} CPUs; {options.rounds} rounds")
     print("| run | min | median | max |")
