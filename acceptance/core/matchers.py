@@ -30,7 +30,8 @@ _NO_JSON = object()
 T = TypeVar("T")
 
 
-def _json(response: requests.Response) -> Any:
+def json_body(response: requests.Response) -> Any:
+    """The answer's body as JSON; a marker no JSON value equals when it is none."""
     try:
         return response.json()
     except ValueError:
@@ -67,7 +68,7 @@ class Answer(BaseMatcher[requests.Response]):
                 found = "it was missing" if value is None else f"it was {value!r}"
                 return f"header {name} should be {expected}, but {found}"
         if self.body is not None:
-            body = _json(response)
+            body = json_body(response)
             if body is _NO_JSON:
                 return "the body is not JSON"
             body = self.view(body)
@@ -159,7 +160,7 @@ class Refusal(Answer):
         problem = super()._problem(response)
         if problem is not None:
             return problem
-        body = _json(response)
+        body = json_body(response)
         if body is _NO_JSON:
             return "the body is not JSON"
         error = body.get("error") if isinstance(body, dict) else None
@@ -214,6 +215,18 @@ def meets(expectation: str, test: Callable[[T], bool], shown: Callable[[T], str]
     """A value `test` holds for (not an answer), described as `expectation`, shown on a
     mismatch as `shown` tells it."""
     return _Meets(expectation, test, shown)
+
+
+def without_problem(
+    expectation: str, problem: Callable[[T], str | None], shown: Callable[[T], str]
+) -> Matcher[T]:
+    """A value in which `problem` finds none; a mismatch names the problem, then shows the
+    value as `shown` tells it."""
+    return meets(
+        expectation,
+        lambda item: problem(item) is None,
+        lambda item: f"{problem(item)}; {shown(item)}",
+    )
 
 
 def all_met(*expectations: Matcher[requests.Response]) -> Matcher[requests.Response]:

@@ -23,7 +23,7 @@ from hamcrest.core.matcher import Matcher
 
 from acceptance.core import matchers
 from acceptance.core.clients import session_id_of
-from acceptance.core.matchers import Answer, Refusal, _json, a_uuid4
+from acceptance.core.matchers import Answer, Refusal, a_uuid4, json_body
 from acceptance.core.polling import eventually
 from acceptance.core.runtimes import Role, Runtime, RuntimeKind, fixture_manifest
 from acceptance.core.settings import Settings
@@ -241,11 +241,11 @@ def new_session_ids(earlier: Collection[str]) -> Matcher[Sequence[str]]:
             seen.add(session_id)
         return None
 
-    return matchers.meets(
+    return matchers.without_problem(
         "every session id a UUID v4 never issued before in this run "
         f"({len(set(earlier))} issued earlier)",
-        lambda ids: problem(ids) is None,
-        lambda ids: f"{problem(ids)}; the ids were {', '.join(ids)}",
+        problem,
+        lambda ids: f"the ids were {', '.join(ids)}",
     )
 
 
@@ -277,7 +277,7 @@ class OwnSandboxOrRefusal(Answer):
         problem = super()._problem(response)
         if problem is not None:
             return problem
-        body = _json(response)
+        body = json_body(response)
         if response.status_code in self.refusals:
             problem = self.refusals[response.status_code]._problem(response)
             if problem is None and "sandbox" in body:

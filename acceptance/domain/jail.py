@@ -15,7 +15,7 @@ from hamcrest.core.matcher import Matcher
 
 from acceptance.core import matchers
 from acceptance.core.evidence import describe_response
-from acceptance.core.matchers import Answer, Refusal, _json
+from acceptance.core.matchers import Answer, Refusal, json_body
 from acceptance.domain.interpreters import command_result, exits_with
 from acceptance.domain.world import World, required
 
@@ -149,7 +149,7 @@ def reveals_nothing_of(secret: str, file_name: str) -> Matcher[requests.Response
     def problem(response: requests.Response) -> str | None:
         if secret.encode() in response.content:
             return "the answer holds the secret"
-        body = _json(response)
+        body = json_body(response)
         files = body.get("files") if isinstance(body, dict) else None
         if isinstance(files, list) and any(
             isinstance(entry, dict) and entry.get("name") == file_name for entry in files
@@ -157,9 +157,9 @@ def reveals_nothing_of(secret: str, file_name: str) -> Matcher[requests.Response
             return f"the answer lists {file_name}"
         return None
 
-    return matchers.meets(
+    return matchers.without_problem(
         "an answer that reveals nothing from outside the workspace "
         f"(neither the secret nor a listing of {file_name})",
-        lambda response: problem(response) is None,
-        lambda response: f"{problem(response)}; the answer was {describe_response(response)}",
+        problem,
+        lambda response: f"the answer was {describe_response(response)}",
     )

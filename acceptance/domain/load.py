@@ -18,7 +18,7 @@ import requests
 from hamcrest import assert_that
 
 from acceptance.core.clients import session_id_of
-from acceptance.core.matchers import _json
+from acceptance.core.matchers import json_body
 from acceptance.core.measurements import percentile
 from acceptance.core.runtimes import Role, Runtime
 from acceptance.core.settings import Settings
@@ -75,7 +75,7 @@ class Outcome:
 
 def error_kind(answer: requests.Response, expected_stdout: str) -> str | None:
     """What was wrong with a first call's answer, in words that group alike failures."""
-    body = _json(answer)
+    body = json_body(answer)
     if answer.status_code != 200:
         error = body.get("error") if isinstance(body, dict) else None
         return f"status {answer.status_code}" + (f": {error}" if error else "")

@@ -11,7 +11,7 @@ import requests
 from hamcrest import assert_that, described_as, equal_to, has_key
 
 from acceptance.core import matchers
-from acceptance.core.matchers import Answer, Refusal, _json
+from acceptance.core.matchers import Answer, Refusal, json_body
 from acceptance.core.polling import eventually
 from acceptance.core.runtimes import Role
 from acceptance.core.settings import Settings
@@ -250,7 +250,7 @@ class SandboxGone(Answer):
         if problem is not None:
             return problem
         words = SANDBOX_GONE_ERRORS[response.status_code]
-        error = _json(response).get("error")
+        error = json_body(response).get("error")
         if not isinstance(error, str) or words not in error.lower():
             return f"a {response.status_code} must say {words!r}, but the error was {error!r}"
         return None

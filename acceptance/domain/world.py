@@ -19,7 +19,7 @@ from hamcrest.core.matcher import Matcher
 from acceptance.core import matchers
 from acceptance.core.clients import Router, WorkloadManager, session_id_of
 from acceptance.core.evidence import Table, describe_response, redact
-from acceptance.core.matchers import _json
+from acceptance.core.matchers import json_body
 from acceptance.core.measurements import Measurements
 from acceptance.core.runtimes import Role, Runtime, RuntimeKind, configured_runtimes
 from acceptance.core.settings import Settings
@@ -365,7 +365,7 @@ class World:
 
 def sandbox_report(response: requests.Response) -> Any:
     """The echo agent's account of the sandbox that served the call (None if absent)."""
-    body = _json(response)
+    body = json_body(response)
     return body.get("sandbox") if isinstance(body, dict) else None
 
 
