@@ -150,6 +150,16 @@ def setting(
     )
 
 
+def duration(default: str, meaning: str, **more: Any) -> Any:
+    """A setting holding a positive duration, in seconds."""
+    return setting(parse_seconds, default, meaning, **more)
+
+
+def token(meaning: str, **more: Any) -> Any:
+    """A secret setting holding a bearer token, unset unless given."""
+    return setting(parse_token, None, meaning, secret=True, **more)
+
+
 def declared(settings_class: type) -> tuple[Setting, ...]:
     """The settings a dataclass declares with ``setting``, each named after its field."""
     found = []
@@ -243,25 +253,17 @@ class Settings:
     )
 
     # Tokens and authentication (a token: from the environment or token_dir only, never printed).
-    api_token: str | None = setting(
-        parse_token, None, "Bearer token sent on every `/v1/*` call. Never printed.", secret=True
-    )
-    second_api_token: str | None = setting(
-        parse_token,
-        None,
+    api_token: str | None = token("Bearer token sent on every `/v1/*` call. Never printed.")
+    second_api_token: str | None = token(
         "Bearer token of a second subject, for the ownership scenario "
         "(`@requires.second-subject`, which also needs `api_token`). Never printed. A "
         "localcube the suite starts mints both from its own issuer (and refuses them given).",
-        secret=True,
     )
-    admin_api_token: str | None = setting(
-        parse_token,
-        None,
+    admin_api_token: str | None = token(
         "Bearer token of a subject with the admin role, which upstream's Router lets use any "
         "session: the scenarios that open sessions at the WorkloadManager (which records no "
         "owner for them; `@requires.workload-manager-sessions`) call as this subject. "
         "Never printed. A localcube the suite starts mints one from its own issuer.",
-        secret=True,
     )
     must_authenticate: bool = setting(
         parse_flag,
@@ -271,39 +273,27 @@ class Settings:
         "credential scenarios are skipped with that reason (a token set for it is ignored, "
         "and the preflight says so).",
     )
-    no_role_api_token: str | None = setting(
-        parse_token,
-        None,
+    no_role_api_token: str | None = token(
         "Bearer token of a subject the issuer knows but without the role the Router "
         "requires (its `--jwt-required-role`), for the scenario of the missing role "
         "(`@requires.no-role-subject`). Never printed. A localcube the suite starts gets "
         "one from its own issuer.",
-        secret=True,
     )
-    expired_api_token: str | None = setting(
-        parse_token,
-        None,
+    expired_api_token: str | None = token(
         "An access token of the caller's issuer that has expired (more than upstream's 30 "
         "s of leeway ago), for the scenario that it is refused (`@requires.expired-token`). "
         "Never printed. `python -m oidc_issuer` writes one; a localcube the suite starts "
         "gets one from its own issuer.",
-        secret=True,
     )
-    other_audience_api_token: str | None = setting(
-        parse_token,
-        None,
+    other_audience_api_token: str | None = token(
         "An access token of the caller's issuer for an audience other than the Router's "
         "`--jwt-audience` (`@requires.other-audience-token`). Never printed. `python -m "
         "oidc_issuer` writes one; a localcube the suite starts gets one.",
-        secret=True,
     )
-    other_issuer_api_token: str | None = setting(
-        parse_token,
-        None,
+    other_issuer_api_token: str | None = token(
         "An access token signed with the issuer's key but naming another issuer "
         "(`@requires.other-issuer-token`). Never printed. `python -m oidc_issuer` writes "
         "one; a localcube the suite starts gets one.",
-        secret=True,
     )
     token_dir: str | None = setting(
         parse_token_dir,
@@ -315,16 +305,13 @@ class Settings:
         "environment does not. Tokens never reach a command line this way.",
         shown="unset: tokens from the environment only",
     )
-    workload_manager_token: str | None = setting(
-        parse_token,
-        None,
+    workload_manager_token: str | None = token(
         "Bearer token of the calls the suite makes to the WorkloadManager itself (opening and "
         "deleting sessions there), where it is not the Router's token: with the "
         "WorkloadManager's auth on (`--enable-auth`, which upstream PR #433 would have the "
         "chart pass), a Kubernetes service-account token, e.g. `kubectl create token "
         "agentcube-router -n agentcube`. Never printed.",
         shown="unset: the Router's token",
-        secret=True,
     )
 
     # Runtimes under test.
@@ -359,79 +346,67 @@ class Settings:
     )
 
     # Timings.
-    request_timeout: float = setting(
-        parse_seconds,
+    request_timeout: float = duration(
         "30s",
         "Connect and read timeout of every HTTP call (a first call starts a sandbox).",
     )
-    ready_timeout: float = setting(
-        parse_seconds,
+    ready_timeout: float = duration(
         "20s",
         "How long to wait for localcube to start and the target to report ready.",
     )
-    short_session_timeout: float = setting(
-        parse_seconds,
+    short_session_timeout: float = duration(
         "2s",
         "`sessionTimeout` of the runtime the idle-timeout scenarios apply. When `@ttl` "
         "scenarios run, the preflight times a cold start of the echo agent: left at its "
         "default, this is scaled to last 3 of them; set, it must last 2, else the run stops "
         "naming the value that fits (docs/running.md).",
     )
-    ttl_grace: float = setting(
-        parse_seconds,
+    ttl_grace: float = duration(
         "1s",
         "Time allowed past a session's timeout for garbage collection to end it.",
     )
-    gc_interval: float = setting(
-        parse_seconds,
+    gc_interval: float = duration(
         "1s",
         "How often the target's garbage collector runs (localcube's default; the localcube "
         "the suite starts collects every 100 ms). Between the end of a hard lifetime, when "
         "the sandbox goes, and the collector's next pass, which removes the session, a call "
         "may fail with the sandbox gone; the refusal as not found is waited for that long.",
     )
-    poll_interval: float = setting(
-        parse_seconds, "100ms", "Pause between two probes while waiting for a condition."
+    poll_interval: float = duration(
+        "100ms", "Pause between two probes while waiting for a condition."
     )
-    short_session_lifetime: float = setting(
-        parse_seconds,
+    short_session_lifetime: float = duration(
         "3s",
         "Hard lifetime of a session in the lifetime scenarios: the `maxSessionDuration` of "
         "the runtime they apply, or the `ttl` a session asks for. Longer than "
         "`short_session_timeout`, and fitted to a cold start as it is.",
     )
-    long_task_duration: float = setting(
-        parse_seconds,
+    long_task_duration: float = duration(
         "2s",
         "How long the long command of the long-task scenario runs. On a cluster choose it "
         "longer than any request timeout between the suite and the sandbox (an ingress, a "
         "load balancer).",
     )
-    fail_fast: float = setting(
-        parse_seconds,
+    fail_fast: float = duration(
         "5s",
         "How soon a call in a session whose sandbox died must be answered with an error.",
     )
-    sandbox_gone_timeout: float = setting(
-        parse_seconds,
+    sandbox_gone_timeout: float = duration(
         "5s",
         "How long a killed sandbox may take until the platform no longer shows it running.",
     )
-    answer_allowance: float = setting(
-        parse_seconds,
+    answer_allowance: float = duration(
         "10s",
         "How long past a call's own duration (a long command, a slow agent, a held call) to "
         "wait for its answer.",
     )
-    clock_allowance: float = setting(
-        parse_seconds,
+    clock_allowance: float = duration(
         "1s",
         "How much earlier than its idle timeout or hard lifetime a session may end: the "
         "granularity of the target's clocks (upstream, and localcube as it, store activity "
         "and expiry in whole seconds).",
     )
-    stream_event_spacing: float = setting(
-        parse_seconds,
+    stream_event_spacing: float = duration(
         "100ms",
         "Time between two events or chunks the echo agent streams in the streaming "
         "scenarios. A stream of events spans 7 spacings, and its first event must reach the "
@@ -439,8 +414,7 @@ class Settings:
         "agent's own stamps, whatever the target's latency): on a target whose latency "
         "varies by more than that, choose it longer.",
     )
-    router_read_timeout: float = setting(
-        parse_seconds,
+    router_read_timeout: float = duration(
         "30s",
         "The Router's read timeout (upstream's `ReadTimeout`, pkg/router/server.go:196: 30 s), "
         "which a WebSocket conversation of the streaming scenarios outlives: that scenario "
@@ -450,19 +424,16 @@ class Settings:
         shown="30s, upstream's; a localcube's own, read from its admin API (1s for "
         "one the suite starts, which it gives that `--read-timeout`)",
     )
-    warm_pool_timeout: float = setting(
-        parse_seconds,
+    warm_pool_timeout: float = duration(
         "20s",
         "How long a warm pool may take to be full and ready again after a claim.",
     )
-    burst_gather_timeout: float = setting(
-        parse_seconds,
+    burst_gather_timeout: float = duration(
         "30s",
         "How long the callers of one concurrent burst wait for each other, so that they "
         "call at the same moment.",
     )
-    overload_hold: float = setting(
-        parse_seconds,
+    overload_hold: float = duration(
         "500ms",
         "How long each call of the overload scenario holds its slot in the limited Router; "
         "the refused calls must be answered sooner.",
