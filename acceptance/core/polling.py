@@ -12,7 +12,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import IO, Any, TypeVar
 
 from hamcrest.core.matcher import Matcher
@@ -35,7 +34,7 @@ _ERASE_LINE = "\r\x1b[K"
 class Progress:
     """Reports a long wait every PROGRESS_EVERY seconds: on a terminal in one line, erased
     at the end so that behave's pretty formatter can rewrite its step line; in a log, a
-    line each time."""
+    line each time; `waiters`: how many calls wait for the same."""
 
     def __init__(self, what: str, deadline: float, stream: IO[str] | None = None) -> None:
         self._what = what
@@ -44,15 +43,18 @@ class Progress:
         self._live = self._stream.isatty()
         self._next = PROGRESS_EVERY
         self._shown = False
+        self._started = time.monotonic()
+        self.waiters = 1
 
-    def tick(self, elapsed: float, waiters: int = 1) -> None:
-        """Report the wait if it is time; `waiters`: how many calls wait for the same."""
+    def tick(self) -> None:
+        """Report the wait if it is time."""
+        elapsed = time.monotonic() - self._started
         if elapsed < self._next:
             return
         self._next = elapsed + PROGRESS_EVERY
         line = f"      ... {elapsed:.1f} s elapsed, deadline {self._deadline:.1f} s: {self._what}"
-        if waiters > 1:
-            line += f" ({waiters} calls at once)"
+        if self.waiters > 1:
+            line += f" ({self.waiters} calls at once)"
         if self._live:  # one line, cut to the terminal's width: a wrapped line cannot be erased
             width = shutil.get_terminal_size().columns - 1
             if len(line) > width:
@@ -69,22 +71,13 @@ class Progress:
             self._stream.flush()
 
 
-@dataclass
-class _Waiters:
-    """The calls waiting now for one same thing, reported by one Progress."""
-
-    progress: Progress
-    started: float
-    count: int = 0
-
-
 class _BlockingWaits:
     """Every blocking call waiting now, by what it waits for: calls made at once for the
     same thing are reported as one line with their count, by one ticking thread."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._waiting: dict[tuple[str, float, int], _Waiters] = {}
+        self._waiting: dict[tuple[str, float, int], Progress] = {}
         self._ticking = False
 
     @contextmanager
@@ -92,12 +85,11 @@ class _BlockingWaits:
         """Report progress while the block waits in one blocking call (an HTTP request)."""
         key = (what, deadline, id(stream))
         with self._lock:
-            waiters = self._waiting.get(key)
-            if waiters is None:
-                progress = Progress(f"waiting for {what}", deadline, stream)
-                waiters = _Waiters(progress, time.monotonic())
-                self._waiting[key] = waiters
-            waiters.count += 1
+            progress = self._waiting.get(key)
+            if progress is None:
+                progress = self._waiting[key] = Progress(f"waiting for {what}", deadline, stream)
+            else:
+                progress.waiters += 1
             if not self._ticking:
                 self._ticking = True
                 threading.Thread(target=self._tick, name="progress", daemon=True).start()
@@ -105,10 +97,10 @@ class _BlockingWaits:
             yield
         finally:
             with self._lock:
-                waiters.count -= 1
-                if waiters.count == 0:
+                progress.waiters -= 1
+                if progress.waiters == 0:
                     del self._waiting[key]
-                    waiters.progress.close()
+                    progress.close()
 
     def _tick(self) -> None:
         while True:
@@ -117,9 +109,8 @@ class _BlockingWaits:
                 if not self._waiting:
                     self._ticking = False
                     return
-                now = time.monotonic()
-                for waiters in self._waiting.values():
-                    waiters.progress.tick(now - waiters.started, waiters.count)
+                for progress in self._waiting.values():
+                    progress.tick()
 
 
 waiting = _BlockingWaits().waiting
@@ -158,7 +149,7 @@ def eventually(
         stop=stop_before_delay(timeout),
         wait=wait_fixed(poll),
         retry=retry_if_exception_type(ignoring) | retry_if_result(lambda v: not matcher.matches(v)),
-        before_sleep=lambda state: progress.tick(state.seconds_since_start or 0.0),
+        before_sleep=lambda _: progress.tick(),
         retry_error_callback=lambda state: state,
         reraise=False,
     )
@@ -201,7 +192,7 @@ def consistently(
         stop=stop_before_delay(duration),
         wait=wait_fixed(poll),
         retry=retry_if_result(matcher.matches),
-        before_sleep=lambda state: progress.tick(state.seconds_since_start or 0.0),
+        before_sleep=lambda _: progress.tick(),
         retry_error_callback=_last_result,
     )
     try:
