@@ -61,10 +61,11 @@ class Router:
         """Its readiness, asked without a token (pkg/router/server.go:157 at 939abb5)."""
         return self._transport.request("GET", f"{self._base_url}/health/ready")
 
-    def streams(self, token: str | None) -> StreamingClient:
-        """Streams and WebSockets at this Router, presenting `token` (None: none)."""
+    def streams(self, token: str | None, longer_by: float) -> StreamingClient:
+        """Streams and WebSockets at this Router, presenting `token` (None: none), waiting
+        `longer_by` seconds more than a call for a stream or a reply."""
         transport = self._transport
-        return StreamingClient(transport.log, bearer(token), transport.timeout)
+        return StreamingClient(transport.log, bearer(token), transport.timeout + longer_by)
 
     def invoke(
         self,

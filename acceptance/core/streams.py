@@ -39,10 +39,6 @@ class StreamedAnswer:
     parts: list[Part]
     error: str | None = None
 
-    @property
-    def session_id(self) -> str | None:
-        return session_id_in(self.headers)
-
 
 @dataclass
 class Conversation:
@@ -112,10 +108,6 @@ class StreamingClient:
         self._log = log
         self._authorization = dict(authorization)
         self._timeout = timeout
-
-    def longer_by(self, seconds: float) -> StreamingClient:
-        """The same client, waiting `seconds` more for a stream or a reply."""
-        return StreamingClient(self._log, self._authorization, self._timeout + seconds)
 
     def _headers(self, session_id: str | None) -> dict[str, str]:
         headers = dict(self._authorization)

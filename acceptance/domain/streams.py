@@ -217,7 +217,7 @@ class Streams:
     def _client(self, session: Session, duration: float) -> StreamingClient:
         """The session's caller's client, waiting `duration` more than a call's timeout."""
         wait = duration + self._settings.answer_allowance
-        return session.caller.router.streams(session.caller.token).longer_by(wait)
+        return session.caller.router.streams(session.caller.token, wait)
 
     def _stream(
         self, session: Session, kind: str, count: int, tag: str
