@@ -91,19 +91,6 @@ def _margin(secrets: frozenset[str]) -> int:
     )
 
 
-def describe_response(response: requests.Response) -> str:
-    """One answer as assertion messages show it: status, request line, headers, body."""
-    request = response.request
-    headers = "".join(
-        f"\n    {name}: {value}" for name, value in redact_headers(response.headers).items()
-    )
-    url = redact(request.url or "")
-    return (
-        f"{response.status_code} {response.reason} from {request.method} {url}"
-        f"{headers}\n    body: {excerpt(response.content)}"
-    )
-
-
 # A small table of evidence: its headings, then its rows, every cell a text.
 Table = tuple[tuple[str, ...], ...]
 
@@ -183,6 +170,11 @@ class Exchange:
         if self.timeline:
             lines += [f"  | {row}" for row in text_table(self.timeline).splitlines()]
         return "\n".join(lines)
+
+
+def describe_response(response: requests.Response) -> str:
+    """One answer as assertion messages show it: its exchange, as the evidence shows it."""
+    return Exchange.of(response).format()
 
 
 @dataclass

@@ -88,9 +88,10 @@ def test_a_described_response_shows_status_request_headers_and_body(answer) -> N
     text = describe_response(
         answer(404, {"error": "not found t0k3n"}, headers={"x-agentcube-session-id": "s-1"})
     )
-    assert text.startswith("404 Not Found from POST http://router.test/")
-    assert "x-agentcube-session-id: s-1" in text
-    assert f'body: {{"error": "not found {REDACTED}"}}' in text
+    assert text.startswith("POST http://router.test/")
+    assert " -> 404 Not Found in " in text.splitlines()[0]
+    assert "  < x-agentcube-session-id: s-1" in text
+    assert f'  < {{"error": "not found {REDACTED}"}}' in text
 
 
 def test_a_run_of_alike_polls_is_shown_once_with_its_count() -> None:
