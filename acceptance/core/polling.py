@@ -1,4 +1,4 @@
-"""Waiting without fixed sleeps: `eventually` and `consistently` probe a value on tenacity
+"""Waiting without fixed sleeps: `eventually` (on tenacity) and `consistently` probe a value
 and judge it with a PyHamcrest matcher, failing with the expectation and the last value
 seen; `waiting` reports one blocking call. A wait longer than a couple of seconds prints
 its progress past behave's output capture, one line for many threads waiting alike.
@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import IO, Any, TypeVar
+from typing import IO, TypeVar
 
 from hamcrest.core.matcher import Matcher
 from hamcrest.core.string_description import StringDescription
@@ -182,23 +182,15 @@ def consistently(
     seen: list[T] = []
     progress = Progress(f"checking that {holding}", duration, progress_stream)
     started = time.monotonic()
-
-    def probe_and_keep() -> T:
-        value = probe()
-        seen.append(value)
-        return value
-
-    retrying = Retrying(
-        stop=stop_before_delay(duration),
-        wait=wait_fixed(poll),
-        retry=retry_if_result(matcher.matches),
-        before_sleep=lambda _: progress.tick(),
-        retry_error_callback=_last_result,
-    )
-    try:
-        last = retrying(probe_and_keep)
+    try:  # as tenacity's stop_before_delay: no probe starts past the duration
+        seen.append(probe())
+        while matcher.matches(seen[-1]) and time.monotonic() - started + poll < duration:
+            time.sleep(poll)
+            progress.tick()
+            seen.append(probe())
     finally:
         progress.close()
+    last = seen[-1]
     if raising and not matcher.matches(last):
         raise AssertionError(
             f"After {time.monotonic() - started:.1f} s of {duration:.1f} s "
@@ -207,9 +199,3 @@ def consistently(
             f"     but: {_mismatch(matcher, last)}"
         )
     return seen
-
-
-def _last_result(state: RetryCallState) -> Any:
-    """The last probe's value, once the wait is over: the caller judges it."""
-    assert state.outcome is not None  # tenacity calls back after an attempt
-    return state.outcome.result()
