@@ -183,9 +183,6 @@ class ExchangeLog:
 
     exchanges: list[Exchange] = field(default_factory=list)
 
-    def record(self, exchange: Exchange) -> None:
-        self.exchanges.append(exchange)
-
     def format(self, start: int = 0, whose: str = "this scenario") -> str:
         """Numbered exchanges from the `start`-th on; a run of alike ones (polls) is shown
         once, by its last, with its count."""

@@ -159,7 +159,7 @@ class StreamingClient:
         except (aiohttp.ClientError, TimeoutError, ValueError) as failure:
             error = f"{type(failure).__name__}: {failure}"
         answer = StreamedAnswer(status, answer_headers, parts, error)
-        self._log.record(
+        self._log.exchanges.append(
             Exchange(
                 method="GET",
                 url=url,
@@ -212,7 +212,7 @@ class StreamingClient:
             conversation.headers = dict(refusal.headers or {})
         except (aiohttp.ClientError, TimeoutError, ValueError, TypeError) as failure:
             conversation.error = f"{type(failure).__name__}: {failure}"
-        self._log.record(
+        self._log.exchanges.append(
             Exchange(
                 method="GET (WebSocket)",
                 url=url,

@@ -46,7 +46,7 @@ class Transport:
                     method, url, headers=headers, timeout=timeout, **kwargs
                 )
         except requests.RequestException as error:
-            self.log.record(
+            self.log.exchanges.append(
                 Exchange(
                     method=method,
                     url=url,
@@ -59,7 +59,7 @@ class Transport:
                 f"no answer to {method} {redact(url)} within {timeout:g} s: "
                 f"{type(error).__name__}: {redact(str(error))}"
             ) from None
-        self.log.record(Exchange.of(response))
+        self.log.exchanges.append(Exchange.of(response))
         return response
 
     def close(self) -> None:
