@@ -5,7 +5,6 @@ registered secret masked wherever they appear.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import re
 from collections.abc import Callable, Mapping
@@ -69,8 +68,9 @@ def excerpt(body: bytes | str | None, limit: int = BODY_EXCERPT) -> str:
 def _redacted_head(text: str, limit: int) -> tuple[str, bool]:
     """The redacted text, or a redacted head long enough to show `limit` characters (a
     body may be megabytes), and whether it is whole. The head grows until it runs `margin`
-    past `limit` once redacted, so that no secret cut at its end is shown in part."""
-    margin = _margin(frozenset(_secrets))
+    past `limit` once redacted, so that no secret cut at its end is shown in part: no part
+    of a secret becomes longer than a mask per character (it may hold shorter secrets)."""
+    margin = 1 + len(REDACTED) * max(map(len, _secrets), default=0)
     size = limit + margin
     while True:
         head = redact(text[:size])
@@ -79,16 +79,6 @@ def _redacted_head(text: str, limit: int) -> tuple[str, bool]:
         if len(head) >= limit + margin:
             return head, False
         size *= 2
-
-
-@functools.cache
-def _margin(secrets: frozenset[str]) -> int:
-    """One more than the longest any part of a secret becomes once redacted (a secret may
-    hold a shorter one, whose mask is longer than itself)."""
-    return 1 + max(
-        (len(redact(secret[:end])) for secret in secrets for end in range(len(secret))),
-        default=0,
-    )
 
 
 # A small table of evidence: its headings, then its rows, every cell a text.
