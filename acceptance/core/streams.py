@@ -70,7 +70,7 @@ class Timeline:
         events = [
             (part.data, part.arrived_at)
             for part in answer.parts
-            if isinstance(part.data.get("sent_at"), int | float)
+            if isinstance(part.data, dict) and isinstance(part.data.get("sent_at"), int | float)
         ]
         if not events:
             return cls([])
@@ -117,9 +117,7 @@ class StreamingClient:
 
     async def events(self, url: str, session_id: str | None) -> StreamedAnswer:
         """GET an event stream; each event's `data:` lines parsed as JSON as it arrives."""
-        return await self._stream(
-            url, session_id, {"Accept": "text/event-stream"}, _events, timeline=True
-        )
+        return await self._stream(url, session_id, {"Accept": "text/event-stream"}, _events)
 
     async def chunks(self, url: str, session_id: str | None) -> StreamedAnswer:
         """GET an answer of unknown length, each line of text a part as it arrives."""
@@ -131,11 +129,9 @@ class StreamingClient:
         session_id: str | None,
         extra: Mapping[str, str],
         split: Callable[[bytes], tuple[list[Any], bytes]],
-        *,
-        timeline: bool = False,
     ) -> StreamedAnswer:
-        """GET a streamed answer; `split` takes the whole parts from what has arrived;
-        `timeline`: record the parts' times with the exchange."""
+        """GET a streamed answer; `split` takes the whole parts from what has arrived; the
+        exchange keeps the timeline of the events the agent stamped."""
         import aiohttp  # here: a run that streams nothing never loads it (0.2 s)
 
         headers = {**self._headers(session_id), **extra}
@@ -159,6 +155,7 @@ class StreamingClient:
         except (aiohttp.ClientError, TimeoutError, ValueError) as failure:
             error = f"{type(failure).__name__}: {failure}"
         answer = StreamedAnswer(status, answer_headers, parts, error)
+        timeline = Timeline.of(answer)
         self._log.exchanges.append(
             Exchange(
                 method="GET",
@@ -170,7 +167,7 @@ class StreamingClient:
                 response_body=raw,
                 elapsed=time.monotonic() - started,
                 error=error if status is None else None,
-                timeline=Timeline.of(answer).cells() if timeline and parts else (),
+                timeline=timeline.cells() if timeline.rows else (),
             )
         )
         return answer
