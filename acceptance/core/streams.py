@@ -43,10 +43,10 @@ class StreamedAnswer:
 @dataclass
 class Conversation:
     """A WebSocket conversation: whether the Router switched, the agent's greeting (its
-    sandbox report), the replies in order, and how it closed."""
+    sandbox report), the replies in order, and how it closed; `error`: what broke it off, or the
+    Router's refusal to switch."""
 
     switched: bool = False
-    refusal: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
     greeting: Any = None
     replies: list[str | bytes] = field(default_factory=list)
@@ -205,7 +205,7 @@ class StreamingClient:
                 await socket.close()
                 conversation.close_code = socket.close_code
         except aiohttp.WSServerHandshakeError as refusal:
-            conversation.refusal = f"{refusal.status} {refusal.message}"
+            conversation.error = f"{refusal.status} {refusal.message}"
             conversation.headers = dict(refusal.headers or {})
         except (aiohttp.ClientError, TimeoutError, ValueError, TypeError) as failure:
             conversation.error = f"{type(failure).__name__}: {failure}"
@@ -219,7 +219,7 @@ class StreamingClient:
                 response_headers=conversation.headers,
                 response_body=_transcript(conversation).encode(),
                 elapsed=time.monotonic() - started,
-                error=None if conversation.switched else conversation.refusal or conversation.error,
+                error=None if conversation.switched else conversation.error,
             )
         )
         return conversation

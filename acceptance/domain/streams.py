@@ -346,9 +346,7 @@ def _shown(answer: StreamedAnswer) -> str:
 
 def _described(conversation: Conversation) -> str:
     if not conversation.switched:
-        return (
-            f"the Router did not switch to WebSocket: {conversation.refusal or conversation.error}"
-        )
+        return f"the Router did not switch to WebSocket: {conversation.error}"
     return (
         f"switched (session {conversation.session_id}), replies {conversation.replies!r}, "
         f"closed with code {conversation.close_code}"
