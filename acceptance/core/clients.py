@@ -22,7 +22,6 @@ from agentcube_contract.session import SESSION_HEADER
 
 
 def session_id_of(response: requests.Response) -> str | None:
-    """The session id the Router returned with this answer, if any."""
     return response.headers.get(SESSION_HEADER)
 
 

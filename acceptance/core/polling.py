@@ -47,7 +47,6 @@ class Progress:
         self.waiters = 1
 
     def tick(self) -> None:
-        """Report the wait if it is time."""
         elapsed = time.monotonic() - self._started
         if elapsed < self._next:
             return
@@ -124,8 +123,7 @@ def _mismatch(matcher: Matcher[T], value: T) -> str:
 
 def _last_seen(state: RetryCallState, matcher: Matcher[T]) -> str:
     outcome = state.outcome
-    if outcome is None:
-        return "nothing was seen"
+    assert outcome is not None  # tenacity gives up after an attempt, never before
     if outcome.failed:
         error = outcome.exception()
         return f"the last probe raised {type(error).__name__}: {error}"

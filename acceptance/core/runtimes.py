@@ -59,7 +59,6 @@ class Runtime:
 
     @classmethod
     def of_manifest(cls, manifest: Mapping[str, Any]) -> Runtime:
-        """The runtime a resource document describes."""
         metadata = manifest["metadata"]
         return cls(RuntimeKind.of(manifest["kind"]), metadata["namespace"], metadata["name"])
 

@@ -178,7 +178,6 @@ Given = frozenset[str]
 def given_names(
     settings: Iterable[Setting], userdata: Mapping[str, str], environ: Mapping[str, str]
 ) -> Given:
-    """Which of `settings` the user set."""
     return frozenset(s.name for s in settings if userdata.get(s.name) or environ.get(s.env))
 
 

@@ -21,7 +21,6 @@ class NoAnswer(AssertionError):
 
 
 def bearer(token: str | None) -> dict[str, str]:
-    """The header that presents this bearer token (none for None)."""
     return {"Authorization": f"Bearer {token}"} if token else {}
 
 
