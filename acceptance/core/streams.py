@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -115,25 +115,15 @@ class StreamingClient:
             headers[SESSION_HEADER] = session_id
         return headers
 
-    async def events(self, url: str, session_id: str | None) -> StreamedAnswer:
-        """GET an event stream; each event's `data:` lines parsed as JSON as it arrives."""
-        return await self._stream(url, session_id, {"Accept": "text/event-stream"}, _events)
-
-    async def chunks(self, url: str, session_id: str | None) -> StreamedAnswer:
-        """GET an answer of unknown length, each line of text a part as it arrives."""
-        return await self._stream(url, session_id, {}, _lines)
-
-    async def _stream(
-        self,
-        url: str,
-        session_id: str | None,
-        extra: Mapping[str, str],
-        split: Callable[[bytes], tuple[list[Any], bytes]],
-    ) -> StreamedAnswer:
-        """GET a streamed answer; `split` takes the whole parts from what has arrived; the
+    async def stream(self, url: str, session_id: str | None, kind: str) -> StreamedAnswer:
+        """GET a streamed answer, part by part as it arrives: `events`, each event's `data:`
+        lines parsed as JSON, or `chunks` of unknown length, each line of text a part. The
         exchange keeps the timeline of the events the agent stamped."""
         import aiohttp  # here: a run that streams nothing never loads it (0.2 s)
 
+        extra, split = (
+            ({"Accept": "text/event-stream"}, _events) if kind == "events" else ({}, _lines)
+        )
         headers = {**self._headers(session_id), **extra}
         timeout = aiohttp.ClientTimeout(total=self._timeout)
         parts: list[Part] = []

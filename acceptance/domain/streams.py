@@ -227,8 +227,7 @@ class Streams:
         client = self._client(session, count * spacing)
         url = session.caller.router.invocation_url(session.runtime, f"echo/{kind}")
         query = urlencode({"count": count, "spacing": spacing, "tag": tag})
-        read = client.events if kind == "events" else client.chunks
-        return read(f"{url}?{query}", session.session_id)
+        return client.stream(f"{url}?{query}", session.session_id, kind)
 
     def _converse(
         self, session: Session, messages: Sequence[str | bytes], hold: float
