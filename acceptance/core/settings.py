@@ -110,9 +110,6 @@ namespace_name = satisfying(
     is_dns_label, f"is not a valid Kubernetes namespace ({names.DNS_LABEL_RULE})"
 )
 
-# Where a field of a settings dataclass keeps its Setting.
-SETTING = "setting"
-
 
 @dataclass(frozen=True)
 class Setting:
@@ -141,12 +138,12 @@ def setting(
     secret: bool = False,
     env: str = "",
 ) -> Any:
-    """A field of a settings dataclass holding its Setting; its default is `default` parsed,
-    and a secret one stays out of the repr."""
+    """A field of a settings dataclass holding its Setting (in its metadata, keyed by the
+    class); its default is `default` parsed, and a secret one stays out of the repr."""
     return dataclasses.field(
         default=None if default is None else parse(default),
         repr=not secret,
-        metadata={SETTING: Setting("", env, parse, default, meaning, shown, secret)},
+        metadata={Setting: Setting("", env, parse, default, meaning, shown, secret)},
     )
 
 
@@ -164,8 +161,8 @@ def declared(settings_class: type) -> tuple[Setting, ...]:
     """The settings a dataclass declares with ``setting``, each named after its field."""
     found = []
     for field in dataclasses.fields(settings_class):
-        if SETTING in field.metadata:
-            declaration: Setting = field.metadata[SETTING]
+        if Setting in field.metadata:
+            declaration: Setting = field.metadata[Setting]
             env = declaration.env or f"AGENTCUBE_{field.name.upper()}"
             found.append(dataclasses.replace(declaration, name=field.name, env=env))
     return tuple(found)
