@@ -149,7 +149,6 @@ def eventually(
         retry=retry_if_exception_type(ignoring) | retry_if_result(lambda v: not matcher.matches(v)),
         before_sleep=lambda _: progress.tick(),
         retry_error_callback=lambda state: state,
-        reraise=False,
     )
     try:
         result = retrying(probe)
