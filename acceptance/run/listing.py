@@ -8,7 +8,7 @@ import sys
 from behave.configuration import Configuration
 from behave.model import Feature
 
-from acceptance.run.results import run_features, selected_scenarios
+from acceptance.run.results import run_features, selection
 
 
 def listing(features: list[Feature], config: Configuration) -> str:
@@ -17,7 +17,7 @@ def listing(features: list[Feature], config: Configuration) -> str:
     for feature in features:
         scenarios = list(feature.walk_scenarios())
         total += len(scenarios)
-        selected = selected_scenarios([feature], config)
+        selected = selection([feature], config)[0]
         chosen += len(selected)
         if selected:
             lines.append(f"{feature.filename}: {feature.name}")

@@ -28,12 +28,7 @@ from acceptance.platforms.registry import adapter
 from acceptance.platforms.target import read_settings
 from acceptance.run.html_report import write_summary_page
 from acceptance.run.preflight import PreflightFailed
-from acceptance.run.results import (
-    RunResults,
-    deselected_scenarios,
-    run_features,
-    selected_scenarios,
-)
+from acceptance.run.results import RunResults, run_features, selection
 from acceptance.run.suite import KEPT, Suite
 from acceptance.run.summary import closing_report, summarize
 from acceptance.run.tag_check import UnknownTagError, check_tags
@@ -116,7 +111,7 @@ def run(processes: int, behave_arguments: list[str]) -> int:
     config = Configuration(behave_arguments)
     features = run_features(config)
     check_tags(features, config.tag_expression)
-    selected = selected_scenarios(features, config)
+    selected, deselected = selection(features, config)
     alone = [scenario for scenario in selected if _runs_alone(scenario)]
     concurrent = [scenario for scenario in selected if not _runs_alone(scenario)]
     reports = Path(read_settings(config.userdata, os.environ).suite.reports_dir)
@@ -153,7 +148,6 @@ def run(processes: int, behave_arguments: list[str]) -> int:
         results.merge(phase_results)
     results.merge(suite.finish())
     results.release = suite.release.account()  # the workers were told the release
-    deselected = deselected_scenarios(features, config)
     results.deselected = len(deselected)
     if missing := unreported(selected, results):
         # A worker that never ran its scenario (behavex marks it "untested") reports nothing.

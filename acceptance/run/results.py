@@ -70,32 +70,21 @@ def run_features(config: Configuration) -> list[Feature]:
     return features
 
 
-def selected_scenarios(features: list[Feature], config: Configuration) -> list[Scenario]:
-    """The scenarios the run's paths, tag expression and names select; call it before the
-    run, which marks others skipped too."""
-    return [
-        scenario
-        for scenario in _located(features)
-        if scenario.should_run_with_tags(config.tag_expression)
-        and scenario.should_run_with_name_select(config)
-    ]
-
-
-def deselected_scenarios(features: list[Feature], config: Configuration) -> list[Scenario]:
-    """The scenarios at the run's paths that its tag expression or names leave out; before
-    the run, as `selected_scenarios`."""
-    selected = {id(scenario) for scenario in selected_scenarios(features, config)}
-    return [scenario for scenario in _located(features) if id(scenario) not in selected]
-
-
-def _located(features: list[Feature]) -> list[Scenario]:
-    """The scenarios at the run's paths: a `features/x.feature:12` is one scenario."""
-    return [
-        scenario
-        for feature in features
-        for scenario in feature.walk_scenarios()
-        if not scenario.should_skip
-    ]
+def selection(
+    features: list[Feature], config: Configuration
+) -> tuple[list[Scenario], list[Scenario]]:
+    """The scenarios at the run's paths (a `features/x.feature:12` is one scenario) that its
+    tag expression and names select, and those they leave out; call it before the run,
+    which marks others skipped too."""
+    selected: list[Scenario] = []
+    deselected: list[Scenario] = []
+    for feature in features:
+        for scenario in feature.walk_scenarios():
+            if not scenario.should_skip:
+                chosen = scenario.should_run_with_tags(config.tag_expression)
+                chosen = chosen and scenario.should_run_with_name_select(config)
+                (selected if chosen else deselected).append(scenario)
+    return selected, deselected
 
 
 def outcome_of(scenario: Scenario) -> str:
