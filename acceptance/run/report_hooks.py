@@ -1,5 +1,5 @@
 """What the hooks and the runner hand to the HTML review report (acceptance.run.html_report):
-step attachments, the run summary and its chart, why a run stopped. The report is found
+step attachments, the run summary, why a run stopped. The report is found
 by its format name, so a run without one never imports the formatter nor matplotlib."""
 
 from __future__ import annotations
@@ -67,12 +67,6 @@ def attach_table(context: Context, caption: str, table: Table) -> None:
 
 
 def add_run_summary(context: Context, summary: RunSummary) -> None:
-    """Give every review report the run summary, and a chart when latencies were measured."""
-    reports = _review_reports(context)
-    if reports:
-        # Imported here: matplotlib takes a second to load, which only a report should cost.
-        from acceptance.run.latency_chart import latency_chart_png
-
-        chart = latency_chart_png(summary.latencies) if summary.latencies else None
-        for report in reports:
-            report.run_summary, report.chart_png = summary, chart
+    """Give every review report the run summary."""
+    for report in _review_reports(context):
+        report.run_summary = summary
