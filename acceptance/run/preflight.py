@@ -85,6 +85,7 @@ class Preflight:
         self._target = target
         timeout = min(settings.request_timeout, settings.ready_timeout)
         self._transport = Transport(timeout=timeout, log=ExchangeLog())
+        self._router = Router(self._transport, target.router_url, Measurements())
         self._checked: list[str] = []
         self.release: Release | None = None  # known once check_target has passed
         self.checks_tokens = False  # known once check_target has passed
@@ -99,10 +100,9 @@ class Preflight:
         """Both services answer and are ready, the tokens are accepted, and the release is
         known (`release`); raises PreflightFailed."""
         target = self._target
-        router = Router(self._transport, target.router_url, Measurements())
         workload_manager = WorkloadManager(self._transport, target.workload_manager_url)
         same_url = target.workload_manager_url == target.router_url
-        problems = self._readiness("the Router", "router_url", router.ready, "ready")
+        problems = self._readiness("the Router", "router_url", self._router.ready, "ready")
         if not (problems and same_url):  # one service behind one URL: one problem is enough
             problems += self._readiness(
                 "the WorkloadManager", "workload_manager_url", workload_manager.healthy, "healthy"
@@ -120,7 +120,7 @@ class Preflight:
             if token := getattr(target, setting):
                 problems += self._router_refusal(setting, token)[0]
         if not same_url:
-            problems += self._workload_manager_refusal(target.workload_manager_url)
+            problems += self._workload_manager_refusal(workload_manager)
         if problems:
             raise PreflightFailed(problems)
         assert answer is not None  # the Router answered: no problem was told
@@ -219,11 +219,9 @@ class Preflight:
         created = len(self._target.created_runtimes() & set(runtimes.values()))
         self._checked += self._target.account()
         self._checked.append(
-            f"{len(runtimes)} runtimes in namespace {namespace}, {created} of them created by "
-            f"this run (platform {platform.name})"
-            if created
-            else f"{len(runtimes)} runtimes found in namespace {namespace} "
-            f"(platform {platform.name})"
+            f"{len(runtimes)} runtimes {'in' if created else 'found in'} namespace {namespace}"
+            + (f", {created} of them created by this run" if created else "")
+            + f" (platform {platform.name})"
         )
         self._check_neighbour_namespace(platform, runtimes[Role.ECHO_AGENT])
 
@@ -326,9 +324,8 @@ class Preflight:
         issued, that id, and the Router's answer if any."""
         probe = Runtime(RuntimeKind.AGENT_RUNTIME, self._settings.namespace, PROBE_RUNTIME)
         session_id = str(uuid.uuid4())
-        router = Router(self._transport, self._target.router_url, Measurements())
         try:
-            answer = router.invoke(probe, "", session_id=session_id, json={}, token=token)
+            answer = self._router.invoke(probe, "", session_id=session_id, json={}, token=token)
         except NoAnswer as error:
             return (
                 [f"the Router at {self._target.router_url} {_unanswered(error)}"],
@@ -337,14 +334,14 @@ class Preflight:
             )
         return _refusal("the Router", answer, setting, token), session_id, answer
 
-    def _workload_manager_refusal(self, url: str) -> list[str]:
+    def _workload_manager_refusal(self, workload_manager: WorkloadManager) -> list[str]:
         """A problem when the WorkloadManager refuses its token (workload_manager_token, else
         api_token) on deleting a session it never issued."""
         own_token = self._settings.workload_manager_token
         setting = "workload_manager_token" if own_token else "api_token"
         token = own_token or self._target.api_token
         try:
-            answer = WorkloadManager(self._transport, url).delete_session(
+            answer = workload_manager.delete_session(
                 RuntimeKind.AGENT_RUNTIME, str(uuid.uuid4()), token=token
             )
         except NoAnswer as error:
