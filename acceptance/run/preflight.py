@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from contextlib import closing
 from dataclasses import dataclass, replace
 
 import requests
@@ -33,7 +32,6 @@ from acceptance.core.runtimes import (
     Role,
     Runtime,
     RuntimeKind,
-    configured_runtime,
     configured_runtimes,
 )
 from acceptance.core.settings import AUTO_RELEASE, SETTINGS, Given, Settings
@@ -41,7 +39,7 @@ from acceptance.core.transport import NoAnswer, Transport
 from acceptance.domain.isolation import neighbour_echo_agent
 from acceptance.platforms.base import NEIGHBOUR_NAMESPACE, Platform, Target
 from acceptance.run.results import first_line
-from acceptance.run.timings import TimingsDoNotFit, fitted, measure_cold_start
+from acceptance.run.timings import NoColdStart, TimingsDoNotFit, fitted, measure_cold_start
 from agentcube_contract.session import SESSION_NOT_FOUND
 
 # The name of the runtime the token check calls: none has it, so no sandbox can start.
@@ -239,21 +237,11 @@ class Preflight:
     def fit_timings(self, settings: Settings, given: Given) -> Settings:
         """`settings` with the short timings fitted to a cold start of the echo agent;
         raises PreflightFailed naming a setting the user set that does not fit."""
-        target = self._target
-        with closing(Transport(timeout=settings.request_timeout, log=ExchangeLog())) as transport:
-            cold_start = measure_cold_start(
-                Router(transport, target.router_url, Measurements()),
-                WorkloadManager(transport, target.workload_manager_url),
-                configured_runtime(Role.ECHO_AGENT, settings),
-                tokens=(target.api_token, settings.workload_manager_token or target.api_token),
-            )
-        if cold_start.seconds is None:
-            self._checked.append(
-                f"short timings kept, no cold start measured: {cold_start.why_not}"
-            )
-            return settings
         try:
-            settings, told = fitted(settings, cold_start.seconds, given, setting_names)
+            cold_start = measure_cold_start(self._target, settings)
+            settings, told = fitted(settings, cold_start, given, setting_names)
+        except NoColdStart as why_not:
+            told = f"short timings kept, no cold start measured: {why_not}"
         except TimingsDoNotFit as error:
             raise PreflightFailed([str(error)]) from None
         self._checked.append(told)
