@@ -87,13 +87,6 @@ def selection(
     return selected, deselected
 
 
-def outcome_of(scenario: Scenario) -> str:
-    """passed, failed (any failure, error or undefined step) or skipped (skipped, untested)."""
-    if scenario.status.has_failed():
-        return FAILED
-    return PASSED if scenario.status.name == PASSED else SKIPPED
-
-
 @dataclass
 class RunResults:
     scenarios: list[ScenarioResult] = field(default_factory=list)
@@ -110,7 +103,12 @@ class RunResults:
 
     def add_scenario(self, scenario: Scenario, *, cut_off: bool = False) -> None:
         """Record a scenario that has ended; `cut_off`: by the run's interruption."""
-        outcome = INTERRUPTED if cut_off else outcome_of(scenario)
+        if cut_off:
+            outcome = INTERRUPTED
+        elif scenario.status.has_failed():  # any failure, error or undefined step
+            outcome = FAILED
+        else:  # a skipped or untested one counts as skipped
+            outcome = PASSED if scenario.status.name == PASSED else SKIPPED
         failed_step, failure = failure_of(scenario) if outcome == FAILED else ("", "")
         result = ScenarioResult(
             feature=scenario.feature.name,
@@ -142,7 +140,7 @@ class RunResults:
             self.notes.setdefault(title, []).extend(items)
         self.release = self.release or other.release
 
-    def save(self, directory: Path) -> Path:
+    def save(self, directory: Path) -> None:
         """Write these results to a new file in the directory, whole at once for a reader
         watching it."""
         directory.mkdir(parents=True, exist_ok=True)
@@ -150,7 +148,6 @@ class RunResults:
         written = path.with_suffix(".part")
         written.write_text(json.dumps(asdict(self)))
         written.replace(path)
-        return path
 
     @classmethod
     def load_file(cls, path: Path) -> RunResults:

@@ -15,7 +15,7 @@ from behave.configuration import Configuration
 from behave.formatter._registry import make_formatters
 
 from acceptance.run.early_stop import EarlyStop
-from acceptance.run.report_hooks import show_early_stop
+from acceptance.run.report_hooks import REVIEW_FORMAT
 from acceptance.run.results import run_features, selection
 from acceptance.run.suite import Suite
 from acceptance.run.tag_check import check_tags
@@ -49,9 +49,9 @@ def start_before_behave(config: Configuration) -> bool:
     except (Exception, KeyboardInterrupt) as error:
         stop = EarlyStop.of(error)
     # behave's reports, made as its runner makes them, so that they show why it stopped.
-    formatters = make_formatters(config, config.outputs)
-    show_early_stop(formatters, stop)
-    for formatter in formatters:
+    for formatter in make_formatters(config, config.outputs):
+        if formatter.name == REVIEW_FORMAT:  # acceptance.run.html_report.ReviewReport
+            formatter.early_stop = stop
         formatter.close()
     if config.junit:
         stop.write_junit(Path(config.junit_directory))

@@ -149,15 +149,11 @@ def format_summary(summary: RunSummary) -> str:
     return "\n".join(parts)
 
 
-def format_notes(notes: Mapping[str, list[str]]) -> str:
-    """The closing notes, one titled list each; empty when there is nothing to tell."""
-    return "\n".join(
+def closing_report(notes: Mapping[str, list[str]], summary: RunSummary) -> str:
+    """What a run prints at its end: the notes, one titled list each, then the summary."""
+    listed = "\n".join(
         f"{title} ({len(items)}):\n" + "\n".join(f"  - {item}" for item in items)
         for title, items in notes.items()
         if items
     )
-
-
-def closing_report(notes: Mapping[str, list[str]], summary: RunSummary) -> str:
-    """What a run prints at its end: the notes, then the summary."""
-    return "\n\n".join(part for part in (format_notes(notes), format_summary(summary)) if part)
+    return "\n\n".join(part for part in (listed, format_summary(summary)) if part)
