@@ -85,7 +85,6 @@ class Preflight:
         self._transport = Transport(timeout=timeout, log=ExchangeLog())
         self._router = Router(self._transport, target.router_url, Measurements())
         self._checked: list[str] = []
-        self.release: Release | None = None  # known once check_target has passed
         self.checks_tokens = False  # known once check_target has passed
 
     def close(self) -> None:
@@ -94,9 +93,9 @@ class Preflight:
     def account(self) -> str:
         return "Preflight: " + "; ".join(self._checked) + "."
 
-    def check_target(self) -> None:
-        """Both services answer and are ready, the tokens are accepted, and the release is
-        known (`release`); raises PreflightFailed."""
+    def check_target(self) -> Release:
+        """Both services answer and are ready and the tokens are accepted: the release the
+        run is held to; raises PreflightFailed."""
         target = self._target
         workload_manager = WorkloadManager(self._transport, target.workload_manager_url)
         same_url = target.workload_manager_url == target.router_url
@@ -124,7 +123,7 @@ class Preflight:
         assert answer is not None  # the Router answered: no problem was told
         self.checks_tokens = bool(target.api_token) and self._refuses_no_token()
         self._checked.append(self._tokens_account())
-        self.release = self._release(session_id, answer)
+        return self._release(session_id, answer)
 
     def _refuses_no_token(self) -> bool:
         """Whether the Router refuses the token check's call without a token."""

@@ -65,9 +65,8 @@ class Suite:
         atexit.register(suite.stop)
         try:
             with closing(Preflight(settings, target)) as preflight:
-                preflight.check_target()
-                assert preflight.release is not None  # check_target found it
-                suite._hold_to(preflight.release, checks_tokens=preflight.checks_tokens)
+                release = preflight.check_target()
+                suite._hold_to(release, checks_tokens=preflight.checks_tokens)
                 target.prepare()
                 preflight.check_runtimes()
                 suite.settings = preflight.read_told_settings(suite.settings, run.given)
