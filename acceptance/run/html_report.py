@@ -46,7 +46,7 @@ class ReviewReport(PrettyHTMLFormatter):
     name = REVIEW_FORMAT
     description = "HTML report for review: pretty HTML with the run summary and latencies"
 
-    # What acceptance.run.report_hooks hands the report for the top of its page.
+    # What acceptance.run.report_hooks and .start hand the report for the top of its page.
     run_summary: RunSummary | None = None
     early_stop: EarlyStop | None = None
 

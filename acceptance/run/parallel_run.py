@@ -25,9 +25,9 @@ from behave.model import Scenario
 from acceptance.core.settings import SETTINGS, ConfigError, Settings
 from acceptance.platforms.base import Target, TargetStartError
 from acceptance.platforms.registry import adapter
-from acceptance.platforms.target import read_settings
 from acceptance.run.html_report import write_summary_page
 from acceptance.run.preflight import PreflightFailed
+from acceptance.run.report_run import reports_dir
 from acceptance.run.results import RunResults, run_features, selection
 from acceptance.run.suite import KEPT, Suite
 from acceptance.run.summary import closing_report, summarize
@@ -114,7 +114,7 @@ def run(processes: int, behave_arguments: list[str]) -> int:
     selected, deselected = selection(features, config)
     alone = [scenario for scenario in selected if _runs_alone(scenario)]
     concurrent = [scenario for scenario in selected if not _runs_alone(scenario)]
-    reports = Path(read_settings(config.userdata, os.environ).suite.reports_dir)
+    reports = reports_dir(behave_arguments)
     out = reports / "parallel"
     shutil.rmtree(out, ignore_errors=True)
     # The preflight first, of the concurrent phase's target (the alone phase checks its own).

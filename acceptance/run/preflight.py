@@ -65,7 +65,6 @@ class Release:
         return f"AgentCube release: {self.name} ({self.why})"
 
 
-# Each suite setting's environment variable, by name.
 _ENV = {setting.name: setting.env for setting in SETTINGS}
 
 
