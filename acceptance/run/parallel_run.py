@@ -258,9 +258,7 @@ class Phase:
 
     def _show_new_results(self, shown: set[Path]) -> None:
         """One line per scenario whose result a worker has saved since the last look."""
-        for path in sorted(self._results_dir.glob("*.json")):
-            if path in shown:
-                continue
+        for path in sorted(set(self._results_dir.glob("*.json")) - shown):
             shown.add(path)
             for result in RunResults.load_file(path).scenarios:
                 print(f"  {result.outcome:<7} {result.duration:6.2f} s  {result.title}", flush=True)

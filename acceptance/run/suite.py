@@ -4,11 +4,10 @@ scenario, and the closing report."""
 from __future__ import annotations
 
 import atexit
-import dataclasses
 import time
 from collections.abc import Mapping
 from contextlib import closing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from hamcrest import described_as, empty
 
@@ -81,7 +80,7 @@ class Suite:
     def _hold_to(self, release: Release, *, checks_tokens: bool) -> None:
         """Run as this release, against a target that checks tokens or not."""
         self.release = release
-        self.settings = dataclasses.replace(self.settings, agentcube_release=release.name)
+        self.settings = replace(self.settings, agentcube_release=release.name)
         ignored = self.target.api_token is not None and not checks_tokens
         self.gate = ScenarioGate(
             {category: getattr(self.settings, category) for category in ACTIVE_CATEGORIES},

@@ -49,8 +49,10 @@ def summarize(results: RunResults, wall_time: float) -> RunSummary:
     skipped_here = counts[SKIPPED]
     counts[SKIPPED] += results.deselected
     total = len(scenarios) + results.deselected + results.never_ran
+    cut_off = [s.title for s in scenarios if s.outcome == INTERRUPTED]
+    where = f' in "{cut_off[0]}"' if cut_off else " between scenarios"
     headline = (
-        _interruption(results)
+        (f"interrupted (Ctrl-C){where}: " if results.interrupted else "")
         + f"{total} scenarios: "
         + ", ".join(f"{counts[outcome]} {outcome}" for outcome in outcomes)
         + (
@@ -72,15 +74,6 @@ def summarize(results: RunResults, wall_time: float) -> RunSummary:
     ]:
         tables.append(Table("Failed scenarios", ("scenario", "failed step", "why"), failed))
     return RunSummary(headline, tables, latencies, results.release)
-
-
-def _interruption(results: RunResults) -> str:
-    """What an interrupted run's headline says first."""
-    if not results.interrupted:
-        return ""
-    cut_off = [s.title for s in results.scenarios if s.outcome == INTERRUPTED]
-    where = f' in "{cut_off[0]}"' if cut_off else " between scenarios"
-    return f"interrupted (Ctrl-C){where}: "
 
 
 def _outcomes(results: RunResults) -> tuple[str, ...]:
