@@ -40,7 +40,6 @@ ACTIVE_CATEGORIES: dict[str, tuple[str, ...]] = {
     "agentcube_release": RELEASES,
 }
 
-_REQUIRES = re.compile(r"^requires\.(?P<capability>[\w-]+)$")
 _ID = re.compile(r"^id\.[a-z0-9]+(-[a-z0-9]+)*$")
 
 
@@ -93,9 +92,8 @@ class ScenarioGate:
                     f"(choose with -D {category}=...)"
                 )
         for tag in tags:
-            requires = _REQUIRES.match(tag)
-            if requires and requires["capability"] not in self.capabilities:
-                capability = requires["capability"]
+            capability = tag.removeprefix("requires.")
+            if capability != tag and capability not in self.capabilities:
                 hint = self._hints.get(
                     capability,
                     f"platform {self._platform!r} cannot (choose with -D platform=...)",
