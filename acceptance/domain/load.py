@@ -153,7 +153,6 @@ class SustainedLoad:
 
     @property
     def share(self) -> float:
-        """The share of the sessions that succeeded."""
         if not self._outcomes:
             raise AssertionError("the scenario has applied no load yet")
         return sum(outcome.error is None for outcome in self._outcomes) / len(self._outcomes)

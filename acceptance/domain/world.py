@@ -186,14 +186,12 @@ class World:
 
     @property
     def session(self) -> Session:
-        """The session the scenario opened last."""
         if not self._sessions:
             raise AssertionError("the scenario has no session yet")
         return self._sessions[-1]
 
     @property
     def sessions(self) -> list[Session]:
-        """The scenario's sessions, in the order they were opened."""
         return list(self._sessions)
 
     def opened_by(self, answer: requests.Response) -> Session:
