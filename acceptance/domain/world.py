@@ -104,8 +104,7 @@ class World:
         self._last_activity: dict[str, Activity] = {}
         # The runtimes the settings name, and those the scenario applies or names itself.
         self._runtimes: dict[Role, Runtime] = configured_runtimes(settings)
-        # Runtimes applied for the run or the scenario and not yet served: a WorkloadManager
-        # finds runtimes through a cached watch, so its first calls may not find them yet.
+        # Runtimes applied for the run or the scenario and not yet served (see Calls).
         self._unserved: set[Runtime] = set(target.created_runtimes())
         self._parts: dict[type, Any] = {}
         self._kept: list[str] | None = None
