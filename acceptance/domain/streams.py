@@ -134,8 +134,8 @@ class Streams:
     def expect_served_by_the_session_sandbox(self) -> None:
         conversation = self._conversed()
         reports = [report for report in self._world.sandbox_reports() if report]
-        required(reports or None, "no call in the session reported its sandbox")
-        own = sandbox_identity(reports[-1])
+        missing = "no call in the session reported its sandbox"
+        own = sandbox_identity(required(reports or None, missing)[-1])
         assert_that(
             sandbox_identity(_greeting_sandbox(conversation)),
             matchers.meets(
