@@ -171,9 +171,7 @@ class World:
 
     @property
     def last_call(self) -> Call:
-        if not self._calls:
-            raise AssertionError("the scenario has not called anything yet")
-        return self._calls[-1]
+        return required(self._calls or None, "the scenario has not called anything yet")[-1]
 
     @property
     def last_answer(self) -> requests.Response:
@@ -185,9 +183,7 @@ class World:
 
     @property
     def session(self) -> Session:
-        if not self._sessions:
-            raise AssertionError("the scenario has no session yet")
-        return self._sessions[-1]
+        return required(self._sessions or None, "the scenario has no session yet")[-1]
 
     @property
     def sessions(self) -> list[Session]:
