@@ -370,10 +370,8 @@ def sandbox_identity(report: Any) -> dict[str, Any]:
 
 def sandbox_serving(platform: Platform, session: Session) -> Sandbox:
     """The sandbox the platform shows serving the session, which must have one."""
-    sandbox = platform.sandbox_of(session.session_id)
-    if sandbox is None:
-        raise AssertionError(f"the platform shows no sandbox serving {session}")
-    return sandbox
+    missing = f"the platform shows no sandbox serving {session}"
+    return required(platform.sandbox_of(session.session_id), missing)
 
 
 def required(value: T | None, missing: str) -> T:
