@@ -77,7 +77,7 @@ def test_closing_ends_the_forwards(make_cluster: MakeCluster) -> None:
     cluster = make_cluster(port_forward=True)
     router_url, _ = cluster.endpoints(None, None)
     port = int(router_url.rsplit(":", 1)[1])
-    assert cluster.close() == []
+    assert cluster.close().problems == []
     with pytest.raises(ConnectionRefusedError), socket.create_connection(("127.0.0.1", port)):
         pass
 
@@ -91,7 +91,7 @@ def test_connections_that_find_no_pod_are_reported_at_the_end(
     fake.remove(PODS, "router-a")
     with pytest.raises(requests.ConnectionError):
         requests.get(router_url, timeout=5)
-    assert cluster.close() == [
+    assert cluster.close().problems == [
         f"port forward to svc/agentcube-router in {NS}: no ready pod matches app=agentcube-router"
     ]
 

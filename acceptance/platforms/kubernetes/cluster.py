@@ -7,9 +7,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
-from acceptance.core.settings import ConfigError, Settings
+from acceptance.core.settings import ConfigError
+from acceptance.platforms.base import Closing
 from acceptance.platforms.kubernetes.connection import connect
-from acceptance.platforms.kubernetes.fixtures import FIXTURE_OF_ROLE, Fixtures
+from acceptance.platforms.kubernetes.fixtures import Fixtures
 from acceptance.platforms.kubernetes.observation import Observer
 from acceptance.platforms.kubernetes.port_forward import (
     ServiceForward,
@@ -100,12 +101,6 @@ class Cluster:
             url, settings.oidc_client_id, settings.oidc_client_secret, host=host, timeout=timeout
         )
 
-    def ensure_fixtures(self, suite_settings: Settings) -> None:
-        """Create the missing runtimes the features use, named as the suite settings say,
-        and wait until all are usable (AssertionError naming cluster_timeout)."""
-        names = {role: getattr(suite_settings, str(role.setting)) for role in FIXTURE_OF_ROLE}
-        self.fixtures.ensure(names)
-
     def _forward(
         self, namespace: str, service: ServiceRef, setting: str, named: tuple[str, ...]
     ) -> ServiceForward:
@@ -116,23 +111,20 @@ class Cluster:
         forward.check(setting)
         return forward
 
-    def kept_notes(self) -> list[str]:
-        """The runtimes the run created, and how to reopen the port forwards that kept
-        sessions' URLs go through, since ``close`` closes them."""
-        return self.fixtures.leftovers() + [
+    def close(self, *, keep: bool = False) -> Closing:
+        """Close the forwards and the connection; delete what the run created unless `keep`
+        (a CodeInterpreter's deletion would take its kept sessions along), else tell what is
+        left and how to reopen the forwards that kept sessions' URLs go through. The problems
+        met, the forwards' during the run among them."""
+        kept = self.fixtures.leftovers() + [
             f"{forward.url} was {forward}, closed at the end of the run; reopen it with: "
             f"{forward.kubectl}"
             for forward in self._forwards
         ]
-
-    def close(self, *, keep_created: bool = False) -> list[str]:
-        """Delete what the run created (unless kept: a CodeInterpreter's deletion would take
-        its kept sessions along), close the forwards and the connection; the problems met,
-        the forwards' during the run among them."""
-        problems = [] if keep_created else self.fixtures.delete_created()
+        problems = [] if keep else self.fixtures.delete_created()
         for forward in self._forwards:
             forward.close()
             problems += sorted(set(forward.problems))
         self._forwards.clear()
         self.api.close()
-        return problems
+        return Closing(problems, kept if keep else [])

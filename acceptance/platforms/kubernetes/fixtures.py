@@ -13,7 +13,7 @@ from hamcrest import described_as, none
 
 from acceptance.core.polling import eventually
 from acceptance.core.runtimes import Role, Runtime, RuntimeKind, fixture_manifest
-from acceptance.core.settings import ConfigError
+from acceptance.core.settings import ConfigError, Settings
 from acceptance.platforms.kubernetes.api import JSON, KubeError, Resource
 from acceptance.platforms.kubernetes.objects import ObjectRef
 from acceptance.platforms.kubernetes.observation import Observer
@@ -70,12 +70,14 @@ class Fixtures:
     def created(self) -> tuple[Runtime, ...]:
         return tuple(self._created)
 
-    def ensure(self, names: Mapping[Role, str]) -> None:
-        """Create the roles' runtimes that are missing, named as configured, then wait until
-        every one is usable. A 403 becomes a ConfigError that says what to grant."""
+    def ensure(self, suite: Settings) -> None:
+        """Create the runtimes the features use that are missing, named as the suite settings
+        say, then wait until every one is usable (AssertionError naming cluster_timeout). A
+        403 becomes a ConfigError that says what to grant."""
         runtimes = []
-        for role, name in names.items():
-            manifest = fixture_manifest(role.kind, FIXTURE_OF_ROLE[role])
+        for role, fixture in FIXTURE_OF_ROLE.items():
+            name = getattr(suite, str(role.setting))
+            manifest = fixture_manifest(role.kind, fixture)
             manifest["metadata"] |= {"name": name, "namespace": self._namespace}
             runtime = Runtime.of_manifest(manifest)
             try:

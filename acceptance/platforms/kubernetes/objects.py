@@ -78,9 +78,6 @@ class SessionObjects:
         )
         return [(ObjectRef.of(resource, obj), obj) for resource, obj in parts if obj is not None]
 
-    def refs(self) -> tuple[ObjectRef, ...]:
-        return tuple(ref for ref, _ in self.present())
-
     @property
     def ready(self) -> bool:
         return self.pod is not None and pod_ready(self.pod)

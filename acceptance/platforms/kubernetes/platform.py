@@ -148,7 +148,7 @@ class KubernetesPlatform(Platform):
 
     def evidence(self, session_ids: Iterable[str]) -> str:
         """Pod status, events and last log lines of each session, redacted."""
-        return describe_sessions(self._cluster.api, self._cluster.observer, session_ids)
+        return describe_sessions(self._cluster.observer, session_ids)
 
 
 def rollout_pending(deployment: JSON) -> str | None:
@@ -172,7 +172,8 @@ def _sandbox(objects: SessionObjects) -> KubernetesSandbox:
     """Named by its Sandbox (a warm-pool Sandbox keeps its name when claimed), else its pod."""
     named = objects.sandbox or objects.pod
     assert named is not None, "a sandbox is seen through its Sandbox or its pod"
-    return KubernetesSandbox(sandbox_id=named["metadata"]["name"], objects=objects.refs())
+    refs = tuple(ref for ref, _ in objects.present())
+    return KubernetesSandbox(sandbox_id=named["metadata"]["name"], objects=refs)
 
 
 def _observed(sandbox: Sandbox) -> KubernetesSandbox:
@@ -222,7 +223,7 @@ class ClusterTarget(Target):
 
     def prepare(self) -> None:
         assert self.settings is not None
-        self._cluster().ensure_fixtures(self.settings)
+        self._cluster().fixtures.ensure(self.settings)
 
     def account(self) -> list[str]:
         return [served_agent_sandbox(self._cluster().api)]
@@ -234,5 +235,4 @@ class ClusterTarget(Target):
         if self.cluster is None:
             return Closing()
         cluster, self.cluster = self.cluster, None
-        kept = cluster.kept_notes() if keep else []
-        return Closing(cluster.close(keep_created=keep), kept)
+        return cluster.close(keep=keep)
