@@ -62,13 +62,10 @@ class OwnLocalcube:
             # For a person reaching sessions kept for inspection; gone with the state otherwise.
             self.token_dir = self.state_dir / "tokens"
             write_tokens(self.tokens, self.token_dir)
-            # The running localcube (its url, pid, arguments); a restart replaces it.
+            # The running localcube (its pid, arguments); a restart replaces it, on its url.
             self.process = self._serve(self.log_path, port=0, state_dir=self.state_dir)
+            self.url = self.process.url
             self._release = stack.pop_all()  # the issuer and the state, once it has stopped
-
-    @property
-    def url(self) -> str:
-        return self.process.url
 
     def restart(self) -> None:
         """Kill the server as a crash would (its sandboxes live on) and start it again on the

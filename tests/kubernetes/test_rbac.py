@@ -41,7 +41,6 @@ NEEDS: dict[str, list[Rule]] = {
     # AuthorizePodWebsocketUpgradeCreatePermission gate) it also needs create.
     "open_port_forward": [("", "pods/portforward", "get"), ("", "pods/portforward", "create")],
     # No request at all.
-    "serve": [],
     "version": [],
     "host": [],
     "close": [],
@@ -49,7 +48,7 @@ NEEDS: dict[str, list[Rule]] = {
 # Call sites passing a Resource in a variable: (file, enclosing function, KubeApi method).
 DECLARED: dict[tuple[str, str, str], frozenset[Resource]] = {
     ("fixtures.py", "Fixtures.ensure", "get"): RUNTIMES,  # RESOURCE_OF_KIND[role.kind]
-    ("fixtures.py", "Fixtures._create", "create"): RUNTIMES,
+    ("fixtures.py", "Fixtures.create", "create"): RUNTIMES,
     ("fixtures.py", "Fixtures._unusable", "get"): RUNTIMES,
     ("fixtures.py", "Fixtures.delete", "delete"): RUNTIMES,  # what the run created
     # A session's claim, Sandbox and pod (SessionObjects.present).

@@ -32,7 +32,7 @@ _RAISE = object()  # KubeApi._call's `gone` when a 404 is an error
 
 class Resource(enum.Enum):
     """The kinds of object the adapter reads or writes: (group, version, plural, kind). The
-    version of agent-sandbox's kinds is the one its cluster serves (``KubeApi.serve``);
+    version of agent-sandbox's kinds is the one its cluster serves (``KubeApi.served``);
     until found, v1alpha1, which v0.4.6 (as AgentCube 939abb5 installs it) serves."""
 
     POD = ("", "v1", "pods", "Pod")
@@ -82,14 +82,11 @@ class KubeApi:
         self._apps = client.AppsV1Api(self._client)
         self._custom = client.CustomObjectsApi(self._client)
         self._configuration = configuration
-        self._served: dict[str, str] = {}  # API group -> the version found served
-
-    def serve(self, group: str, version: str) -> None:
-        """Use this version of the group's kinds from now on (the one the cluster serves)."""
-        self._served[group] = version
+        # API group -> the version of its kinds the cluster serves, used from then on.
+        self.served: dict[str, str] = {}
 
     def version(self, resource: Resource) -> str:
-        return self._served.get(resource.group, resource.version)
+        return self.served.get(resource.group, resource.version)
 
     @property
     def host(self) -> str:

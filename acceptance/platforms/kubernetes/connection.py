@@ -89,7 +89,7 @@ def _probe(api: KubeApi, where: str) -> None:
                 if error.status == 404:
                     continue
                 raise _probe_error(where, error) from None
-            api.serve(group, version)
+            api.served[group] = version
             break
         else:
             looked_for = ", ".join(f"{group}/{version}" for version in versions)

@@ -82,7 +82,7 @@ class Fixtures:
             runtime = Runtime.of_manifest(manifest)
             try:
                 if self._api.get(RESOURCE_OF_KIND[role.kind], self._namespace, name) is None:
-                    self._create(manifest)
+                    self.create(manifest)
             except KubeError as error:
                 if error.status == 403:
                     raise ConfigError(
@@ -98,16 +98,11 @@ class Fixtures:
 
     def apply(self, manifest: Mapping[str, Any]) -> Runtime:
         """Create a runtime a scenario derived (it must not exist yet) and wait until usable."""
-        runtime = self._create(manifest)
+        runtime = self.create(manifest)
         self.wait_usable(runtime)
         return runtime
 
-    def check_create(self, manifest: Mapping[str, Any]) -> None:
-        """A dry run: the API server checks the create and stores nothing; a KubeError says
-        what it refused."""
-        self._create(manifest, dry_run=True)
-
-    def _create(self, manifest: Mapping[str, Any], *, dry_run: bool = False) -> Runtime:
+    def create(self, manifest: Mapping[str, Any], *, dry_run: bool = False) -> Runtime:
         runtime = Runtime.of_manifest(manifest)
         resource = RESOURCE_OF_KIND[runtime.kind]
         body = render(manifest, self._settings)

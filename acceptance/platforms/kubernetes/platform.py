@@ -71,7 +71,7 @@ class KubernetesPlatform(Platform):
         self._cluster.fixtures.delete(runtime)
 
     def check_can_apply(self, manifest: dict[str, Any]) -> None:
-        self._cluster.fixtures.check_create(manifest)
+        self._cluster.fixtures.create(manifest, dry_run=True)
 
     def sandbox_of(self, session_id: str) -> KubernetesSandbox | None:
         """None once its deletion has begun."""
