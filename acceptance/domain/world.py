@@ -106,7 +106,7 @@ class World:
         self._runtimes: dict[Role, Runtime] = configured_runtimes(settings)
         # Runtimes applied for the run or the scenario and not yet served: a WorkloadManager
         # finds runtimes through a cached watch, so its first calls may not find them yet.
-        self._unserved: set[Runtime] = set(target.created_runtimes())
+        self._unserved: set[Runtime] = set(target.created_runtimes)
         self._parts: dict[type, Any] = {}
         self._kept: list[str] | None = None
         self._closed: set[str] = set()  # session ids the scenario deleted itself

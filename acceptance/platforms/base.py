@@ -5,6 +5,7 @@ some, the target as configured others (``configured_capabilities``); and the Tar
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
@@ -199,6 +200,10 @@ class Target:
     capabilities: frozenset[str]
     # Tokens a Router must refuse, by the setting that gave them (REFUSED_TOKEN_SETTINGS).
     refused_tokens: Mapping[str, str] = field(default_factory=dict, repr=False)
+    # What the run's first lines tell of the target beside the preflight's checks.
+    account: tuple[str, ...] = ()
+    # The runtimes created for the run (by `prepare`, or a scenario), rather than found.
+    created_runtimes: AbstractSet[Runtime] = frozenset()
 
     platform_name: ClassVar[str] = Platform.name
 
@@ -228,14 +233,6 @@ class Target:
 
     def prepare(self) -> None:
         """Once the target answers ready: make what the features need."""
-
-    def account(self) -> list[str]:
-        """What the run's first lines tell of the target beside the preflight's checks."""
-        return []
-
-    def created_runtimes(self) -> frozenset[Runtime]:
-        """The runtimes `prepare` created for the run, rather than found."""
-        return frozenset()
 
     def close(self, *, keep: bool) -> Closing:
         """Let go of the target once, at the end of the run; `keep`: keep what the sessions

@@ -216,8 +216,8 @@ class Preflight:
             ]
         if problems:
             raise PreflightFailed(problems)
-        created = len(self._target.created_runtimes() & set(runtimes.values()))
-        self._checked += self._target.account()
+        created = len(self._target.created_runtimes & set(runtimes.values()))
+        self._checked += self._target.account
         self._checked.append(
             f"{len(runtimes)} runtimes in namespace {namespace}, {created} of them created by "
             f"this run (platform {platform.name})"

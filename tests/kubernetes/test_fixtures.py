@@ -144,7 +144,7 @@ def test_one_created_meanwhile_by_someone_else_is_theirs(
     fake.fail("GET", f"{AGENT_RUNTIMES}/echo-agent", 404, "not found", times=1)
     fake.fail("POST", AGENT_RUNTIMES, 409, 'agentruntimes "echo-agent" already exists', times=1)
     cluster.fixtures.ensure(SUITE)
-    assert cluster.fixtures.created == ()
+    assert cluster.fixtures.created == {}
     assert cluster.close().problems == []
     assert fake.lines("DELETE") == []
 

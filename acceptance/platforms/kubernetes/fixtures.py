@@ -64,11 +64,7 @@ class Fixtures:
         self._observer = observer
         self._settings = settings
         self._poll = poll
-        self._created: dict[Runtime, ObjectRef] = {}
-
-    @property
-    def created(self) -> tuple[Runtime, ...]:
-        return tuple(self._created)
+        self.created: dict[Runtime, ObjectRef] = {}  # by the runtime, its object
 
     def ensure(self, suite: Settings) -> None:
         """Create the runtimes the features use that are missing, named as the suite settings
@@ -108,7 +104,7 @@ class Fixtures:
         body = render(manifest, self._settings)
         created = self._api.create(resource, runtime.namespace, body, dry_run=dry_run)
         if not dry_run:
-            self._created[runtime] = ObjectRef.of(resource, created)
+            self.created[runtime] = ObjectRef.of(resource, created)
         return runtime
 
     def wait_usable(self, runtime: Runtime) -> None:
@@ -144,15 +140,15 @@ class Fixtures:
 
     def delete(self, runtime: Runtime) -> None:
         """Delete the runtime if this run created it; anything else is left alone."""
-        ref = self._created.get(runtime)
+        ref = self.created.get(runtime)
         if ref is not None:
             self._api.delete(ref.resource, ref.namespace, ref.name, ref.uid)
-            del self._created[runtime]
+            del self.created[runtime]
 
     def delete_created(self) -> list[str]:
         """Delete, newest first, what this run created; the problems, for the run's report."""
         problems = []
-        for runtime in reversed(self.created):
+        for runtime in reversed([*self.created]):
             try:
                 self.delete(runtime)
             except KubeError as error:
@@ -164,5 +160,5 @@ class Fixtures:
         return [
             f"{runtime}: created by this run; delete it with: kubectl delete "
             f"{ref.resource.qualified} {ref.name} -n {ref.namespace}"
-            for runtime, ref in self._created.items()
+            for runtime, ref in self.created.items()
         ]

@@ -211,8 +211,15 @@ class ClusterTarget(Target):
             cluster.close()
             raise
         settings = dataclasses.replace(settings, api_token=token)
-        offered = KubernetesPlatform.capabilities
-        return cls.configured(urls, settings, offered, cluster=cluster, settings=settings)
+        return cls.configured(
+            urls,
+            settings,
+            KubernetesPlatform.capabilities,
+            account=(served_agent_sandbox(cluster.api),),
+            created_runtimes=cluster.fixtures.created.keys(),
+            cluster=cluster,
+            settings=settings,
+        )
 
     def _cluster(self) -> Cluster:
         assert self.cluster is not None, "the cluster target is closed"
@@ -224,12 +231,6 @@ class ClusterTarget(Target):
     def prepare(self) -> None:
         assert self.settings is not None
         self._cluster().fixtures.ensure(self.settings)
-
-    def account(self) -> list[str]:
-        return [served_agent_sandbox(self._cluster().api)]
-
-    def created_runtimes(self) -> frozenset[Runtime]:
-        return frozenset(self._cluster().fixtures.created)
 
     def close(self, *, keep: bool) -> Closing:
         if self.cluster is None:
