@@ -15,7 +15,7 @@ from websocket import WebSocketBadStatusException, WebSocketConnectionClosedExce
 
 from acceptance.core.settings import ConfigError, load_settings
 from acceptance.platforms.kubernetes.api import handshake_refusal
-from acceptance.platforms.kubernetes.platform import ClusterTarget
+from acceptance.platforms.kubernetes.cluster import ClusterTarget
 from acceptance.platforms.kubernetes.port_forward import in_cluster_service
 from acceptance.platforms.kubernetes.settings import ServiceRef
 from acceptance.platforms.target import read_settings

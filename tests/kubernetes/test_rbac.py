@@ -59,8 +59,8 @@ DECLARED: dict[tuple[str, str, str], frozenset[Resource]] = {
     ("observation.py", "Observer.session_ids", "objects"): frozenset(
         {Resource.SANDBOX_CLAIM, Resource.SANDBOX}
     ),
-    ("platform.py", "KubernetesPlatform.kill_sandbox", "delete"): frozenset({Resource.POD}),
-    ("platform.py", "KubernetesPlatform.has_runtime", "get"): RUNTIMES,
+    ("cluster.py", "Cluster.kill_sandbox", "delete"): frozenset({Resource.POD}),
+    ("cluster.py", "Cluster.has_runtime", "get"): RUNTIMES,
 }
 
 
