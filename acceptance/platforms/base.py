@@ -42,8 +42,6 @@ REFUSED_TOKEN_SETTINGS = {
     "other_audience_api_token": OTHER_AUDIENCE_TOKEN,
     "other_issuer_api_token": OTHER_ISSUER_TOKEN,
 }
-# The callers' tokens, by setting: api, second, admin.
-CALLERS = ("api_token", "second_api_token", "admin_api_token")
 CAPABILITIES = {
     RUNTIME_ADMIN: "apply and delete runtime resources",
     SANDBOX_OBSERVATION: "observe the sandbox that serves a session and the warm pools",
@@ -225,14 +223,15 @@ class Target:
 
     def callers_tokens(self) -> dict[str, str]:
         """By their setting's name: what no sandbox may ever receive."""
-        return {name: getattr(self, name) for name in CALLERS if getattr(self, name)}
+        callers = ("api_token", "second_api_token", "admin_api_token")
+        return {name: getattr(self, name) for name in callers if getattr(self, name)}
 
     def platform(self, transport: Transport) -> Platform:
         """The scenario's adapter, making its calls with `transport`."""
         return Platform()
 
-    def prepare(self) -> None:
-        """Once the target answers ready: make what the features need."""
+    def prepare(self, settings: Settings) -> None:
+        """Once the target answers ready: make what the features need, as `settings` name it."""
 
     def close(self, *, keep: bool) -> Closing:
         """Let go of the target once, at the end of the run; `keep`: keep what the sessions

@@ -68,7 +68,7 @@ class Suite:
                 preflight.check_target()
                 assert preflight.release is not None  # check_target found it
                 suite._hold_to(preflight.release, checks_tokens=preflight.checks_tokens)
-                target.prepare()
+                target.prepare(settings)
                 preflight.check_runtimes()
                 suite.settings = preflight.read_told_settings(suite.settings, run.given)
                 if timed:

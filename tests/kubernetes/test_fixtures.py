@@ -158,7 +158,7 @@ def test_a_derived_runtime_is_created_with_the_target_image_and_deleted_by_uid(
     make_cluster: MakeCluster, fake: FakeKubernetes
 ) -> None:
     cluster = make_cluster(agent_image="reg/py:3")
-    runtime = cluster.fixtures.apply(short_agent("echo-agent-idle-1"))
+    runtime = cluster.apply_runtime(short_agent("echo-agent-idle-1"))
     assert runtime == Runtime(RuntimeKind.AGENT_RUNTIME, NS, "echo-agent-idle-1")
     body = next(r.body for r in fake.requests if r.method == "POST")
     assert body["spec"]["sessionTimeout"] == "30s"
@@ -177,7 +177,7 @@ def test_a_derived_runtime_never_replaces_an_existing_one(
 ) -> None:
     fake.put(AGENT_RUNTIMES, custom("AgentRuntime", "echo-agent-idle-1"))
     with pytest.raises(KubeError, match="answered 409 to create") as raised:
-        cluster.fixtures.apply(short_agent("echo-agent-idle-1"))
+        cluster.apply_runtime(short_agent("echo-agent-idle-1"))
     assert raised.value.status == 409
     cluster.fixtures.delete(Runtime(RuntimeKind.AGENT_RUNTIME, NS, "echo-agent-idle-1"))
     assert fake.lines("DELETE") == []
@@ -189,7 +189,7 @@ def test_the_end_of_the_run_deletes_only_what_it_created_newest_first(
 ) -> None:
     fake.put(AGENT_RUNTIMES, custom("AgentRuntime", "theirs"))
     for name in ("first", "second"):
-        cluster.fixtures.apply(short_agent(name))
+        cluster.apply_runtime(short_agent(name))
     assert cluster.close().problems == []
     assert fake.lines("DELETE") == [
         f"DELETE {AGENT_RUNTIMES}/second",
@@ -202,7 +202,7 @@ def test_the_end_of_the_run_reports_what_it_could_not_delete(
     cluster: Cluster, fake: FakeKubernetes
 ) -> None:
     for name in ("gone", "replaced", "guarded"):
-        cluster.fixtures.apply(short_agent(name))
+        cluster.apply_runtime(short_agent(name))
     fake.remove(AGENT_RUNTIMES, "gone")  # deleted by someone already: fine
     fake.remove(AGENT_RUNTIMES, "replaced")
     fake.put(AGENT_RUNTIMES, custom("AgentRuntime", "replaced"))  # a new object, new uid
@@ -232,7 +232,7 @@ def test_the_interpreter_image_is_settable(make_cluster: MakeCluster, fake: Fake
 
 
 def test_what_it_created_can_be_kept_for_a_person(cluster: Cluster, fake: FakeKubernetes) -> None:
-    cluster.fixtures.apply(short_agent("kept"))
+    cluster.apply_runtime(short_agent("kept"))
     assert cluster.fixtures.leftovers() == [
         f"AgentRuntime {NS}/kept: created by this run; delete it with: kubectl delete "
         f"agentruntimes.runtime.agentcube.volcano.sh kept -n {NS}"

@@ -176,7 +176,9 @@ class Cluster(Platform):
 
     def apply_runtime(self, manifest: dict[str, Any]) -> Runtime:
         """Create the runtime: it must not exist, the suite never replaces a cluster's own."""
-        return self.fixtures.apply(manifest)
+        runtime = self.fixtures.create(manifest)
+        self.fixtures.wait_usable(runtime)
+        return runtime
 
     def delete_runtime(self, runtime: Runtime) -> None:
         self.fixtures.delete(runtime)
@@ -298,7 +300,6 @@ class ClusterTarget(Target):
     the token of `token_source`."""
 
     cluster: Cluster | None = None
-    settings: Settings | None = None
 
     platform_name = Cluster.name
 
@@ -328,7 +329,6 @@ class ClusterTarget(Target):
             account=(served_agent_sandbox(cluster.api),),
             created_runtimes=cluster.fixtures.created.keys(),
             cluster=cluster,
-            settings=settings,
         )
 
     def _cluster(self) -> Cluster:
@@ -338,9 +338,8 @@ class ClusterTarget(Target):
     def platform(self, transport: Transport) -> Platform:
         return self._cluster()
 
-    def prepare(self) -> None:
-        assert self.settings is not None
-        self._cluster().fixtures.ensure(self.settings)
+    def prepare(self, settings: Settings) -> None:
+        self._cluster().fixtures.ensure(settings)
 
     def close(self, *, keep: bool) -> Closing:
         if self.cluster is None:

@@ -92,12 +92,6 @@ class Fixtures:
         for runtime in runtimes:
             self.wait_usable(runtime)
 
-    def apply(self, manifest: Mapping[str, Any]) -> Runtime:
-        """Create a runtime a scenario derived (it must not exist yet) and wait until usable."""
-        runtime = self.create(manifest)
-        self.wait_usable(runtime)
-        return runtime
-
     def create(self, manifest: Mapping[str, Any], *, dry_run: bool = False) -> Runtime:
         runtime = Runtime.of_manifest(manifest)
         resource = RESOURCE_OF_KIND[runtime.kind]
