@@ -183,7 +183,7 @@ def test_the_cluster_target_has_the_forwarded_urls_and_the_minted_token(
         assert served_by(target.router_url) == "router-a"
         assert served_by(target.workload_manager_url) == "wm-a"
         assert target.api_token == "minted-token-1"
-        assert target.cluster is not None and target.cluster.namespace == NS
+        assert target.cluster is not None and target.cluster.observer.namespace == NS
     finally:
         assert target.close(keep=False).problems == []
 

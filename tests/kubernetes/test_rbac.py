@@ -42,7 +42,6 @@ NEEDS: dict[str, list[Rule]] = {
     "open_port_forward": [("", "pods/portforward", "get"), ("", "pods/portforward", "create")],
     # No request at all.
     "version": [],
-    "host": [],
     "close": [],
 }
 # Call sites passing a Resource in a variable: (file, enclosing function, KubeApi method).

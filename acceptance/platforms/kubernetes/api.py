@@ -88,10 +88,6 @@ class KubeApi:
     def version(self, resource: Resource) -> str:
         return self.served.get(resource.group, resource.version)
 
-    @property
-    def host(self) -> str:
-        return str(self._client.configuration.host)
-
     def close(self) -> None:
         self._client.close()
 

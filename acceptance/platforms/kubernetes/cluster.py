@@ -82,7 +82,6 @@ class Cluster(Platform):
         serve the suite."""
         self.api = api = connect(settings, environ)
         self.settings = settings
-        self.namespace = namespace
         self.poll_interval = poll_interval
         self.observer = Observer(api, namespace)
         self.fixtures = Fixtures(self.observer, settings, poll_interval)
@@ -121,7 +120,8 @@ class Cluster(Platform):
 
     def token(self, api_token: str | None, *, timeout: float) -> str | None:
         """The bearer token of the run, from token_source; registered as a secret."""
-        source = self.settings.token_source
+        settings = self.settings
+        source = settings.token_source
         if source == "static":
             return api_token
         if api_token:
@@ -130,12 +130,8 @@ class Cluster(Platform):
             )
         if source == "service-account":
             return service_account_token(
-                self.api, self.settings.system_namespace, self.settings.service_account
+                self.api, settings.system_namespace, settings.service_account
             )
-        return self._oidc_token(timeout)
-
-    def _oidc_token(self, timeout: float) -> str:
-        settings = self.settings
         assert settings.oidc_token_url and settings.oidc_client_id and settings.oidc_client_secret
         url, host = settings.oidc_token_url, None
         service = in_cluster_service(url)

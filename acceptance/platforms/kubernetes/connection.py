@@ -43,7 +43,7 @@ def connect(settings: KubernetesSettings, environ: Mapping[str, str]) -> KubeApi
     configuration.retries = 2
     api = KubeApi(configuration, settings.api_timeout)
     try:
-        _probe(api, f"the Kubernetes API at {api.host} ({source})")
+        _probe(api, f"the Kubernetes API at {configuration.host} ({source})")
     except BaseException:
         api.close()
         raise
