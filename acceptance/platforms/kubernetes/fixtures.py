@@ -59,7 +59,6 @@ class Fixtures:
     """The runtime resources of this run: found or created, and the created ones by uid."""
 
     def __init__(self, observer: Observer, settings: KubernetesSettings, poll: float) -> None:
-        """In the observer's namespace, through its API connection."""
         self._api, self._namespace = observer.api, observer.namespace
         self._observer = observer
         self._settings = settings
@@ -75,7 +74,6 @@ class Fixtures:
             name = getattr(suite, str(role.setting))
             manifest = fixture_manifest(role.kind, fixture)
             manifest["metadata"] |= {"name": name, "namespace": self._namespace}
-            runtime = Runtime.of_manifest(manifest)
             try:
                 if self._api.get(RESOURCE_OF_KIND[role.kind], self._namespace, name) is None:
                     self.create(manifest)
@@ -88,7 +86,7 @@ class Fixtures:
                     ) from None
                 if error.status != 409:  # 409: created by someone else since; theirs
                     raise
-            runtimes.append(runtime)
+            runtimes.append(Runtime.of_manifest(manifest))
         for runtime in runtimes:
             self.wait_usable(runtime)
 
