@@ -41,8 +41,7 @@ class OwnLocalcube:
     def __init__(self, settings: Settings, picod_command: str | None = None) -> None:
         """Start it, logging to <reports_dir>/localcube.log, its code interpreters run with
         `picod_command` when given; raises TargetStartError."""
-        given = [name for name in TOKEN_FILE_SETTINGS if getattr(settings, name)]
-        if given:
+        if given := [name for name in TOKEN_FILE_SETTINGS if getattr(settings, name)]:
             raise TargetStartError(
                 f"setting {given[0]} is set, but the localcube the suite starts takes the "
                 "tokens of its own issuer only: unset the token settings (and token_dir), "

@@ -39,8 +39,6 @@ class RunSettings:
 
 @dataclass(frozen=True)
 class Adapter:
-    """A platform adapter as the run knows it."""
-
     name: str
     # The run's Target, its capabilities fixed; raises ConfigError or TargetStartError,
     # closing what it opened.

@@ -73,8 +73,6 @@ def _status_message(body: str | None) -> str | None:
 
 
 class KubeApi:
-    """The calls the adapter makes, for one cluster configuration."""
-
     def __init__(self, configuration: client.Configuration, timeout: float = 30.0) -> None:
         self._timeout = (min(CONNECT_TIMEOUT, timeout), timeout)
         self._client = client.ApiClient(configuration)

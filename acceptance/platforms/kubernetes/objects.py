@@ -28,7 +28,6 @@ class ObjectRef:
 
 
 def label_selector(labels: Mapping[str, str]) -> str:
-    """The equality-based selector matching every one of the labels."""
     return ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
 
 
