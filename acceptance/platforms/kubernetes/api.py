@@ -1,10 +1,12 @@
 """The Kubernetes API as the adapter uses it (``KubeApi``, all it asks of a cluster): the few
-calls it makes, each with a timeout, answers as JSON-shaped dicts, failures as KubeErrors."""
+calls it makes, each with a timeout, answers as JSON-shaped dicts, failures as KubeErrors;
+an object instance as an ObjectRef."""
 
 from __future__ import annotations
 
 import enum
 import json
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -62,6 +64,24 @@ class KubeError(AssertionError):
         self.detail = detail
         answer = f"answered {status}" if status else "gave no answer"
         super().__init__(redact(f"the Kubernetes API {answer} to {what}: {detail}"))
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """One object instance: a new object under the same name has another uid."""
+
+    resource: Resource
+    namespace: str
+    name: str
+    uid: str
+
+    @classmethod
+    def of(cls, resource: Resource, obj: JSON) -> ObjectRef:
+        metadata = obj["metadata"]
+        return cls(resource, metadata["namespace"], metadata["name"], metadata["uid"])
+
+    def __str__(self) -> str:
+        return f"{self.resource.kind} {self.namespace}/{self.name}"
 
 
 def _status_message(body: str | None) -> str | None:
@@ -144,26 +164,18 @@ class KubeApi:
         dry = {"dry_run": "All"} if dry_run else {}
         return self._on_objects(what, "create", resource, namespace, body, **dry)
 
-    def delete(
-        self,
-        resource: Resource,
-        namespace: str,
-        name: str,
-        uid: str,
-        *,
-        grace_seconds: int | None = None,
-    ) -> bool:
-        """Delete the object with this uid, its dependents in the background; False when it
-        is gone, a KubeError 409 when the name now belongs to another. A pod deleted with
+    def delete(self, ref: ObjectRef, *, grace_seconds: int | None = None) -> bool:
+        """Delete this very object (its uid), its dependents in the background; False when
+        it is gone, a KubeError 409 when the name now belongs to another. A pod deleted with
         ``grace_seconds=0`` goes at once, whether or not its containers still run."""
         options = client.V1DeleteOptions(
-            preconditions=client.V1Preconditions(uid=uid),
+            preconditions=client.V1Preconditions(uid=ref.uid),
             propagation_policy="Background",
             grace_period_seconds=grace_seconds,
         )
-        what = f"delete {resource.qualified} {namespace}/{name} (uid {uid})"
+        what = f"delete {ref.resource.qualified} {ref.namespace}/{ref.name} (uid {ref.uid})"
         answer = self._on_objects(
-            what, "delete", resource, namespace, name, body=options, gone=None
+            what, "delete", ref.resource, ref.namespace, ref.name, body=options, gone=None
         )
         return answer is not None
 

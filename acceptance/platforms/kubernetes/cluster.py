@@ -25,11 +25,11 @@ from acceptance.platforms.base import (
     Sandbox,
     Target,
 )
-from acceptance.platforms.kubernetes.api import JSON, KubeError, Resource
+from acceptance.platforms.kubernetes.api import JSON, KubeError, ObjectRef, Resource
 from acceptance.platforms.kubernetes.connection import connect, served_agent_sandbox
 from acceptance.platforms.kubernetes.evidence import describe_sessions
 from acceptance.platforms.kubernetes.fixtures import RESOURCE_OF_KIND, Fixtures
-from acceptance.platforms.kubernetes.objects import ObjectRef, SessionObjects
+from acceptance.platforms.kubernetes.objects import SessionObjects
 from acceptance.platforms.kubernetes.observation import Observer
 from acceptance.platforms.kubernetes.port_forward import (
     ServiceForward,
@@ -203,9 +203,7 @@ class Cluster(Platform):
         """The pod stays Terminating until its kubelet has stopped its containers; its
         Sandbox may then start a new pod under the same name."""
         pod = self._killable_pod(sandbox)
-        if not self.api.delete(
-            pod.resource, pod.namespace, pod.name, pod.uid, grace_seconds=KILL_GRACE_SECONDS
-        ):
+        if not self.api.delete(pod, grace_seconds=KILL_GRACE_SECONDS):
             raise AssertionError(f"{sandbox} has no pod left to kill")
 
     def is_killed(self, sandbox: Sandbox) -> bool:

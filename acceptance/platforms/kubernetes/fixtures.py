@@ -14,8 +14,7 @@ from hamcrest import described_as, none
 from acceptance.core.polling import eventually
 from acceptance.core.runtimes import Role, Runtime, RuntimeKind, fixture_manifest
 from acceptance.core.settings import ConfigError, Settings
-from acceptance.platforms.kubernetes.api import JSON, KubeError, Resource
-from acceptance.platforms.kubernetes.objects import ObjectRef
+from acceptance.platforms.kubernetes.api import JSON, KubeError, ObjectRef, Resource
 from acceptance.platforms.kubernetes.observation import Observer
 from acceptance.platforms.kubernetes.settings import KubernetesSettings
 
@@ -134,7 +133,7 @@ class Fixtures:
         """Delete the runtime if this run created it; anything else is left alone."""
         ref = self.created.get(runtime)
         if ref is not None:
-            self._api.delete(ref.resource, ref.namespace, ref.name, ref.uid)
+            self._api.delete(ref)
             del self.created[runtime]
 
     def delete_created(self) -> list[str]:
