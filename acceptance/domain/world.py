@@ -105,7 +105,7 @@ class World:
         # The runtimes the settings name, and those the scenario applies or names itself.
         self._runtimes: dict[Role, Runtime] = configured_runtimes(settings)
         # Runtimes applied for the run or the scenario and not yet served (see Calls).
-        self._unserved: set[Runtime] = set(target.created_runtimes())
+        self._unserved: set[Runtime] = set(target.created_runtimes)
         self._parts: dict[type, Any] = {}
         self._kept: list[str] | None = None
         self._closed: set[str] = set()  # session ids the scenario deleted itself

@@ -212,8 +212,8 @@ class Preflight:
             ]
         if problems:
             raise PreflightFailed(problems)
-        created = len(self._target.created_runtimes() & set(runtimes.values()))
-        self._checked += self._target.account()
+        created = len(self._target.created_runtimes & set(runtimes.values()))
+        self._checked += self._target.account
         self._checked.append(
             f"{len(runtimes)} runtimes {'in' if created else 'found in'} namespace {namespace}"
             + (f", {created} of them created by this run" if created else "")

@@ -74,7 +74,7 @@ class Suite:
                     without_token_checks(target.capabilities) if ignored else target.capabilities,
                     dict.fromkeys(TOKEN_CAPABILITIES, TOKENS_IGNORED) if ignored else None,
                 )
-                target.prepare()
+                target.prepare(suite.settings)
                 preflight.check_runtimes()
                 suite.settings = preflight.read_told_settings(suite.settings, run.given)
                 if timed:

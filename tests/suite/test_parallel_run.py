@@ -11,7 +11,7 @@ from behave.configuration import Configuration
 from behave.runner_util import collect_feature_locations, parse_features
 
 from acceptance.core.settings import load_settings
-from acceptance.platforms.kubernetes.platform import ClusterTarget
+from acceptance.platforms.kubernetes.cluster import ClusterTarget
 from acceptance.run.listing import main as listing_main
 from acceptance.run.parallel_run import (
     Phase,
