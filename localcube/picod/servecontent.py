@@ -147,6 +147,16 @@ class _OpenFileResponse(web.FileResponse):
             return None
         return await super().prepare(request)
 
+    async def _not_modified(
+        self, request: web.BaseRequest, etag_value: str, last_modified: float
+    ) -> AbstractStreamWriter | None:
+        """Go's writeNotModified: no Content-Type, no Content-Encoding and no body, where
+        aiohttp 3.14 keeps the type and writes an empty gzip stream after the headers, which
+        a kept-alive client reads as the start of its next answer."""
+        self._compression = False
+        self.headers.popall("Content-Type", None)
+        return await super()._not_modified(request, etag_value, last_modified)
+
     @property
     def last_modified(self) -> datetime | None:
         return super().last_modified

@@ -640,6 +640,33 @@ def test_a_download_has_gos_headers_and_conditions(sandbox: Sandbox) -> None:
     assert "Last-Modified" not in sandbox.download("cond/file.txt").headers
 
 
+def test_a_not_modified_download_to_a_gzip_client_ends_at_its_headers(sandbox: Sandbox) -> None:
+    """Go's writeNotModified drops Content-Type and Content-Encoding, and net/http refuses a
+    304 any body, so the gzip writer's empty stream never leaves; gin-contrib's Vary stays.
+    Stray gzip bytes would be read by a kept-alive client as the start of its next answer.
+
+    Upstream: pkg/picod/server.go (gin-contrib/gzip v1.0.1 handler.go:53-59),
+    Go net/http/fs.go writeNotModified
+    """
+    sandbox.upload("cond/kept-alive.txt", b"content")
+    connection = http.client.HTTPConnection("127.0.0.1", sandbox.daemon.port, timeout=10)
+    headers = {"Authorization": sandbox.http.headers["Authorization"], "Accept-Encoding": "gzip"}
+    try:
+        connection.request(
+            "GET", "/api/files/cond/kept-alive.txt", headers=headers | {"If-None-Match": "*"}
+        )
+        not_modified = connection.getresponse()
+        assert (not_modified.status, not_modified.read()) == (304, b"")
+        for dropped in ("Content-Type", "Content-Encoding"):
+            assert not_modified.getheader(dropped) is None, not_modified.getheaders()
+        assert not_modified.getheader("Vary") == "Accept-Encoding", not_modified.getheaders()
+        connection.request("GET", "/api/files/cond/kept-alive.txt", headers=headers)
+        served = connection.getresponse()
+        assert (served.status, gzip.decompress(served.read())) == (200, b"content")
+    finally:
+        connection.close()
+
+
 def test_download_ignores_precompressed_siblings(sandbox: Sandbox) -> None:
     """aiohttp's FileResponse would serve data.txt.gz for data.txt to a gzip client."""
     sandbox.upload("gz/data.txt", b"plain")
