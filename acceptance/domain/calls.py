@@ -127,31 +127,25 @@ class Calls:
             )
 
         sent: list[float] = []
-        if self.session_id is None and self.runtime in self.unserved:
-            response = self._send_once_served(send)
+        runtime = self.runtime
+        if self.session_id is None and runtime in self.unserved:
+            # A refusal that the runtime does not exist opens nothing; served once, it is
+            # served from then on.
+            response = eventually(
+                send,
+                is_not(matchers.refused_because_runtime_not_found(runtime)),
+                timeout=self.settings.ready_timeout,
+                poll=self.settings.poll_interval,
+                waiting_for=(
+                    f"{runtime}, just applied, to be served (a WorkloadManager finds runtimes "
+                    "through a cached watch, so its first calls may not find one yet; "
+                    "ready_timeout / AGENTCUBE_READY_TIMEOUT)"
+                ),
+            )
+            self.unserved.discard(runtime)
         else:
             response = send()
-        call = Call(caller, self.runtime, self.session_id, response, sent[-1], time.monotonic())
-        self.record(call)
-        return response
-
-    def _send_once_served(self, send: Callable[[], requests.Response]) -> requests.Response:
-        """`send` again while the target answers that the runtime does not exist, within
-        ready_timeout. Such a refusal opens nothing, and a runtime served once is served
-        from then on."""
-        runtime = self.runtime
-        response = eventually(
-            send,
-            is_not(matchers.refused_because_runtime_not_found(runtime)),
-            timeout=self.settings.ready_timeout,
-            poll=self.settings.poll_interval,
-            waiting_for=(
-                f"{runtime}, just applied, to be served (a WorkloadManager finds runtimes "
-                "through a cached watch, so its first calls may not find one yet; "
-                "ready_timeout / AGENTCUBE_READY_TIMEOUT)"
-            ),
-        )
-        self.unserved.discard(runtime)
+        self.record(Call(caller, runtime, self.session_id, response, sent[-1], time.monotonic()))
         return response
 
 

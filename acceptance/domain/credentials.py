@@ -119,7 +119,6 @@ class Authentication:
             )
 
     def call_as_other_subject(self) -> None:
-        """The second subject calls the echo agent in the first subject's session."""
         self._echo_as(self._target.second_api_token, "AGENTCUBE_SECOND_API_TOKEN", "mine")
 
     def send_as_admin(self, text: str) -> None:
@@ -141,9 +140,7 @@ class Authentication:
         presented = answer.request.headers.get("Authorization", "").partition(" ")[2]
         credentials = {
             "the token presented": presented,
-            "api_token": target.api_token,
-            "second_api_token": target.second_api_token,
-            "admin_api_token": target.admin_api_token,
+            **target.callers_tokens(),
             **target.refused_tokens,
         }
         assert_that(answer, carries_no_credential(credentials))
@@ -155,9 +152,7 @@ class Authentication:
     def expect_sandbox_got_no_caller_token(self) -> None:
         """The echo agent reports a fingerprint of every word of every header it received:
         none may be either subject's token, whatever header carried it."""
-        reports = self._world.sandbox_reports()
-        if not reports:
-            raise AssertionError("no call reached the echo agent")
+        reports = required(self._world.sandbox_reports() or None, "no call reached the echo agent")
         for report in reports:  # the call that opened the session included
             assert_that(report, not_given_credentials(self._target.callers_tokens()))
 

@@ -8,7 +8,7 @@ from typing import Any
 from hamcrest import assert_that, contains_string, has_entries, has_entry, is_not, none
 
 from acceptance.core.matchers import Answer
-from acceptance.core.runtimes import Role, Runtime, configured_runtime
+from acceptance.core.runtimes import Role, Runtime, configured_runtimes
 from acceptance.core.settings import Settings
 from acceptance.domain.calls import Calls
 from acceptance.domain.world import World
@@ -46,10 +46,7 @@ class Interpreters:
 
     def _is_stateful(self, runtime: Runtime) -> bool:
         """Whether this is the stateful interpreter, which runs code in a kernel."""
-        settings = self._settings
-        return settings.stateful_interpreter is not None and runtime == configured_runtime(
-            Role.STATEFUL_INTERPRETER, settings
-        )
+        return runtime == configured_runtimes(self._settings).get(Role.STATEFUL_INTERPRETER)
 
 
 # What its answers are expected to be.

@@ -31,7 +31,7 @@ from acceptance.domain.interpreters import exits_with
 from acceptance.domain.lifetimes import ECHO_AGENT_FIXTURE
 from acceptance.domain.load import all_at_once, within_the_limit
 from acceptance.domain.sessions import open_session
-from acceptance.domain.world import Session, World, sandbox_identity
+from acceptance.domain.world import Session, World, required, sandbox_identity
 from acceptance.platforms.base import Platform, Sandbox
 from agentcube_contract.session import SESSION_HEADER
 
@@ -114,9 +114,8 @@ class Isolation:
         sandbox that served the scenario's first echo (which opened the session) answered
         it, or it was refused."""
         call = self._world.last_call
-        reports = self._world.sandbox_reports()
-        if not reports:
-            raise AssertionError("no echo has shown which sandbox serves the session")
+        missing = "no echo has shown which sandbox serves the session"
+        reports = required(self._world.sandbox_reports() or None, missing)
         assert_that(
             call.response,
             OwnSandboxOrRefusal(call.presented_session_id, reports[0], call.runtime),
@@ -209,7 +208,6 @@ class Isolation:
         )
 
     def _sessions_of_first_answers(self) -> list[Session]:
-        """The session each first call opened, in the callers' order."""
         return [self._world.opened_by(answer) for answer in self._first_answers]
 
 

@@ -113,9 +113,8 @@ class Lifetimes:
     def expect_served_throughout(self) -> None:
         """Every call was served in the session, by the sandbox that served its first."""
         session = self._world.session
-        if not self._kept_alive:
-            raise AssertionError("the scenario has not called the session to keep it alive")
-        for answer in self._kept_alive:
+        missing = "the scenario has not called the session to keep it alive"
+        for answer in required(self._kept_alive or None, missing):
             assert_that(answer, echoed_in(session), f"{session} was not kept alive by calls")
         # Every echo of the scenario, from the call that opened the session on.
         assert_that(

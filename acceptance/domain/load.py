@@ -24,7 +24,7 @@ from acceptance.core.runtimes import Role, Runtime
 from acceptance.core.settings import Settings
 from acceptance.core.transport import NoAnswer
 from acceptance.domain.calls import Caller
-from acceptance.domain.world import Session, World
+from acceptance.domain.world import Session, World, required
 from acceptance.platforms.base import Target
 
 PERCENTILES = (0.5, 0.9, 0.99)
@@ -153,15 +153,13 @@ class SustainedLoad:
 
     @property
     def share(self) -> float:
-        """The share of the sessions that succeeded."""
-        if not self._outcomes:
-            raise AssertionError("the scenario has applied no load yet")
-        return sum(outcome.error is None for outcome in self._outcomes) / len(self._outcomes)
+        outcomes = required(self._outcomes or None, "the scenario has applied no load yet")
+        return sum(outcome.error is None for outcome in outcomes) / len(outcomes)
 
     def expect_required_share(self) -> None:
-        required = self._settings.load_required_share
+        wanted = self._settings.load_required_share
         assert_that(
-            self.share >= required,
+            self.share >= wanted,
             f"only {self.share:.1%} of the sessions succeeded, fewer than the "
-            f"{required:.0%} required:\n{self.report()}",
+            f"{wanted:.0%} required:\n{self.report()}",
         )

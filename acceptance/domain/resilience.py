@@ -61,7 +61,6 @@ class Resilience:
             yield
 
     def open_session_on_limited_router(self) -> None:
-        """A session of the echo agent on the scenario's limited Router."""
         runtime = self._world.runtime(Role.ECHO_AGENT)
         answer = self._world.calls(runtime, caller=self._limited_caller).invoke("echo", json={})
         assert_that(answer, matchers.succeeded("the limited Router to open a session"))
@@ -158,10 +157,8 @@ class Resilience:
 
     def _session_of(self, role: Role) -> Session:
         runtime = self._world.runtime(role)
-        for session in reversed(self._world.sessions):
-            if session.runtime == runtime:
-                return session
-        raise AssertionError(f"the scenario has no session of the {role.phrase}")
+        found = (one for one in reversed(self._world.sessions) if one.runtime == runtime)
+        return required(next(found, None), f"the scenario has no session of the {role.phrase}")
 
     # A sandbox that dies.
 

@@ -67,7 +67,6 @@ class Sessions:
             world.calls(world.runtime(role)).echo(text)
 
     def send(self, sample: SampleText, role: Role) -> None:
-        """Send the text in a call that opens a session."""
         self._sent = sample
         self.send_text(role, sample.text, in_session=False)
 
@@ -130,27 +129,22 @@ def served_by_one_sandbox() -> Matcher[Sequence[Any]]:
     """The echo agent's sandbox reports of consecutive calls: one process (same hostname,
     pid and start time) whose call counter went 1, 2, ... with no call in between."""
 
-    def one(reports: Sequence[Any]) -> bool:
-        if len(reports) < 2 or not all(isinstance(report, dict) for report in reports):
-            return False
-        first = sandbox_identity(reports[0])
-        counters = [report.get("calls") for report in reports]
-        same = all(sandbox_identity(report) == first for report in reports)
-        return same and counters == list(range(1, len(reports) + 1))
+    def seen(reports: Sequence[Any]) -> list[Any]:
+        return [
+            {**sandbox_identity(report), "calls": report.get("calls")}
+            if isinstance(report, dict)
+            else report
+            for report in reports
+        ]
 
-    def shown(reports: Sequence[Any]) -> str:
-        return "the sandboxes reported " + json.dumps(
-            [
-                {**sandbox_identity(report), "calls": report.get("calls")}
-                if isinstance(report, dict)
-                else report
-                for report in reports
-            ]
-        )
+    def one(reports: Sequence[Any]) -> bool:
+        first = sandbox_identity(reports[0]) if reports else {}
+        counted = [{**first, "calls": number} for number in range(1, len(reports) + 1)]
+        return len(reports) >= 2 and seen(reports) == counted
 
     return matchers.meets(
         "every call served by one sandbox (same hostname, pid and start time), "
         "its call counter going 1, 2, ... in order",
         one,
-        shown,
+        lambda reports: "the sandboxes reported " + json.dumps(seen(reports)),
     )

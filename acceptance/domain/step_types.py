@@ -66,7 +66,6 @@ STEP_TYPES: dict[str, Callable[[str], Any]] = {
     "JailOperation": _phrases({operation.value: operation for operation in JailOperation}),
     # "I {attempt:AbsoluteAttempt}, by its absolute path": an operation on the outside directory.
     "AbsoluteAttempt": _phrases(ABSOLUTE_ATTEMPTS),
-    # "I call the echo agent {credentials:Credentials}".
     "Credentials": _phrases({credentials.phrase: credentials for credentials in Credentials}),
     # "the call is refused {refusal:Refusal}": a refusal the last answer alone shows.
     "Refusal": _phrases(
@@ -80,20 +79,15 @@ STEP_TYPES: dict[str, Callable[[str], Any]] = {
             },
         }
     ),
-    # "I send {text:SampleText} to the {runtime:Runtime} without a session".
     "SampleText": _phrases({sample.phrase: sample for sample in SampleText}),
-    # 'I send "{text}" to the {runtime:Runtime} {in_session:InSession}'.
     "InSession": _phrases({"without a session": False, "in that session": True}),
-    # "I hold a WebSocket conversation with the agent in the session, {idle:IdleHalfway}".
     "IdleHalfway": _phrases(
         {
             "in text and binary": False,
             "idle halfway for longer than the Router's read timeout": True,
         }
     ),
-    # "the session is served by a sandbox {from_pool:SandboxOrigin}".
     "SandboxOrigin": _phrases({"that was waiting in the pool": True, "started for it": False}),
-    # "they all {act:Together} ...", "each caller got exactly its own {answers:OwnAnswers}".
     "Together": _phrases({act.phrase: act for act in Together}),
     "OwnAnswers": _phrases({act.answers: act for act in Together}),
 }

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import math
-from collections.abc import Coroutine, Iterable, Sequence
+from collections.abc import Coroutine, Sequence
 from typing import Any
 from urllib.parse import urlencode
 
@@ -82,7 +82,10 @@ class Streams:
         self._answer = asyncio.run(self._stream(self._world.session, kind, count, "mine"))
 
     def expect_every_event(self) -> None:
-        assert_that(required(self._answer, _NO_STREAM), every_event(self._count))
+        count = self._count
+        numbered = f"the agent's {count} events, numbered 0 to {count - 1}, in order"
+        expected = streamed(f"{numbered}, and the stream's end", "number", list(range(count)))
+        assert_that(required(self._answer, _NO_STREAM), expected)
 
     def expect_events_as_produced(self) -> None:
         timeline = Timeline.of(required(self._answer, _NO_STREAM))
@@ -93,8 +96,10 @@ class Streams:
         assert_that(timeline, passed_on_as_produced())
 
     def expect_every_chunk(self) -> None:
-        expected = [f"chunk {number} of {CHUNKS}: mine" for number in range(CHUNKS)]
-        assert_that(required(self._answer, _NO_STREAM), every_chunk(expected))
+        chunks = [f"chunk {number} of {CHUNKS}: mine" for number in range(CHUNKS)]
+        expectation = f"an answer of unknown length holding {chunks!r}, whole and in order"
+        expected = streamed(f"{expectation}, and its end", None, chunks)
+        assert_that(required(self._answer, _NO_STREAM), expected)
 
     def converse(self, *, past_read_timeout: bool) -> None:
         """A WebSocket conversation in the scenario's session; held idle, halfway, for half
@@ -129,9 +134,8 @@ class Streams:
     def expect_served_by_the_session_sandbox(self) -> None:
         conversation = self._conversed()
         reports = [report for report in self._world.sandbox_reports() if report]
-        if not reports:
-            raise AssertionError("no call in the session reported its sandbox")
-        own = sandbox_identity(reports[-1])
+        missing = "no call in the session reported its sandbox"
+        own = sandbox_identity(required(reports or None, missing)[-1])
         assert_that(
             sandbox_identity(_greeting_sandbox(conversation)),
             matchers.meets(
@@ -180,7 +184,10 @@ class Streams:
                 return self._stream(session, "events", EVENTS, _tag(number))
             return self._converse(session, [_tag(number), _tag(number).encode()], 0)
 
-        self._results = _run_all(one(number, session) for number, session in enumerate(callers))
+        async def together() -> list[Any]:
+            return list(await asyncio.gather(*(one(*pair) for pair in enumerate(callers))))
+
+        self._results = asyncio.run(together())
 
     def expect_each_own(self, act: Together) -> None:
         """Each caller's answer, events or messages are its own, and so is the sandbox that
@@ -191,7 +198,9 @@ class Streams:
                 case Together.CALL:
                     expected, reports = matchers.echoes(_tag(number)), [sandbox_report(got)]
                 case Together.READ_EVENTS:
-                    expected = own_events(number, session)
+                    tag = _tag(number)
+                    wanted = f"caller {number} to get its {EVENTS} events, each tagged {tag!r}"
+                    expected = streamed(f"{wanted}, in {session}", "tag", [tag] * EVENTS)
                     reports = [part.data.get("sandbox") for part in got.parts]
                 case Together.CONVERSE:
                     own = [_echo(_tag(number)), _tag(number).encode()]
@@ -243,13 +252,17 @@ class Streams:
 # What the streams and conversations are expected to hold.
 
 
-def every_event(count: int) -> Matcher[StreamedAnswer]:
+def streamed(expectation: str, key: str | None, expected: list[Any]) -> Matcher[StreamedAnswer]:
+    """A stream that ended whole, its parts' `key` (None: the part itself, a line) in order
+    as `expected`; a failure shows them, and the events' timeline."""
     return matchers.meets(
-        f"the agent's {count} events, numbered 0 to {count - 1}, in order, and the stream's end",
-        lambda answer: _whole(answer) and _field(answer, "number") == list(range(count)),
+        expectation,
         lambda answer: (
-            f"{_shown(answer)} with events {_field(answer, 'number')}\n"
-            + Timeline.of(answer).table()
+            answer.status == 200 and answer.error is None and _field(answer, key) == expected
+        ),
+        lambda answer: (
+            f"{_shown(answer)} with {key or 'line'}s {_field(answer, key)!r}"
+            + ("" if key is None else "\n" + Timeline.of(answer).table())
         ),
     )
 
@@ -277,23 +290,6 @@ def passed_on_as_produced() -> Matcher[Timeline]:
     )
 
 
-def every_chunk(expected: list[str]) -> Matcher[StreamedAnswer]:
-    return matchers.meets(
-        f"an answer of unknown length holding {expected!r}, whole and in order, and its end",
-        lambda answer: _whole(answer) and _field(answer, None) == expected,
-        lambda answer: f"{_shown(answer)} with lines {_field(answer, None)!r}",
-    )
-
-
-def own_events(number: int, session: Session) -> Matcher[StreamedAnswer]:
-    expected = [_tag(number)] * EVENTS
-    return matchers.meets(
-        f"caller {number} to get its {EVENTS} events, each tagged {_tag(number)!r}, in {session}",
-        lambda answer: answer.error is None and _field(answer, "tag") == expected,
-        lambda answer: f"{_shown(answer)} with tags {_field(answer, 'tag')}",
-    )
-
-
 def switched_in(session: Session) -> Matcher[Conversation]:
     return matchers.meets(
         f"the Router to switch the call in {session} to WebSocket, naming the session in its "
@@ -309,10 +305,6 @@ def replied(expectation: str, expected: list[str | bytes]) -> Matcher[Conversati
     return matchers.meets(
         expectation, lambda conversation: conversation.replies == expected, _described
     )
-
-
-def _whole(answer: StreamedAnswer) -> bool:
-    return answer.status == 200 and answer.error is None
 
 
 def _field(answer: StreamedAnswer, key: str | None) -> list[Any]:
@@ -351,12 +343,3 @@ def _described(conversation: Conversation) -> str:
         f"closed with code {conversation.close_code}"
         + (f", broken off: {conversation.error}" if conversation.error else "")
     )
-
-
-def _run_all(coroutines: Iterable[Coroutine[Any, Any, Any]]) -> list[Any]:
-    """The coroutines at the same moment, in one event loop; their results in order."""
-
-    async def together() -> list[Any]:
-        return list(await asyncio.gather(*coroutines))
-
-    return asyncio.run(together())

@@ -54,7 +54,6 @@ class WarmPools:
         self._closed: Sandbox | None = None  # the pooled sandbox of the session closed
 
     def wait_until_full(self, role: Role) -> None:
-        """Wait until the pool holds warmPoolSize sandboxes, and remember them."""
         runtime = self._world.runtime(role)
         size = self._platform.warm_pool_size(runtime)
         waiting = eventually(
@@ -79,7 +78,6 @@ class WarmPools:
         self._waiting = _ids(existing)
 
     def open_session_from_pool(self, role: Role) -> None:
-        """Open a session, which a sandbox that was waiting in the pool must serve."""
         open_session(self._world, role)
         self.expect_served_from_pool()
 

@@ -104,9 +104,8 @@ class World:
         self._last_activity: dict[str, Activity] = {}
         # The runtimes the settings name, and those the scenario applies or names itself.
         self._runtimes: dict[Role, Runtime] = configured_runtimes(settings)
-        # Runtimes applied for the run or the scenario and not yet served: a WorkloadManager
-        # finds runtimes through a cached watch, so its first calls may not find them yet.
-        self._unserved: set[Runtime] = set(target.created_runtimes())
+        # Runtimes applied for the run or the scenario and not yet served (see Calls).
+        self._unserved: set[Runtime] = set(target.created_runtimes)
         self._parts: dict[type, Any] = {}
         self._kept: list[str] | None = None
         self._closed: set[str] = set()  # session ids the scenario deleted itself
@@ -172,9 +171,7 @@ class World:
 
     @property
     def last_call(self) -> Call:
-        if not self._calls:
-            raise AssertionError("the scenario has not called anything yet")
-        return self._calls[-1]
+        return required(self._calls or None, "the scenario has not called anything yet")[-1]
 
     @property
     def last_answer(self) -> requests.Response:
@@ -186,14 +183,10 @@ class World:
 
     @property
     def session(self) -> Session:
-        """The session the scenario opened last."""
-        if not self._sessions:
-            raise AssertionError("the scenario has no session yet")
-        return self._sessions[-1]
+        return required(self._sessions or None, "the scenario has no session yet")[-1]
 
     @property
     def sessions(self) -> list[Session]:
-        """The scenario's sessions, in the order they were opened."""
         return list(self._sessions)
 
     def opened_by(self, answer: requests.Response) -> Session:
@@ -377,10 +370,8 @@ def sandbox_identity(report: Any) -> dict[str, Any]:
 
 def sandbox_serving(platform: Platform, session: Session) -> Sandbox:
     """The sandbox the platform shows serving the session, which must have one."""
-    sandbox = platform.sandbox_of(session.session_id)
-    if sandbox is None:
-        raise AssertionError(f"the platform shows no sandbox serving {session}")
-    return sandbox
+    missing = f"the platform shows no sandbox serving {session}"
+    return required(platform.sandbox_of(session.session_id), missing)
 
 
 def required(value: T | None, missing: str) -> T:

@@ -5,6 +5,7 @@ some, the target as configured others (``configured_capabilities``); and the Tar
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
@@ -41,8 +42,6 @@ REFUSED_TOKEN_SETTINGS = {
     "other_audience_api_token": OTHER_AUDIENCE_TOKEN,
     "other_issuer_api_token": OTHER_ISSUER_TOKEN,
 }
-# The callers' tokens, by setting: api, second, admin.
-CALLERS = ("api_token", "second_api_token", "admin_api_token")
 CAPABILITIES = {
     RUNTIME_ADMIN: "apply and delete runtime resources",
     SANDBOX_OBSERVATION: "observe the sandbox that serves a session and the warm pools",
@@ -199,6 +198,10 @@ class Target:
     capabilities: frozenset[str]
     # Tokens a Router must refuse, by the setting that gave them (REFUSED_TOKEN_SETTINGS).
     refused_tokens: Mapping[str, str] = field(default_factory=dict, repr=False)
+    # What the run's first lines tell of the target beside the preflight's checks.
+    account: tuple[str, ...] = ()
+    # The runtimes created for the run (by `prepare`, or a scenario), rather than found.
+    created_runtimes: AbstractSet[Runtime] = frozenset()
 
     platform_name: ClassVar[str] = Platform.name
 
@@ -220,22 +223,15 @@ class Target:
 
     def callers_tokens(self) -> dict[str, str]:
         """By their setting's name: what no sandbox may ever receive."""
-        return {name: getattr(self, name) for name in CALLERS if getattr(self, name)}
+        callers = ("api_token", "second_api_token", "admin_api_token")
+        return {name: getattr(self, name) for name in callers if getattr(self, name)}
 
     def platform(self, transport: Transport) -> Platform:
         """The scenario's adapter, making its calls with `transport`."""
         return Platform()
 
-    def prepare(self) -> None:
-        """Once the target answers ready: make what the features need."""
-
-    def account(self) -> list[str]:
-        """What the run's first lines tell of the target beside the preflight's checks."""
-        return []
-
-    def created_runtimes(self) -> frozenset[Runtime]:
-        """The runtimes `prepare` created for the run, rather than found."""
-        return frozenset()
+    def prepare(self, settings: Settings) -> None:
+        """Once the target answers ready: make what the features need, as `settings` name it."""
 
     def close(self, *, keep: bool) -> Closing:
         """Let go of the target once, at the end of the run; `keep`: keep what the sessions

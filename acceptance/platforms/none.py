@@ -10,7 +10,6 @@ from acceptance.platforms.registry import Adapter, RunSettings
 
 
 def open_http_only(run: RunSettings, environ: Mapping[str, str]) -> Target:
-    """The URLs given, and the tokens; raises ConfigError without a Router."""
     urls = given_urls(run.suite, Platform.name)
     return Target.configured(urls, run.suite, Platform.capabilities)
 

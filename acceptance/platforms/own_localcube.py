@@ -41,8 +41,7 @@ class OwnLocalcube:
     def __init__(self, settings: Settings, picod_command: str | None = None) -> None:
         """Start it, logging to <reports_dir>/localcube.log, its code interpreters run with
         `picod_command` when given; raises TargetStartError."""
-        given = [name for name in TOKEN_FILE_SETTINGS if getattr(settings, name)]
-        if given:
+        if given := [name for name in TOKEN_FILE_SETTINGS if getattr(settings, name)]:
             raise TargetStartError(
                 f"setting {given[0]} is set, but the localcube the suite starts takes the "
                 "tokens of its own issuer only: unset the token settings (and token_dir), "
@@ -62,13 +61,10 @@ class OwnLocalcube:
             # For a person reaching sessions kept for inspection; gone with the state otherwise.
             self.token_dir = self.state_dir / "tokens"
             write_tokens(self.tokens, self.token_dir)
-            # The running localcube (its url, pid, arguments); a restart replaces it.
+            # The running localcube (its pid, arguments); a restart replaces it, on its url.
             self.process = self._serve(self.log_path, port=0, state_dir=self.state_dir)
+            self.url = self.process.url
             self._release = stack.pop_all()  # the issuer and the state, once it has stopped
-
-    @property
-    def url(self) -> str:
-        return self.process.url
 
     def restart(self) -> None:
         """Kill the server as a crash would (its sandboxes live on) and start it again on the

@@ -2,9 +2,8 @@
 
 An adapter is a module declaring its ``ADAPTER``: one of this package's (``BUILT_IN``), or
 one registered under the entry-point group ``acceptance.platforms`` (``name = module:ADAPTER``).
-``names()`` lists them without importing any, ``adapter(name)`` imports the one a run
-chooses (a Kubernetes run never imports localcube), ``adapters()`` all, for the generated
-documents and for naming the platform a stray setting belongs to.
+A run imports only the one it chooses (a Kubernetes run never imports localcube); the generated
+documents, and naming the platform a stray setting belongs to, import all.
 """
 
 from __future__ import annotations
@@ -40,8 +39,6 @@ class RunSettings:
 
 @dataclass(frozen=True)
 class Adapter:
-    """A platform adapter as the run knows it."""
-
     name: str
     # The run's Target, its capabilities fixed; raises ConfigError or TargetStartError,
     # closing what it opened.

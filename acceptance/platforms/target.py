@@ -20,13 +20,12 @@ from acceptance.core.settings import (
 )
 from acceptance.platforms import registry
 from acceptance.platforms.base import Target
-from acceptance.platforms.registry import RunSettings
 
 PLATFORM = next(setting for setting in SETTINGS if setting.name == "platform")
 SUITE_NAMES = frozenset(setting.name for setting in SETTINGS)
 
 
-def read_settings(userdata: Mapping[str, str], environ: Mapping[str, str]) -> RunSettings:
+def read_settings(userdata: Mapping[str, str], environ: Mapping[str, str]) -> registry.RunSettings:
     """The run's settings, each parsed once, and which the user set: the suite's, with the
     defaults of the adapter the platform setting names (else the default for the Router
     given or not; only it is imported), and the adapter's own. Raises ConfigError.
@@ -71,12 +70,12 @@ def read_settings(userdata: Mapping[str, str], environ: Mapping[str, str]) -> Ru
     # The adapter's own settings, checked together as they are made.
     values = read_all(adapter.settings, userdata, environ)
     own_settings = adapter.settings_class(**values) if adapter.settings_class else None
-    return RunSettings(suite, adapter, own_settings, given)
+    return registry.RunSettings(suite, adapter, own_settings, given)
 
 
 def open_target(
     userdata: Mapping[str, str], environ: Mapping[str, str]
-) -> tuple[RunSettings, Target]:
+) -> tuple[registry.RunSettings, Target]:
     """The run's settings (``read_settings``) and its target, as the chosen adapter opens it;
     raises ConfigError (ClusterUnreachable among them) or TargetStartError. What it started
     or opened is the Target's to close."""

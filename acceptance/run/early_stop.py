@@ -47,7 +47,7 @@ class EarlyStop:
         lines += [f"  - {problem}".replace("\n", "\n    ") for problem in self.problems]
         return "\n".join(lines)
 
-    def write_junit(self, directory: Path) -> Path:
+    def write_junit(self, directory: Path) -> None:
         """A JUnit file whose one test case, the run's start, failed with this error."""
         directory.mkdir(parents=True, exist_ok=True)
         counts = {"tests": "1", "errors": "1", "failures": "0", "skipped": "0", "time": "0"}
@@ -59,4 +59,3 @@ class EarlyStop:
         error.text = self.console_text()
         path = directory / JUNIT_FILE
         ElementTree.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
-        return path

@@ -46,9 +46,8 @@ class ReviewReport(PrettyHTMLFormatter):
     name = REVIEW_FORMAT
     description = "HTML report for review: pretty HTML with the run summary and latencies"
 
-    # What acceptance.run.report_hooks hands the report for the top of its page.
+    # What acceptance.run.report_hooks and .start hand the report for the top of its page.
     run_summary: RunSummary | None = None
-    chart_png: bytes | None = None
     early_stop: EarlyStop | None = None
 
     def __init__(self, stream: StreamOpener, config: Configuration) -> None:
@@ -72,7 +71,7 @@ class ReviewReport(PrettyHTMLFormatter):
                 for problem in self.early_stop.problems:
                     pre(problem)
         if self.run_summary is not None:
-            _render_summary(self.run_summary, self.chart_png)
+            _render_summary(self.run_summary)
         return shown
 
 
@@ -82,15 +81,19 @@ def prose(lines: list[str]) -> str:
     return "\n\n".join(" ".join(paragraph.split()) for paragraph in paragraphs if paragraph.strip())
 
 
-def _render_summary(summary: RunSummary, chart_png: bytes | None) -> None:
+def _render_summary(summary: RunSummary) -> None:
     with section(cls="run-summary", id="run-summary"):
         h3("Run summary")
         p(summary.headline)
         if summary.release:
             p(summary.release)
-        if chart_png is not None:
+        if summary.latencies:
+            # Imported here: matplotlib takes a second to load, which only a chart should cost.
+            from acceptance.run.latency_chart import latency_chart_png
+
+            png = latency_chart_png(summary.latencies)
             img(
-                src="data:image/png;base64," + base64.b64encode(chart_png).decode("ascii"),
+                src="data:image/png;base64," + base64.b64encode(png).decode("ascii"),
                 alt="p50 and p95 of each latency measured",
             )
         for summary_table in summary.tables:
@@ -103,16 +106,12 @@ def _render_summary(summary: RunSummary, chart_png: bytes | None) -> None:
 def write_summary_page(summary: RunSummary, path: Path, links: Mapping[str, str]) -> None:
     """A page of the run summary and chart for `./dev parallel`, linking to the reports of
     its parts (`links`: title to a path relative to the page)."""
-    # Imported here, as report_hooks does: matplotlib takes a second to load.
-    from acceptance.run.latency_chart import latency_chart_png
-
-    chart = latency_chart_png(summary.latencies) if summary.latencies else None
     page = document(title="AgentCube acceptance suite")
     with page.head:
         raw(_STYLE)
     with page:
         h2("AgentCube acceptance suite")
-        _render_summary(summary, chart)
+        _render_summary(summary)
         with section(cls="run-summary"):
             h4("Reports of its parts")
             for title, href in links.items():

@@ -32,19 +32,17 @@ def latency_chart_png(latencies: list[Summary]) -> bytes:
         showfliers=False,
         medianprops={"color": _COLOURS["p50"]},
     )
-    for row, samples in zip(rows, milliseconds, strict=True):
-        # Spread evenly by arrival, so that equal values stay visible side by side.
-        offsets = [_SPREAD * (2 * (i % 7) / 6 - 1) * 0.8 for i in range(len(samples))]
+    for row, (summary, samples) in enumerate(zip(latencies, milliseconds, strict=True)):
         axes.scatter(
             samples,
-            [row + offset for offset in offsets],
+            # Spread evenly by arrival, so that equal values stay visible side by side.
+            [row + _SPREAD * (2 * (i % 7) / 6 - 1) * 0.8 for i in range(len(samples))],
             s=9,
             alpha=0.45,
             color=_COLOURS["samples"],
             label="each sample" if row == 0 else None,
             zorder=3,
         )
-    for row, summary in zip(rows, latencies, strict=True):
         p95 = summary.p95 * 1000
         axes.plot(
             [p95, p95],

@@ -25,15 +25,10 @@ from behave.model import Scenario
 from acceptance.core.settings import SETTINGS, ConfigError, Settings
 from acceptance.platforms.base import Target, TargetStartError
 from acceptance.platforms.registry import adapter
-from acceptance.platforms.target import read_settings
 from acceptance.run.html_report import write_summary_page
 from acceptance.run.preflight import PreflightFailed
-from acceptance.run.results import (
-    RunResults,
-    deselected_scenarios,
-    run_features,
-    selected_scenarios,
-)
+from acceptance.run.report_run import reports_dir
+from acceptance.run.results import RunResults, run_features, selection
 from acceptance.run.suite import KEPT, Suite
 from acceptance.run.summary import closing_report, summarize
 from acceptance.run.tag_check import UnknownTagError, check_tags
@@ -116,10 +111,10 @@ def run(processes: int, behave_arguments: list[str]) -> int:
     config = Configuration(behave_arguments)
     features = run_features(config)
     check_tags(features, config.tag_expression)
-    selected = selected_scenarios(features, config)
+    selected, deselected = selection(features, config)
     alone = [scenario for scenario in selected if _runs_alone(scenario)]
     concurrent = [scenario for scenario in selected if not _runs_alone(scenario)]
-    reports = Path(read_settings(config.userdata, os.environ).suite.reports_dir)
+    reports = reports_dir(behave_arguments)
     out = reports / "parallel"
     shutil.rmtree(out, ignore_errors=True)
     # The preflight first, of the concurrent phase's target (the alone phase checks its own).
@@ -153,7 +148,6 @@ def run(processes: int, behave_arguments: list[str]) -> int:
         results.merge(phase_results)
     results.merge(suite.finish())
     results.release = suite.release.account()  # the workers were told the release
-    deselected = deselected_scenarios(features, config)
     results.deselected = len(deselected)
     if missing := unreported(selected, results):
         # A worker that never ran its scenario (behavex marks it "untested") reports nothing.
@@ -264,9 +258,7 @@ class Phase:
 
     def _show_new_results(self, shown: set[Path]) -> None:
         """One line per scenario whose result a worker has saved since the last look."""
-        for path in sorted(self._results_dir.glob("*.json")):
-            if path in shown:
-                continue
+        for path in sorted(set(self._results_dir.glob("*.json")) - shown):
             shown.add(path)
             for result in RunResults.load_file(path).scenarios:
                 print(f"  {result.outcome:<7} {result.duration:6.2f} s  {result.title}", flush=True)

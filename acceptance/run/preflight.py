@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from contextlib import closing
 from dataclasses import dataclass, replace
 
 import requests
@@ -33,7 +32,6 @@ from acceptance.core.runtimes import (
     Role,
     Runtime,
     RuntimeKind,
-    configured_runtime,
     configured_runtimes,
 )
 from acceptance.core.settings import AUTO_RELEASE, SETTINGS, Given, Settings
@@ -41,7 +39,7 @@ from acceptance.core.transport import NoAnswer, Transport
 from acceptance.domain.isolation import neighbour_echo_agent
 from acceptance.platforms.base import NEIGHBOUR_NAMESPACE, Platform, Target
 from acceptance.run.results import first_line
-from acceptance.run.timings import TimingsDoNotFit, fitted, measure_cold_start
+from acceptance.run.timings import NoColdStart, TimingsDoNotFit, fitted, measure_cold_start
 from agentcube_contract.session import SESSION_NOT_FOUND
 
 # The name of the runtime the token check calls: none has it, so no sandbox can start.
@@ -67,7 +65,6 @@ class Release:
         return f"AgentCube release: {self.name} ({self.why})"
 
 
-# Each suite setting's environment variable, by name.
 _ENV = {setting.name: setting.env for setting in SETTINGS}
 
 
@@ -85,8 +82,8 @@ class Preflight:
         self._target = target
         timeout = min(settings.request_timeout, settings.ready_timeout)
         self._transport = Transport(timeout=timeout, log=ExchangeLog())
+        self._router = Router(self._transport, target.router_url, Measurements())
         self._checked: list[str] = []
-        self.release: Release | None = None  # known once check_target has passed
         self.checks_tokens = False  # known once check_target has passed
 
     def close(self) -> None:
@@ -95,14 +92,13 @@ class Preflight:
     def account(self) -> str:
         return "Preflight: " + "; ".join(self._checked) + "."
 
-    def check_target(self) -> None:
-        """Both services answer and are ready, the tokens are accepted, and the release is
-        known (`release`); raises PreflightFailed."""
+    def check_target(self) -> Release:
+        """Both services answer and are ready and the tokens are accepted: the release the
+        run is held to; raises PreflightFailed."""
         target = self._target
-        router = Router(self._transport, target.router_url, Measurements())
         workload_manager = WorkloadManager(self._transport, target.workload_manager_url)
         same_url = target.workload_manager_url == target.router_url
-        problems = self._readiness("the Router", "router_url", router.ready, "ready")
+        problems = self._readiness("the Router", "router_url", self._router.ready, "ready")
         if not (problems and same_url):  # one service behind one URL: one problem is enough
             problems += self._readiness(
                 "the WorkloadManager", "workload_manager_url", workload_manager.healthy, "healthy"
@@ -120,13 +116,13 @@ class Preflight:
             if token := getattr(target, setting):
                 problems += self._router_refusal(setting, token)[0]
         if not same_url:
-            problems += self._workload_manager_refusal(target.workload_manager_url)
+            problems += self._workload_manager_refusal(workload_manager)
         if problems:
             raise PreflightFailed(problems)
         assert answer is not None  # the Router answered: no problem was told
         self.checks_tokens = bool(target.api_token) and self._refuses_no_token()
         self._checked.append(self._tokens_account())
-        self.release = self._release(session_id, answer)
+        return self._release(session_id, answer)
 
     def _refuses_no_token(self) -> bool:
         """Whether the Router refuses the token check's call without a token."""
@@ -216,14 +212,12 @@ class Preflight:
             ]
         if problems:
             raise PreflightFailed(problems)
-        created = len(self._target.created_runtimes() & set(runtimes.values()))
-        self._checked += self._target.account()
+        created = len(self._target.created_runtimes & set(runtimes.values()))
+        self._checked += self._target.account
         self._checked.append(
-            f"{len(runtimes)} runtimes in namespace {namespace}, {created} of them created by "
-            f"this run (platform {platform.name})"
-            if created
-            else f"{len(runtimes)} runtimes found in namespace {namespace} "
-            f"(platform {platform.name})"
+            f"{len(runtimes)} runtimes {'in' if created else 'found in'} namespace {namespace}"
+            + (f", {created} of them created by this run" if created else "")
+            + f" (platform {platform.name})"
         )
         self._check_neighbour_namespace(platform, runtimes[Role.ECHO_AGENT])
 
@@ -241,21 +235,11 @@ class Preflight:
     def fit_timings(self, settings: Settings, given: Given) -> Settings:
         """`settings` with the short timings fitted to a cold start of the echo agent;
         raises PreflightFailed naming a setting the user set that does not fit."""
-        target = self._target
-        with closing(Transport(timeout=settings.request_timeout, log=ExchangeLog())) as transport:
-            cold_start = measure_cold_start(
-                Router(transport, target.router_url, Measurements()),
-                WorkloadManager(transport, target.workload_manager_url),
-                configured_runtime(Role.ECHO_AGENT, settings),
-                tokens=(target.api_token, settings.workload_manager_token or target.api_token),
-            )
-        if cold_start.seconds is None:
-            self._checked.append(
-                f"short timings kept, no cold start measured: {cold_start.why_not}"
-            )
-            return settings
         try:
-            settings, told = fitted(settings, cold_start.seconds, given, setting_names)
+            cold_start = measure_cold_start(self._target, settings)
+            settings, told = fitted(settings, cold_start, given, setting_names)
+        except NoColdStart as why_not:
+            told = f"short timings kept, no cold start measured: {why_not}"
         except TimingsDoNotFit as error:
             raise PreflightFailed([str(error)]) from None
         self._checked.append(told)
@@ -326,9 +310,8 @@ class Preflight:
         issued, that id, and the Router's answer if any."""
         probe = Runtime(RuntimeKind.AGENT_RUNTIME, self._settings.namespace, PROBE_RUNTIME)
         session_id = str(uuid.uuid4())
-        router = Router(self._transport, self._target.router_url, Measurements())
         try:
-            answer = router.invoke(probe, "", session_id=session_id, json={}, token=token)
+            answer = self._router.invoke(probe, "", session_id=session_id, json={}, token=token)
         except NoAnswer as error:
             return (
                 [f"the Router at {self._target.router_url} {_unanswered(error)}"],
@@ -337,14 +320,14 @@ class Preflight:
             )
         return _refusal("the Router", answer, setting, token), session_id, answer
 
-    def _workload_manager_refusal(self, url: str) -> list[str]:
+    def _workload_manager_refusal(self, workload_manager: WorkloadManager) -> list[str]:
         """A problem when the WorkloadManager refuses its token (workload_manager_token, else
         api_token) on deleting a session it never issued."""
         own_token = self._settings.workload_manager_token
         setting = "workload_manager_token" if own_token else "api_token"
         token = own_token or self._target.api_token
         try:
-            answer = WorkloadManager(self._transport, url).delete_session(
+            answer = workload_manager.delete_session(
                 RuntimeKind.AGENT_RUNTIME, str(uuid.uuid4()), token=token
             )
         except NoAnswer as error:

@@ -1,17 +1,17 @@
-"""What the hooks and the runner hand to the HTML review report (acceptance.run.html_report):
-step attachments, the run summary and its chart, why a run stopped. The report is found
-by its format name, so a run without one never imports the formatter nor matplotlib."""
+"""What the hooks hand to the HTML review report (acceptance.run.html_report): step
+attachments and the run summary (acceptance.run.start hands it why a run stopped). The
+report is found by its format name, so a run without one never imports the formatter nor
+matplotlib."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from behave.formatter.base import Formatter
 from behave.runner import Context
 
 from acceptance.core.evidence import Table
-from acceptance.run.early_stop import EarlyStop
 from acceptance.run.summary import RunSummary
 
 if TYPE_CHECKING:
@@ -20,20 +20,10 @@ if TYPE_CHECKING:
 REVIEW_FORMAT = "html-review"  # behave.ini registers the formatter under this name
 
 
-def _among(formatters: Iterable[Formatter]) -> list[Formatter]:
-    """The review reports (acceptance.run.html_report.ReviewReport) among the formatters."""
-    return [formatter for formatter in formatters if formatter.name == REVIEW_FORMAT]
-
-
 def _review_reports(context: Context) -> list[Formatter]:
+    """The review reports (acceptance.run.html_report.ReviewReport) of the run."""
     # behave keeps its formatters on the runner; the pretty formatter documents this access.
-    return _among(context._runner.formatters)
-
-
-def show_early_stop(formatters: Iterable[Formatter], stop: EarlyStop) -> None:
-    """Have every review report among these formatters show why the run stopped."""
-    for report in _among(formatters):
-        report.early_stop = stop
+    return [report for report in context._runner.formatters if report.name == REVIEW_FORMAT]
 
 
 def attach_text(context: Context, caption: str, text: str | Callable[[], str]) -> None:
@@ -67,12 +57,6 @@ def attach_table(context: Context, caption: str, table: Table) -> None:
 
 
 def add_run_summary(context: Context, summary: RunSummary) -> None:
-    """Give every review report the run summary, and a chart when latencies were measured."""
-    reports = _review_reports(context)
-    if reports:
-        # Imported here: matplotlib takes a second to load, which only a report should cost.
-        from acceptance.run.latency_chart import latency_chart_png
-
-        chart = latency_chart_png(summary.latencies) if summary.latencies else None
-        for report in reports:
-            report.run_summary, report.chart_png = summary, chart
+    """Give every review report the run summary."""
+    for report in _review_reports(context):
+        report.run_summary = summary

@@ -70,39 +70,21 @@ def run_features(config: Configuration) -> list[Feature]:
     return features
 
 
-def selected_scenarios(features: list[Feature], config: Configuration) -> list[Scenario]:
-    """The scenarios the run's paths, tag expression and names select; call it before the
-    run, which marks others skipped too."""
-    return [
-        scenario
-        for scenario in _located(features)
-        if scenario.should_run_with_tags(config.tag_expression)
-        and scenario.should_run_with_name_select(config)
-    ]
-
-
-def deselected_scenarios(features: list[Feature], config: Configuration) -> list[Scenario]:
-    """The scenarios at the run's paths that its tag expression or names leave out; before
-    the run, as `selected_scenarios`."""
-    selected = {id(scenario) for scenario in selected_scenarios(features, config)}
-    return [scenario for scenario in _located(features) if id(scenario) not in selected]
-
-
-def _located(features: list[Feature]) -> list[Scenario]:
-    """The scenarios at the run's paths: a `features/x.feature:12` is one scenario."""
-    return [
-        scenario
-        for feature in features
-        for scenario in feature.walk_scenarios()
-        if not scenario.should_skip
-    ]
-
-
-def outcome_of(scenario: Scenario) -> str:
-    """passed, failed (any failure, error or undefined step) or skipped (skipped, untested)."""
-    if scenario.status.has_failed():
-        return FAILED
-    return PASSED if scenario.status.name == PASSED else SKIPPED
+def selection(
+    features: list[Feature], config: Configuration
+) -> tuple[list[Scenario], list[Scenario]]:
+    """The scenarios at the run's paths (a `features/x.feature:12` is one scenario) that its
+    tag expression and names select, and those they leave out; call it before the run,
+    which marks others skipped too."""
+    selected: list[Scenario] = []
+    deselected: list[Scenario] = []
+    for feature in features:
+        for scenario in feature.walk_scenarios():
+            if not scenario.should_skip:
+                chosen = scenario.should_run_with_tags(config.tag_expression)
+                chosen = chosen and scenario.should_run_with_name_select(config)
+                (selected if chosen else deselected).append(scenario)
+    return selected, deselected
 
 
 @dataclass
@@ -121,7 +103,12 @@ class RunResults:
 
     def add_scenario(self, scenario: Scenario, *, cut_off: bool = False) -> None:
         """Record a scenario that has ended; `cut_off`: by the run's interruption."""
-        outcome = INTERRUPTED if cut_off else outcome_of(scenario)
+        if cut_off:
+            outcome = INTERRUPTED
+        elif scenario.status.has_failed():  # any failure, error or undefined step
+            outcome = FAILED
+        else:  # a skipped or untested one counts as skipped
+            outcome = PASSED if scenario.status.name == PASSED else SKIPPED
         failed_step, failure = failure_of(scenario) if outcome == FAILED else ("", "")
         result = ScenarioResult(
             feature=scenario.feature.name,
@@ -153,7 +140,7 @@ class RunResults:
             self.notes.setdefault(title, []).extend(items)
         self.release = self.release or other.release
 
-    def save(self, directory: Path) -> Path:
+    def save(self, directory: Path) -> None:
         """Write these results to a new file in the directory, whole at once for a reader
         watching it."""
         directory.mkdir(parents=True, exist_ok=True)
@@ -161,7 +148,6 @@ class RunResults:
         written = path.with_suffix(".part")
         written.write_text(json.dumps(asdict(self)))
         written.replace(path)
-        return path
 
     @classmethod
     def load_file(cls, path: Path) -> RunResults:

@@ -15,8 +15,8 @@ from behave.configuration import Configuration
 from behave.formatter._registry import make_formatters
 
 from acceptance.run.early_stop import EarlyStop
-from acceptance.run.report_hooks import show_early_stop
-from acceptance.run.results import deselected_scenarios, run_features, selected_scenarios
+from acceptance.run.report_hooks import REVIEW_FORMAT
+from acceptance.run.results import run_features, selection
 from acceptance.run.suite import Suite
 from acceptance.run.tag_check import check_tags
 from acceptance.run.timings import TIMED_TAG
@@ -30,11 +30,11 @@ def start_suite(config: Configuration) -> Suite:
     what Suite.start raises, and UnknownTagError."""
     features = run_features(config)
     check_tags(features, config.tag_expression)
-    selected = selected_scenarios(features, config)
+    selected, deselected = selection(features, config)
     timed = any(TIMED_TAG in s.effective_tags for s in selected)
     suite = Suite.start(config.userdata, os.environ, timed=timed)
     if not suite.settings.results_dir:  # a parallel run's worker: its command does both
-        suite.results.deselected = len(deselected_scenarios(features, config))  # before the run
+        suite.results.deselected = len(deselected)
         suite.results.selected = len(selected)
         (sys.__stderr__ or sys.stderr).write(f"{suite.release.account()}\n{suite.preflight}\n")
     return suite
@@ -49,9 +49,9 @@ def start_before_behave(config: Configuration) -> bool:
     except (Exception, KeyboardInterrupt) as error:
         stop = EarlyStop.of(error)
     # behave's reports, made as its runner makes them, so that they show why it stopped.
-    formatters = make_formatters(config, config.outputs)
-    show_early_stop(formatters, stop)
-    for formatter in formatters:
+    for formatter in make_formatters(config, config.outputs):
+        if formatter.name == REVIEW_FORMAT:  # acceptance.run.html_report.ReviewReport
+            formatter.early_stop = stop
         formatter.close()
     if config.junit:
         stop.write_junit(Path(config.junit_directory))

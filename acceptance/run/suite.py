@@ -4,11 +4,10 @@ scenario, and the closing report."""
 from __future__ import annotations
 
 import atexit
-import dataclasses
 import time
 from collections.abc import Mapping
 from contextlib import closing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from hamcrest import described_as, empty
 
@@ -65,10 +64,17 @@ class Suite:
         atexit.register(suite.stop)
         try:
             with closing(Preflight(settings, target)) as preflight:
-                preflight.check_target()
-                assert preflight.release is not None  # check_target found it
-                suite._hold_to(preflight.release, checks_tokens=preflight.checks_tokens)
-                target.prepare()
+                # Run as the release found, against a target that checks tokens or not.
+                suite.release = preflight.check_target()
+                suite.settings = replace(settings, agentcube_release=suite.release.name)
+                ignored = target.api_token is not None and not preflight.checks_tokens
+                suite.gate = ScenarioGate(
+                    {category: getattr(suite.settings, category) for category in ACTIVE_CATEGORIES},
+                    target.platform_name,
+                    without_token_checks(target.capabilities) if ignored else target.capabilities,
+                    dict.fromkeys(TOKEN_CAPABILITIES, TOKENS_IGNORED) if ignored else None,
+                )
+                target.prepare(suite.settings)
                 preflight.check_runtimes()
                 suite.settings = preflight.read_told_settings(suite.settings, run.given)
                 if timed:
@@ -78,18 +84,6 @@ class Suite:
             suite.stop()
             raise
         return suite
-
-    def _hold_to(self, release: Release, *, checks_tokens: bool) -> None:
-        """Run as this release, against a target that checks tokens or not."""
-        self.release = release
-        self.settings = dataclasses.replace(self.settings, agentcube_release=release.name)
-        ignored = self.target.api_token is not None and not checks_tokens
-        self.gate = ScenarioGate(
-            {category: getattr(self.settings, category) for category in ACTIVE_CATEGORIES},
-            self.target.platform_name,
-            without_token_checks(self.target.capabilities) if ignored else self.target.capabilities,
-            dict.fromkeys(TOKEN_CAPABILITIES, TOKENS_IGNORED) if ignored else None,
-        )
 
     def new_world(self, register_cleanup: RegisterCleanup) -> World:
         """A World with its own HTTP session and exchange log, closed by the last cleanup."""

@@ -49,8 +49,10 @@ def summarize(results: RunResults, wall_time: float) -> RunSummary:
     skipped_here = counts[SKIPPED]
     counts[SKIPPED] += results.deselected
     total = len(scenarios) + results.deselected + results.never_ran
+    cut_off = [s.title for s in scenarios if s.outcome == INTERRUPTED]
+    where = f' in "{cut_off[0]}"' if cut_off else " between scenarios"
     headline = (
-        _interruption(results)
+        (f"interrupted (Ctrl-C){where}: " if results.interrupted else "")
         + f"{total} scenarios: "
         + ", ".join(f"{counts[outcome]} {outcome}" for outcome in outcomes)
         + (
@@ -72,15 +74,6 @@ def summarize(results: RunResults, wall_time: float) -> RunSummary:
     ]:
         tables.append(Table("Failed scenarios", ("scenario", "failed step", "why"), failed))
     return RunSummary(headline, tables, latencies, results.release)
-
-
-def _interruption(results: RunResults) -> str:
-    """What an interrupted run's headline says first."""
-    if not results.interrupted:
-        return ""
-    cut_off = [s.title for s in results.scenarios if s.outcome == INTERRUPTED]
-    where = f' in "{cut_off[0]}"' if cut_off else " between scenarios"
-    return f"interrupted (Ctrl-C){where}: "
 
 
 def _outcomes(results: RunResults) -> tuple[str, ...]:
@@ -149,15 +142,11 @@ def format_summary(summary: RunSummary) -> str:
     return "\n".join(parts)
 
 
-def format_notes(notes: Mapping[str, list[str]]) -> str:
-    """The closing notes, one titled list each; empty when there is nothing to tell."""
-    return "\n".join(
+def closing_report(notes: Mapping[str, list[str]], summary: RunSummary) -> str:
+    """What a run prints at its end: the notes, one titled list each, then the summary."""
+    listed = "\n".join(
         f"{title} ({len(items)}):\n" + "\n".join(f"  - {item}" for item in items)
         for title, items in notes.items()
         if items
     )
-
-
-def closing_report(notes: Mapping[str, list[str]], summary: RunSummary) -> str:
-    """What a run prints at its end: the notes, then the summary."""
-    return "\n\n".join(part for part in (format_notes(notes), format_summary(summary)) if part)
+    return "\n\n".join(part for part in (listed, format_summary(summary)) if part)

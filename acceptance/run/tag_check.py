@@ -12,9 +12,7 @@ from behave.model import Feature
 from behave.tag_expression.model import Matcher
 from cucumber_tag_expressions.model import Expression, Literal
 
-from acceptance.platforms.base import CAPABILITIES
-from acceptance.run.fixtures import FIXTURES
-from acceptance.run.tags import ACTIVE_CATEGORIES, TAGS, is_known_tag
+from acceptance.run.tags import is_known_tag, known_tags
 
 # behavex adds `not @WIP and not @MANUAL` to the tags of each behave it starts.
 BEHAVEX_TAGS = frozenset({"WIP", "MANUAL"})
@@ -22,18 +20,6 @@ BEHAVEX_TAGS = frozenset({"WIP", "MANUAL"})
 
 class UnknownTagError(Exception):
     """A feature file or a tag expression uses a tag outside the vocabulary."""
-
-
-def known_tags() -> list[str]:
-    """Every tag of the vocabulary, for messages and for wildcard expressions."""
-    active = [
-        f"{polarity}.with_{category}={value}"
-        for category, values in ACTIVE_CATEGORIES.items()
-        for value in values
-        for polarity in ("use", "not")
-    ]
-    requires = [f"requires.{capability}" for capability in CAPABILITIES]
-    return [*TAGS, *active, *requires, *FIXTURES]
 
 
 def unknown_tags_in_features(features: Iterable[Feature]) -> list[str]:

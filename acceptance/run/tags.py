@@ -40,20 +40,24 @@ ACTIVE_CATEGORIES: dict[str, tuple[str, ...]] = {
     "agentcube_release": RELEASES,
 }
 
-_ACTIVE = re.compile(r"^(use|not)\.with_(?P<category>\w+)=(?P<value>.+)$")
-_REQUIRES = re.compile(r"^requires\.(?P<capability>[\w-]+)$")
 _ID = re.compile(r"^id\.[a-z0-9]+(-[a-z0-9]+)*$")
 
 
+def known_tags() -> list[str]:
+    """Every tag of the vocabulary but the ids, for messages and for wildcard expressions."""
+    active = [
+        f"{polarity}.with_{category}={value}"
+        for category, values in ACTIVE_CATEGORIES.items()
+        for value in values
+        for polarity in ("use", "not")
+    ]
+    requires = [f"requires.{capability}" for capability in CAPABILITIES]
+    return [*TAGS, *active, *requires, *FIXTURES]
+
+
 def is_known_tag(tag: str) -> bool:
-    """Whether the tag belongs to the vocabulary (with a known category, value or capability)."""
-    if tag in TAGS:
-        return True
-    if active := _ACTIVE.match(tag):
-        return active["value"] in ACTIVE_CATEGORIES.get(active["category"], ())
-    if requires := _REQUIRES.match(tag):
-        return requires["capability"] in CAPABILITIES
-    return tag in FIXTURES or is_id_tag(tag)
+    """Whether the tag belongs to the vocabulary."""
+    return tag in known_tags() or is_id_tag(tag)
 
 
 def is_id_tag(tag: str) -> bool:
@@ -88,9 +92,8 @@ class ScenarioGate:
                     f"(choose with -D {category}=...)"
                 )
         for tag in tags:
-            requires = _REQUIRES.match(tag)
-            if requires and requires["capability"] not in self.capabilities:
-                capability = requires["capability"]
+            capability = tag.removeprefix("requires.")
+            if capability != tag and capability not in self.capabilities:
                 hint = self._hints.get(
                     capability,
                     f"platform {self._platform!r} cannot (choose with -D platform=...)",

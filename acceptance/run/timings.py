@@ -17,14 +17,15 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from acceptance.core.clients import Router, WorkloadManager, session_id_of
-from acceptance.core.evidence import excerpt
-from acceptance.core.runtimes import Runtime
+from acceptance.core.evidence import ExchangeLog, excerpt
+from acceptance.core.measurements import Measurements
+from acceptance.core.runtimes import Role, configured_runtime
 from acceptance.core.settings import Given, Settings
-from acceptance.core.transport import NoAnswer
+from acceptance.core.transport import NoAnswer, Transport
+from acceptance.platforms.base import Target
 
 # How many cold starts a default short timing lasts: the first answer comes in its first
 # third, leaving the rest for what the scenario observes.
@@ -40,42 +41,42 @@ class TimingsDoNotFit(ValueError):
     """A short timing the user set is shorter than SET_COLD_STARTS cold starts."""
 
 
-@dataclass(frozen=True)
-class ColdStart:
-    """The first answer of a new session, in seconds; None with why it was not measured."""
-
-    seconds: float | None
-    why_not: str = ""
+class NoColdStart(Exception):
+    """The first answer of a new session could not be timed: why."""
 
 
-def measure_cold_start(
-    router: Router,
-    workload_manager: WorkloadManager,
-    echo_agent: Runtime,
-    *,
-    tokens: tuple[str | None, str | None],
-) -> ColdStart:
-    """Time the first answer of a new echo-agent session, then end it; `tokens`: the
-    Router's and the WorkloadManager's."""
-    router_token, workload_manager_token = tokens
-    started = time.monotonic()
-    try:
-        answer = router.invoke(
-            echo_agent, "echo", session_id=None, json={"input": "preflight"}, token=router_token
-        )
-    except NoAnswer as error:
-        return ColdStart(None, f"the first call of {echo_agent.name} was not answered: {error}")
-    seconds = time.monotonic() - started
-    session_id = session_id_of(answer)
-    if session_id:
-        with contextlib.suppress(NoAnswer):  # else it ends with its idle timeout
-            workload_manager.delete_session(
-                echo_agent.kind, session_id, token=workload_manager_token
+def measure_cold_start(target: Target, settings: Settings) -> float:
+    """The seconds to the first answer of a new echo-agent session, which then ends;
+    raises NoColdStart."""
+    echo_agent = configured_runtime(Role.ECHO_AGENT, settings)
+    with contextlib.closing(
+        Transport(timeout=settings.request_timeout, log=ExchangeLog())
+    ) as transport:
+        started = time.monotonic()
+        try:
+            answer = Router(transport, target.router_url, Measurements()).invoke(
+                echo_agent,
+                "echo",
+                session_id=None,
+                json={"input": "preflight"},
+                token=target.api_token,
             )
+        except NoAnswer as error:
+            raise NoColdStart(
+                f"the first call of {echo_agent.name} was not answered: {error}"
+            ) from None
+        seconds = time.monotonic() - started
+        if session_id := session_id_of(answer):
+            with contextlib.suppress(NoAnswer):  # else it ends with its idle timeout
+                WorkloadManager(transport, target.workload_manager_url).delete_session(
+                    echo_agent.kind,
+                    session_id,
+                    token=settings.workload_manager_token or target.api_token,
+                )
     if not answer.ok:
         shown = f"{answer.status_code} {excerpt(answer.content, 120)}"
-        return ColdStart(None, f"the first call of {echo_agent.name} answered {shown}")
-    return ColdStart(seconds)
+        raise NoColdStart(f"the first call of {echo_agent.name} answered {shown}")
+    return seconds
 
 
 def fitted(

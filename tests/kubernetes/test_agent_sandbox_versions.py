@@ -14,7 +14,6 @@ from __future__ import annotations
 import pytest
 
 from acceptance.platforms.kubernetes.connection import served_agent_sandbox
-from acceptance.platforms.kubernetes.platform import KubernetesPlatform
 from tests.kubernetes.conftest import (
     NS,
     PODS,
@@ -99,7 +98,7 @@ def test_a_v1beta1_claim_is_followed_by_the_annotation_naming_its_sandbox(
 ) -> None:
     sandboxes, claims = serve(fake, "v1beta1", "v1alpha1")
     sandbox = claimed(fake, sandboxes, claims, annotations={ASSIGNED: "pool-a"})
-    platform = KubernetesPlatform(make_cluster())
+    platform = make_cluster()
     found = platform.sandbox_of(SESSION)
     assert found is not None and found.sandbox_id == "pool-a"
     assert {ref.uid for ref in found.objects} >= {sandbox["metadata"]["uid"]}
@@ -117,7 +116,7 @@ def test_a_v0_4_claim_names_its_sandbox_in_a_label(
     make_cluster: MakeCluster, fake: FakeKubernetes
 ) -> None:
     claimed(fake, SANDBOXES, SANDBOX_CLAIMS, labels={ASSIGNED: "pool-a"})
-    platform = KubernetesPlatform(make_cluster())
+    platform = make_cluster()
     found = platform.sandbox_of(SESSION)
     assert found is not None and found.sandbox_id == "pool-a"
     assert f"GET {SANDBOXES}/pool-a" in fake.lines()
@@ -130,7 +129,7 @@ def test_a_named_sandbox_the_claim_does_not_own_is_not_taken_for_it(
     Sandbox yet, or someone else's Sandbox has that name)."""
     sandboxes, claims = serve(fake, "v1beta1")
     claimed(fake, sandboxes, claims, annotations={ASSIGNED: "decoy-pool-b"})
-    platform = KubernetesPlatform(make_cluster())
+    platform = make_cluster()
     found = platform.sandbox_of(SESSION)
     assert found is not None
     assert [ref.name for ref in found.objects] == ["python-interpreter-warm-q2", "pool-a", "pool-a"]

@@ -34,7 +34,7 @@ def test_creates_the_missing_fixtures_named_as_configured(
 ) -> None:
     fake.after("POST", CODE_INTERPRETERS, ready_on_create)
     suite = dataclasses.replace(SUITE, echo_agent="my-echo")
-    cluster.ensure_fixtures(suite)
+    cluster.fixtures.ensure(suite)
     assert fake.lines("POST") == [f"POST {AGENT_RUNTIMES}", *[f"POST {CODE_INTERPRETERS}"] * 2]
     created = [r.body for r in fake.requests if r.method == "POST"]
     assert [body["metadata"]["name"] for body in created] == [
@@ -52,9 +52,9 @@ def test_existing_fixtures_are_used_as_they_are(cluster: Cluster, fake: FakeKube
     for name in ("python-interpreter", "python-interpreter-warm"):
         interpreter = fake.put(CODE_INTERPRETERS, custom("CodeInterpreter", name))
         interpreter["status"] = {"ready": True}
-    cluster.ensure_fixtures(SUITE)
+    cluster.fixtures.ensure(SUITE)
     assert {r.method for r in fake.requests} == {"GET"}
-    assert cluster.close() == []
+    assert cluster.close().problems == []
     assert fake.lines("DELETE") == []
 
 
@@ -80,7 +80,7 @@ def test_waits_until_the_warm_pool_is_ready(cluster: Cluster, fake: FakeKubernet
             fake.put(PODS, pod("w2", owners=[owner("Sandbox", sandboxes[1])]))
 
     fake.after("GET", PODS, second_pod_ready_later)
-    cluster.ensure_fixtures(SUITE)
+    cluster.fixtures.ensure(SUITE)
     assert pod_lists >= 4
 
 
@@ -91,7 +91,7 @@ def test_a_fixture_never_usable_fails_naming_the_timeout_setting(
     fake.put(CODE_INTERPRETERS, custom("CodeInterpreter", "python-interpreter"))
     cluster = make_cluster(cluster_timeout=0.2)
     with pytest.raises(AssertionError, match="cluster_timeout") as raised:
-        cluster.ensure_fixtures(SUITE)
+        cluster.fixtures.ensure(SUITE)
     assert "has no status.ready=true yet" in str(raised.value)
 
 
@@ -108,7 +108,7 @@ def test_a_warm_pool_never_ready_names_the_routers_secret(
     warm = fake.put(CODE_INTERPRETERS, custom("CodeInterpreter", "python-interpreter-warm"))
     warm["spec"] = {"warmPoolSize": 2, **({"authMode": auth_mode} if auth_mode else {})}
     with pytest.raises(AssertionError) as raised:
-        make_cluster(cluster_timeout=0.2).ensure_fixtures(SUITE)
+        make_cluster(cluster_timeout=0.2).fixtures.ensure(SUITE)
     assert "python-interpreter-warm has no status.ready=true yet" in str(raised.value)
     assert ("Secret picod-router-identity" in str(raised.value)) is named
 
@@ -116,7 +116,7 @@ def test_a_warm_pool_never_ready_names_the_routers_secret(
 def test_forbidden_creation_says_what_to_grant(cluster: Cluster, fake: FakeKubernetes) -> None:
     fake.fail("POST", AGENT_RUNTIMES, 403, 'agentruntimes is forbidden: User "dev" cannot create')
     with pytest.raises(ConfigError) as raised:
-        cluster.ensure_fixtures(SUITE)
+        cluster.fixtures.ensure(SUITE)
     message = str(raised.value)
     assert message.startswith(
         "the Kubernetes API answered 403 to create agentruntimes.runtime.agentcube.volcano.sh "
@@ -143,9 +143,9 @@ def test_one_created_meanwhile_by_someone_else_is_theirs(
     fake.after("GET", f"{AGENT_RUNTIMES}/echo-agent", someone_else_creates_it)
     fake.fail("GET", f"{AGENT_RUNTIMES}/echo-agent", 404, "not found", times=1)
     fake.fail("POST", AGENT_RUNTIMES, 409, 'agentruntimes "echo-agent" already exists', times=1)
-    cluster.ensure_fixtures(SUITE)
-    assert cluster.fixtures.created == ()
-    assert cluster.close() == []
+    cluster.fixtures.ensure(SUITE)
+    assert cluster.fixtures.created == {}
+    assert cluster.close().problems == []
     assert fake.lines("DELETE") == []
 
 
@@ -158,7 +158,7 @@ def test_a_derived_runtime_is_created_with_the_target_image_and_deleted_by_uid(
     make_cluster: MakeCluster, fake: FakeKubernetes
 ) -> None:
     cluster = make_cluster(agent_image="reg/py:3")
-    runtime = cluster.fixtures.apply(short_agent("echo-agent-idle-1"))
+    runtime = cluster.apply_runtime(short_agent("echo-agent-idle-1"))
     assert runtime == Runtime(RuntimeKind.AGENT_RUNTIME, NS, "echo-agent-idle-1")
     body = next(r.body for r in fake.requests if r.method == "POST")
     assert body["spec"]["sessionTimeout"] == "30s"
@@ -177,7 +177,7 @@ def test_a_derived_runtime_never_replaces_an_existing_one(
 ) -> None:
     fake.put(AGENT_RUNTIMES, custom("AgentRuntime", "echo-agent-idle-1"))
     with pytest.raises(KubeError, match="answered 409 to create") as raised:
-        cluster.fixtures.apply(short_agent("echo-agent-idle-1"))
+        cluster.apply_runtime(short_agent("echo-agent-idle-1"))
     assert raised.value.status == 409
     cluster.fixtures.delete(Runtime(RuntimeKind.AGENT_RUNTIME, NS, "echo-agent-idle-1"))
     assert fake.lines("DELETE") == []
@@ -189,8 +189,8 @@ def test_the_end_of_the_run_deletes_only_what_it_created_newest_first(
 ) -> None:
     fake.put(AGENT_RUNTIMES, custom("AgentRuntime", "theirs"))
     for name in ("first", "second"):
-        cluster.fixtures.apply(short_agent(name))
-    assert cluster.close() == []
+        cluster.apply_runtime(short_agent(name))
+    assert cluster.close().problems == []
     assert fake.lines("DELETE") == [
         f"DELETE {AGENT_RUNTIMES}/second",
         f"DELETE {AGENT_RUNTIMES}/first",
@@ -202,12 +202,12 @@ def test_the_end_of_the_run_reports_what_it_could_not_delete(
     cluster: Cluster, fake: FakeKubernetes
 ) -> None:
     for name in ("gone", "replaced", "guarded"):
-        cluster.fixtures.apply(short_agent(name))
+        cluster.apply_runtime(short_agent(name))
     fake.remove(AGENT_RUNTIMES, "gone")  # deleted by someone already: fine
     fake.remove(AGENT_RUNTIMES, "replaced")
     fake.put(AGENT_RUNTIMES, custom("AgentRuntime", "replaced"))  # a new object, new uid
     fake.fail("DELETE", f"{AGENT_RUNTIMES}/guarded", 403, "cannot delete")
-    problems = cluster.close()
+    problems = cluster.close().problems
     assert len(problems) == 2
     assert problems[0].startswith(f"AgentRuntime {NS}/guarded: the Kubernetes API answered 403")
     assert problems[1].startswith(f"AgentRuntime {NS}/replaced: the Kubernetes API answered 409")
@@ -224,7 +224,7 @@ def test_roles_map_to_their_fixtures() -> None:
 
 def test_the_interpreter_image_is_settable(make_cluster: MakeCluster, fake: FakeKubernetes) -> None:
     fake.after("POST", CODE_INTERPRETERS, ready_on_create)
-    make_cluster(interpreter_image="registry.example/picod:v2").ensure_fixtures(SUITE)
+    make_cluster(interpreter_image="registry.example/picod:v2").fixtures.ensure(SUITE)
     created = [r.body for r in fake.requests if r.line == f"POST {CODE_INTERPRETERS}"]
     images = {body["spec"]["template"]["image"] for body in created}
     assert len(created) == 2
@@ -232,11 +232,11 @@ def test_the_interpreter_image_is_settable(make_cluster: MakeCluster, fake: Fake
 
 
 def test_what_it_created_can_be_kept_for_a_person(cluster: Cluster, fake: FakeKubernetes) -> None:
-    cluster.fixtures.apply(short_agent("kept"))
+    cluster.apply_runtime(short_agent("kept"))
     assert cluster.fixtures.leftovers() == [
         f"AgentRuntime {NS}/kept: created by this run; delete it with: kubectl delete "
         f"agentruntimes.runtime.agentcube.volcano.sh kept -n {NS}"
     ]
-    assert cluster.close(keep_created=True) == []
+    assert cluster.close(keep=True).problems == []
     assert fake.lines("DELETE") == []
     assert fake.get(AGENT_RUNTIMES, "kept") is not None

@@ -14,12 +14,7 @@ from acceptance.platforms.base import (
     Sandbox,
 )
 from acceptance.platforms.kubernetes.api import KubeError, Resource
-from acceptance.platforms.kubernetes.cluster import Cluster
-from acceptance.platforms.kubernetes.platform import (
-    KILL_GRACE_SECONDS,
-    KubernetesPlatform,
-    KubernetesSandbox,
-)
+from acceptance.platforms.kubernetes.cluster import KILL_GRACE_SECONDS, Cluster, KubernetesSandbox
 from tests.kubernetes.conftest import (
     CODE_INTERPRETERS,
     NS,
@@ -47,9 +42,9 @@ POOL_OWNER = [
 
 
 @pytest.fixture
-def platform(cluster: Cluster) -> KubernetesPlatform:
-    # The platform uses no HTTP transport of its own: everything goes through the Cluster.
-    return KubernetesPlatform(cluster)
+def platform(cluster: Cluster) -> Cluster:
+    # The run's Cluster is each scenario's platform: it uses no HTTP transport of its own.
+    return cluster
 
 
 def plain_sandbox(fake: FakeKubernetes) -> tuple[dict, dict]:
@@ -79,7 +74,7 @@ def claimed_warm_sandbox(fake: FakeKubernetes) -> tuple[dict, dict, dict]:
 
 
 def test_offers_the_capabilities_a_cluster_gives() -> None:
-    assert KubernetesPlatform.capabilities == {
+    assert Cluster.capabilities == {
         RUNTIME_ADMIN,
         SANDBOX_OBSERVATION,
         SANDBOX_KILL,
@@ -87,9 +82,7 @@ def test_offers_the_capabilities_a_cluster_gives() -> None:
     }
 
 
-def test_finds_a_sandbox_by_the_session_label(
-    platform: KubernetesPlatform, fake: FakeKubernetes
-) -> None:
+def test_finds_a_sandbox_by_the_session_label(platform: Cluster, fake: FakeKubernetes) -> None:
     _, served_by = plain_sandbox(fake)
     found = platform.sandbox_of(SESSION)
     assert isinstance(found, KubernetesSandbox)
@@ -104,7 +97,7 @@ def test_finds_a_sandbox_by_the_session_label(
 
 
 def test_finds_a_warm_pool_sandbox_through_owner_references(
-    platform: KubernetesPlatform, fake: FakeKubernetes
+    platform: Cluster, fake: FakeKubernetes
 ) -> None:
     claim, sandbox, served_by = claimed_warm_sandbox(fake)
     other_claim = fake.put(SANDBOX_CLAIMS, custom("SandboxClaim", "other"))
@@ -129,12 +122,12 @@ def test_finds_a_warm_pool_sandbox_through_owner_references(
     ]
 
 
-def test_no_sandbox_for_an_unknown_session(platform: KubernetesPlatform) -> None:
+def test_no_sandbox_for_an_unknown_session(platform: Cluster) -> None:
     assert platform.sandbox_of(SESSION) is None
 
 
 def test_sandboxes_of_several_sessions_leave_out_those_without_one(
-    platform: KubernetesPlatform, fake: FakeKubernetes
+    platform: Cluster, fake: FakeKubernetes
 ) -> None:
     plain_sandbox(fake)
     found = platform.sandboxes_of([SESSION, "no-such-session"])
@@ -142,16 +135,14 @@ def test_sandboxes_of_several_sessions_leave_out_those_without_one(
     assert found[SESSION].sandbox_id == "echo-agent-x7k2"
 
 
-def test_a_sandbox_being_deleted_no_longer_serves(
-    platform: KubernetesPlatform, fake: FakeKubernetes
-) -> None:
+def test_a_sandbox_being_deleted_no_longer_serves(platform: Cluster, fake: FakeKubernetes) -> None:
     sandbox, _ = plain_sandbox(fake)
     sandbox["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     assert platform.sandbox_of(SESSION) is None
 
 
 def test_running_until_pod_sandbox_and_claim_are_all_gone(
-    platform: KubernetesPlatform, fake: FakeKubernetes
+    platform: Cluster, fake: FakeKubernetes
 ) -> None:
     claimed_warm_sandbox(fake)
     found = platform.sandbox_of(SESSION)
@@ -173,7 +164,7 @@ def test_running_until_pod_sandbox_and_claim_are_all_gone(
 
 
 def test_a_new_object_under_the_old_name_is_not_the_sandbox(
-    platform: KubernetesPlatform, fake: FakeKubernetes
+    platform: Cluster, fake: FakeKubernetes
 ) -> None:
     plain_sandbox(fake)
     found = platform.sandbox_of(SESSION)
@@ -184,13 +175,13 @@ def test_a_new_object_under_the_old_name_is_not_the_sandbox(
     assert not platform.is_running(found)
 
 
-def test_only_sandboxes_it_observed(platform: KubernetesPlatform) -> None:
+def test_only_sandboxes_it_observed(platform: Cluster) -> None:
     with pytest.raises(TypeError, match="was not observed on this cluster"):
         platform.is_running(Sandbox(sandbox_id="sb", pid=42))
 
 
 def test_the_warm_pool_before_a_claim_holds_the_claimed_sandbox_and_refills(
-    platform: KubernetesPlatform, fake: FakeKubernetes
+    platform: Cluster, fake: FakeKubernetes
 ) -> None:
     fake.put(CODE_INTERPRETERS, custom("CodeInterpreter", WARM.name))["spec"] = {"warmPoolSize": 2}
     sandboxes = [
@@ -222,7 +213,7 @@ def test_the_warm_pool_before_a_claim_holds_the_claimed_sandbox_and_refills(
 
 
 def test_the_sessions_held_are_each_counted_once_by_their_label(
-    platform: KubernetesPlatform, fake: FakeKubernetes
+    platform: Cluster, fake: FakeKubernetes
 ) -> None:
     """For the crowded collector's note: a session is a labelled SandboxClaim or Sandbox;
     pods, a waiting pool's Sandboxes, objects being deleted and other namespaces are not."""
@@ -256,7 +247,7 @@ def test_the_sessions_held_are_each_counted_once_by_their_label(
 
 
 def test_a_warm_pool_pod_still_starting_is_not_waiting_yet(
-    platform: KubernetesPlatform, fake: FakeKubernetes
+    platform: Cluster, fake: FakeKubernetes
 ) -> None:
     for name, ready in (("pool-a", True), ("pool-b", False)):
         sandbox = fake.put(SANDBOXES, custom("Sandbox", name, ownerReferences=POOL_OWNER))
@@ -266,9 +257,7 @@ def test_a_warm_pool_pod_still_starting_is_not_waiting_yet(
     assert {s.sandbox_id for s in platform.warm_sandboxes(WARM)} == {"pool-a", "pool-b"}
 
 
-def test_warm_pool_size_of_runtimes_without_a_pool(
-    platform: KubernetesPlatform, fake: FakeKubernetes
-) -> None:
+def test_warm_pool_size_of_runtimes_without_a_pool(platform: Cluster, fake: FakeKubernetes) -> None:
     assert platform.warm_pool_size(Runtime(RuntimeKind.AGENT_RUNTIME, NS, "echo-agent")) == 0
     fake.put(CODE_INTERPRETERS, custom("CodeInterpreter", "python-interpreter"))
     plain = Runtime(RuntimeKind.CODE_INTERPRETER, NS, "python-interpreter")
@@ -278,7 +267,7 @@ def test_warm_pool_size_of_runtimes_without_a_pool(
 
 
 def test_a_forbidden_list_fails_the_step_with_the_apis_words(
-    platform: KubernetesPlatform, fake: FakeKubernetes
+    platform: Cluster, fake: FakeKubernetes
 ) -> None:
     fake.fail("GET", SANDBOX_CLAIMS, 403, 'sandboxclaims is forbidden: User "dev" cannot list')
     with pytest.raises(KubeError) as raised:
@@ -292,7 +281,7 @@ def test_a_forbidden_list_fails_the_step_with_the_apis_words(
 
 
 def test_a_missing_sandbox_api_is_a_404_not_an_empty_answer(
-    platform: KubernetesPlatform, fake: FakeKubernetes
+    platform: Cluster, fake: FakeKubernetes
 ) -> None:
     fake.fail("GET", SANDBOXES, 404, "the server could not find the requested resource")
     with pytest.raises(KubeError, match="answered 404 to list sandboxes"):
@@ -300,7 +289,7 @@ def test_a_missing_sandbox_api_is_a_404_not_an_empty_answer(
 
 
 def test_kills_the_pod_with_a_one_second_grace_not_a_force_delete(
-    platform: KubernetesPlatform, fake: FakeKubernetes
+    platform: Cluster, fake: FakeKubernetes
 ) -> None:
     """A force delete (grace 0) would remove the pod object while its containers may still
     run; with a grace period the pod stays Terminating until its kubelet finishes it."""

@@ -6,8 +6,7 @@ import pytest
 
 from acceptance.core.evidence import register_secret
 from acceptance.core.runtimes import Runtime, RuntimeKind, derive_manifest, fixture_manifest
-from acceptance.platforms.kubernetes.cluster import Cluster
-from acceptance.platforms.kubernetes.platform import KubernetesPlatform, rollout_pending
+from acceptance.platforms.kubernetes.cluster import Cluster, rollout_pending
 from tests.kubernetes.conftest import (
     AGENT_RUNTIMES,
     DEPLOYMENTS,
@@ -26,8 +25,9 @@ SESSION = "7d0c6a8e-1f0b-4c1e-8a5a-2b9e3c4d5f60"
 USER_TOKEN = "user-token-61f0"
 
 
-def platform_of(cluster: Cluster) -> KubernetesPlatform:
-    return KubernetesPlatform(cluster)
+def platform_of(cluster: Cluster) -> Cluster:
+    """The run's Cluster is each scenario's platform."""
+    return cluster
 
 
 def test_applies_and_deletes_a_runtime_as_the_world_does(

@@ -41,15 +41,13 @@ NEEDS: dict[str, list[Rule]] = {
     # AuthorizePodWebsocketUpgradeCreatePermission gate) it also needs create.
     "open_port_forward": [("", "pods/portforward", "get"), ("", "pods/portforward", "create")],
     # No request at all.
-    "serve": [],
     "version": [],
-    "host": [],
     "close": [],
 }
 # Call sites passing a Resource in a variable: (file, enclosing function, KubeApi method).
 DECLARED: dict[tuple[str, str, str], frozenset[Resource]] = {
     ("fixtures.py", "Fixtures.ensure", "get"): RUNTIMES,  # RESOURCE_OF_KIND[role.kind]
-    ("fixtures.py", "Fixtures._create", "create"): RUNTIMES,
+    ("fixtures.py", "Fixtures.create", "create"): RUNTIMES,
     ("fixtures.py", "Fixtures._unusable", "get"): RUNTIMES,
     ("fixtures.py", "Fixtures.delete", "delete"): RUNTIMES,  # what the run created
     # A session's claim, Sandbox and pod (SessionObjects.present).
@@ -60,8 +58,8 @@ DECLARED: dict[tuple[str, str, str], frozenset[Resource]] = {
     ("observation.py", "Observer.session_ids", "objects"): frozenset(
         {Resource.SANDBOX_CLAIM, Resource.SANDBOX}
     ),
-    ("platform.py", "KubernetesPlatform.kill_sandbox", "delete"): frozenset({Resource.POD}),
-    ("platform.py", "KubernetesPlatform.has_runtime", "get"): RUNTIMES,
+    ("cluster.py", "Cluster.kill_sandbox", "delete"): frozenset({Resource.POD}),
+    ("cluster.py", "Cluster.has_runtime", "get"): RUNTIMES,
 }
 
 

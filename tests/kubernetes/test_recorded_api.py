@@ -31,7 +31,7 @@ from websocket import WebSocketBadStatusException
 
 from acceptance.core.settings import ConfigError
 from acceptance.platforms.kubernetes import connection
-from acceptance.platforms.kubernetes.api import KubeApi, KubeError, Resource
+from acceptance.platforms.kubernetes.api import KubeApi, KubeError, ObjectRef, Resource
 from acceptance.platforms.kubernetes.cluster import Cluster
 from acceptance.platforms.kubernetes.settings import KubernetesSettings
 from tests.kubernetes.conftest import (
@@ -330,7 +330,8 @@ def adapter_call(api: KubeApi, exchange: dict[str, Any], fake: FakeKubernetes) -
             if uid == "<UID>":  # the uid of the object there, as the recorder sent it
                 stored = fake.get(parts.path.rsplit("/", 1)[0], name)
                 uid = stored["metadata"]["uid"] if stored else str(uuid.uuid4())
-            api.delete(resource, namespace, name, uid, grace_seconds=body.get("gracePeriodSeconds"))
+            grace = body.get("gracePeriodSeconds")
+            api.delete(ObjectRef(resource, namespace, name, uid), grace_seconds=grace)
         else:
             raise AssertionError(f"{exchange['id']}: no adapter call sends {method}")
 
@@ -499,7 +500,7 @@ def test_a_gracefully_deleted_pod_stays_terminating_until_its_kubelet_finishes(
     cluster: Cluster, fake: FakeKubernetes
 ) -> None:
     uid = fake.put(PODS, pod("graceful"))["metadata"]["uid"]
-    assert cluster.api.delete(Resource.POD, NS, "graceful", uid)
+    assert cluster.api.delete(ObjectRef(Resource.POD, NS, "graceful", uid))
     terminating = cluster.api.get(Resource.POD, NS, "graceful")
     assert terminating is not None, "a bound pod deleted with grace went at once"
     assert terminating["metadata"]["deletionGracePeriodSeconds"] == 30, terminating
@@ -524,11 +525,11 @@ def test_a_killed_pod_comes_back_only_when_the_controller_is_on(
     cluster: Cluster, fake: FakeKubernetes
 ) -> None:
     _, uid = sandbox_with_pod(fake, "plain")
-    assert cluster.api.delete(Resource.POD, NS, "plain", uid, grace_seconds=0)
+    assert cluster.api.delete(ObjectRef(Resource.POD, NS, "plain", uid), grace_seconds=0)
     assert cluster.api.get(Resource.POD, NS, "plain") is None, "recreated while switched off"
     fake.recreate_deleted_pods = True
     _, uid = sandbox_with_pod(fake, "recreated")
-    assert cluster.api.delete(Resource.POD, NS, "recreated", uid, grace_seconds=0)
+    assert cluster.api.delete(ObjectRef(Resource.POD, NS, "recreated", uid), grace_seconds=0)
     again = cluster.api.get(Resource.POD, NS, "recreated")
     assert again is not None, "agent-sandbox's controller did not recreate the pod"
     assert again["metadata"]["uid"] != uid, again["metadata"]
@@ -543,7 +544,7 @@ def test_a_pod_whose_sandbox_is_gone_is_not_recreated(
     fake.recreate_deleted_pods = True
     _, uid = sandbox_with_pod(fake, "orphan")
     fake.remove(SANDBOXES, "orphan")
-    assert cluster.api.delete(Resource.POD, NS, "orphan", uid, grace_seconds=0)
+    assert cluster.api.delete(ObjectRef(Resource.POD, NS, "orphan", uid), grace_seconds=0)
     assert cluster.api.get(Resource.POD, NS, "orphan") is None
 
 
@@ -551,11 +552,11 @@ def test_a_delete_cascades_only_when_garbage_collection_is_on(
     cluster: Cluster, fake: FakeKubernetes
 ) -> None:
     kept, _ = sandbox_with_pod(fake, "kept")
-    assert cluster.api.delete(Resource.SANDBOX, NS, "kept", kept)
+    assert cluster.api.delete(ObjectRef(Resource.SANDBOX, NS, "kept", kept))
     assert fake.get(PODS, "kept") is not None, "the pod followed its owner while GC was off"
     fake.garbage_collection = True
     cascaded, _ = sandbox_with_pod(fake, "cascaded")
-    assert cluster.api.delete(Resource.SANDBOX, NS, "cascaded", cascaded)
+    assert cluster.api.delete(ObjectRef(Resource.SANDBOX, NS, "cascaded", cascaded))
     dependent = cluster.api.get(Resource.POD, NS, "cascaded")
     assert dependent is not None and "deletionTimestamp" in dependent["metadata"], (
         f"a bound dependent pod is deleted with its default grace: {dependent}"

@@ -16,8 +16,7 @@ import pytest
 
 from acceptance.core.settings import load_settings
 from acceptance.domain.resilience import Resilience
-from acceptance.platforms.kubernetes.cluster import Cluster
-from acceptance.platforms.kubernetes.platform import KILL_GRACE_SECONDS, KubernetesPlatform
+from acceptance.platforms.kubernetes.cluster import KILL_GRACE_SECONDS, Cluster
 from tests.kubernetes.conftest import PODS, SANDBOXES, SESSION_LABEL, custom, owner, pod
 from tests.kubernetes.fake_api import FakeKubernetes, Recorded
 from tests.waiting import wait_until
@@ -30,7 +29,7 @@ KILLED_POD = f"{PODS}/{NAME}"
 def kill(cluster: Cluster, **userdata: str) -> None:
     """The step that kills the session's sandbox, as a scenario runs it."""
     settings = load_settings({"poll_interval": "20ms", **userdata}, {})
-    platform = KubernetesPlatform(cluster)
+    platform = cluster
     world = SimpleNamespace(session=SimpleNamespace(session_id=SESSION))
     Resilience(world, settings, platform, None).kill_sandbox()  # type: ignore[arg-type]
 

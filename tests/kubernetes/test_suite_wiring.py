@@ -27,7 +27,7 @@ from acceptance.platforms.base import (
     WORKLOAD_MANAGER_SESSIONS,
     Platform,
 )
-from acceptance.platforms.kubernetes.platform import ClusterTarget, KubernetesPlatform
+from acceptance.platforms.kubernetes.cluster import Cluster, ClusterTarget
 from acceptance.run.preflight import PreflightFailed
 from acceptance.run.suite import Suite
 from tests.kubernetes.conftest import (
@@ -153,7 +153,7 @@ def test_a_run_on_a_cluster_from_start_to_finish(
     cleanups: list[tuple[Callable[..., Any], tuple[Any, ...]]] = []
     world = suite.new_world(lambda cleanup, *args: cleanups.append((cleanup, args)))
     platform = world.part(PlatformOf).platform  # what the World gives a helper
-    assert isinstance(platform, KubernetesPlatform)
+    assert isinstance(platform, Cluster)
     warm = world.runtime(Role.WARM_INTERPRETER)
     assert platform.warm_pool_size(warm) == 2
     assert len(platform.warm_sandboxes(warm)) == 2

@@ -147,7 +147,7 @@ def test_an_in_cluster_token_url_is_reached_through_a_port_forward(
     try:
         assert cluster.token(None, timeout=5) == ACCESS_TOKEN
     finally:
-        assert cluster.close() == []
+        assert cluster.close().problems == []
     [(_, host)] = endpoint.seen
     assert host == f"keycloak.{NS}.svc.cluster.local:8080"  # Keycloak names the issuer after it
     assert f"GET {PODS}/keycloak-0/portforward?ports=8080" in fake.lines()

@@ -47,7 +47,7 @@ def test_it_requires_either_token_restarts_with_its_sessions_and_cleans_up(
         session = owner.agent("echo-agent", json={"input": "x"}).headers[SESSION_HEADER]
         url, pid = cube.url, cube.process.pid
         cube.restart()
-        assert cube.url == url and cube.process.pid != pid
+        assert cube.process.url == url and cube.process.pid != pid
         assert owner.agent("echo-agent", json={"input": "y"}, session=session).status_code == 200
         assert Client(cube.url, second).agent("echo-agent", json={}).status_code == 200
         # Only the admin may use a session opened at the WorkloadManager (it has no owner).

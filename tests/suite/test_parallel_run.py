@@ -11,7 +11,7 @@ from behave.configuration import Configuration
 from behave.runner_util import collect_feature_locations, parse_features
 
 from acceptance.core.settings import load_settings
-from acceptance.platforms.kubernetes.platform import ClusterTarget
+from acceptance.platforms.kubernetes.cluster import ClusterTarget
 from acceptance.run.listing import main as listing_main
 from acceptance.run.parallel_run import (
     Phase,
@@ -26,9 +26,8 @@ from acceptance.run.report_run import reports_dir
 from acceptance.run.results import (
     RunResults,
     ScenarioResult,
-    deselected_scenarios,
     run_features,
-    selected_scenarios,
+    selection,
 )
 from tests.suite.commands import run_module
 from tests.suite.run_counts import counts_of, html_text, junit_totals
@@ -113,11 +112,11 @@ def test_paths_are_told_from_the_values_of_behaves_options() -> None:
 def test_a_path_with_a_line_selects_that_scenario_alone() -> None:
     config = Configuration(["features/code_execution.feature:26"])
     features = parse_features(collect_feature_locations(config.paths))
-    selected = selected_scenarios(features, config)
+    selected, deselected = selection(features, config)
     assert [str(scenario.location) for scenario in selected] == [
         "features/code_execution.feature:26"
     ]
-    assert deselected_scenarios(features, config) == []
+    assert deselected == []
 
 
 def test_the_slow_scenarios_are_started_first() -> None:
@@ -151,7 +150,7 @@ def test_a_selected_scenario_without_a_result_is_named_as_not_run() -> None:
     """Seen on a real cluster: behavex marked one outline row "untested" and no worker
     reported it; the summary counted one scenario fewer and said nothing."""
     config = Configuration(["--tags=@smoke", "features"])
-    selected = selected_scenarios(parse_features(collect_feature_locations(config.paths)), config)
+    selected = selection(parse_features(collect_feature_locations(config.paths)), config)[0]
     reported, dropped = selected[1:], selected[0]
     results = RunResults(scenarios=[_result(scenario) for scenario in reported])
     assert unreported(selected, results) == [dropped]
@@ -182,7 +181,7 @@ def test_a_scenario_a_phase_reported_no_result_for_is_run_again_on_its_own(
     nothing: the scenario is run again, by itself, in a behave process of its own, so that
     the run still has its result, and the closing notes say so."""
     config = Configuration(["--tags=@serial", "features"])
-    selected = selected_scenarios(parse_features(collect_feature_locations(config.paths)), config)
+    selected = selection(parse_features(collect_feature_locations(config.paths)), config)[0]
     dropped = selected[0]
     calls: list[Phase] = []
 

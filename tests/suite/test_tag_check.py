@@ -12,11 +12,10 @@ from behave.tag_expression import TagExpressionProtocol, make_tag_expression
 from acceptance.run.tag_check import (
     UnknownTagError,
     check_tags,
-    known_tags,
     unknown_tags_in_expression,
     unknown_tags_in_features,
 )
-from acceptance.run.tags import TAGS
+from acceptance.run.tags import TAGS, known_tags
 from tests.suite.commands import run_module
 
 FEATURE = """\

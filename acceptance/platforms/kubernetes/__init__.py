@@ -1,8 +1,8 @@
 """The ``kubernetes`` platform adapter: the suite against a real AgentCube cluster, on the
 official ``kubernetes`` client (docs/kubernetes.md). One concern a module, each saying its
 own; ``settings`` loads no Kubernetes client, so a run that never touches a cluster can read
-them, and ``platform`` (the per-scenario adapter and the run's target) is imported only here,
-when the run chooses this platform."""
+them, and ``cluster`` (the run's Cluster, each scenario's platform, and the run's target) is
+imported only here, when the run chooses this platform."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from acceptance.platforms.registry import Adapter, RunSettings
 
 
 def open_cluster(run: RunSettings, environ: Mapping[str, str]) -> Target:
-    from acceptance.platforms.kubernetes.platform import ClusterTarget
+    from acceptance.platforms.kubernetes.cluster import ClusterTarget
 
     return ClusterTarget.open(run.suite, run.adapter_settings, environ)
 

@@ -1,10 +1,12 @@
 """The Kubernetes API as the adapter uses it (``KubeApi``, all it asks of a cluster): the few
-calls it makes, each with a timeout, answers as JSON-shaped dicts, failures as KubeErrors."""
+calls it makes, each with a timeout, answers as JSON-shaped dicts, failures as KubeErrors;
+an object instance as an ObjectRef."""
 
 from __future__ import annotations
 
 import enum
 import json
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -32,7 +34,7 @@ _RAISE = object()  # KubeApi._call's `gone` when a 404 is an error
 
 class Resource(enum.Enum):
     """The kinds of object the adapter reads or writes: (group, version, plural, kind). The
-    version of agent-sandbox's kinds is the one its cluster serves (``KubeApi.serve``);
+    version of agent-sandbox's kinds is the one its cluster serves (``KubeApi.served``);
     until found, v1alpha1, which v0.4.6 (as AgentCube 939abb5 installs it) serves."""
 
     POD = ("", "v1", "pods", "Pod")
@@ -64,6 +66,24 @@ class KubeError(AssertionError):
         super().__init__(redact(f"the Kubernetes API {answer} to {what}: {detail}"))
 
 
+@dataclass(frozen=True)
+class ObjectRef:
+    """One object instance: a new object under the same name has another uid."""
+
+    resource: Resource
+    namespace: str
+    name: str
+    uid: str
+
+    @classmethod
+    def of(cls, resource: Resource, obj: JSON) -> ObjectRef:
+        metadata = obj["metadata"]
+        return cls(resource, metadata["namespace"], metadata["name"], metadata["uid"])
+
+    def __str__(self) -> str:
+        return f"{self.resource.kind} {self.namespace}/{self.name}"
+
+
 def _status_message(body: str | None) -> str | None:
     """The message of the Status object the API sends with an error, if it is one."""
     try:
@@ -73,8 +93,6 @@ def _status_message(body: str | None) -> str | None:
 
 
 class KubeApi:
-    """The calls the adapter makes, for one cluster configuration."""
-
     def __init__(self, configuration: client.Configuration, timeout: float = 30.0) -> None:
         self._timeout = (min(CONNECT_TIMEOUT, timeout), timeout)
         self._client = client.ApiClient(configuration)
@@ -82,18 +100,11 @@ class KubeApi:
         self._apps = client.AppsV1Api(self._client)
         self._custom = client.CustomObjectsApi(self._client)
         self._configuration = configuration
-        self._served: dict[str, str] = {}  # API group -> the version found served
-
-    def serve(self, group: str, version: str) -> None:
-        """Use this version of the group's kinds from now on (the one the cluster serves)."""
-        self._served[group] = version
+        # API group -> the version of its kinds the cluster serves, used from then on.
+        self.served: dict[str, str] = {}
 
     def version(self, resource: Resource) -> str:
-        return self._served.get(resource.group, resource.version)
-
-    @property
-    def host(self) -> str:
-        return str(self._client.configuration.host)
+        return self.served.get(resource.group, resource.version)
 
     def close(self) -> None:
         self._client.close()
@@ -153,26 +164,18 @@ class KubeApi:
         dry = {"dry_run": "All"} if dry_run else {}
         return self._on_objects(what, "create", resource, namespace, body, **dry)
 
-    def delete(
-        self,
-        resource: Resource,
-        namespace: str,
-        name: str,
-        uid: str,
-        *,
-        grace_seconds: int | None = None,
-    ) -> bool:
-        """Delete the object with this uid, its dependents in the background; False when it
-        is gone, a KubeError 409 when the name now belongs to another. A pod deleted with
+    def delete(self, ref: ObjectRef, *, grace_seconds: int | None = None) -> bool:
+        """Delete this very object (its uid), its dependents in the background; False when
+        it is gone, a KubeError 409 when the name now belongs to another. A pod deleted with
         ``grace_seconds=0`` goes at once, whether or not its containers still run."""
         options = client.V1DeleteOptions(
-            preconditions=client.V1Preconditions(uid=uid),
+            preconditions=client.V1Preconditions(uid=ref.uid),
             propagation_policy="Background",
             grace_period_seconds=grace_seconds,
         )
-        what = f"delete {resource.qualified} {namespace}/{name} (uid {uid})"
+        what = f"delete {ref.resource.qualified} {ref.namespace}/{ref.name} (uid {ref.uid})"
         answer = self._on_objects(
-            what, "delete", resource, namespace, name, body=options, gone=None
+            what, "delete", ref.resource, ref.namespace, ref.name, body=options, gone=None
         )
         return answer is not None
 

@@ -43,7 +43,7 @@ def connect(settings: KubernetesSettings, environ: Mapping[str, str]) -> KubeApi
     configuration.retries = 2
     api = KubeApi(configuration, settings.api_timeout)
     try:
-        _probe(api, f"the Kubernetes API at {api.host} ({source})")
+        _probe(api, f"the Kubernetes API at {configuration.host} ({source})")
     except BaseException:
         api.close()
         raise
@@ -89,7 +89,7 @@ def _probe(api: KubeApi, where: str) -> None:
                 if error.status == 404:
                     continue
                 raise _probe_error(where, error) from None
-            api.serve(group, version)
+            api.served[group] = version
             break
         else:
             looked_for = ", ".join(f"{group}/{version}" for version in versions)

@@ -15,11 +15,11 @@ LOG_LINES = 40
 NO_LOG_YET = "none yet: the pod is not scheduled on a node"
 
 
-def describe_sessions(api: KubeApi, observer: Observer, session_ids: Iterable[str]) -> str:
+def describe_sessions(observer: Observer, session_ids: Iterable[str]) -> str:
     sections = []
     for session_id in session_ids:
         try:
-            sections.append(_describe_session(api, observer, session_id))
+            sections.append(_describe_session(observer, session_id))
         except Exception as error:  # evidence must not replace the failure it documents
             why = f"{type(error).__name__}: {error}"
             sections.append(f"Cluster objects of session {session_id}: could not be read: {why}")
@@ -28,7 +28,7 @@ def describe_sessions(api: KubeApi, observer: Observer, session_ids: Iterable[st
     return redact("\n".join(sections))
 
 
-def _describe_session(api: KubeApi, observer: Observer, session_id: str) -> str:
+def _describe_session(observer: Observer, session_id: str) -> str:
     lines = [f"Cluster objects of session {session_id}:"]
     objects = observer.session_objects(session_id)
     for ref, obj in objects.present():
@@ -40,9 +40,9 @@ def _describe_session(api: KubeApi, observer: Observer, session_id: str) -> str:
     pod = objects.pod
     namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
     lines += _pod_status(pod)
-    lines += _readable("events", lambda: _events(api.pod_events(namespace, name)))
+    lines += _readable("events", lambda: _events(observer.api.pod_events(namespace, name)))
     for container in pod["spec"]["containers"]:
-        lines += _log(api, namespace, name, container["name"])
+        lines += _log(observer.api, namespace, name, container["name"])
     return "\n".join(lines)
 
 

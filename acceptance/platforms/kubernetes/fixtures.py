@@ -13,9 +13,8 @@ from hamcrest import described_as, none
 
 from acceptance.core.polling import eventually
 from acceptance.core.runtimes import Role, Runtime, RuntimeKind, fixture_manifest
-from acceptance.core.settings import ConfigError
-from acceptance.platforms.kubernetes.api import JSON, KubeError, Resource
-from acceptance.platforms.kubernetes.objects import ObjectRef
+from acceptance.core.settings import ConfigError, Settings
+from acceptance.platforms.kubernetes.api import JSON, KubeError, ObjectRef, Resource
 from acceptance.platforms.kubernetes.observation import Observer
 from acceptance.platforms.kubernetes.settings import KubernetesSettings
 
@@ -59,28 +58,24 @@ class Fixtures:
     """The runtime resources of this run: found or created, and the created ones by uid."""
 
     def __init__(self, observer: Observer, settings: KubernetesSettings, poll: float) -> None:
-        """In the observer's namespace, through its API connection."""
         self._api, self._namespace = observer.api, observer.namespace
         self._observer = observer
         self._settings = settings
         self._poll = poll
-        self._created: dict[Runtime, ObjectRef] = {}
+        self.created: dict[Runtime, ObjectRef] = {}  # by the runtime, its object
 
-    @property
-    def created(self) -> tuple[Runtime, ...]:
-        return tuple(self._created)
-
-    def ensure(self, names: Mapping[Role, str]) -> None:
-        """Create the roles' runtimes that are missing, named as configured, then wait until
-        every one is usable. A 403 becomes a ConfigError that says what to grant."""
+    def ensure(self, suite: Settings) -> None:
+        """Create the runtimes the features use that are missing, named as the suite settings
+        say, then wait until every one is usable (AssertionError naming cluster_timeout). A
+        403 becomes a ConfigError that says what to grant."""
         runtimes = []
-        for role, name in names.items():
-            manifest = fixture_manifest(role.kind, FIXTURE_OF_ROLE[role])
+        for role, fixture in FIXTURE_OF_ROLE.items():
+            name = getattr(suite, str(role.setting))
+            manifest = fixture_manifest(role.kind, fixture)
             manifest["metadata"] |= {"name": name, "namespace": self._namespace}
-            runtime = Runtime.of_manifest(manifest)
             try:
                 if self._api.get(RESOURCE_OF_KIND[role.kind], self._namespace, name) is None:
-                    self._create(manifest)
+                    self.create(manifest)
             except KubeError as error:
                 if error.status == 403:
                     raise ConfigError(
@@ -90,28 +85,17 @@ class Fixtures:
                     ) from None
                 if error.status != 409:  # 409: created by someone else since; theirs
                     raise
-            runtimes.append(runtime)
+            runtimes.append(Runtime.of_manifest(manifest))
         for runtime in runtimes:
             self.wait_usable(runtime)
 
-    def apply(self, manifest: Mapping[str, Any]) -> Runtime:
-        """Create a runtime a scenario derived (it must not exist yet) and wait until usable."""
-        runtime = self._create(manifest)
-        self.wait_usable(runtime)
-        return runtime
-
-    def check_create(self, manifest: Mapping[str, Any]) -> None:
-        """A dry run: the API server checks the create and stores nothing; a KubeError says
-        what it refused."""
-        self._create(manifest, dry_run=True)
-
-    def _create(self, manifest: Mapping[str, Any], *, dry_run: bool = False) -> Runtime:
+    def create(self, manifest: Mapping[str, Any], *, dry_run: bool = False) -> Runtime:
         runtime = Runtime.of_manifest(manifest)
         resource = RESOURCE_OF_KIND[runtime.kind]
         body = render(manifest, self._settings)
         created = self._api.create(resource, runtime.namespace, body, dry_run=dry_run)
         if not dry_run:
-            self._created[runtime] = ObjectRef.of(resource, created)
+            self.created[runtime] = ObjectRef.of(resource, created)
         return runtime
 
     def wait_usable(self, runtime: Runtime) -> None:
@@ -147,15 +131,15 @@ class Fixtures:
 
     def delete(self, runtime: Runtime) -> None:
         """Delete the runtime if this run created it; anything else is left alone."""
-        ref = self._created.get(runtime)
+        ref = self.created.get(runtime)
         if ref is not None:
-            self._api.delete(ref.resource, ref.namespace, ref.name, ref.uid)
-            del self._created[runtime]
+            self._api.delete(ref)
+            del self.created[runtime]
 
     def delete_created(self) -> list[str]:
         """Delete, newest first, what this run created; the problems, for the run's report."""
         problems = []
-        for runtime in reversed(self.created):
+        for runtime in reversed([*self.created]):
             try:
                 self.delete(runtime)
             except KubeError as error:
@@ -167,5 +151,5 @@ class Fixtures:
         return [
             f"{runtime}: created by this run; delete it with: kubectl delete "
             f"{ref.resource.qualified} {ref.name} -n {ref.namespace}"
-            for runtime, ref in self._created.items()
+            for runtime, ref in self.created.items()
         ]

@@ -1,34 +1,15 @@
-"""Reading Kubernetes objects as the API returns them (JSON-shaped dicts): identity, owner
-references, deletion, readiness, and what serves a session. No API calls here."""
+"""Reading Kubernetes objects as the API returns them (JSON-shaped dicts): owner references,
+deletion, readiness, and what serves a session. No API calls here."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from acceptance.platforms.kubernetes.api import JSON, Resource
-
-
-@dataclass(frozen=True)
-class ObjectRef:
-    """One object instance: a new object under the same name has another uid."""
-
-    resource: Resource
-    namespace: str
-    name: str
-    uid: str
-
-    @classmethod
-    def of(cls, resource: Resource, obj: JSON) -> ObjectRef:
-        metadata = obj["metadata"]
-        return cls(resource, metadata["namespace"], metadata["name"], metadata["uid"])
-
-    def __str__(self) -> str:
-        return f"{self.resource.kind} {self.namespace}/{self.name}"
+from acceptance.platforms.kubernetes.api import JSON, ObjectRef, Resource
 
 
 def label_selector(labels: Mapping[str, str]) -> str:
-    """The equality-based selector matching every one of the labels."""
     return ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
 
 
@@ -77,9 +58,6 @@ class SessionObjects:
             (Resource.POD, self.pod),
         )
         return [(ObjectRef.of(resource, obj), obj) for resource, obj in parts if obj is not None]
-
-    def refs(self) -> tuple[ObjectRef, ...]:
-        return tuple(ref for ref, _ in self.present())
 
     @property
     def ready(self) -> bool:

@@ -6,9 +6,8 @@ test/e2e/e2e_test.go walks the chain).
 
 from __future__ import annotations
 
-from acceptance.platforms.kubernetes.api import JSON, KubeApi, Resource
+from acceptance.platforms.kubernetes.api import JSON, KubeApi, ObjectRef, Resource
 from acceptance.platforms.kubernetes.objects import (
-    ObjectRef,
     SessionObjects,
     label_selector,
     owned_by,

@@ -25,17 +25,6 @@ _IN_CLUSTER_HOST = re.compile(
 )
 
 
-class PortForwardFailed(ConfigError):
-    """The API's error, and how to forward without the suite."""
-
-    def __init__(self, forward: ServiceForward, error: KubeError, setting: str) -> None:
-        self.status = error.status
-        super().__init__(
-            f"{forward}: {error}. To forward without the suite: {forward.kubectl}, then run "
-            f"with -D port_forward=false -D {setting}={forward.url} (docs/kubernetes.md)"
-        )
-
-
 class ServiceForward:
     """A port on 127.0.0.1 (``url``) forwarding to a Service's pods; `named_by`: the settings
     that name the Service."""
@@ -81,8 +70,11 @@ class ServiceForward:
         pod, port = self._pick_pod()
         try:
             self._api.open_port_forward(self._namespace, pod, port).close()
-        except KubeError as error:
-            raise PortForwardFailed(self, error, setting) from None
+        except KubeError as error:  # the API's error, and how to forward without the suite
+            raise ConfigError(
+                f"{self}: {error}. To forward without the suite: {self.kubectl}, then run "
+                f"with -D port_forward=false -D {setting}={self.url} (docs/kubernetes.md)"
+            ) from None
 
     def close(self) -> None:
         _shut(self._listener)  # shutdown wakes the acceptor; close alone would not
