@@ -71,10 +71,6 @@ class Calls:
     unserved: set[Runtime]
     settings: Settings
 
-    def invoke(self, path: str, **options: Any) -> requests.Response:
-        """Any call under the runtime's invocations/ path (the Router's invoke options)."""
-        return self._send(Router.invoke, path, **options)
-
     def echo(self, text: str) -> requests.Response:
         return self.invoke("echo", json={"input": text})
 
@@ -109,21 +105,15 @@ class Calls:
     def download_file(self, path: str) -> requests.Response:
         return self.invoke(f"api/files/{_literal_path(path)}", method="GET")
 
-    def _send(
-        self, request: Callable[..., requests.Response], /, *args: Any, **options: Any
-    ) -> requests.Response:
-        """Make the Router's `request` as this caller in this session, and record the call."""
+    def invoke(self, path: str, **options: Any) -> requests.Response:
+        """Any call under the runtime's invocations/ path (the Router's invoke options), made
+        as this caller in this session, and recorded."""
         caller = self.caller
 
         def send() -> requests.Response:
             sent.append(time.monotonic())
-            return request(
-                caller.router,
-                self.runtime,
-                *args,
-                session_id=self.session_id,
-                token=caller.token,
-                **options,
+            return caller.router.invoke(
+                self.runtime, path, session_id=self.session_id, token=caller.token, **options
             )
 
         sent: list[float] = []
