@@ -1,13 +1,12 @@
-"""Clients for AgentCube's two HTTP services: the Router (the data plane: invocations, and
-PicoD's API inside code-interpreter sandboxes) and the WorkloadManager (the control plane:
-sessions created and deleted).
+"""Clients for AgentCube's two HTTP services: the Router (the data plane: invocations of
+agents, and of PicoD's API inside code-interpreter sandboxes) and the WorkloadManager (the
+control plane: sessions created and deleted).
 """
 
 from __future__ import annotations
 
-import base64
 import time
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import quote
@@ -105,39 +104,6 @@ class Router:
             f"{runtime.kind.router_segment}/{quote(runtime.name)}/invocations/{path}"
         )
 
-    # PicoD's API, inside a code-interpreter sandbox.
-
-    def execute(
-        self,
-        runtime: Runtime,
-        command: list[str],
-        *,
-        fields: Mapping[str, Any] | None = None,
-        wait: float | None = None,
-        **call: Any,
-    ) -> requests.Response:
-        """Run a command; `fields`: PicoD's other fields; `wait`: how long to wait for the
-        answer, when not the usual; `call`: the session id and token, as for ``invoke``."""
-        body = {"command": command, **(fields or {})}
-        return self.invoke(runtime, "api/execute", json=body, timeout=wait, **call)
-
-    def run_code(self, runtime: Runtime, code: str, **call: Any) -> requests.Response:
-        """Run code in the session's kernel: a stateful interpreter's POST /api/run_code,
-        shaped after E2B's (a localcube extension); `call`: as for ``invoke``."""
-        return self.invoke(runtime, "api/run_code", json={"code": code}, **call)
-
-    def upload_file(
-        self, runtime: Runtime, path: str, content: bytes, **call: Any
-    ) -> requests.Response:
-        body = {"path": path, "content": base64.b64encode(content).decode("ascii")}
-        return self.invoke(runtime, "api/files", json=body, **call)
-
-    def list_files(self, runtime: Runtime, directory: str, **call: Any) -> requests.Response:
-        return self.invoke(runtime, "api/files", method="GET", params={"path": directory}, **call)
-
-    def download_file(self, runtime: Runtime, path: str, **call: Any) -> requests.Response:
-        return self.invoke(runtime, f"api/files/{_literal_path(path)}", method="GET", **call)
-
 
 class WorkloadManager:
     def __init__(self, transport: Transport, base_url: str) -> None:
@@ -167,10 +133,3 @@ class WorkloadManager:
 
     def session_url(self, kind: RuntimeKind, session_id: str) -> str:
         return f"{self._base_url}/v1/{kind.wm_segment}/sessions/{quote(session_id)}"
-
-
-def _literal_path(path: str) -> str:
-    """The path percent-encoded so that it arrives as written: HTTP clients resolve "." and
-    ".." segments before sending, which would hide a path that tries to leave the workspace."""
-    dots = {".": "%2E", "..": "%2E%2E"}
-    return "/".join(dots.get(segment) or quote(segment) for segment in path.split("/"))

@@ -51,7 +51,10 @@ def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
 
 def excerpt(body: bytes | str | None, limit: int = BODY_EXCERPT) -> str:
     """A printable, redacted excerpt of a message body: its first `limit` characters once
-    redacted, and its length when there is more."""
+    redacted, and its length when there is more. A body may be megabytes, so only a head
+    of it is redacted, grown until it runs `margin` past `limit` once redacted, so that no
+    secret cut at its end is shown in part: no part of a secret becomes longer than a mask
+    per character (it may hold shorter secrets)."""
     if not body:
         return "(empty)"
     if isinstance(body, bytes):
@@ -59,26 +62,15 @@ def excerpt(body: bytes | str | None, limit: int = BODY_EXCERPT) -> str:
             body = body.decode("utf-8")
         except UnicodeDecodeError:
             return f"({len(body)} bytes of binary data)"
-    head, whole = _redacted_head(body, limit)
-    if whole and len(head) <= limit:
-        return head
-    return f"{head[:limit]}... ({len(body)} characters)"
-
-
-def _redacted_head(text: str, limit: int) -> tuple[str, bool]:
-    """The redacted text, or a redacted head long enough to show `limit` characters (a
-    body may be megabytes), and whether it is whole. The head grows until it runs `margin`
-    past `limit` once redacted, so that no secret cut at its end is shown in part: no part
-    of a secret becomes longer than a mask per character (it may hold shorter secrets)."""
     margin = 1 + len(REDACTED) * max(map(len, _secrets), default=0)
     size = limit + margin
-    while True:
-        head = redact(text[:size])
-        if size >= len(text):
-            return head, True
-        if len(head) >= limit + margin:
-            return head, False
+    head = redact(body[:size])
+    while size < len(body) and len(head) < limit + margin:
         size *= 2
+        head = redact(body[:size])
+    if size >= len(body) and len(head) <= limit:
+        return head
+    return f"{head[:limit]}... ({len(body)} characters)"
 
 
 # A small table of evidence: its headings, then its rows, every cell a text.

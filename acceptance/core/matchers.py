@@ -38,7 +38,27 @@ def json_body(response: requests.Response) -> Any:
         return _NO_JSON
 
 
-class Answer(BaseMatcher[requests.Response]):
+class _Meets(BaseMatcher[T]):
+    """A value in which `problem` finds nothing wrong (None), described as `expectation`; a
+    mismatch names what is wrong, when `problem` can, then shows the value as `shown` does."""
+
+    def __init__(
+        self, expectation: str, problem: Callable[[T], str | None], shown: Callable[[T], str]
+    ) -> None:
+        self.expectation, self.problem, self.shown = expectation, problem, shown
+
+    def _matches(self, item: T) -> bool:
+        return self.problem(item) is None
+
+    def describe_to(self, description: Description) -> None:
+        description.append_text(self.expectation)
+
+    def describe_mismatch(self, item: T, mismatch: Description) -> None:
+        problem = self.problem(item)
+        mismatch.append_text(f"{problem}; {self.shown(item)}" if problem else self.shown(item))
+
+
+class Answer(_Meets[requests.Response]):
     """An answer with the expected status (or one of several), JSON body and headers, each
     optional; `view` turns the JSON body into what `body` is matched against."""
 
@@ -51,7 +71,7 @@ class Answer(BaseMatcher[requests.Response]):
         headers: Mapping[str, Matcher[Any]] | None = None,
         view: Callable[[Any], Any] = lambda body: body,
     ) -> None:
-        self.expectation = expectation
+        super().__init__(expectation, self._problem, _the_answer)
         self.statuses = {status} if isinstance(status, int) else set(status or ())
         self.wanted = " or ".join(str(code) for code in sorted(self.statuses))
         self.body = body
@@ -78,14 +98,9 @@ class Answer(BaseMatcher[requests.Response]):
                 return f"in the body, {mismatch}"
         return None
 
-    def _matches(self, item: requests.Response) -> bool:
-        return self._problem(item) is None
 
-    def describe_to(self, description: Description) -> None:
-        description.append_text(self.expectation)
-
-    def describe_mismatch(self, item: requests.Response, mismatch: Description) -> None:
-        mismatch.append_text(f"{self._problem(item)}; the answer was {describe_response(item)}")
+def _the_answer(response: requests.Response) -> str:
+    return f"the answer was {describe_response(response)}"
 
 
 def _is_uuid4(item: Any) -> bool:
@@ -197,24 +212,10 @@ def refused_because_runtime_not_found(runtime: Runtime) -> Answer:
     )
 
 
-class _Meets(BaseMatcher[T]):
-    def __init__(self, expectation: str, test: Callable[[T], bool], shown: Callable[[T], str]):
-        self.expectation, self.test, self.shown = expectation, test, shown
-
-    def _matches(self, item: T) -> bool:
-        return self.test(item)
-
-    def describe_to(self, description: Description) -> None:
-        description.append_text(self.expectation)
-
-    def describe_mismatch(self, item: T, mismatch_description: Description) -> None:
-        mismatch_description.append_text(self.shown(item))
-
-
 def meets(expectation: str, test: Callable[[T], bool], shown: Callable[[T], str]) -> Matcher[T]:
     """A value `test` holds for (not an answer), described as `expectation`, shown on a
     mismatch as `shown` tells it."""
-    return _Meets(expectation, test, shown)
+    return _Meets(expectation, lambda item: None if test(item) else "", shown)
 
 
 def without_problem(
@@ -222,11 +223,7 @@ def without_problem(
 ) -> Matcher[T]:
     """A value in which `problem` finds none; a mismatch names the problem, then shows the
     value as `shown` tells it."""
-    return meets(
-        expectation,
-        lambda item: problem(item) is None,
-        lambda item: f"{problem(item)}; {shown(item)}",
-    )
+    return _Meets(expectation, problem, shown)
 
 
 def all_met(*expectations: Matcher[requests.Response]) -> Matcher[requests.Response]:
@@ -244,7 +241,7 @@ def holds_bytes(expectation: str, content: bytes) -> Matcher[requests.Response]:
     return meets(
         expectation,
         lambda answer: answer.status_code == 200 and answer.content == content,
-        lambda answer: f"the answer was {describe_response(answer)}",
+        _the_answer,
     )
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO, TypeVar
 
+from hamcrest import assert_that
 from hamcrest.core.matcher import Matcher
 from hamcrest.core.string_description import StringDescription
 from tenacity import (
@@ -115,21 +116,6 @@ class _BlockingWaits:
 waiting = _BlockingWaits().waiting
 
 
-def _mismatch(matcher: Matcher[T], value: T) -> str:
-    description = StringDescription()
-    matcher.describe_mismatch(value, description)
-    return str(description)
-
-
-def _last_seen(state: RetryCallState, matcher: Matcher[T]) -> str:
-    outcome = state.outcome
-    assert outcome is not None  # tenacity gives up after an attempt, never before
-    if outcome.failed:
-        error = outcome.exception()
-        return f"the last probe raised {type(error).__name__}: {error}"
-    return _mismatch(matcher, outcome.result())
-
-
 def eventually(
     probe: Callable[[], T],
     matcher: Matcher[T],
@@ -155,11 +141,18 @@ def eventually(
     finally:
         progress.close()
     if isinstance(result, RetryCallState):
-        raise AssertionError(
+        outcome = result.outcome
+        assert outcome is not None  # tenacity gives up after an attempt, never before
+        gave_up = (
             f"Gave up after {result.seconds_since_start:.1f} s "
-            f"({result.attempt_number} probes) waiting for {waiting_for}.\n"
-            f"Expected: {StringDescription().append_description_of(matcher)}\n"
-            f"     but: {_last_seen(result, matcher)}"
+            f"({result.attempt_number} probes) waiting for {waiting_for}."
+        )
+        if not outcome.failed:
+            assert_that(outcome.result(), matcher, gave_up)
+        error = outcome.exception()
+        raise AssertionError(
+            f"{gave_up}\nExpected: {StringDescription().append_description_of(matcher)}\n"
+            f"     but: the last probe raised {type(error).__name__}: {error}"
         )
     return result
 
@@ -187,12 +180,8 @@ def consistently(
             seen.append(probe())
     finally:
         progress.close()
-    last = seen[-1]
-    if raising and not matcher.matches(last):
-        raise AssertionError(
-            f"After {time.monotonic() - started:.1f} s of {duration:.1f} s "
-            f"(probe {len(seen)}), it no longer held that {holding}.\n"
-            f"Expected: {StringDescription().append_description_of(matcher)}\n"
-            f"     but: {_mismatch(matcher, last)}"
-        )
+    if raising:
+        elapsed = time.monotonic() - started
+        held = f"After {elapsed:.1f} s of {duration:.1f} s (probe {len(seen)}), it no longer held"
+        assert_that(seen[-1], matcher, f"{held} that {holding}.")
     return seen

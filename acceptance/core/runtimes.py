@@ -37,14 +37,6 @@ class RuntimeKind(enum.Enum):
         self.router_segment = router_segment
         self.wm_segment = wm_segment
 
-    @classmethod
-    def of(cls, kind: str) -> RuntimeKind:
-        """The kind a resource document names in its `kind` field."""
-        for member in cls:
-            if member.kind == kind:
-                return member
-        raise ValueError(f"{kind!r} is neither an AgentRuntime nor a CodeInterpreter")
-
     @property
     def resource(self) -> str:
         """The resource as Kubernetes errors name it: agentruntimes.agentcube.volcano.sh."""
@@ -59,8 +51,11 @@ class Runtime:
 
     @classmethod
     def of_manifest(cls, manifest: Mapping[str, Any]) -> Runtime:
-        metadata = manifest["metadata"]
-        return cls(RuntimeKind.of(manifest["kind"]), metadata["namespace"], metadata["name"])
+        named, metadata = manifest["kind"], manifest["metadata"]
+        kind = next((kind for kind in RuntimeKind if kind.kind == named), None)
+        if kind is None:
+            raise ValueError(f"{named!r} is neither an AgentRuntime nor a CodeInterpreter")
+        return cls(kind, metadata["namespace"], metadata["name"])
 
     def __str__(self) -> str:
         return f"{self.kind.kind} {self.namespace}/{self.name}"

@@ -13,13 +13,10 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from acceptance.core.evidence import Exchange, ExchangeLog, Table, session_id_in, text_table
 from agentcube_contract.session import SESSION_HEADER
-
-if TYPE_CHECKING:
-    import aiohttp
 
 
 @dataclass(frozen=True)
@@ -191,7 +188,11 @@ class StreamingClient:
                         await socket.send_bytes(message)
                     else:
                         await socket.send_str(message)
-                    conversation.replies.append(await _reply(socket))
+                    reply = await socket.receive()
+                    if reply.type not in (aiohttp.WSMsgType.TEXT, aiohttp.WSMsgType.BINARY):
+                        ended = f"the conversation ended instead of a reply ({reply.type.name})"
+                        raise aiohttp.ClientError(ended)
+                    conversation.replies.append(reply.data)
                 await socket.close()
                 conversation.close_code = socket.close_code
         except aiohttp.WSServerHandshakeError as refusal:
@@ -199,6 +200,8 @@ class StreamingClient:
             conversation.headers = dict(refusal.headers or {})
         except (aiohttp.ClientError, TimeoutError, ValueError, TypeError) as failure:
             conversation.error = f"{type(failure).__name__}: {failure}"
+        replies = ", ".join(repr(reply) for reply in conversation.replies)
+        ending = conversation.error or f"closed with code {conversation.close_code}"
         self._log.exchanges.append(
             Exchange(
                 method="GET (WebSocket)",
@@ -207,28 +210,12 @@ class StreamingClient:
                 request_body=f"{len(messages)} messages",
                 status=101 if conversation.switched else None,
                 response_headers=conversation.headers,
-                response_body=_transcript(conversation).encode(),
+                response_body=f"replies: [{replies}]; {ending}".encode(),
                 elapsed=time.monotonic() - started,
                 error=None if conversation.switched else conversation.error,
             )
         )
         return conversation
-
-
-async def _reply(socket: aiohttp.ClientWebSocketResponse) -> str | bytes:
-    import aiohttp
-
-    reply = await socket.receive()
-    if reply.type in (aiohttp.WSMsgType.TEXT, aiohttp.WSMsgType.BINARY):
-        data: str | bytes = reply.data
-        return data
-    raise aiohttp.ClientError(f"the conversation ended instead of a reply ({reply.type.name})")
-
-
-def _transcript(conversation: Conversation) -> str:
-    replies = ", ".join(repr(reply) for reply in conversation.replies)
-    ending = conversation.error or f"closed with code {conversation.close_code}"
-    return f"replies: [{replies}]; {ending}"
 
 
 def _events(pending: bytes) -> tuple[list[Any], bytes]:

@@ -4,10 +4,12 @@ is not served yet), then handed finished to whoever records it (the World)."""
 
 from __future__ import annotations
 
+import base64
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 import requests
 from hamcrest import is_not
@@ -69,10 +71,6 @@ class Calls:
     unserved: set[Runtime]
     settings: Settings
 
-    def invoke(self, path: str, **options: Any) -> requests.Response:
-        """Any call under the runtime's invocations/ path (the Router's invoke options)."""
-        return self._send(Router.invoke, path, **options)
-
     def echo(self, text: str) -> requests.Response:
         return self.invoke("echo", json={"input": text})
 
@@ -84,11 +82,12 @@ class Calls:
         wait: float | None = None,
     ) -> requests.Response:
         """Run a command (PicoD's other `fields`; `wait`: a longer wait for the answer)."""
-        return self._send(Router.execute, command, fields=fields, wait=wait)
+        return self.invoke("api/execute", json={"command": command, **(fields or {})}, timeout=wait)
 
     def run_code(self, code: str) -> requests.Response:
-        """Run code in the session's kernel (a stateful interpreter)."""
-        return self._send(Router.run_code, code)
+        """Run code in the session's kernel: a stateful interpreter's POST /api/run_code,
+        shaped after E2B's (a localcube extension)."""
+        return self.invoke("api/run_code", json={"code": code})
 
     def touch(self) -> requests.Response:
         """A harmless call of the runtime's kind: an echo, or a Python no-op."""
@@ -97,29 +96,24 @@ class Calls:
         return self.execute(["python3", "-c", "pass"])
 
     def upload_file(self, path: str, content: bytes) -> requests.Response:
-        return self._send(Router.upload_file, path, content)
+        body = {"path": path, "content": base64.b64encode(content).decode("ascii")}
+        return self.invoke("api/files", json=body)
 
     def list_files(self, directory: str) -> requests.Response:
-        return self._send(Router.list_files, directory)
+        return self.invoke("api/files", method="GET", params={"path": directory})
 
     def download_file(self, path: str) -> requests.Response:
-        return self._send(Router.download_file, path)
+        return self.invoke(f"api/files/{_literal_path(path)}", method="GET")
 
-    def _send(
-        self, request: Callable[..., requests.Response], /, *args: Any, **options: Any
-    ) -> requests.Response:
-        """Make the Router's `request` as this caller in this session, and record the call."""
+    def invoke(self, path: str, **options: Any) -> requests.Response:
+        """Any call under the runtime's invocations/ path (the Router's invoke options), made
+        as this caller in this session, and recorded."""
         caller = self.caller
 
         def send() -> requests.Response:
             sent.append(time.monotonic())
-            return request(
-                caller.router,
-                self.runtime,
-                *args,
-                session_id=self.session_id,
-                token=caller.token,
-                **options,
+            return caller.router.invoke(
+                self.runtime, path, session_id=self.session_id, token=caller.token, **options
             )
 
         sent: list[float] = []
@@ -143,3 +137,10 @@ class Calls:
             response = send()
         self.record(Call(caller, runtime, self.session_id, response, sent[-1], time.monotonic()))
         return response
+
+
+def _literal_path(path: str) -> str:
+    """The path percent-encoded so that it arrives as written: HTTP clients resolve "." and
+    ".." segments before sending, which would hide a path that tries to leave the workspace."""
+    dots = {".": "%2E", "..": "%2E%2E"}
+    return "/".join(dots.get(segment) or quote(segment) for segment in path.split("/"))

@@ -37,5 +37,5 @@ def test_localcube_counts_the_sessions_it_holds_not_its_warm_sandboxes(
     router = Router(transport, cube.url, Measurements(), warm_pooled=[WARM])
     assert platform.session_count() == 0
     router.invoke(ECHO, "echo", session_id=None, json={"input": "one"})
-    router.execute(WARM, ["true"], session_id=None)
+    router.invoke(WARM, "api/execute", session_id=None, json={"command": ["true"]})
     assert platform.session_count() == 2

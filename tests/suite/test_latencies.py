@@ -41,7 +41,7 @@ def test_cold_warm_loaded_and_in_session_calls_are_measured_apart(
 ) -> None:
     first = router.invoke(ECHO, "echo", session_id=None, json={"input": "one"})
     router.invoke(ECHO, "echo", session_id=session_id_of(first), json={"input": "two"})
-    router.execute(WARM, ["true"], session_id=None)
+    router.invoke(WARM, "api/execute", session_id=None, json={"command": ["true"]})
     with router.at_once(3), ThreadPoolExecutor(3) as callers:
         list(callers.map(lambda n: router.invoke(ECHO, "echo", session_id=None, json={}), "abc"))
     samples = measurements.samples()
