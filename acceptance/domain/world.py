@@ -18,7 +18,7 @@ from hamcrest.core.matcher import Matcher
 
 from acceptance.core import matchers
 from acceptance.core.clients import Router, WorkloadManager, session_id_of
-from acceptance.core.evidence import Table, describe_response, redact
+from acceptance.core.evidence import describe_response
 from acceptance.core.matchers import json_body
 from acceptance.core.measurements import Measurements
 from acceptance.core.runtimes import Role, Runtime, RuntimeKind, configured_runtimes
@@ -140,23 +140,7 @@ class World:
         from the run's."""
         return dataclasses.replace(self.caller, router=Router(self.transport, url, Measurements()))
 
-    # What the scenario has seen so far.
-
-    def evidence(self, since: int = 0, whose: str = "this scenario") -> str:
-        """The scenario's HTTP exchanges from the `since`-th on, redacted, for a report."""
-        return self.transport.log.format(since, whose)
-
-    def stream_timelines(self) -> list[tuple[str, Table]]:
-        """Each stream's timeline (when each part was sent and arrived), by call, redacted."""
-        return [
-            (f"{exchange.method} {redact(exchange.url)}", exchange.timeline)
-            for exchange in self.transport.log.exchanges
-            if exchange.timeline
-        ]
-
-    @property
-    def exchange_count(self) -> int:
-        return len(self.transport.log.exchanges)
+    # What the scenario has seen so far (its HTTP exchanges: transport.log).
 
     def platform_evidence(self) -> str:
         """What the platform shows of the scenario's sessions, for a failure report."""

@@ -106,12 +106,12 @@ def test_the_platform_finds_the_sandboxes_of_several_sessions_in_one_listing(
     run = scenario(shared_cube.url)
     first = open_session(run.world, Role.ECHO_AGENT)
     second = open_session(run.world, Role.ECHO_AGENT)
-    calls = run.world.exchange_count
+    calls = len(run.world.transport.log.exchanges)
     found = run.platform.sandboxes_of([first.session_id, second.session_id, "unknown"])
     assert set(found) == {first.session_id, second.session_id}
     assert found[first.session_id] == run.platform.sandbox_of(first.session_id)
     assert found[first.session_id] != found[second.session_id]
-    assert run.world.exchange_count == calls + 2  # one listing each, not one per session
+    assert len(run.world.transport.log.exchanges) == calls + 2  # one listing each, not one per session
 
 
 def test_a_session_opened_through_the_router_is_deleted(shared_cube, scenario) -> None:
@@ -130,7 +130,8 @@ def test_a_session_the_scenario_closed_is_not_deleted_again(shared_cube, scenari
     assert run.world.close_session(session).status_code == 200
     run.end()
     assert run.leaks == []
-    assert run.world.evidence().count(" DELETE ") == 1, run.world.evidence()
+    evidence = run.world.transport.log.format()
+    assert evidence.count(" DELETE ") == 1, evidence
 
 
 def test_a_failed_deletion_is_reported_with_the_answer(shared_cube, scenario) -> None:
