@@ -106,12 +106,13 @@ def test_the_platform_finds_the_sandboxes_of_several_sessions_in_one_listing(
     run = scenario(shared_cube.url)
     first = open_session(run.world, Role.ECHO_AGENT)
     second = open_session(run.world, Role.ECHO_AGENT)
-    calls = len(run.world.transport.log.exchanges)
+    exchanges = run.world.transport.log.exchanges
+    calls = len(exchanges)
     found = run.platform.sandboxes_of([first.session_id, second.session_id, "unknown"])
     assert set(found) == {first.session_id, second.session_id}
     assert found[first.session_id] == run.platform.sandbox_of(first.session_id)
     assert found[first.session_id] != found[second.session_id]
-    assert len(run.world.transport.log.exchanges) == calls + 2  # one listing each, not one per session
+    assert len(exchanges) == calls + 2  # one listing each, not one per session
 
 
 def test_a_session_opened_through_the_router_is_deleted(shared_cube, scenario) -> None:
