@@ -137,7 +137,7 @@ class Streams:
         missing = "no call in the session reported its sandbox"
         own = sandbox_identity(required(reports or None, missing)[-1])
         assert_that(
-            sandbox_identity(_greeting_sandbox(conversation)),
+            sandbox_identity(sandbox_report(conversation.greeting)),
             matchers.meets(
                 f"the conversation served by the sandbox of {self._world.session}, {own}",
                 lambda greeting: greeting == own,
@@ -146,7 +146,7 @@ class Streams:
         )
 
     def expect_no_caller_token(self) -> None:
-        report = _greeting_sandbox(self._conversed())
+        report = sandbox_report(self._conversed().greeting)
         assert_that(report, not_given_credentials(self._target.callers_tokens()))
 
     # Many callers at once.
@@ -201,11 +201,11 @@ class Streams:
                     tag = _tag(number)
                     wanted = f"caller {number} to get its {EVENTS} events, each tagged {tag!r}"
                     expected = streamed(f"{wanted}, in {session}", "tag", [tag] * EVENTS)
-                    reports = [part.data.get("sandbox") for part in got.parts]
+                    reports = [sandbox_report(part.data) for part in got.parts]
                 case Together.CONVERSE:
                     own = [_echo(_tag(number)), _tag(number).encode()]
                     wanted = f"caller {number} to get back its own messages {own!r} in {session}"
-                    expected, reports = replied(wanted, own), [_greeting_sandbox(got)]
+                    expected, reports = replied(wanted, own), [sandbox_report(got.greeting)]
             assert_that(got, expected, f"caller {number} in {session}")
             for report in reports:
                 self._expect_own_sandbox(number, session, report)
@@ -323,11 +323,6 @@ def _echo(message: str | bytes) -> str | bytes:
 def _whose(identity: dict[str, Any], identities: dict[str, dict[str, Any]]) -> str:
     other = next((sid for sid, own in identities.items() if own == identity), None)
     return f"the sandbox of session {other}" if other else "no caller's sandbox"
-
-
-def _greeting_sandbox(conversation: Conversation) -> Any:
-    greeting = conversation.greeting
-    return greeting.get("sandbox") if isinstance(greeting, dict) else None
 
 
 def _shown(answer: StreamedAnswer) -> str:

@@ -340,9 +340,10 @@ class World:
             self.ledger.leaks.append(f"{runtime}: {error}")
 
 
-def sandbox_report(response: requests.Response) -> Any:
-    """The echo agent's account of the sandbox that served the call (None if absent)."""
-    body = json_body(response)
+def sandbox_report(answer: requests.Response | Any) -> Any:
+    """The echo agent's account of the sandbox that served the call (None if absent), from
+    its answer or from what it sent already read (a conversation's greeting, an event)."""
+    body = json_body(answer) if isinstance(answer, requests.Response) else answer
     return body.get("sandbox") if isinstance(body, dict) else None
 
 
