@@ -83,20 +83,16 @@ class World:
         self,
         settings: Settings,
         target: Target,
-        *,
         transport: Transport,
-        router: Router,
-        workload_manager: WorkloadManager,
-        platform: Platform,
         register_cleanup: RegisterCleanup,
         ledger: RunLedger,
     ) -> None:
-        """`transport`: the scenario's one, which the others call through."""
+        """`transport`: the scenario's one, which its clients and platform call through."""
         self._settings = settings
         self._target = target
         self.transport = transport
-        self._workload_manager = workload_manager
-        self._platform = platform
+        self._workload_manager = WorkloadManager(transport, target.workload_manager_url)
+        self.platform = target.platform(transport)
         self._register_cleanup = register_cleanup
         self.ledger = ledger  # what the run's end reports, the run's sessions among it
         self._calls: list[Call] = []
@@ -109,6 +105,8 @@ class World:
         self._parts: dict[type, Any] = {}
         self._kept: list[str] | None = None
         self._closed: set[str] = set()  # session ids the scenario deleted itself
+        warm = [self._runtimes[Role.WARM_INTERPRETER]]  # whose first calls are warm starts
+        router = Router(transport, target.router_url, ledger.measurements, warm_pooled=warm)
         self.caller = Caller(router, target.api_token)  # the scenario's own
 
     # What the capability helpers build on.
@@ -122,7 +120,7 @@ class World:
                 "world": self,
                 "settings": self._settings,
                 "target": self._target,
-                "platform": self._platform,
+                "platform": self.platform,
             }
             wanted = inspect.signature(kind).parameters
             unknown = sorted(set(wanted) - set(given))
@@ -144,7 +142,7 @@ class World:
 
     def platform_evidence(self) -> str:
         """What the platform shows of the scenario's sessions, for a failure report."""
-        return self._platform.evidence(session.session_id for session in self._sessions)
+        return self.platform.evidence(session.session_id for session in self._sessions)
 
     def runtime(self, role: Role) -> Runtime:
         if role in self._runtimes:
@@ -321,7 +319,7 @@ class World:
         if runtime.kind is not role.kind:
             raise ValueError(f"{runtime} cannot play the {role.phrase}")
         self._register_cleanup(self._delete_runtime, runtime)
-        self._runtimes[role] = self._platform.apply_runtime(manifest)
+        self._runtimes[role] = self.platform.apply_runtime(manifest)
         self._unserved.add(self._runtimes[role])
         return self._runtimes[role]
 
@@ -332,10 +330,10 @@ class World:
 
     def _delete_runtime(self, runtime: Runtime) -> None:
         if self._kept is not None:
-            self._kept.append(f"{runtime}: kept on platform {self._platform.name!r}")
+            self._kept.append(f"{runtime}: kept on platform {self.platform.name!r}")
             return
         try:
-            self._platform.delete_runtime(runtime)
+            self.platform.delete_runtime(runtime)
         except AssertionError as error:
             self.ledger.leaks.append(f"{runtime}: {error}")
 

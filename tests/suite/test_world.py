@@ -14,7 +14,6 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from acceptance.core.clients import Router, WorkloadManager
 from acceptance.core.evidence import ExchangeLog
 from acceptance.core.runtimes import FIXTURE_RUNTIMES, Role, RuntimeKind
 from acceptance.core.settings import load_settings
@@ -70,19 +69,15 @@ def scenario() -> Iterator[MakeScenario]:
         cleanups: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
         ledger = RunLedger()
         transport = Transport(timeout=30, log=ExchangeLog())
-        platform = target.platform(transport)
         world = World(
             settings,
             target,
-            transport=transport,
-            router=Router(transport, url, ledger.measurements),
-            workload_manager=WorkloadManager(transport, url),
-            platform=platform,
-            register_cleanup=lambda cleanup, *args: cleanups.append((cleanup, args)),
-            ledger=ledger,
+            transport,
+            lambda cleanup, *args: cleanups.append((cleanup, args)),
+            ledger,
         )
         cleanups.append((transport.close, ()))
-        started.append(Scenario(world, platform, cleanups, ledger.leaks))
+        started.append(Scenario(world, world.platform, cleanups, ledger.leaks))
         return started[-1]
 
     yield make
