@@ -55,7 +55,7 @@ def after_step(context: Context, step: Step) -> None:
         attach_text(context, "HTTP exchanges", lambda: log.format(since, "this step"))
     if step.status.has_failed():
         http_evidence = log.format()  # before the platform is asked: it may call HTTP
-        platform_evidence = world.platform_evidence()
+        platform_evidence = world.platform.evidence(s.session_id for s in world.sessions)
         attach_text(context, "Platform evidence", platform_evidence)
         for exchange in log.exchanges:
             if exchange.timeline:

@@ -140,10 +140,6 @@ class World:
 
     # What the scenario has seen so far (its HTTP exchanges: transport.log).
 
-    def platform_evidence(self) -> str:
-        """What the platform shows of the scenario's sessions, for a failure report."""
-        return self.platform.evidence(session.session_id for session in self._sessions)
-
     def runtime(self, role: Role) -> Runtime:
         if role in self._runtimes:
             return self._runtimes[role]
