@@ -212,7 +212,7 @@ def test_a_router_restart_that_loses_sessions_is_noticed(tmp_path: Path, scenari
         run = scenario(target.shared_cube.url, own=target)
         resilience = run.world.part(Resilience)
         resilience.open_answered_session(Role.ECHO_AGENT)
-        resilience.restart_router()
+        run.world.platform.restart_router()
         with pytest.raises(AssertionError) as error:
             resilience.expect_agent_session_survived(Role.ECHO_AGENT)
         message = str(error.value)
