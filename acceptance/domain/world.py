@@ -54,17 +54,6 @@ class Session:
         return f"session {self.session_id} of {self.runtime}"
 
 
-@dataclass(frozen=True)
-class Activity:
-    """A session's last successful call, sent and answered (time.monotonic). The target
-    stamped the session active in between (upstream: as it forwards the call and as the call
-    ends, in whole seconds), so idleness judged from `sent_at` is never too long, and a
-    deadline counted from `answered_at` never too short."""
-
-    sent_at: float
-    answered_at: float
-
-
 @dataclass
 class RunLedger:
     """What the scenarios of one run add to, for its end: the sessions they opened, the
@@ -97,7 +86,7 @@ class World:
         self.ledger = ledger  # what the run's end reports, the run's sessions among it
         self._calls: list[Call] = []
         self._sessions: list[Session] = []
-        self._last_activity: dict[str, Activity] = {}
+        self._last_activity: dict[str, Call] = {}
         # The runtimes the settings name, and those the scenario applies or names itself.
         self._runtimes: dict[Role, Runtime] = configured_runtimes(settings)
         # Runtimes applied for the run or the scenario and not yet served (see Calls).
@@ -174,8 +163,11 @@ class World:
                 return session
         raise AssertionError(f"the call opened no session: {describe_response(answer)}")
 
-    def last_activity(self, session: Session) -> Activity:
-        """The session's last call that it answered successfully."""
+    def last_activity(self, session: Session) -> Call:
+        """The session's last call that it answered successfully. The target stamped the
+        session active between its `sent_at` and `answered_at` (upstream: as it forwards the
+        call and as the call ends, in whole seconds), so idleness judged from `sent_at` is
+        never too long, and a deadline counted from `answered_at` never too short."""
         return self._last_activity[session.session_id]
 
     def sandbox_reports(self) -> list[dict[str, Any]]:
@@ -216,7 +208,7 @@ class World:
             self._adopt(Session(returned, call.runtime, call.caller, call.sent_at))
         if call.response.status_code == 200:
             for active in {sid for sid in (call.sent_session_id, returned) if sid}:
-                self._last_activity[active] = Activity(call.sent_at, call.answered_at)
+                self._last_activity[active] = call
 
     # Sessions.
 
@@ -251,7 +243,8 @@ class World:
         )
         session = Session(response.json()["sessionId"], runtime, caller, opened_at)
         self._adopt(session)
-        self._last_activity[session.session_id] = Activity(opened_at, time.monotonic())
+        opening = Call(caller, runtime, None, response, opened_at, time.monotonic())
+        self._last_activity[session.session_id] = opening
         return session
 
     def close_session(self, session: Session) -> requests.Response:
