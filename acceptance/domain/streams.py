@@ -35,7 +35,6 @@ CHUNKS = 6
 MESSAGES: tuple[str | bytes, ...] = ("hello", bytes(range(256)), "still there?", b"\x00\xff")
 _NORMAL_CLOSURE = 1000
 _NO_STREAM = "the scenario has read no stream yet"
-_NO_CONVERSATION = "the scenario has held no WebSocket conversation yet"
 
 
 class Together(enum.Enum):
@@ -246,7 +245,7 @@ class Streams:
         return self._client(session, hold).converse(url, session.session_id, messages, hold)
 
     def _conversed(self) -> Conversation:
-        return required(self._conversation, _NO_CONVERSATION)
+        return required(self._conversation, "the scenario has held no WebSocket conversation yet")
 
 
 # What the streams and conversations are expected to hold.
