@@ -210,13 +210,15 @@ class Streams:
                 self._expect_own_sandbox(number, session, report)
 
     def _expect_own_sandbox(self, number: int, session: Session, report: Any) -> None:
-        own = self._identities[session.session_id]
+        own, came_from = self._identities[session.session_id], sandbox_identity(report)
+        other = next((sid for sid, known in self._identities.items() if known == came_from), None)
+        whose = f"the sandbox of session {other}" if other else "no caller's sandbox"
         assert_that(
-            sandbox_identity(report),
+            came_from,
             matchers.meets(
                 f"caller {number}'s answer to come from the sandbox of its {session}, {own}",
                 lambda got: got == own,
-                lambda got: f"it came from {got}, {_whose(got, self._identities)}",
+                lambda got: f"it came from {got}, {whose}",
             ),
         )
 
@@ -317,11 +319,6 @@ def _tag(number: int) -> str:
 
 def _echo(message: str | bytes) -> str | bytes:
     return message if isinstance(message, bytes) else f"echo: {message}"
-
-
-def _whose(identity: dict[str, Any], identities: dict[str, dict[str, Any]]) -> str:
-    other = next((sid for sid, own in identities.items() if own == identity), None)
-    return f"the sandbox of session {other}" if other else "no caller's sandbox"
 
 
 def _shown(answer: StreamedAnswer) -> str:
