@@ -13,6 +13,7 @@ from behave.fixture import use_fixture_by_tag
 from behave.model import Scenario, Step
 from behave.runner import Context
 
+from acceptance.core.evidence import redact
 from acceptance.domain.step_types import STEP_TYPES
 from acceptance.run.fixtures import FIXTURES
 from acceptance.run.report_hooks import add_run_summary, attach_table, attach_text
@@ -42,22 +43,24 @@ def before_scenario(context: Context, scenario: Scenario) -> None:
 
 def before_step(context: Context, step: Step) -> None:
     if "world" in context:
-        context.step_exchanges_from = context.world.exchange_count
+        context.step_exchanges_from = len(context.world.transport.log.exchanges)
 
 
 def after_step(context: Context, step: Step) -> None:
     if "world" not in context:
         return
-    world = context.world
-    if world.exchange_count > context.step_exchanges_from:
-        since = context.step_exchanges_from
-        attach_text(context, "HTTP exchanges", lambda: world.evidence(since, "this step"))
+    world, since = context.world, context.step_exchanges_from
+    log = world.transport.log
+    if len(log.exchanges) > since:
+        attach_text(context, "HTTP exchanges", lambda: log.format(since, "this step"))
     if step.status.has_failed():
-        http_evidence = world.evidence()  # before the platform is asked: it may call HTTP
-        platform_evidence = world.platform_evidence()
+        http_evidence = log.format()  # before the platform is asked: it may call HTTP
+        platform_evidence = world.platform.evidence(s.session_id for s in world.sessions)
         attach_text(context, "Platform evidence", platform_evidence)
-        for call, timeline in world.stream_timelines():
-            attach_table(context, f"Stream timeline of {call}", timeline)
+        for exchange in log.exchanges:
+            if exchange.timeline:
+                call = f"{exchange.method} {redact(exchange.url)}"
+                attach_table(context, f"Stream timeline of {call}", exchange.timeline)
         # Inside the step's capture: beside the failure in the console and the JUnit report.
         print(f"{http_evidence}\n{platform_evidence}")
 

@@ -48,7 +48,7 @@ def step_session_holds(context: StepContext, runtime: Role, path: str) -> None:
 
 @when("the Router restarts")
 def step_router_restarts(context: StepContext) -> None:
-    context.world.part(Resilience).restart_router()
+    context.world.platform.restart_router()
 
 
 @then("the session of the {runtime:Runtime} is still served by the same sandbox")

@@ -4,13 +4,13 @@ from behave import given, then, when
 
 from acceptance.core import matchers
 from acceptance.core.runtimes import Role
-from acceptance.domain.sessions import SampleText, Sessions
+from acceptance.domain.sessions import SampleText, Sessions, open_session
 from acceptance.domain.step_types import StepContext
 
 
 @given("a session of the {runtime:Runtime}")
 def step_open_session(context: StepContext, runtime: Role) -> None:
-    context.world.part(Sessions).open(runtime)
+    open_session(context.world, runtime)
 
 
 @then("the answer carries a new session id")

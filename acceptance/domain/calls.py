@@ -37,9 +37,9 @@ class Caller:
 
 @dataclass(frozen=True)
 class Call:
-    """One call through the Router, finished: who made it, where it went, the session it
-    presented, the answer, when it was sent and answered (time.monotonic), and the
-    sessions the scenario knew before it (filled in as it is recorded)."""
+    """One call through the Router (or to the WorkloadManager, opening a session), finished:
+    who made it, where it went, the session it presented, the answer, when it was sent and
+    answered (time.monotonic), the sessions the scenario knew before it (set as recorded)."""
 
     caller: Caller
     runtime: Runtime

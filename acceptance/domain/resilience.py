@@ -138,9 +138,6 @@ class Resilience:
         assert_that(answer, matchers.succeeded(f"{session} to store {path}"))
         self._kept_files[session, path] = content
 
-    def restart_router(self) -> None:
-        self._platform.restart_router()
-
     def expect_agent_session_survived(self, role: Role) -> None:
         """The agent session is served after the restart, by the same sandbox."""
         expect_served_by_the_same_sandbox(self._world, self._session_of(role), "across the restart")

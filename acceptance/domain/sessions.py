@@ -42,9 +42,6 @@ class Sessions:
         self._world = world
         self._sent: SampleText | None = None
 
-    def open(self, role: Role) -> None:
-        open_session(self._world, role)
-
     def call_with_unknown_session(self, role: Role) -> None:
         self._world.calls(self._world.runtime(role), str(uuid.uuid4())).touch()
 
@@ -87,13 +84,12 @@ def open_session(world: World, role: Role) -> Session:
     """Open a session as a client the Router authorises does: with a first call through
     the Router, which must succeed and return a new session id."""
     runtime = world.runtime(role)
-    known = [session.session_id for session in world.sessions]
     answer = world.calls(runtime).touch()
     assert_that(
         answer,
         matchers.all_met(
             matchers.succeeded(f"the Router to open a session of {runtime}"),
-            carries_new_session_id(known),
+            carries_new_session_id(world.last_call.known_before),
         ),
     )
     return world.session

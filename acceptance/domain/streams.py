@@ -35,7 +35,6 @@ CHUNKS = 6
 MESSAGES: tuple[str | bytes, ...] = ("hello", bytes(range(256)), "still there?", b"\x00\xff")
 _NORMAL_CLOSURE = 1000
 _NO_STREAM = "the scenario has read no stream yet"
-_NO_CONVERSATION = "the scenario has held no WebSocket conversation yet"
 
 
 class Together(enum.Enum):
@@ -137,7 +136,7 @@ class Streams:
         missing = "no call in the session reported its sandbox"
         own = sandbox_identity(required(reports or None, missing)[-1])
         assert_that(
-            sandbox_identity(_greeting_sandbox(conversation)),
+            sandbox_identity(sandbox_report(conversation.greeting)),
             matchers.meets(
                 f"the conversation served by the sandbox of {self._world.session}, {own}",
                 lambda greeting: greeting == own,
@@ -146,7 +145,7 @@ class Streams:
         )
 
     def expect_no_caller_token(self) -> None:
-        report = _greeting_sandbox(self._conversed())
+        report = sandbox_report(self._conversed().greeting)
         assert_that(report, not_given_credentials(self._target.callers_tokens()))
 
     # Many callers at once.
@@ -201,23 +200,25 @@ class Streams:
                     tag = _tag(number)
                     wanted = f"caller {number} to get its {EVENTS} events, each tagged {tag!r}"
                     expected = streamed(f"{wanted}, in {session}", "tag", [tag] * EVENTS)
-                    reports = [part.data.get("sandbox") for part in got.parts]
+                    reports = [sandbox_report(part.data) for part in got.parts]
                 case Together.CONVERSE:
                     own = [_echo(_tag(number)), _tag(number).encode()]
                     wanted = f"caller {number} to get back its own messages {own!r} in {session}"
-                    expected, reports = replied(wanted, own), [_greeting_sandbox(got)]
+                    expected, reports = replied(wanted, own), [sandbox_report(got.greeting)]
             assert_that(got, expected, f"caller {number} in {session}")
             for report in reports:
                 self._expect_own_sandbox(number, session, report)
 
     def _expect_own_sandbox(self, number: int, session: Session, report: Any) -> None:
-        own = self._identities[session.session_id]
+        own, came_from = self._identities[session.session_id], sandbox_identity(report)
+        other = next((sid for sid, known in self._identities.items() if known == came_from), None)
+        whose = f"the sandbox of session {other}" if other else "no caller's sandbox"
         assert_that(
-            sandbox_identity(report),
+            came_from,
             matchers.meets(
                 f"caller {number}'s answer to come from the sandbox of its {session}, {own}",
                 lambda got: got == own,
-                lambda got: f"it came from {got}, {_whose(got, self._identities)}",
+                lambda got: f"it came from {got}, {whose}",
             ),
         )
 
@@ -246,7 +247,7 @@ class Streams:
         return self._client(session, hold).converse(url, session.session_id, messages, hold)
 
     def _conversed(self) -> Conversation:
-        return required(self._conversation, _NO_CONVERSATION)
+        return required(self._conversation, "the scenario has held no WebSocket conversation yet")
 
 
 # What the streams and conversations are expected to hold.
@@ -318,16 +319,6 @@ def _tag(number: int) -> str:
 
 def _echo(message: str | bytes) -> str | bytes:
     return message if isinstance(message, bytes) else f"echo: {message}"
-
-
-def _whose(identity: dict[str, Any], identities: dict[str, dict[str, Any]]) -> str:
-    other = next((sid for sid, own in identities.items() if own == identity), None)
-    return f"the sandbox of session {other}" if other else "no caller's sandbox"
-
-
-def _greeting_sandbox(conversation: Conversation) -> Any:
-    greeting = conversation.greeting
-    return greeting.get("sandbox") if isinstance(greeting, dict) else None
 
 
 def _shown(answer: StreamedAnswer) -> str:

@@ -3,7 +3,6 @@ the pool refills, and how long a first call from the pool takes beyond a call in
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 
 from hamcrest import (
@@ -137,13 +136,15 @@ class WarmPools:
         runtime = self._world.runtime(role)
         count = max(1, min(FIRST_CALLS, self._platform.warm_pool_size(runtime)))
         calls = self._world.calls(runtime)
-        self._first_calls = [_timed(calls, f"a first call to {runtime}") for _ in range(count)]
+        self._first_calls = [self._timed(calls, f"a first call to {runtime}") for _ in range(count)]
 
     def time_calls_in_session(self) -> None:
         """Time calls in the scenario's last session: what a call costs without opening one."""
         session = self._world.session
         calls = self._world.in_session(session)
-        self._in_session = [_timed(calls, f"a call in {session}") for _ in range(CALLS_IN_SESSION)]
+        self._in_session = [
+            self._timed(calls, f"a call in {session}") for _ in range(CALLS_IN_SESSION)
+        ]
 
     def expect_claim_within_budget(self) -> None:
         """Print both times (in the scenario's output and report), then require that the
@@ -161,17 +162,14 @@ class WarmPools:
             f"session: more than the {CLAIM_BUDGET:g} s a claim of a waiting sandbox may take",
         )
 
+    def _timed(self, calls: Calls, what: str) -> float:
+        """The seconds from sending the probe to its answer, which must be right."""
+        assert_that(calls.execute(_PROBE), prints_line("2"), f"{what} failed")
+        call = self._world.last_call
+        return call.answered_at - call.sent_at
+
     def _serving_sandbox(self) -> Sandbox:
         return sandbox_serving(self._platform, self._world.session)
-
-
-def _timed(calls: Calls, what: str) -> float:
-    """The seconds from sending the probe to its answer, which must be right."""
-    started = time.perf_counter()
-    answer = calls.execute(_PROBE)
-    elapsed = time.perf_counter() - started
-    assert_that(answer, prints_line("2"), f"{what} failed")
-    return elapsed
 
 
 def _ids(sandboxes: Iterable[Sandbox]) -> frozenset[str]:

@@ -50,11 +50,7 @@ class Workspace:
         content = random.Random(_LARGE_CONTENT_SEED).randbytes(LARGE_FILE_SIZE)
         assert_that(
             self._world.in_session().download_file(LARGE_FILE),
-            holds_checksum(
-                f"{LARGE_FILE} to come back byte for byte",
-                LARGE_FILE_SIZE,
-                hashlib.sha256(content).hexdigest(),
-            ),
+            holds_checksum(f"{LARGE_FILE} to come back byte for byte", content),
         )
 
     def expect_large_file_listed_with_its_size(self) -> None:
@@ -99,17 +95,19 @@ def holds_fibonacci(numbers: Sequence[int]) -> Answer:
     )
 
 
-def holds_checksum(expectation: str, size: int, sha256: str) -> Matcher[requests.Response]:
-    """A 200 answer whose body has this length and SHA-256 digest: a large download, which
-    a failure shows by its length and digest, never by its bytes."""
+def holds_checksum(expectation: str, content: bytes) -> Matcher[requests.Response]:
+    """A 200 answer whose body has the length and SHA-256 digest of `content`: a large
+    download, which a failure shows by its length and digest, never by its bytes."""
 
-    def digest(response: requests.Response) -> tuple[int, str]:
-        return len(response.content), hashlib.sha256(response.content).hexdigest()
+    def digest(body: bytes) -> tuple[int, str]:
+        return len(body), hashlib.sha256(body).hexdigest()
+
+    size, sha256 = digest(content)
 
     return matchers.meets(
         f"{expectation} ({size} bytes, SHA-256 {sha256})",
-        lambda response: response.status_code == 200 and digest(response) == (size, sha256),
-        lambda response: "the body was {} bytes, SHA-256 {}; the answer was {}".format(
-            *digest(response), describe_response(response)
+        lambda answer: answer.status_code == 200 and digest(answer.content) == (size, sha256),
+        lambda answer: "the body was {} bytes, SHA-256 {}; the answer was {}".format(
+            *digest(answer.content), describe_response(answer)
         ),
     )

@@ -18,7 +18,7 @@ from hamcrest.core.matcher import Matcher
 
 from acceptance.core import matchers
 from acceptance.core.clients import Router, WorkloadManager, session_id_of
-from acceptance.core.evidence import Table, describe_response, redact
+from acceptance.core.evidence import describe_response
 from acceptance.core.matchers import json_body
 from acceptance.core.measurements import Measurements
 from acceptance.core.runtimes import Role, Runtime, RuntimeKind, configured_runtimes
@@ -54,17 +54,6 @@ class Session:
         return f"session {self.session_id} of {self.runtime}"
 
 
-@dataclass(frozen=True)
-class Activity:
-    """A session's last successful call, sent and answered (time.monotonic). The target
-    stamped the session active in between (upstream: as it forwards the call and as the call
-    ends, in whole seconds), so idleness judged from `sent_at` is never too long, and a
-    deadline counted from `answered_at` never too short."""
-
-    sent_at: float
-    answered_at: float
-
-
 @dataclass
 class RunLedger:
     """What the scenarios of one run add to, for its end: the sessions they opened, the
@@ -83,25 +72,21 @@ class World:
         self,
         settings: Settings,
         target: Target,
-        *,
         transport: Transport,
-        router: Router,
-        workload_manager: WorkloadManager,
-        platform: Platform,
         register_cleanup: RegisterCleanup,
         ledger: RunLedger,
     ) -> None:
-        """`transport`: the scenario's one, which the others call through."""
+        """`transport`: the scenario's one, which its clients and platform call through."""
         self._settings = settings
         self._target = target
         self.transport = transport
-        self._workload_manager = workload_manager
-        self._platform = platform
+        self._workload_manager = WorkloadManager(transport, target.workload_manager_url)
+        self.platform = target.platform(transport)
         self._register_cleanup = register_cleanup
         self.ledger = ledger  # what the run's end reports, the run's sessions among it
         self._calls: list[Call] = []
         self._sessions: list[Session] = []
-        self._last_activity: dict[str, Activity] = {}
+        self._last_activity: dict[str, Call] = {}
         # The runtimes the settings name, and those the scenario applies or names itself.
         self._runtimes: dict[Role, Runtime] = configured_runtimes(settings)
         # Runtimes applied for the run or the scenario and not yet served (see Calls).
@@ -109,6 +94,8 @@ class World:
         self._parts: dict[type, Any] = {}
         self._kept: list[str] | None = None
         self._closed: set[str] = set()  # session ids the scenario deleted itself
+        warm = [self._runtimes[Role.WARM_INTERPRETER]]  # whose first calls are warm starts
+        router = Router(transport, target.router_url, ledger.measurements, warm_pooled=warm)
         self.caller = Caller(router, target.api_token)  # the scenario's own
 
     # What the capability helpers build on.
@@ -122,7 +109,7 @@ class World:
                 "world": self,
                 "settings": self._settings,
                 "target": self._target,
-                "platform": self._platform,
+                "platform": self.platform,
             }
             wanted = inspect.signature(kind).parameters
             unknown = sorted(set(wanted) - set(given))
@@ -140,27 +127,7 @@ class World:
         from the run's."""
         return dataclasses.replace(self.caller, router=Router(self.transport, url, Measurements()))
 
-    # What the scenario has seen so far.
-
-    def evidence(self, since: int = 0, whose: str = "this scenario") -> str:
-        """The scenario's HTTP exchanges from the `since`-th on, redacted, for a report."""
-        return self.transport.log.format(since, whose)
-
-    def stream_timelines(self) -> list[tuple[str, Table]]:
-        """Each stream's timeline (when each part was sent and arrived), by call, redacted."""
-        return [
-            (f"{exchange.method} {redact(exchange.url)}", exchange.timeline)
-            for exchange in self.transport.log.exchanges
-            if exchange.timeline
-        ]
-
-    @property
-    def exchange_count(self) -> int:
-        return len(self.transport.log.exchanges)
-
-    def platform_evidence(self) -> str:
-        """What the platform shows of the scenario's sessions, for a failure report."""
-        return self._platform.evidence(session.session_id for session in self._sessions)
+    # What the scenario has seen so far (its HTTP exchanges: transport.log).
 
     def runtime(self, role: Role) -> Runtime:
         if role in self._runtimes:
@@ -196,8 +163,11 @@ class World:
                 return session
         raise AssertionError(f"the call opened no session: {describe_response(answer)}")
 
-    def last_activity(self, session: Session) -> Activity:
-        """The session's last call that it answered successfully."""
+    def last_activity(self, session: Session) -> Call:
+        """The session's last call that it answered successfully. The target stamped the
+        session active between its `sent_at` and `answered_at` (upstream: as it forwards the
+        call and as the call ends, in whole seconds), so idleness judged from `sent_at` is
+        never too long, and a deadline counted from `answered_at` never too short."""
         return self._last_activity[session.session_id]
 
     def sandbox_reports(self) -> list[dict[str, Any]]:
@@ -238,7 +208,7 @@ class World:
             self._adopt(Session(returned, call.runtime, call.caller, call.sent_at))
         if call.response.status_code == 200:
             for active in {sid for sid in (call.sent_session_id, returned) if sid}:
-                self._last_activity[active] = Activity(call.sent_at, call.answered_at)
+                self._last_activity[active] = call
 
     # Sessions.
 
@@ -273,7 +243,8 @@ class World:
         )
         session = Session(response.json()["sessionId"], runtime, caller, opened_at)
         self._adopt(session)
-        self._last_activity[session.session_id] = Activity(opened_at, time.monotonic())
+        opening = Call(caller, runtime, None, response, opened_at, time.monotonic())
+        self._last_activity[session.session_id] = opening
         return session
 
     def close_session(self, session: Session) -> requests.Response:
@@ -337,7 +308,7 @@ class World:
         if runtime.kind is not role.kind:
             raise ValueError(f"{runtime} cannot play the {role.phrase}")
         self._register_cleanup(self._delete_runtime, runtime)
-        self._runtimes[role] = self._platform.apply_runtime(manifest)
+        self._runtimes[role] = self.platform.apply_runtime(manifest)
         self._unserved.add(self._runtimes[role])
         return self._runtimes[role]
 
@@ -348,17 +319,18 @@ class World:
 
     def _delete_runtime(self, runtime: Runtime) -> None:
         if self._kept is not None:
-            self._kept.append(f"{runtime}: kept on platform {self._platform.name!r}")
+            self._kept.append(f"{runtime}: kept on platform {self.platform.name!r}")
             return
         try:
-            self._platform.delete_runtime(runtime)
+            self.platform.delete_runtime(runtime)
         except AssertionError as error:
             self.ledger.leaks.append(f"{runtime}: {error}")
 
 
-def sandbox_report(response: requests.Response) -> Any:
-    """The echo agent's account of the sandbox that served the call (None if absent)."""
-    body = json_body(response)
+def sandbox_report(answer: requests.Response | Any) -> Any:
+    """The echo agent's account of the sandbox that served the call (None if absent), from
+    its answer or from what it sent already read (a conversation's greeting, an event)."""
+    body = json_body(answer) if isinstance(answer, requests.Response) else answer
     return body.get("sandbox") if isinstance(body, dict) else None
 
 

@@ -199,12 +199,7 @@ def _shared_target(target: Target, settings: Settings) -> tuple[list[str], dict[
         **adapter(target.platform_name).worker_settings,
     }
     defines = [f"--define={name}={value}" for name, value in shared.items() if value is not None]
-    tokens = {
-        "api_token": target.api_token,
-        "second_api_token": target.second_api_token,
-        "admin_api_token": target.admin_api_token,
-        **target.refused_tokens,
-    }
+    tokens = {**target.callers_tokens(), **target.refused_tokens}
     secrets = {setting.env: token for setting in SETTINGS if (token := tokens.get(setting.name))}
     return defines, secrets
 

@@ -11,10 +11,8 @@ from dataclasses import dataclass, field, replace
 
 from hamcrest import described_as, empty
 
-from acceptance.core.clients import Router, WorkloadManager
 from acceptance.core.evidence import ExchangeLog
 from acceptance.core.polling import eventually
-from acceptance.core.runtimes import Role, configured_runtime
 from acceptance.core.settings import Settings
 from acceptance.core.transport import Transport
 from acceptance.domain.world import RegisterCleanup, RunLedger, World
@@ -89,21 +87,7 @@ class Suite:
         """A World with its own HTTP session and exchange log, closed by the last cleanup."""
         transport = self._transport()
         register_cleanup(transport.close)
-        return World(
-            self.settings,
-            self.target,
-            transport=transport,
-            router=Router(
-                transport,
-                self.target.router_url,
-                self.ledger.measurements,
-                warm_pooled=[configured_runtime(Role.WARM_INTERPRETER, self.settings)],
-            ),
-            workload_manager=WorkloadManager(transport, self.target.workload_manager_url),
-            platform=self.target.platform(transport),
-            register_cleanup=register_cleanup,
-            ledger=self.ledger,
-        )
+        return World(self.settings, self.target, transport, register_cleanup, self.ledger)
 
     def stop(self) -> None:
         """Let go of the target, once, keeping what sessions kept for inspection need."""

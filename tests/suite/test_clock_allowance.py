@@ -15,7 +15,6 @@ from types import SimpleNamespace
 import pytest
 
 from acceptance.core.settings import load_settings
-from acceptance.domain.world import Activity
 from acceptance.platforms.base import SANDBOX_OBSERVATION, Sandbox
 from acceptance.platforms.kubernetes.settings import CLUSTER_DEFAULTS
 from tests.suite.stand_in_session import (
@@ -73,7 +72,7 @@ def world_idle_after(sent_ago: float, ends_after_sent: float, **userdata: str) -
     return SimpleNamespace(
         settings=settings,
         session=session,
-        last_activity=lambda _: Activity(sent_at, now),
+        last_activity=lambda _: SimpleNamespace(sent_at=sent_at, answered_at=now),
         target=SimpleNamespace(capabilities={SANDBOX_OBSERVATION}),
         platform=SimpleNamespace(sandbox_of=sandbox_of),
     )

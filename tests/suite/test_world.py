@@ -14,7 +14,6 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from acceptance.core.clients import Router, WorkloadManager
 from acceptance.core.evidence import ExchangeLog
 from acceptance.core.runtimes import FIXTURE_RUNTIMES, Role, RuntimeKind
 from acceptance.core.settings import load_settings
@@ -70,19 +69,15 @@ def scenario() -> Iterator[MakeScenario]:
         cleanups: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
         ledger = RunLedger()
         transport = Transport(timeout=30, log=ExchangeLog())
-        platform = target.platform(transport)
         world = World(
             settings,
             target,
-            transport=transport,
-            router=Router(transport, url, ledger.measurements),
-            workload_manager=WorkloadManager(transport, url),
-            platform=platform,
-            register_cleanup=lambda cleanup, *args: cleanups.append((cleanup, args)),
-            ledger=ledger,
+            transport,
+            lambda cleanup, *args: cleanups.append((cleanup, args)),
+            ledger,
         )
         cleanups.append((transport.close, ()))
-        started.append(Scenario(world, platform, cleanups, ledger.leaks))
+        started.append(Scenario(world, world.platform, cleanups, ledger.leaks))
         return started[-1]
 
     yield make
@@ -106,12 +101,13 @@ def test_the_platform_finds_the_sandboxes_of_several_sessions_in_one_listing(
     run = scenario(shared_cube.url)
     first = open_session(run.world, Role.ECHO_AGENT)
     second = open_session(run.world, Role.ECHO_AGENT)
-    calls = run.world.exchange_count
+    exchanges = run.world.transport.log.exchanges
+    calls = len(exchanges)
     found = run.platform.sandboxes_of([first.session_id, second.session_id, "unknown"])
     assert set(found) == {first.session_id, second.session_id}
     assert found[first.session_id] == run.platform.sandbox_of(first.session_id)
     assert found[first.session_id] != found[second.session_id]
-    assert run.world.exchange_count == calls + 2  # one listing each, not one per session
+    assert len(exchanges) == calls + 2  # one listing each, not one per session
 
 
 def test_a_session_opened_through_the_router_is_deleted(shared_cube, scenario) -> None:
@@ -130,7 +126,8 @@ def test_a_session_the_scenario_closed_is_not_deleted_again(shared_cube, scenari
     assert run.world.close_session(session).status_code == 200
     run.end()
     assert run.leaks == []
-    assert run.world.evidence().count(" DELETE ") == 1, run.world.evidence()
+    evidence = run.world.transport.log.format()
+    assert evidence.count(" DELETE ") == 1, evidence
 
 
 def test_a_failed_deletion_is_reported_with_the_answer(shared_cube, scenario) -> None:
@@ -215,7 +212,7 @@ def test_a_router_restart_that_loses_sessions_is_noticed(tmp_path: Path, scenari
         run = scenario(target.shared_cube.url, own=target)
         resilience = run.world.part(Resilience)
         resilience.open_answered_session(Role.ECHO_AGENT)
-        resilience.restart_router()
+        run.world.platform.restart_router()
         with pytest.raises(AssertionError) as error:
             resilience.expect_agent_session_survived(Role.ECHO_AGENT)
         message = str(error.value)
