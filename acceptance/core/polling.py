@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO, TypeVar
 
-from hamcrest import assert_that
 from hamcrest.core.matcher import Matcher
 from hamcrest.core.string_description import StringDescription
 from tenacity import (
@@ -116,6 +115,19 @@ class _BlockingWaits:
 waiting = _BlockingWaits().waiting
 
 
+def _mismatch(matcher: Matcher[T], value: T) -> str:
+    description = StringDescription()
+    matcher.describe_mismatch(value, description)
+    return str(description)
+
+
+def _failure(reason: str, matcher: Matcher[T], but: str) -> AssertionError:
+    """hamcrest's message for a verdict the wait already reached: the value is not judged
+    again, so a matcher whose verdict changes cannot turn a failure into a pass."""
+    expected = StringDescription().append_description_of(matcher)
+    return AssertionError(f"{reason}\nExpected: {expected}\n     but: {but}")
+
+
 def eventually(
     probe: Callable[[], T],
     matcher: Matcher[T],
@@ -147,13 +159,12 @@ def eventually(
             f"Gave up after {result.seconds_since_start:.1f} s "
             f"({result.attempt_number} probes) waiting for {waiting_for}."
         )
-        if not outcome.failed:
-            assert_that(outcome.result(), matcher, gave_up)
-        error = outcome.exception()
-        raise AssertionError(
-            f"{gave_up}\nExpected: {StringDescription().append_description_of(matcher)}\n"
-            f"     but: the last probe raised {type(error).__name__}: {error}"
-        )
+        if outcome.failed:
+            error = outcome.exception()
+            but = f"the last probe raised {type(error).__name__}: {error}"
+        else:
+            but = _mismatch(matcher, outcome.result())
+        raise _failure(gave_up, matcher, but)
     return result
 
 
@@ -174,14 +185,14 @@ def consistently(
     started = time.monotonic()
     try:  # as tenacity's stop_before_delay: no probe starts past the duration
         seen.append(probe())
-        while matcher.matches(seen[-1]) and time.monotonic() - started + poll < duration:
+        while (held := matcher.matches(seen[-1])) and time.monotonic() - started + poll < duration:
             time.sleep(poll)
             progress.tick()
             seen.append(probe())
     finally:
         progress.close()
-    if raising:
-        elapsed = time.monotonic() - started
-        held = f"After {elapsed:.1f} s of {duration:.1f} s (probe {len(seen)}), it no longer held"
-        assert_that(seen[-1], matcher, f"{held} that {holding}.")
+    if raising and not held:
+        after = f"After {time.monotonic() - started:.1f} s of {duration:.1f} s"
+        reason = f"{after} (probe {len(seen)}), it no longer held that {holding}."
+        raise _failure(reason, matcher, _mismatch(matcher, seen[-1]))
     return seen

@@ -8,6 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from hamcrest import equal_to, greater_than
+from hamcrest.core.base_matcher import BaseMatcher
+from hamcrest.core.description import Description
 
 from acceptance.core import polling
 from acceptance.core.polling import consistently, eventually, waiting
@@ -92,6 +94,30 @@ def test_consistently_fails_at_the_first_value_that_breaks_the_expectation() -> 
     message = str(error.value)
     assert "(probe 3), it no longer held that it is 5" in message
     assert "Expected: <5>" in message and "but: was <6>" in message
+
+
+class _JudgedOnceOnly(BaseMatcher[int]):
+    """A matcher whose verdict flips after its first judgement: a wait that judged a value
+    again to write its message would report a failure as a pass, or a value as an error."""
+
+    def __init__(self) -> None:
+        self.judgements = itertools.count()
+
+    def _matches(self, item: int) -> bool:
+        return next(self.judgements) > 0
+
+    def describe_to(self, description: Description) -> None:
+        description.append_text("a value judged once")
+
+
+def test_eventually_reports_the_value_it_gave_up_on_as_judged_when_it_gave_up() -> None:
+    with pytest.raises(AssertionError, match=r"(?s)Expected: a value judged once.*but: was <7>"):
+        eventually(lambda: 7, _JudgedOnceOnly(), timeout=0, poll=0.01, waiting_for="seven")
+
+
+def test_consistently_fails_on_the_value_that_broke_it_as_judged_when_it_broke() -> None:
+    with pytest.raises(AssertionError, match=r"(?s)no longer held that seven.*but: was <7>"):
+        consistently(lambda: 7, _JudgedOnceOnly(), duration=1, poll=0.01, holding="seven")
 
 
 def test_long_waits_print_progress(monkeypatch: pytest.MonkeyPatch) -> None:
