@@ -165,7 +165,7 @@ def _process_running(pid: int) -> bool:
     """Whether a local process exists and has not ended (a zombie has ended)."""
     try:
         return "\nState:\tZ" not in Path(f"/proc/{pid}/status").read_text()
-    except OSError:  # no such process
+    except FileNotFoundError:  # no such process; another error is not an answer
         return False
 
 
