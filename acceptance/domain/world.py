@@ -327,10 +327,10 @@ class World:
             self.ledger.leaks.append(f"{runtime}: {error}")
 
 
-def sandbox_report(answer: requests.Response | Any) -> Any:
+def sandbox_report(sent: requests.Response | Any) -> Any:
     """The echo agent's account of the sandbox that served the call (None if absent), from
     its answer or from what it sent already read (a conversation's greeting, an event)."""
-    body = json_body(answer) if isinstance(answer, requests.Response) else answer
+    body = json_body(sent) if isinstance(sent, requests.Response) else sent
     return body.get("sandbox") if isinstance(body, dict) else None
 
 
