@@ -13,10 +13,13 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from acceptance.core.evidence import Exchange, ExchangeLog, Table, session_id_in, text_table
 from agentcube_contract.session import SESSION_HEADER
+
+# What a streamed answer is read as: events (server-sent) or chunks (lines of text).
+StreamKind = Literal["events", "chunks"]
 
 
 @dataclass(frozen=True)
@@ -112,7 +115,7 @@ class StreamingClient:
             headers[SESSION_HEADER] = session_id
         return headers
 
-    async def stream(self, url: str, session_id: str | None, kind: str) -> StreamedAnswer:
+    async def stream(self, url: str, session_id: str | None, kind: StreamKind) -> StreamedAnswer:
         """GET a streamed answer, part by part as it arrives: `events`, each event's `data:`
         lines parsed as JSON, or `chunks` of unknown length, each line of text a part. The
         exchange keeps the timeline of the events the agent stamped."""

@@ -23,7 +23,13 @@ from hamcrest.core.matcher import Matcher
 from acceptance.core import matchers
 from acceptance.core.runtimes import Role
 from acceptance.core.settings import Settings
-from acceptance.core.streams import Conversation, StreamedAnswer, StreamingClient, Timeline
+from acceptance.core.streams import (
+    Conversation,
+    StreamedAnswer,
+    StreamingClient,
+    StreamKind,
+    Timeline,
+)
 from acceptance.domain.credentials import not_given_credentials
 from acceptance.domain.load import all_at_once, within_the_limit
 from acceptance.domain.world import Session, World, required, sandbox_identity, sandbox_report
@@ -76,7 +82,7 @@ class Streams:
     def read_chunks(self) -> None:
         self._read("chunks", CHUNKS)
 
-    def _read(self, kind: str, count: int) -> None:
+    def _read(self, kind: StreamKind, count: int) -> None:
         self._count = count
         self._answer = asyncio.run(self._stream(self._world.session, kind, count, "mine"))
 
@@ -230,7 +236,7 @@ class Streams:
         return session.caller.router.streams(session.caller.token, wait)
 
     def _stream(
-        self, session: Session, kind: str, count: int, tag: str
+        self, session: Session, kind: StreamKind, count: int, tag: str
     ) -> Coroutine[Any, Any, StreamedAnswer]:
         """The agent's `count` events or chunks (`kind`), each tagged `tag`, in the session."""
         spacing = self._settings.stream_event_spacing
