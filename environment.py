@@ -13,7 +13,6 @@ from behave.fixture import use_fixture_by_tag
 from behave.model import Scenario, Step
 from behave.runner import Context
 
-from acceptance.core.evidence import redact
 from acceptance.domain.step_types import STEP_TYPES
 from acceptance.run.fixtures import FIXTURES
 from acceptance.run.report_hooks import add_run_summary, attach_table, attach_text
@@ -57,10 +56,8 @@ def after_step(context: Context, step: Step) -> None:
         http_evidence = log.format()  # before the platform is asked: it may call HTTP
         platform_evidence = world.platform.evidence(s.session_id for s in world.sessions)
         attach_text(context, "Platform evidence", platform_evidence)
-        for exchange in log.exchanges:
-            if exchange.timeline:
-                call = f"{exchange.method} {redact(exchange.url)}"
-                attach_table(context, f"Stream timeline of {call}", exchange.timeline)
+        for call, timeline in log.timelines():
+            attach_table(context, f"Stream timeline of {call}", timeline)
         # Inside the step's capture: beside the failure in the console and the JUnit report.
         print(f"{http_evidence}\n{platform_evidence}")
 

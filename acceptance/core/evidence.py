@@ -182,3 +182,12 @@ class ExchangeLog:
             label = f"[{first}]" if first == last else f"[{first}-{last}, {len(numbered)} alike]"
             lines.append(f"{label} {exchange.format()}")
         return "\n".join(lines)
+
+    def timelines(self) -> list[tuple[str, Table]]:
+        """The streams' timelines (when each part was sent and arrived), each with the
+        call it belongs to, redacted."""
+        return [
+            (f"{exchange.method} {redact(exchange.url)}", exchange.timeline)
+            for exchange in self.exchanges
+            if exchange.timeline
+        ]
