@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 from urllib.parse import urlsplit
 
 from agentcube_contract import names
@@ -129,30 +129,35 @@ class Setting:
         return self.shown or (f"`{self.default}`" if self.default is not None else "unset")
 
 
+T = TypeVar("T")
+
+
 def setting(
-    parse: Callable[[str], Any],
+    parse: Callable[[str], T],
     default: str | None,
     meaning: str,
     *,
     shown: str = "",
     secret: bool = False,
     env: str = "",
-) -> Any:
+) -> T:
     """A field of a settings dataclass holding its Setting (in its metadata, keyed by the
-    class); its default is `default` parsed, and a secret one stays out of the repr."""
-    return dataclasses.field(
+    class); its default is `default` parsed, and a secret one stays out of the repr. Typed
+    as the parser's value, so that mypy holds each field's annotation to its parser."""
+    field = dataclasses.field(
         default=None if default is None else parse(default),
         repr=not secret,
         metadata={Setting: Setting("", env, parse, default, meaning, shown, secret)},
     )
+    return cast(T, field)  # None where unset: the field's annotation says so
 
 
-def duration(default: str, meaning: str, **more: Any) -> Any:
+def duration(default: str, meaning: str, **more: Any) -> float:
     """A setting holding a positive duration, in seconds."""
     return setting(parse_seconds, default, meaning, **more)
 
 
-def token(meaning: str, **more: Any) -> Any:
+def token(meaning: str, **more: Any) -> str | None:
     """A secret setting holding a bearer token, unset unless given."""
     return setting(parse_token, None, meaning, secret=True, **more)
 
