@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from behave.configuration import Configuration
@@ -16,9 +17,9 @@ from acceptance.platforms.target import read_settings
 from acceptance.run.main import main as run_suite
 
 
-def reports_dir(arguments: list[str]) -> Path:
-    """The reports directory these behave arguments (-D reports_dir) or the environment name."""
-    return Path(read_settings(Configuration(arguments).userdata, os.environ).suite.reports_dir)
+def reports_dir(userdata: Mapping[str, str]) -> Path:
+    """The reports directory behave's userdata (-D reports_dir) or the environment name."""
+    return Path(read_settings(userdata, os.environ).suite.reports_dir)
 
 
 def report_arguments(arguments: list[str], reports: Path) -> list[str]:
@@ -35,7 +36,7 @@ def report_arguments(arguments: list[str], reports: Path) -> list[str]:
 
 
 def main(arguments: list[str]) -> int:
-    reports = reports_dir(arguments)
+    reports = reports_dir(Configuration(arguments).userdata)
     shutil.rmtree(reports / "junit", ignore_errors=True)  # no earlier report to mislead
     status = run_suite(report_arguments(arguments, reports))
     print(f"Reports: {reports / 'report.html'} (HTML), {reports / 'junit'}/ (JUnit XML)")

@@ -99,7 +99,7 @@ def test_workers_on_a_cluster_share_the_forwards_and_the_token_of_the_run() -> N
 
 def test_the_reports_directory_is_read_with_the_cluster_settings_given() -> None:
     arguments = ["-D", "platform=kubernetes", "-D", "kube_context=kind-e2e", "-D", "reports_dir=r"]
-    assert reports_dir(arguments) == Path("r")
+    assert reports_dir(Configuration(arguments).userdata) == Path("r")
 
 
 def test_paths_are_told_from_the_values_of_behaves_options() -> None:
@@ -146,9 +146,10 @@ def test_a_scenario_that_fills_the_concurrency_limit_runs_alone() -> None:
     )
 
 
-def test_a_selected_scenario_without_a_result_is_named_as_not_run() -> None:
+def test_unreported_finds_the_selected_scenarios_without_a_result() -> None:
     """Seen on a real cluster: behavex marked one outline row "untested" and no worker
-    reported it; the summary counted one scenario fewer and said nothing."""
+    reported it; the summary counted one scenario fewer and said nothing. (The run names
+    them as not run: the wiring tests below.)"""
     config = Configuration(["--tags=@smoke", "features"])
     selected = selection(parse_features(collect_feature_locations(config.paths)), config)[0]
     reported, dropped = selected[1:], selected[0]
