@@ -32,6 +32,7 @@ from acceptance.run.results import RunResults, run_features, selection
 from acceptance.run.suite import KEPT, Suite
 from acceptance.run.summary import closing_report, summarize
 from acceptance.run.tag_check import UnknownTagError, check_tags
+from acceptance.run.timings import any_timed
 
 ALONE_TAGS = ("serial", "disruptive")
 # The title of the closing note on selected scenarios that no phase ran; such a run fails.
@@ -114,11 +115,12 @@ def run(processes: int, behave_arguments: list[str]) -> int:
     selected, deselected = selection(features, config)
     alone = [scenario for scenario in selected if _runs_alone(scenario)]
     concurrent = [scenario for scenario in selected if not _runs_alone(scenario)]
-    reports = reports_dir(behave_arguments)
+    reports = reports_dir(config.userdata)
     out = reports / "parallel"
     shutil.rmtree(out, ignore_errors=True)
     # The preflight first, of the concurrent phase's target (the alone phase checks its own).
-    suite = Suite.start({**config.userdata, "reports_dir": str(out)}, os.environ)
+    userdata = {**config.userdata, "reports_dir": str(out)}
+    suite = Suite.start(userdata, os.environ, timed=any_timed(selected))
     print(f"{suite.release.account()}\n{suite.preflight}", flush=True)
     print(
         f"{len(selected)} scenarios: {len(alone)} run alone (@{', @'.join(ALONE_TAGS)}), "

@@ -15,11 +15,11 @@ from behave.configuration import Configuration
 from behave.formatter._registry import make_formatters
 
 from acceptance.run.early_stop import EarlyStop
-from acceptance.run.report_hooks import REVIEW_FORMAT
+from acceptance.run.report_hooks import review_reports
 from acceptance.run.results import run_features, selection
 from acceptance.run.suite import Suite
 from acceptance.run.tag_check import check_tags
-from acceptance.run.timings import TIMED_TAG
+from acceptance.run.timings import any_timed
 
 # The suite started before behave's runner, for before_all to take over (one per process).
 _started: list[Suite] = []
@@ -31,8 +31,7 @@ def start_suite(config: Configuration) -> Suite:
     features = run_features(config)
     check_tags(features, config.tag_expression)
     selected, deselected = selection(features, config)
-    timed = any(TIMED_TAG in s.effective_tags for s in selected)
-    suite = Suite.start(config.userdata, os.environ, timed=timed)
+    suite = Suite.start(config.userdata, os.environ, timed=any_timed(selected))
     if not suite.settings.results_dir:  # a parallel run's worker: its command does both
         suite.results.deselected = len(deselected)
         suite.results.selected = len(selected)
@@ -49,9 +48,10 @@ def start_before_behave(config: Configuration) -> bool:
     except (Exception, KeyboardInterrupt) as error:
         stop = EarlyStop.of(error)
     # behave's reports, made as its runner makes them, so that they show why it stopped.
-    for formatter in make_formatters(config, config.outputs):
-        if formatter.name == REVIEW_FORMAT:  # acceptance.run.html_report.ReviewReport
-            formatter.early_stop = stop
+    formatters = make_formatters(config, config.outputs)
+    for report in review_reports(formatters):
+        report.early_stop = stop
+    for formatter in formatters:
         formatter.close()
     if config.junit:
         stop.write_junit(Path(config.junit_directory))
