@@ -5,7 +5,7 @@ matplotlib."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from behave.formatter.base import Formatter
@@ -20,10 +20,14 @@ if TYPE_CHECKING:
 REVIEW_FORMAT = "html-review"  # behave.ini registers the formatter under this name
 
 
+def review_reports(formatters: Iterable[Formatter]) -> list[Formatter]:
+    """The review reports (acceptance.run.html_report.ReviewReport) among the formatters."""
+    return [report for report in formatters if report.name == REVIEW_FORMAT]
+
+
 def _review_reports(context: Context) -> list[Formatter]:
-    """The review reports (acceptance.run.html_report.ReviewReport) of the run."""
     # behave keeps its formatters on the runner; the pretty formatter documents this access.
-    return [report for report in context._runner.formatters if report.name == REVIEW_FORMAT]
+    return review_reports(context._runner.formatters)
 
 
 def attach_text(context: Context, caption: str, text: str | Callable[[], str]) -> None:
