@@ -13,10 +13,13 @@ class Summary:
     """One measurement's distribution: its percentiles, and every sample for the chart."""
 
     name: str
-    count: int
     p50: float
     p95: float
-    samples: tuple[float, ...] = field(default=(), repr=False)
+    samples: tuple[float, ...] = field(repr=False)
+
+    @property
+    def count(self) -> int:
+        return len(self.samples)
 
 
 def percentile(samples: list[float], fraction: float) -> float:
@@ -40,6 +43,6 @@ class Measurements:
 def summaries(samples: Mapping[str, list[float]]) -> list[Summary]:
     """The distribution of each measurement's samples, by name."""
     return [
-        Summary(name, len(seen), percentile(seen, 0.5), percentile(seen, 0.95), tuple(seen))
+        Summary(name, percentile(seen, 0.5), percentile(seen, 0.95), tuple(seen))
         for name, seen in sorted(samples.items())
     ]

@@ -22,7 +22,7 @@ def latency_chart_png(latencies: list[Summary]) -> bytes:
     figure = Figure(figsize=(9, 1.0 + 0.8 * len(latencies)), dpi=110)
     axes = figure.subplots()
     rows = range(len(latencies))
-    milliseconds = [[value * 1000 for value in s.samples or (s.p50, s.p95)] for s in latencies]
+    milliseconds = [[value * 1000 for value in s.samples] for s in latencies]
     axes.boxplot(
         milliseconds,
         positions=list(rows),
