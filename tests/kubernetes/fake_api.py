@@ -517,17 +517,17 @@ class FakeKubernetes:
             for generated in ("uid", "resourceVersion", "creationTimestamp", "generation"):
                 body["metadata"].pop(generated, None)
             if request.query.get("dryRun") == "All":  # checked as a create is, not stored
-                return json_body(body, 201)
+                return _json(body, 201)
             if target.plural == "customresourcedefinitions":
                 self._establish(body)
             if target.plural == "services":
                 self._allocate_cluster_ip(body)
-            return json_body(self.put(target.collection, body), 201)
+            return _json(self.put(target.collection, body), 201)
         stored = self.get(target.collection, name or "")
         if stored is None:
             return _not_found(target)
         if method == "GET":
-            return json_body(stored)
+            return _json(stored)
         if method == "DELETE":
             # DeleteOptions from a body that is not empty, else from the query: a query's
             # gracePeriodSeconds=0 beside a body is ignored (apiserver
@@ -552,7 +552,7 @@ class FakeKubernetes:
         else:
             return _status(405, f"{method} not supported by the fake")
         self._written(target.collection, before, stored)
-        return json_body(stored)
+        return _json(stored)
 
     def _establish(self, crd: dict[str, Any]) -> None:
         """What the API server's own CRD controllers do at once: the names accepted, the
@@ -601,7 +601,7 @@ class FakeKubernetes:
         stored.clear()
         stored.update(replaced)
         self._written(target.collection, before, stored)
-        return json_body(stored)
+        return _json(stored)
 
     def _allocate_cluster_ip(self, service: dict[str, Any]) -> None:
         spec = service.setdefault("spec", {})
@@ -648,7 +648,7 @@ class FakeKubernetes:
                 }
             )
             self._written(target.collection, before, stored)
-            return json_body(
+            return _json(
                 {
                     "kind": "Status",
                     "apiVersion": "v1",
@@ -715,7 +715,7 @@ class FakeKubernetes:
             metadata["continue"] = _encode_continue(items[-1]["metadata"]["name"])
             if not label_selector and not field_selector:
                 metadata["remainingItemCount"] = len(rest)
-        return json_body(
+        return _json(
             {
                 "kind": f"{target.kind.kind}List",  # type: ignore[union-attr]
                 "apiVersion": target.api_version,
@@ -806,9 +806,9 @@ class FakeKubernetes:
                 details=target.details(kind=kind),
             )
         if target.plural == "pods":
-            return json_body(self._delete_pod(target.collection, stored, options))
+            return _json(self._delete_pod(target.collection, stored, options))
         self._gone(target.collection, stored)
-        return json_body(
+        return _json(
             {
                 "kind": "Status",
                 "apiVersion": "v1",
@@ -911,7 +911,7 @@ class FakeKubernetes:
             "uid": str(uuid.uuid4()),
             "creationTimestamp": _now(),
         }
-        return json_body(
+        return _json(
             {
                 "kind": "TokenRequest",
                 "apiVersion": "authentication.k8s.io/v1",
@@ -925,7 +925,7 @@ class FakeKubernetes:
     def _discovery(self, group: str, version: str) -> web.Response:
         if f"{group}/{version}" not in self.groups:
             return web.Response(status=404, text=NOT_FOUND_PAGE)
-        return json_body(
+        return _json(
             {
                 "kind": "APIResourceList",
                 "apiVersion": "v1",
@@ -1162,7 +1162,7 @@ def _discovered(kind: _Kind) -> Iterator[dict[str, Any]]:
         }
 
 
-def json_body(body: Any, status: int = 200) -> web.Response:
+def _json(body: Any, status: int = 200) -> web.Response:
     """JSON as the API server writes it: compact, a trailing newline, no charset."""
     data = json.dumps(body, separators=(",", ":")).encode() + b"\n"
     return web.Response(body=data, status=status, content_type="application/json")
@@ -1183,7 +1183,7 @@ def _status(
     if details is not None:
         status["details"] = details
     status["code"] = code
-    return json_body(status, code)
+    return _json(status, code)
 
 
 def _not_found(target: _Target) -> web.Response:
