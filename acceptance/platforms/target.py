@@ -81,7 +81,7 @@ def open_target(
     or opened is the Target's to close."""
     run = read_settings(userdata, environ)
     target = run.adapter.open(run, environ)
-    for token in (target.api_token, target.second_api_token, target.admin_api_token):
+    for token in target.callers_tokens().values():
         register_secret(token)
     register_secret(run.suite.workload_manager_token)
     return run, target
