@@ -4,9 +4,10 @@
 the medians of parallel and sequential.
 
 Each run starts its own localcube, as the commands do, and writes into a temporary reports
-directory. A run that fails is reported, its output kept in reports/suite-bench/, and makes
-the script exit non-zero. `--tree` runs another checkout's suite (say, a commit before a
-change) in the same rounds, for a before and after measured side by side.
+directory. A run that fails is reported, that directory (its output included) kept in
+reports/suite-bench/<start time>/, and makes the script exit non-zero. `--tree` runs another
+checkout's suite (say, a commit before a change) in the same rounds, for a before and after
+measured side by side.
 
 Run: .venv/bin/python bench/suite_wall_time.py [--processes N] [--rounds 3] [--tree DIR]
 (--processes: as `./dev parallel`, four per CPU and at most 16 unless given)
@@ -16,6 +17,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -26,16 +29,16 @@ from pathlib import Path
 from acceptance.run.parallel_run import default_processes
 
 ROOT = Path(__file__).resolve().parent.parent
-FAILURES = ROOT / "reports" / "suite-bench"  # the output of each run that failed
+FAILURES = ROOT / "reports" / "suite-bench"  # the reports of each run that failed
 
 
-def timed_run(command: list[str], tree: Path) -> tuple[float, int, str]:
-    """Seconds the command took in `tree`, its exit status and its output (kept to tell
-    why a run failed)."""
+def timed_run(command: list[str], tree: Path, kept_if_failed: Path) -> tuple[float, int]:
+    """Seconds the command took in `tree` and its exit status. A failed run's whole reports
+    directory (its output, ./dev parallel's behavex logs, the reports) is copied to
+    `kept_if_failed`, to tell why."""
     with tempfile.TemporaryDirectory(prefix="suite-bench-") as reports:
-        output = Path(reports) / "output.txt"
         started = time.perf_counter()
-        with output.open("w") as sink:
+        with (Path(reports) / "output.txt").open("w") as sink:
             status = subprocess.run(
                 [*command, f"--define=reports_dir={reports}"],
                 cwd=tree,
@@ -43,7 +46,10 @@ def timed_run(command: list[str], tree: Path) -> tuple[float, int, str]:
                 stderr=subprocess.STDOUT,
                 check=False,
             ).returncode
-        return time.perf_counter() - started, status, output.read_text()
+        seconds = time.perf_counter() - started
+        if status != 0:
+            shutil.copytree(reports, kept_if_failed)
+        return seconds, status
 
 
 def commands(processes: int) -> dict[str, list[str]]:
@@ -73,17 +79,14 @@ def main() -> int:
     }
     times: dict[str, list[float]] = {name: [] for name, _ in runs}
     failed = False
+    failures = FAILURES / time.strftime("%Y%m%dT%H%M%S")
     for round_number in range(1, options.rounds + 1):
         for (name, tree), command in runs.items():
-            seconds, status, output = timed_run(command, tree)
+            kept = failures / re.sub(r"[^\w@]+", "-", f"round {round_number} {name}")
+            seconds, status = timed_run(command, tree, kept)
             times[name].append(seconds)
             failed |= status != 0
-            outcome = "passed" if status == 0 else f"FAILED (exit {status})"
-            if status != 0:
-                FAILURES.mkdir(parents=True, exist_ok=True)
-                kept = FAILURES / f"round-{round_number}-{len(list(FAILURES.iterdir()))}.txt"
-                kept.write_text(f"{name} in {tree}\n{output}")
-                outcome += f", its output in {kept}"
+            outcome = "passed" if status == 0 else f"FAILED (exit {status}), its reports in {kept}"
             print(f"round {round_number}: {name}: {seconds:.1f} s, {outcome}", flush=True)
     print(f"\nmachine: {os.cpu_count()} CPUs; {options.rounds} rounds")
     print("| run | min | median | max |")
