@@ -29,7 +29,6 @@ JSON = dict[str, Any]
 # only metadata, labels and owner references, the same in each.
 AGENT_SANDBOX_VERSIONS = ("v1beta1", "v1alpha1", "v1")
 _AGENTCUBE = "runtime.agentcube.volcano.sh"
-_RAISE = object()  # KubeApi._call's `gone` when a 404 is an error
 
 
 class Resource(enum.Enum):
@@ -109,13 +108,15 @@ class KubeApi:
     def close(self) -> None:
         self._client.close()
 
-    def _call(self, what: str, method: Any, *args: Any, gone: Any = _RAISE, **kwargs: Any) -> Any:
-        """The answer as JSON; `gone` in place of a 404 when given."""
+    def _call(
+        self, what: str, method: Any, *args: Any, none_if_gone: bool = False, **kwargs: Any
+    ) -> Any:
+        """The answer as JSON; None for a 404 when `none_if_gone`."""
         try:
             result = method(*args, _request_timeout=self._timeout, **kwargs)
         except ApiException as error:
-            if error.status == 404 and gone is not _RAISE:
-                return gone
+            if error.status == 404 and none_if_gone:
+                return None
             detail = _status_message(error.body) or str(error.reason or "no details")
             raise KubeError(what, error.status or 0, detail) from None
         except urllib3.exceptions.HTTPError as error:
@@ -142,7 +143,7 @@ class KubeApi:
     def get(self, resource: Resource, namespace: str, name: str) -> JSON | None:
         """The object, or None when it does not exist."""
         what = f"get {resource.qualified} {namespace}/{name}"
-        return self._on_objects(what, "get", resource, namespace, name, gone=None)
+        return self._on_objects(what, "get", resource, namespace, name, none_if_gone=True)
 
     def objects(self, resource: Resource, namespace: str, label_selector: str = "") -> list[JSON]:
         """The objects of a kind in the namespace, those with the labels when given."""
@@ -175,7 +176,7 @@ class KubeApi:
         )
         what = f"delete {ref.resource.qualified} {ref.namespace}/{ref.name} (uid {ref.uid})"
         answer = self._on_objects(
-            what, "delete", ref.resource, ref.namespace, ref.name, body=options, gone=None
+            what, "delete", ref.resource, ref.namespace, ref.name, body=options, none_if_gone=True
         )
         return answer is not None
 
