@@ -96,6 +96,10 @@ class Answer(_Meets[requests.Response]):
                 mismatch = StringDescription()
                 self.body.describe_mismatch(body, mismatch)
                 return f"in the body, {mismatch}"
+        return self._own_problem(response)
+
+    def _own_problem(self, response: requests.Response) -> str | None:
+        """What a kind of answer checks past the status, headers and body: nothing here."""
         return None
 
 
@@ -171,10 +175,7 @@ class Refusal(Answer):
         self.code = code
         self.code_may_be_missing = code_may_be_missing
 
-    def _problem(self, response: requests.Response) -> str | None:
-        problem = super()._problem(response)
-        if problem is not None:
-            return problem
+    def _own_problem(self, response: requests.Response) -> str | None:
         body = json_body(response)
         if body is _NO_JSON:
             return "the body is not JSON"

@@ -271,10 +271,7 @@ class OwnSandboxOrRefusal(Answer):
         )
         self.identity = sandbox_identity(sandbox)
 
-    def _problem(self, response: requests.Response) -> str | None:
-        problem = super()._problem(response)
-        if problem is not None:
-            return problem
+    def _own_problem(self, response: requests.Response) -> str | None:
         body = json_body(response)
         if response.status_code in self.refusals:
             problem = self.refusals[response.status_code]._problem(response)

@@ -239,10 +239,7 @@ class SandboxGone(Answer):
             body=has_key("error"),
         )
 
-    def _problem(self, response: requests.Response) -> str | None:
-        problem = super()._problem(response)
-        if problem is not None:
-            return problem
+    def _own_problem(self, response: requests.Response) -> str | None:
         words = SANDBOX_GONE_ERRORS[response.status_code]
         error = json_body(response).get("error")
         if not isinstance(error, str) or words not in error.lower():
