@@ -157,21 +157,18 @@ class Cluster(Platform):
         (a CodeInterpreter's deletion would take its kept sessions along), else tell what is
         left and how to reopen the forwards that kept sessions' URLs go through. The problems
         met, the forwards' during the run among them."""
-        if keep:
-            kept, problems = self.fixtures.leftovers(), []
-            kept += [
-                f"{forward.url} was {forward}, closed at the end of the run; reopen it with: "
-                f"{forward.kubectl}"
-                for forward in self._forwards
-            ]
-        else:
-            kept, problems = [], self.fixtures.delete_created()
+        kept = self.fixtures.leftovers() + [
+            f"{forward.url} was {forward}, closed at the end of the run; reopen it with: "
+            f"{forward.kubectl}"
+            for forward in self._forwards
+        ]
+        problems = [] if keep else self.fixtures.delete_created()
         for forward in self._forwards:
             forward.close()
             problems += sorted(set(forward.problems))
         self._forwards.clear()
         self.api.close()
-        return Closing(problems, kept)
+        return Closing(problems, kept if keep else [])
 
     def apply_runtime(self, manifest: dict[str, Any]) -> Runtime:
         """Create the runtime: it must not exist, the suite never replaces a cluster's own."""
