@@ -17,10 +17,6 @@ class Summary:
     p95: float
     samples: tuple[float, ...] = field(repr=False)
 
-    @property
-    def count(self) -> int:
-        return len(self.samples)
-
 
 def percentile(samples: list[float], fraction: float) -> float:
     """Nearest-rank percentile of non-empty samples."""

@@ -59,7 +59,7 @@ def latency_chart_png(latencies: list[Summary]) -> bytes:
             fontsize=8,
         )
     axes.plot([], [], color=_COLOURS["p50"], label="p50 (box: p25 to p75)")
-    axes.set_yticks(list(rows), [f"{s.name} (n={s.count})" for s in latencies])
+    axes.set_yticks(list(rows), [f"{s.name} (n={len(s.samples)})" for s in latencies])
     axes.set_ylim(len(latencies) - 0.5, -0.5)
     axes.set_xscale("log")
     axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))

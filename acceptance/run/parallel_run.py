@@ -32,7 +32,7 @@ from acceptance.run.results import RunResults, run_features, selection
 from acceptance.run.suite import KEPT, Suite
 from acceptance.run.summary import closing_report, summarize
 from acceptance.run.tag_check import UnknownTagError, check_tags
-from acceptance.run.timings import any_timed
+from acceptance.run.timings import TIMED_TAG
 
 ALONE_TAGS = ("serial", "disruptive")
 # The title of the closing note on selected scenarios that no phase ran; such a run fails.
@@ -119,8 +119,8 @@ def run(processes: int, behave_arguments: list[str]) -> int:
     out = reports / "parallel"
     shutil.rmtree(out, ignore_errors=True)
     # The preflight first, of the concurrent phase's target (the alone phase checks its own).
-    userdata = {**config.userdata, "reports_dir": str(out)}
-    suite = Suite.start(userdata, os.environ, timed=any_timed(selected))
+    timed = any(TIMED_TAG in s.effective_tags for s in selected)  # as ./dev suite
+    suite = Suite.start({**config.userdata, "reports_dir": str(out)}, os.environ, timed=timed)
     print(f"{suite.release.account()}\n{suite.preflight}", flush=True)
     print(
         f"{len(selected)} scenarios: {len(alone)} run alone (@{', @'.join(ALONE_TAGS)}), "

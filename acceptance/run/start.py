@@ -19,7 +19,7 @@ from acceptance.run.report_hooks import review_reports
 from acceptance.run.results import run_features, selection
 from acceptance.run.suite import Suite
 from acceptance.run.tag_check import check_tags
-from acceptance.run.timings import any_timed
+from acceptance.run.timings import TIMED_TAG
 
 # The suite started before behave's runner, for before_all to take over (one per process).
 _started: list[Suite] = []
@@ -31,7 +31,8 @@ def start_suite(config: Configuration) -> Suite:
     features = run_features(config)
     check_tags(features, config.tag_expression)
     selected, deselected = selection(features, config)
-    suite = Suite.start(config.userdata, os.environ, timed=any_timed(selected))
+    timed = any(TIMED_TAG in s.effective_tags for s in selected)
+    suite = Suite.start(config.userdata, os.environ, timed=timed)
     if not suite.settings.results_dir:  # a parallel run's worker: its command does both
         suite.results.deselected = len(deselected)
         suite.results.selected = len(selected)

@@ -115,7 +115,7 @@ def _slowest_steps(results: RunResults) -> Table:
 
 def _latency_table(latencies: list[Summary]) -> Table:
     rows = [
-        (s.name, str(s.count), _ms(min(s.samples)), _ms(s.p50), _ms(s.p95), _ms(max(s.samples)))
+        (s.name, str(len(s.samples)), *map(_ms, (min(s.samples), s.p50, s.p95, max(s.samples))))
         for s in latencies
     ]
     headers = ("measurement", "samples", "min", "p50", "p95", "max")

@@ -16,10 +16,8 @@ import contextlib
 import dataclasses
 import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
-
-from behave.model import Scenario
 
 from acceptance.core.clients import Router, WorkloadManager, session_id_of
 from acceptance.core.evidence import ExchangeLog, excerpt
@@ -37,11 +35,6 @@ SET_COLD_STARTS = 2
 SHORT_TIMINGS = ("short_session_timeout", "short_session_lifetime")
 # The tag of the scenarios that rely on them: a run without any measures no cold start.
 TIMED_TAG = "ttl"
-
-
-def any_timed(scenarios: Iterable[Scenario]) -> bool:
-    """Whether the run of these scenarios fits the short timings to a cold start."""
-    return any(TIMED_TAG in scenario.effective_tags for scenario in scenarios)
 
 
 class TimingsDoNotFit(ValueError):
